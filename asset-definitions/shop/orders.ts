@@ -1,0 +1,57 @@
+import { asset, daily, dep, eager, onCron, timeWindow, weekly } from "tributary";
+import { ordersBetween, writePartitionFile } from "./_synthetic.js";
+
+const days = daily({ start: "2025-01-01", timezone: "UTC" });
+
+/** Raw orders, one file per day; the function writes exactly its window. */
+export const rawOrders = asset(
+  {
+    key: "shop/raw_orders",
+    partitions: days,
+    automation: onCron("0 1 * * *"),
+    owner: "team:shop",
+    description: "Orders placed during the day, as exported by the (synthetic) shop database",
+    metadata: { pii: ["customer"] },
+    retries: { max: 3, delay: "30s", backoff: "exponential" },
+    timeout: "10m",
+    pool: "warehouse",
+  },
+  async (ctx) => {
+    const { start, end } = ctx.partition.window!;
+    const orders = ordersBetween(start, end);
+    const file = await writePartitionFile("raw_orders", ctx.partition.key, orders);
+    ctx.log.info("wrote orders", { rows: orders.length, file });
+    return { rows: orders.length, revenueCents: orders.reduce((n, o) => n + o.amountCents, 0), file };
+  },
+);
+
+/** Revenue over the trailing seven days, recomputed whenever a day it reads changes. */
+export const revenue7d = asset(
+  {
+    key: "shop/revenue_7d",
+    partitions: days,
+    automation: eager(),
+    owner: "team:finance",
+    deps: { orders: dep(rawOrders, timeWindow({ startOffset: -6 })) },
+  },
+  async (_ctx, { orders }) => ({
+    days: orders.length,
+    revenueCents: orders.reduce((n, o) => n + o.revenueCents, 0),
+  }),
+);
+
+/** Weekly rollup: a weekly partition reads the seven dailies of its week. */
+export const weeklyRevenue = asset(
+  {
+    key: "shop/weekly_revenue",
+    partitions: weekly({ start: "2025-01-06", timezone: "UTC" }),
+    automation: eager(),
+    owner: "team:finance",
+    deps: { orders: dep(rawOrders, timeWindow()) },
+  },
+  async (ctx, { orders }) => {
+    const value = { days: orders.length, revenueCents: orders.reduce((n, o) => n + o.revenueCents, 0) };
+    await writePartitionFile("weekly_revenue", ctx.partition.key, value);
+    return value;
+  },
+);

@@ -1,0 +1,106 @@
+// Loads 1 000 generated definitions files (1–3 daily-partitioned assets each,
+// with dependencies on assets of earlier files) and prints one JSON object:
+// total time, per-file load time percentiles, throughput, concurrency, and
+// the time to build and hash the snapshot.
+//   npx tsx bench/load-definitions.ts [--files 1000] [--concurrency N]
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { buildSnapshot, hashSnapshot } from "../src/graph/index.js";
+import { loadDefinitions } from "../src/loader/index.js";
+
+function arg(name: string): number | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : undefined;
+}
+
+const FILES = arg("files") ?? 1000;
+const CONCURRENCY = arg("concurrency");
+
+/** Deterministic pseudo-random numbers, so every run generates the same graph. */
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return s / 2_147_483_648;
+  };
+}
+
+async function generate(dir: string): Promise<number> {
+  const random = rng(42);
+  const keys: string[] = [];
+  let assetCount = 0;
+  for (let f = 0; f < FILES; f++) {
+    const group = `g${f % 20}`;
+    const count = 1 + Math.floor(random() * 3);
+    const lines = [`import { asset, daily, dep } from "tributary";`, ``, `const days = daily({ start: "2024-01-01" });`, ``];
+    const mine: string[] = [];
+    for (let a = 0; a < count; a++) {
+      const key = `${group}/file${f}_asset${a}`;
+      const deps: string[] = [];
+      for (let d = 0; d < 3 && keys.length > 0; d++) {
+        if (random() < 0.5) continue;
+        const up = keys[Math.floor(random() * keys.length)]!;
+        if (!deps.some((x) => x.includes(`"${up}"`))) deps.push(`up${d}: dep<number>("${up}")`);
+      }
+      lines.push(
+        `export const asset${a} = asset(`,
+        `  { key: "${key}", partitions: days, owner: "team:${group}", retries: 2${deps.length ? `, deps: { ${deps.join(", ")} }` : ""} },`,
+        `  async (ctx) => ({ partition: ctx.partition.key, n: ${a} }),`,
+        `);`,
+        ``,
+      );
+      mine.push(key);
+      assetCount++;
+    }
+    keys.push(...mine);
+    const sub = path.join(dir, group);
+    await mkdir(sub, { recursive: true });
+    await writeFile(path.join(sub, `file${f}.ts`), lines.join("\n"));
+  }
+  return assetCount;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+const round = (n: number): number => Math.round(n * 10) / 10;
+
+const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-defs-"));
+try {
+  const generatedAssets = await generate(dir);
+  const started = performance.now();
+  const result = await loadDefinitions({ dir, ...(CONCURRENCY ? { concurrency: CONCURRENCY } : {}) });
+  const totalMs = performance.now() - started;
+
+  const buildStarted = performance.now();
+  const built = buildSnapshot(result.files);
+  const buildMs = performance.now() - buildStarted;
+  const hashStarted = performance.now();
+  const hash = hashSnapshot(built.graph);
+  const hashMs = performance.now() - hashStarted;
+
+  const perFile = result.files.map((f) => f.loadMs).sort((a, b) => a - b);
+  console.log(
+    JSON.stringify({
+      files: result.files.length,
+      assets: result.snapshot.assets.length,
+      generatedAssets,
+      errors: result.files.filter((f) => f.status === "error").length,
+      problems: result.problems.length,
+      concurrency: result.concurrency,
+      totalMs: Math.round(totalMs),
+      filesPerSecond: round(result.files.length / (totalMs / 1000)),
+      perFileMs: { p50: round(percentile(perFile, 50)), p95: round(percentile(perFile, 95)), max: round(perFile.at(-1) ?? 0) },
+      snapshot: { buildAndValidateMs: round(buildMs), hashMs: round(hashMs), contentHash: hash.slice(0, 12) },
+    }),
+  );
+  if (result.files.some((f) => f.status === "error")) {
+    const first = result.files.find((f) => f.status === "error")!;
+    console.error(`first error: ${first.file}: ${first.error?.message}`);
+    process.exitCode = 1;
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}

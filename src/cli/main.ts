@@ -1,0 +1,3 @@
+import { runCli } from "./program.js";
+
+await runCli(process.argv);

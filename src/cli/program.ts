@@ -1,0 +1,41 @@
+import { Command, Option } from "commander";
+import { reportError } from "./output.js";
+import { registerCheck } from "./commands/check.js";
+import { registerDev } from "./commands/dev.js";
+import { registerMigrate } from "./commands/migrate.js";
+import { registerPartitions } from "./commands/partitions.js";
+import { VERSION } from "./version.js";
+
+/** Builds the `tributary` command line; each command registers itself. */
+export function buildProgram(): Command {
+  const program = new Command("tributary")
+    .description("Asset-centric data orchestrator for TypeScript")
+    .version(VERSION)
+    .addOption(new Option("--definitions <dir>", "definitions directory").default("asset-definitions"))
+    .addOption(new Option("--data-dir <dir>", "embedded database directory (without DATABASE_URL)").default(".tributary"))
+    .addOption(new Option("--load-timeout <duration>", "time limit per definitions file, e.g. 5s").default("60s"))
+    .addOption(new Option("--url <url>", "a running Tributary server for operational commands").default("http://127.0.0.1:3000"))
+    .showHelpAfterError("(run with --help for usage)")
+    .configureHelp({ showGlobalOptions: true });
+  registerDev(program);
+  registerCheck(program);
+  registerPartitions(program);
+  registerMigrate(program);
+  return program;
+}
+
+/** Runs the CLI; errors become a clear message and exit code, never a raw stack. */
+export async function runCli(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  program.exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (typeof code === "string" && code.startsWith("commander.")) {
+      process.exitCode = code === "commander.helpDisplayed" || code === "commander.version" ? 0 : (err as { exitCode?: number }).exitCode ?? 1;
+      return;
+    }
+    process.exitCode = reportError(err, argv.includes("--json"));
+  }
+}

@@ -1,0 +1,62 @@
+import path from "node:path";
+import { z } from "zod";
+import { InputError } from "../errors/index.js";
+import { parseDuration } from "../sdk/index.js";
+
+/** Options every command accepts, plus the environment. */
+export interface GlobalOptions {
+  definitions?: string;
+  dataDir?: string;
+  loadTimeout?: string;
+  url?: string;
+}
+
+export interface Settings {
+  definitionsDir: string;
+  dataDir: string;
+  loadTimeoutMs: number;
+  /** Postgres instead of the embedded database, from DATABASE_URL. */
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  /** Where a running server is asked first by operational commands. */
+  serverUrl: string;
+}
+
+const envSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
+    .optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, "must be a redis:// URL").optional(),
+  TRIBUTARY_URL: z.string().url().optional(),
+});
+
+export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
+  const parsedEnv = envSchema.safeParse({
+    DATABASE_URL: env.DATABASE_URL || undefined,
+    REDIS_URL: env.REDIS_URL || undefined,
+    TRIBUTARY_URL: env.TRIBUTARY_URL || undefined,
+  });
+  if (!parsedEnv.success) {
+    const issue = parsedEnv.error.issues[0];
+    throw new InputError(`environment variable ${String(issue?.path[0])}: ${issue?.message}`);
+  }
+  let loadTimeoutMs = 60_000;
+  if (options.loadTimeout !== undefined) {
+    const raw = /^\d+$/.test(options.loadTimeout) ? Number(options.loadTimeout) : options.loadTimeout;
+    try {
+      loadTimeoutMs = parseDuration(raw, "--load-timeout");
+    } catch (cause) {
+      throw new InputError(`--load-timeout: "${options.loadTimeout}" is not a duration; write e.g. 5s, 2m or 5000`, { cause });
+    }
+    if (loadTimeoutMs <= 0) throw new InputError("--load-timeout must be positive");
+  }
+  return {
+    definitionsDir: path.resolve(options.definitions ?? "asset-definitions"),
+    dataDir: path.resolve(options.dataDir ?? ".tributary"),
+    loadTimeoutMs,
+    databaseUrl: parsedEnv.data.DATABASE_URL,
+    redisUrl: parsedEnv.data.REDIS_URL,
+    serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? "http://127.0.0.1:3000",
+  };
+}

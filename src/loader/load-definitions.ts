@@ -1,0 +1,302 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { SerializedError } from "../errors/index.js";
+import {
+  buildSnapshot,
+  type DefinitionsSnapshot,
+  type FileDefinitions,
+  type GraphProblem,
+  type PreviousDefinitions,
+  type SnapshotAsset,
+  type SnapshotCheck,
+} from "../graph/index.js";
+import { DefinitionsChild, type ChildOutcome } from "./definitions-child.js";
+import { discoverDefinitionFiles } from "./discover-files.js";
+import { sdkEntryUrl } from "./sdk-bundle.js";
+
+export interface LoadDefinitionsOptions {
+  /** The definitions directory. */
+  readonly dir: string;
+  /** Time limit per file, from the moment its import starts; default 60 s. */
+  readonly timeoutMs?: number;
+  /** Heap limit per child process, in MB; default 512. */
+  readonly memoryMb?: number;
+  /** Files imported at once (one child process each); default os.availableParallelism(). */
+  readonly concurrency?: number;
+  /**
+   * Each file's definitions at its last good load (from storage). A file that
+   * fails now keeps its previous assets in the snapshot; with `only`, files
+   * not reloaded contribute these as they are.
+   */
+  readonly previousGood?: ReadonlyMap<string, PreviousDefinitions>;
+  /** Reload only these files (relative to `dir`); every other file is taken from `previousGood`. */
+  readonly only?: readonly string[];
+}
+
+/** The outcome of importing one definitions file. */
+export interface FileLoadResult {
+  /** Relative to the definitions directory, `/`-separated. */
+  readonly file: string;
+  /** sha256 (hex) of the file's bytes. */
+  readonly sourceHash: string;
+  readonly status: "ok" | "error";
+  /** The file's own exported assets (empty on error). */
+  readonly assets: SnapshotAsset[];
+  readonly checks: SnapshotCheck[];
+  /** Not errors: no definitions exported, a re-export that is not counted here… */
+  readonly warnings: string[];
+  readonly error?: SerializedError;
+  /** From the start of the import to its outcome. */
+  readonly loadMs: number;
+  /** Other files under the definitions directory that this file imported (transitively), for watch mode. */
+  readonly imports: string[];
+}
+
+export interface LoadDefinitionsResult {
+  /** The definitions directory, absolute. */
+  readonly dir: string;
+  /** One result per loaded file, sorted by file. */
+  readonly files: FileLoadResult[];
+  /** The active asset graph (see buildSnapshot). */
+  readonly snapshot: DefinitionsSnapshot;
+  readonly contentHash: string;
+  readonly problems: GraphProblem[];
+  /** Files that failed and whose last good definitions stand in for them. */
+  readonly fallbackFiles: string[];
+  readonly concurrency: number;
+  readonly totalMs: number;
+}
+
+export const DEFAULT_LOAD_TIMEOUT_MS = 60_000;
+export const DEFAULT_LOAD_MEMORY_MB = 512;
+/** A file still importing after this long no longer counts against `concurrency`. */
+const STRAGGLER_MS = 2_000;
+
+/**
+ * Imports every definitions file under `dir`, each in its own child process
+ * with a time and memory limit, and assembles the snapshot. A file that fails
+ * (syntax, exception, timeout, memory) gets an error of its own and never
+ * delays or breaks the others. Independent of storage: the caller persists.
+ * @example
+ * const { files, snapshot, contentHash, problems } = await loadDefinitions({ dir: "asset-definitions" });
+ */
+export async function loadDefinitions(options: LoadDefinitionsOptions): Promise<LoadDefinitionsResult> {
+  const started = performance.now();
+  const dir = path.resolve(options.dir);
+  const discovered = await discoverDefinitionFiles(dir);
+  const only = options.only ? new Set(options.only.map(toPosix)) : undefined;
+  const toLoad = only ? discovered.filter((f) => only.has(f)) : discovered;
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
+  const files = await loadFiles(dir, toLoad, { ...options, concurrency });
+  const previousGood = options.previousGood ?? new Map<string, PreviousDefinitions>();
+  // Files not reloaded stand as they were at their last good load.
+  const untouched = only
+    ? discovered
+        .filter((f) => !only.has(f) && previousGood.has(f))
+        .map((f) => asFileDefinitions(f, previousGood.get(f)!))
+    : [];
+  return assembleResult(dir, files, untouched, previousGood, concurrency, started);
+}
+
+/** The snapshot for a set of per-file results; shared by loadDefinitions and watch mode. */
+export function assembleResult(
+  dir: string,
+  files: FileLoadResult[],
+  untouched: readonly FileDefinitions[],
+  previousGood: ReadonlyMap<string, PreviousDefinitions>,
+  concurrency: number,
+  started: number,
+): LoadDefinitionsResult {
+  const built = buildSnapshot([...files, ...untouched], previousGood);
+  return {
+    dir,
+    files,
+    snapshot: built.graph,
+    contentHash: built.contentHash,
+    problems: built.problems,
+    fallbackFiles: built.fallbackFiles,
+    concurrency,
+    totalMs: performance.now() - started,
+  };
+}
+
+/**
+ * Imports the given files (relative to `dir`) concurrently, each in a fresh
+ * child process. Every lane keeps one child warming up while another loads,
+ * so the start-up cost of node, tsx and the SDK overlaps with real work.
+ */
+export async function loadFiles(
+  dir: string,
+  relFiles: readonly string[],
+  options: { timeoutMs?: number; memoryMb?: number; concurrency?: number } = {},
+): Promise<FileLoadResult[]> {
+  const root = path.resolve(dir);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+  const memoryMb = options.memoryMb ?? DEFAULT_LOAD_MEMORY_MB;
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
+  const pending = [...relFiles];
+  const results: FileLoadResult[] = [];
+  if (pending.length === 0) return results;
+  const sdkUrl = await sdkEntryUrl();
+  const live = new Set<DefinitionsChild>();
+  const spawn = (): DefinitionsChild => {
+    const child = new DefinitionsChild(root, memoryMb, sdkUrl);
+    live.add(child);
+    void child.closed.then(() => live.delete(child));
+    return child;
+  };
+  // A lane loads files one after another, keeping the next child warming up.
+  // When a file takes longer than STRAGGLER_MS (stuck, or waiting on the
+  // network), its lane hands its warm child to a new lane and ends once the
+  // slow file does: slow files do not hold up the rest (at most `concurrency`
+  // of them at a time get this, so a directory of hanging files stays bounded).
+  const lanes: Promise<void>[] = [];
+  let stragglers = 0;
+  const lane = async (first: DefinitionsChild): Promise<void> => {
+    let next: DefinitionsChild | undefined = first;
+    while (next) {
+      const rel = pending.shift();
+      if (rel === undefined) break;
+      const child: DefinitionsChild = next;
+      next = pending.length > 0 ? spawn() : undefined;
+      let straggling = false;
+      const timer = setTimeout(() => {
+        if (stragglers >= concurrency || pending.length === 0) return;
+        straggling = true;
+        stragglers++;
+        lanes.push(lane(next ?? spawn()));
+        next = undefined;
+      }, STRAGGLER_MS);
+      results.push(await loadOne(root, rel, child, { timeoutMs, memoryMb }));
+      clearTimeout(timer);
+      if (straggling) stragglers--;
+    }
+    next?.kill();
+  };
+  try {
+    for (let i = 0; i < Math.min(concurrency, pending.length); i++) lanes.push(lane(spawn()));
+    // Lanes may start more lanes while we wait.
+    for (let i = 0; i < lanes.length; i++) await lanes[i];
+  } finally {
+    for (const child of live) child.kill();
+  }
+  return results.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+}
+
+async function loadOne(
+  dir: string,
+  rel: string,
+  child: DefinitionsChild,
+  limits: { timeoutMs: number; memoryMb: number },
+): Promise<FileLoadResult> {
+  const abs = path.join(dir, ...rel.split("/"));
+  const sourceHash = readFile(abs).then(
+    (bytes) => createHash("sha256").update(bytes).digest("hex"),
+    () => "",
+  );
+  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [] };
+  if (!(await child.ready)) {
+    return {
+      ...base,
+      sourceHash: await sourceHash,
+      status: "error",
+      loadMs: 0,
+      error: loadError(
+        "LOAD_CHILD_FAILED",
+        `${rel}: the loader could not start a child process to import it: ${child.startFailure || "it exited during start-up"}`,
+        rel,
+      ),
+    };
+  }
+  const outcome = await child.load({ type: "load", file: abs, relFile: rel }, limits.timeoutMs);
+  return { ...fromOutcome(dir, rel, outcome, limits), sourceHash: await sourceHash };
+}
+
+function fromOutcome(
+  dir: string,
+  rel: string,
+  outcome: ChildOutcome,
+  limits: { timeoutMs: number; memoryMb: number },
+): Omit<FileLoadResult, "sourceHash"> {
+  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [], loadMs: outcome.ms };
+  switch (outcome.kind) {
+    case "reply": {
+      const r = outcome.reply;
+      const imports = r.imports
+        .map((f) => toPosix(path.relative(dir, f)))
+        .filter((f) => f !== rel && !f.startsWith("../") && !path.isAbsolute(f))
+        .sort();
+      const result = {
+        ...base,
+        status: r.status,
+        assets: r.assets.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName })),
+        checks: r.checks.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName })),
+        warnings: [...r.warnings],
+        imports,
+      };
+      return r.error ? { ...result, error: r.error } : result;
+    }
+    case "timeout":
+      return {
+        ...base,
+        status: "error",
+        error: loadError(
+          "LOAD_TIMEOUT",
+          `${rel}: importing the file took longer than the load time limit of ${formatMs(limits.timeoutMs)}, so it was stopped. ` +
+            `Definitions files should only declare assets: move slow work (network calls, large computations, waiting) ` +
+            `into asset functions, or raise the limit with --load-timeout (e.g. --load-timeout ${suggestLimit(limits.timeoutMs)})`,
+          rel,
+        ),
+      };
+    case "exit": {
+      if (/heap out of memory|Reached heap limit|Allocation failed|ERR_WORKER_OUT_OF_MEMORY/i.test(outcome.stderr)) {
+        return {
+          ...base,
+          status: "error",
+          error: loadError(
+            "LOAD_OUT_OF_MEMORY",
+            `${rel}: importing the file needed more than the ${limits.memoryMb} MB memory limit of a loader process, so it was stopped; ` +
+              `definitions files should only declare assets — move large data into asset functions`,
+            rel,
+          ),
+        };
+      }
+      const how = outcome.signal ? `was killed by ${outcome.signal}` : `exited with code ${outcome.code}`;
+      const tail = outcome.stderr.trim().split("\n").slice(-15).join("\n");
+      return {
+        ...base,
+        status: "error",
+        error: loadError(
+          "LOAD_CRASHED",
+          `${rel}: the loader process ${how} before the file finished loading` +
+            ` (does the file call process.exit() or crash the process at import?)${tail ? `:\n${tail}` : ""}`,
+          rel,
+        ),
+      };
+    }
+  }
+}
+
+function loadError(code: string, message: string, file: string): SerializedError {
+  return { name: "LoadError", code, message, location: { file } };
+}
+
+function asFileDefinitions(file: string, prev: PreviousDefinitions): FileDefinitions {
+  const assets = Array.isArray(prev) ? (prev as readonly SnapshotAsset[]) : (prev as { assets: readonly SnapshotAsset[] }).assets;
+  const checks = Array.isArray(prev) ? [] : ((prev as { checks?: readonly SnapshotCheck[] }).checks ?? []);
+  return { file, status: "ok", assets, checks };
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function suggestLimit(ms: number): string {
+  return `${Math.max(2, Math.ceil((ms * 2) / 1000))}s`;
+}
+
+function toPosix(p: string): string {
+  return p.split(path.sep).join("/");
+}

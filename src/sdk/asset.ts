@@ -1,0 +1,394 @@
+import { z } from "zod";
+import { DefinitionError } from "../errors/index.js";
+import type { PartitionMappingSpec, PartitionsSpec } from "../partitions/index.js";
+import type { AutomationSpec } from "./automation.js";
+import type { AssetContext } from "./context.js";
+import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
+import { parseDuration, type Duration } from "./duration.js";
+import { assertJson, deepFreeze, type JsonValue } from "./json.js";
+import { EXECUTORS, TRIGGER_RULES, type AssetSpec, type DepSpec, type RetryPolicySpec, type TriggerRule, type ExecutorKind } from "./spec.js";
+import type { TriggerSpec } from "./triggers.js";
+import { definitionErrorFromZod } from "./zod-issues.js";
+
+declare const OUTPUT: unique symbol;
+declare const CARDINALITY: unique symbol;
+
+/** A partition mapping that yields one upstream value per downstream partition. */
+export type SingleMapping = PartitionMappingSpec & { readonly [CARDINALITY]: "one" };
+/** A partition mapping that yields an array of upstream values, in partition order. */
+export type ManyMapping = PartitionMappingSpec & { readonly [CARDINALITY]: "many" };
+
+export interface AssetDefinition<TOut = unknown> extends Branded {
+  readonly key: string;
+  readonly spec: AssetSpec;
+  /** The asset function; absent on source assets. */
+  readonly fn: AssetFunction | undefined;
+  /** The file whose code created this definition. */
+  readonly definedIn: string | undefined;
+  /** A copy with some config changed (definitions are frozen). */
+  with(changes: Partial<AssetConfigBase>): AssetDefinition<TOut>;
+  /** Phantom: the output type downstream functions receive. */
+  readonly [OUTPUT]?: TOut;
+}
+
+export type AssetFunction = (ctx: AssetContext, inputs: Record<string, unknown>) => unknown;
+
+export interface Dep<T = unknown> {
+  readonly kind: "dep";
+  readonly assetKey: string;
+  readonly mapping: PartitionMappingSpec | null;
+  readonly [OUTPUT]?: T;
+}
+
+export type OutputOf<A> = A extends AssetDefinition<infer T> ? T : never;
+
+/**
+ * A dependency with an explicit partition mapping. The mapping decides the
+ * argument's type: a single value for identity/last, an array in partition
+ * order for time windows, all partitions, static and multi mappings.
+ * A key string instead of an asset gives an untyped dependency.
+ * @example dep(orders, timeWindow({ startOffset: -6 }))  // Order[] for the last 7 days
+ */
+export function dep<A extends AssetDefinition>(upstream: A, mapping: ManyMapping): Dep<OutputOf<A>[]>;
+export function dep<A extends AssetDefinition>(upstream: A, mapping?: SingleMapping): Dep<OutputOf<A>>;
+export function dep<T = unknown>(upstreamKey: string, mapping?: PartitionMappingSpec): Dep<T>;
+export function dep(upstream: AssetDefinition | string, mapping?: PartitionMappingSpec): Dep {
+  const assetKey = typeof upstream === "string" ? upstream : upstream?.key;
+  if (typeof assetKey !== "string" || assetKey === "") {
+    throw new DefinitionError(
+      `dep(): expected an asset definition or an asset key string, got ${describe(upstream)}; ` +
+        `if this is an import from another file, check for a circular import between definition files`,
+      { location: { field: "deps" } },
+    );
+  }
+  return deepFreeze({ kind: "dep", assetKey, mapping: mapping ?? null });
+}
+
+export type DepInput = Dep | AssetDefinition;
+export type DepsRecord = Readonly<Record<string, DepInput>>;
+
+export type InputsOf<D extends DepsRecord | undefined> = D extends DepsRecord
+  ? { readonly [K in keyof D]: D[K] extends Dep<infer T> ? T : D[K] extends AssetDefinition<infer T> ? T : never }
+  : Record<string, never>;
+
+export interface RetryConfig {
+  max: number;
+  delay?: Duration;
+  backoff?: "fixed" | "linear" | "exponential";
+  maxDelay?: Duration;
+  jitter?: boolean;
+}
+
+export interface AssetConfigBase {
+  /** `sales/orders`: segments of letters, digits, `_` and `-`, joined by `/`. */
+  key: string;
+  partitions?: PartitionsSpec;
+  automation?: AutomationSpec;
+  /** Defaults to the key's first segment (`sales` for `sales/orders`), else "default". */
+  group?: string;
+  /** Who gets the alerts: `team:sales`, an e-mail address. */
+  owner?: string;
+  description?: string;
+  tags?: Record<string, string>;
+  /** Free JSON; `metadata.pii` lists columns holding personal data. */
+  metadata?: Record<string, JsonValue>;
+  pool?: string;
+  poolSlots?: number;
+  /** Higher runs first; default 0. */
+  priority?: number;
+  /** `3` is short for `{ max: 3 }`. */
+  retries?: number | RetryConfig;
+  timeout?: Duration;
+  maxConcurrency?: number;
+  maxActiveRuns?: number;
+  catchup?: boolean;
+  triggerRule?: TriggerRule;
+  executor?: ExecutorKind;
+  queue?: string;
+  /** Changing it marks materialised partitions stale. */
+  codeVersion?: string;
+  /** Alert when a partition is not materialised this long after its window closed. */
+  deadline?: Duration;
+}
+
+export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | undefined> extends AssetConfigBase {
+  deps?: D;
+}
+
+const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/;
+const keySchema = z
+  .string({ error: "an asset key string is required" })
+  .regex(KEY_RE, "must be segments of letters, digits, '_', '.' and '-' joined by '/', e.g. \"sales/orders\"");
+const nameSchema = z.string().min(1).max(200);
+const durationField = z.union([z.number(), z.string()]);
+
+const baseShape = {
+  key: keySchema,
+  partitions: z.object({ kind: z.enum(["time", "static", "dynamic", "multi"]) }, {
+    error: "expected a partitions definition such as daily({ start: \"2025-01-01\" })",
+  }).loose().optional(),
+  automation: z.object({ kind: z.string() }, { error: "expected onCron(...), eager() or onMissing()" }).loose().optional(),
+  group: nameSchema.regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '_', '.' and '-' only").optional(),
+  owner: nameSchema.optional(),
+  description: z.string().max(10_000).optional(),
+  tags: z.record(z.string(), z.string()).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  pool: nameSchema.regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '_', '.' and '-' only").optional(),
+  poolSlots: z.number().int().min(1).optional(),
+  priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+  retries: z
+    .union([
+      z.number().int().min(0).max(1000),
+      z.strictObject({
+        max: z.number().int().min(0).max(1000),
+        delay: durationField.optional(),
+        backoff: z.enum(["fixed", "linear", "exponential"]).optional(),
+        maxDelay: durationField.optional(),
+        jitter: z.boolean().optional(),
+      }),
+    ])
+    .optional(),
+  timeout: durationField.optional(),
+  maxConcurrency: z.number().int().min(1).optional(),
+  maxActiveRuns: z.number().int().min(1).optional(),
+  catchup: z.boolean().optional(),
+  triggerRule: z.enum(TRIGGER_RULES).optional(),
+  executor: z.enum(EXECUTORS).optional(),
+  queue: nameSchema.optional(),
+  codeVersion: z.string().min(1).max(200).optional(),
+  deadline: durationField.optional(),
+};
+
+const assetConfigSchema = z.strictObject({
+  ...baseShape,
+  deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
+});
+
+function describe(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (value === null) return "null";
+  if (typeof value === "object") return Array.isArray(value) ? "an array" : "an object";
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+function toDepSpecs(assetKey: string, deps: Record<string, unknown> | undefined): DepSpec[] {
+  if (!deps) return [];
+  return Object.entries(deps).map(([name, value]) => {
+    const v = value as Partial<Dep> & Partial<AssetDefinition>;
+    if (v && typeof v === "object" && v.kind === "dep" && typeof v.assetKey === "string") {
+      return { name, assetKey: v.assetKey, mapping: v.mapping ?? null };
+    }
+    if (v && typeof v === "object" && typeof v.key === "string" && v.spec) {
+      return { name, assetKey: v.key, mapping: null };
+    }
+    throw new DefinitionError(
+      `asset "${assetKey}": field "deps.${name}": expected an asset or dep(asset, mapping), got ${describe(value)}; ` +
+        `an undefined value usually means a circular import between definition files`,
+      { location: { assetKey, field: `deps.${name}` } },
+    );
+  });
+}
+
+function retryPolicy(assetKey: string, retries: number | RetryConfig | undefined): RetryPolicySpec {
+  const r = typeof retries === "number" ? { max: retries } : (retries ?? { max: 0 });
+  const maxDelayMs = r.maxDelay === undefined ? null : parseDurationAt(assetKey, r.maxDelay, "retries.maxDelay");
+  return {
+    max: r.max,
+    delayMs: r.delay === undefined ? 30_000 : parseDurationAt(assetKey, r.delay, "retries.delay"),
+    backoff: r.backoff ?? "fixed",
+    maxDelayMs,
+    jitter: r.jitter ?? false,
+  };
+}
+
+function parseDurationAt(assetKey: string, value: unknown, field: string): number {
+  try {
+    return parseDuration(value, field);
+  } catch (err) {
+    throw withAsset(err, assetKey);
+  }
+}
+
+function withAsset(err: unknown, assetKey: string): unknown {
+  if (err instanceof DefinitionError && !err.location?.assetKey) {
+    return new DefinitionError(`asset "${assetKey}": ${err.message}`, {
+      location: { ...err.location, assetKey },
+      code: err.code,
+      cause: err.cause,
+    });
+  }
+  return err;
+}
+
+/** Validates a config object and returns the serialised spec; shared by asset() and sourceAsset(). */
+export function buildSpec(
+  raw: unknown,
+  kind: "asset" | "source",
+  extra: { observe: TriggerSpec | null; pollIntervalMs: number | null; observeTimeoutMs: number | null },
+  schema: z.ZodType = assetConfigSchema,
+): AssetSpec {
+  const rawKey = (raw as { key?: unknown } | null)?.key;
+  const keyForErrors = typeof rawKey === "string" ? rawKey : undefined;
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    throw definitionErrorFromZod(kind === "asset" ? "asset()" : "sourceAsset()", parsed.error, {
+      ...(keyForErrors ? { assetKey: keyForErrors } : {}),
+    });
+  }
+  const c = parsed.data as AssetConfig & { deps?: Record<string, unknown> };
+  const key = c.key;
+  try {
+    if (c.metadata !== undefined) assertJson(c.metadata, "metadata");
+    const spec: AssetSpec = {
+      key,
+      kind,
+      group: c.group ?? (key.includes("/") ? key.slice(0, key.indexOf("/")) : "default"),
+      owner: c.owner ?? null,
+      description: c.description ?? null,
+      tags: c.tags ?? {},
+      metadata: (c.metadata ?? {}) as Record<string, JsonValue>,
+      partitions: c.partitions ?? null,
+      deps: toDepSpecs(key, c.deps),
+      automation: c.automation ?? null,
+      pool: c.pool ?? null,
+      poolSlots: c.poolSlots ?? 1,
+      priority: c.priority ?? 0,
+      retries: retryPolicy(key, c.retries),
+      timeoutMs: c.timeout === undefined ? null : parseDuration(c.timeout, "timeout"),
+      maxConcurrency: c.maxConcurrency ?? null,
+      maxActiveRuns: c.maxActiveRuns ?? null,
+      catchup: c.catchup ?? false,
+      triggerRule: c.triggerRule ?? "all_success",
+      executor: c.executor ?? "local",
+      queue: c.queue ?? null,
+      codeVersion: c.codeVersion ?? null,
+      deadlineMs: c.deadline === undefined ? null : parseDuration(c.deadline, "deadline"),
+      ...extra,
+    };
+    for (const d of spec.deps) {
+      if (d.assetKey === key) {
+        throw new DefinitionError(`asset "${key}": field "deps.${d.name}": an asset cannot depend on itself`, {
+          location: { assetKey: key, field: `deps.${d.name}` },
+        });
+      }
+    }
+    assertJson(spec, "config");
+    return deepFreeze(spec);
+  } catch (err) {
+    throw withAsset(err, key);
+  }
+}
+
+function makeDefinition<TOut>(
+  brand: "asset" | "source",
+  spec: AssetSpec,
+  fn: AssetFunction | undefined,
+  definedIn: string | undefined,
+  rebuild: (changes: Partial<AssetConfigBase>) => AssetDefinition<TOut>,
+): AssetDefinition<TOut> {
+  const def = {
+    [DEFINITION_BRAND]: brand,
+    key: spec.key,
+    spec,
+    fn,
+    definedIn,
+    with: rebuild,
+  };
+  return Object.freeze(def) as unknown as AssetDefinition<TOut>;
+}
+
+/**
+ * Declares an asset: a persistent thing `fn` writes, partition by partition.
+ * The upstream values arrive as the second argument, typed from `deps`.
+ * @example
+ * const orders = asset({ key: "sales/orders", partitions: daily({ start: "2025-01-01" }) },
+ *   async (ctx) => ({ rows: 42, day: ctx.partition.key }));
+ * const summary = asset({ key: "sales/summary", partitions: daily({ start: "2025-01-01" }), deps: { orders } },
+ *   async (_ctx, { orders }) => orders.rows * 2);
+ */
+export function asset<const D extends DepsRecord | undefined, T>(
+  config: AssetConfig<D>,
+  fn: (ctx: AssetContext, inputs: InputsOf<D>) => T | Promise<T>,
+): AssetDefinition<Awaited<T>> {
+  const key = (config as { key?: unknown } | null)?.key;
+  if (typeof fn !== "function") {
+    throw new DefinitionError(
+      `asset${typeof key === "string" ? ` "${key}"` : "()"}: the second argument must be the asset function`,
+      { location: { ...(typeof key === "string" ? { assetKey: key } : {}), field: "fn" } },
+    );
+  }
+  const spec = buildSpec(config, "asset", { observe: null, pollIntervalMs: null, observeTimeoutMs: null });
+  const definedIn = callerFile();
+  const build = (cfg: AssetConfig<D>): AssetDefinition<Awaited<T>> =>
+    makeDefinition<Awaited<T>>(
+      "asset",
+      buildSpec(cfg, "asset", { observe: null, pollIntervalMs: null, observeTimeoutMs: null }),
+      fn as AssetFunction,
+      definedIn,
+      (changes) => build({ ...cfg, ...changes }),
+    );
+  return makeDefinition<Awaited<T>>("asset", spec, fn as AssetFunction, definedIn, (changes) =>
+    build({ ...config, ...changes }),
+  );
+}
+
+export interface SourceAssetConfig
+  extends Pick<AssetConfigBase, "key" | "partitions" | "group" | "owner" | "description" | "tags" | "metadata" | "deadline"> {
+  /** How a partition is observed, e.g. fileExists("/landing/{partition}.csv"). */
+  observe?: TriggerSpec;
+  pollInterval?: Duration;
+  timeout?: Duration;
+}
+
+/** What downstream functions receive from a source asset: its latest observation. */
+export interface SourceObservation {
+  readonly observedAt: string;
+  readonly payload: JsonValue;
+}
+
+const sourceConfigSchema = z.strictObject({
+  key: baseShape.key,
+  partitions: baseShape.partitions,
+  group: baseShape.group,
+  owner: baseShape.owner,
+  description: baseShape.description,
+  tags: baseShape.tags,
+  metadata: baseShape.metadata,
+  deadline: baseShape.deadline,
+  observe: z
+    .object({ kind: z.string().min(1), args: z.record(z.string(), z.unknown()) }, {
+      error: "expected a trigger such as fileExists(\"/landing/{partition}.csv\")",
+    })
+    .optional(),
+  pollInterval: durationField.optional(),
+  timeout: durationField.optional(),
+});
+
+/**
+ * Declares data produced outside Tributary; it is observed, not materialised.
+ * @example sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-01-01" }),
+ *   observe: fileExists("/landing/{partition}.csv"), pollInterval: "5m" })
+ */
+export function sourceAsset(config: SourceAssetConfig): AssetDefinition<SourceObservation> {
+  const definedIn = callerFile();
+  const build = (cfg: SourceAssetConfig): AssetDefinition<SourceObservation> => {
+    const parsed = sourceConfigSchema.safeParse(cfg);
+    if (!parsed.success) {
+      throw definitionErrorFromZod("sourceAsset()", parsed.error, typeof cfg?.key === "string" ? { assetKey: cfg.key } : {});
+    }
+    const { observe, pollInterval, timeout, ...rest } = parsed.data;
+    const spec = buildSpec(
+      rest,
+      "source",
+      {
+        observe: (observe as TriggerSpec | undefined) ?? null,
+        pollIntervalMs: pollInterval === undefined ? null : parseDurationAt(cfg.key, pollInterval, "pollInterval"),
+        observeTimeoutMs: timeout === undefined ? null : parseDurationAt(cfg.key, timeout, "timeout"),
+      },
+    );
+    return makeDefinition<SourceObservation>("source", spec, undefined, definedIn, (changes) =>
+      build({ ...cfg, ...(changes as Partial<SourceAssetConfig>) }),
+    );
+  };
+  return build(config);
+}

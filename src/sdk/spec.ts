@@ -1,0 +1,81 @@
+import type { PartitionMappingSpec, PartitionsSpec } from "../partitions/index.js";
+import type { AutomationSpec } from "./automation.js";
+import type { JsonValue } from "./json.js";
+import type { TriggerSpec } from "./triggers.js";
+
+export const TRIGGER_RULES = [
+  "all_success",
+  "all_failed",
+  "all_done",
+  "all_skipped",
+  "one_success",
+  "one_failed",
+  "one_done",
+  "none_failed",
+  "none_failed_min_one_success",
+  "none_skipped",
+  "always",
+] as const;
+export type TriggerRule = (typeof TRIGGER_RULES)[number];
+
+export const EXECUTORS = ["local", "bullmq", "transactional", "kubernetes"] as const;
+export type ExecutorKind = (typeof EXECUTORS)[number];
+
+export interface RetryPolicySpec {
+  /** Retries after the first try: `max: 3` means up to four tries. */
+  readonly max: number;
+  readonly delayMs: number;
+  readonly backoff: "fixed" | "linear" | "exponential";
+  readonly maxDelayMs: number | null;
+  readonly jitter: boolean;
+}
+
+export interface DepSpec {
+  /** The argument name the asset function receives the value under. */
+  readonly name: string;
+  readonly assetKey: string;
+  /** null: the default mapping for the two partitions definitions. */
+  readonly mapping: PartitionMappingSpec | null;
+}
+
+/**
+ * The serialised form of an asset: what the loader stores in a snapshot and
+ * what the reconciler, planner and API read. Never holds functions.
+ */
+export interface AssetSpec {
+  readonly key: string;
+  readonly kind: "asset" | "source";
+  readonly group: string;
+  readonly owner: string | null;
+  readonly description: string | null;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly metadata: Readonly<Record<string, JsonValue>>;
+  readonly partitions: PartitionsSpec | null;
+  readonly deps: readonly DepSpec[];
+  readonly automation: AutomationSpec | null;
+  readonly pool: string | null;
+  readonly poolSlots: number;
+  readonly priority: number;
+  readonly retries: RetryPolicySpec;
+  readonly timeoutMs: number | null;
+  readonly maxConcurrency: number | null;
+  readonly maxActiveRuns: number | null;
+  readonly catchup: boolean;
+  readonly triggerRule: TriggerRule;
+  readonly executor: ExecutorKind;
+  readonly queue: string | null;
+  readonly codeVersion: string | null;
+  readonly deadlineMs: number | null;
+  /** Source assets: how a partition is observed. */
+  readonly observe: TriggerSpec | null;
+  readonly pollIntervalMs: number | null;
+  readonly observeTimeoutMs: number | null;
+}
+
+export interface CheckSpec {
+  readonly assetKey: string;
+  readonly name: string;
+  readonly blocking: boolean;
+  readonly severity: "warn" | "error";
+  readonly description: string | null;
+}

@@ -1,0 +1,376 @@
+import type { ColumnType, Generated } from "kysely";
+import type { JsonText, JsonValue } from "./json.js";
+
+type JsonNonNull = Exclude<JsonValue, null>;
+
+// Column helpers. Select types are what both dialects return (see
+// type-parsers.ts); JSON is written as JsonText (see json.ts).
+/** int8 columns: numbers (a bigint only beyond ±2^53, which ids never reach). */
+export type Int8 = ColumnType<number, number | bigint, number | bigint>;
+export type GeneratedInt8 = ColumnType<number, number | bigint | undefined, number | bigint>;
+export type NullableInt8 = ColumnType<number | null, number | bigint | null | undefined, number | bigint | null>;
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+export type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+export type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** JSON in a NOT NULL column (holding JSON null there is avoided: it reads back as SQL NULL does). */
+export type Json<T extends JsonValue = JsonNonNull> = ColumnType<T, JsonText, JsonText>;
+export type GeneratedJson<T extends JsonValue = JsonNonNull> = ColumnType<T, JsonText | undefined, JsonText>;
+export type NullableJson<T extends JsonValue = JsonValue> = ColumnType<T | null, JsonText | null | undefined, JsonText | null>;
+
+export type StepState =
+  | "pending"
+  | "scheduled"
+  | "queued"
+  | "running"
+  | "success"
+  | "failed"
+  | "skipped"
+  | "up_for_retry"
+  | "up_for_reschedule"
+  | "deferred"
+  | "upstream_failed"
+  | "removed";
+export type TriggerRule =
+  | "all_success"
+  | "all_failed"
+  | "all_done"
+  | "all_skipped"
+  | "one_success"
+  | "one_failed"
+  | "one_done"
+  | "none_failed"
+  | "none_failed_min_one_success"
+  | "none_skipped"
+  | "always";
+export type RunStatus = "queued" | "running" | "success" | "failed" | "canceled";
+export type RunOrigin = "manual" | "schedule" | "automation" | "backfill" | "rerun";
+export type BackfillStatus = "requested" | "running" | "completed" | "failed" | "canceling" | "canceled";
+export type PartitionState = "missing" | "materializing" | "materialized" | "failed" | "stale";
+export type EventKind = "materialization" | "observation" | "external" | "check_result" | "planned" | "failure" | "wipe";
+export type TriggerStatus = "waiting" | "fired" | "failed" | "timed_out" | "canceled";
+export type EvaluationDecision = "requested" | "declined" | "skipped";
+export type ComponentKind = "reconciler" | "triggerer" | "worker" | "api";
+export type AlertStatus = "pending" | "sent" | "failed";
+export type FileLoadStatus = "ok" | "error";
+
+export interface SchemaMigrationsTable {
+  version: number;
+  name: string;
+  checksum: string;
+  applied_at: GeneratedTimestamp;
+  duration_ms: Generated<number>;
+}
+
+export interface DefinitionSnapshotsTable {
+  version: number;
+  content_hash: string;
+  graph: Json;
+  created_at: GeneratedTimestamp;
+}
+
+export interface DefinitionFilesTable {
+  path: string;
+  source_hash: string;
+  status: FileLoadStatus;
+  error: NullableJson;
+  warnings: GeneratedJson<string[]>;
+  problems: GeneratedJson<JsonValue[]>;
+  assets: GeneratedJson<JsonValue[]>;
+  checks: GeneratedJson<JsonValue[]>;
+  load_ms: Generated<number>;
+  loaded_at: GeneratedTimestamp;
+  last_success_at: NullableTimestamp;
+}
+
+export interface AssetsTable {
+  key: string;
+  file: string;
+  spec: Json;
+  group_name: string | null;
+  owner: string | null;
+  is_source: Generated<boolean>;
+  partitions_hash: string | null;
+  first_seen_version: number;
+  last_seen_version: number;
+  removed_at: NullableTimestamp;
+  paused: Generated<boolean>;
+  paused_at: NullableTimestamp;
+  created_at: GeneratedTimestamp;
+  updated_at: GeneratedTimestamp;
+}
+
+export interface DynamicPartitionsTable {
+  name: string;
+  partition_key: string;
+  position: GeneratedInt8;
+  added_at: GeneratedTimestamp;
+}
+
+export interface BackfillsTable {
+  id: Generated<string>;
+  status: Generated<BackfillStatus>;
+  selection: Json;
+  partitions: Json;
+  max_concurrent_runs: Generated<number>;
+  max_partitions_per_run: Generated<number>;
+  priority: Generated<number>;
+  requested_count: GeneratedInt8;
+  done_count: GeneratedInt8;
+  failed_count: GeneratedInt8;
+  in_progress_count: GeneratedInt8;
+  cursor: NullableJson;
+  tags: GeneratedJson<{ [key: string]: JsonValue }>;
+  error: NullableJson;
+  created_at: GeneratedTimestamp;
+  updated_at: GeneratedTimestamp;
+  canceled_at: NullableTimestamp;
+  completed_at: NullableTimestamp;
+}
+
+export interface RunsTable {
+  id: Generated<string>;
+  status: Generated<RunStatus>;
+  origin: RunOrigin;
+  backfill_id: string | null;
+  parent_run_id: string | null;
+  idempotency_key: string | null;
+  snapshot_version: number;
+  plan: Json;
+  job_name: string | null;
+  logical_date: NullableTimestamp;
+  data_interval_start: NullableTimestamp;
+  data_interval_end: NullableTimestamp;
+  priority: Generated<number>;
+  tags: GeneratedJson<{ [key: string]: JsonValue }>;
+  max_active_steps: number | null;
+  cancel_requested_at: NullableTimestamp;
+  created_at: GeneratedTimestamp;
+  started_at: NullableTimestamp;
+  ended_at: NullableTimestamp;
+  updated_at: GeneratedTimestamp;
+  error: NullableJson;
+}
+
+export interface StepsTable {
+  id: GeneratedInt8;
+  run_id: string;
+  asset_key: string;
+  partition_key: Generated<string>;
+  map_index: Generated<number>;
+  state: Generated<StepState>;
+  trigger_rule: Generated<TriggerRule>;
+  try_number: Generated<number>;
+  max_tries: Generated<number>;
+  priority: Generated<number>;
+  pool: Generated<string>;
+  pool_slots: Generated<number>;
+  executor: Generated<string>;
+  queue: string | null;
+  timeout_ms: NullableInt8;
+  retry_policy: NullableJson;
+  next_retry_at: NullableTimestamp;
+  scheduled_at: NullableTimestamp;
+  queued_at: NullableTimestamp;
+  started_at: NullableTimestamp;
+  ended_at: NullableTimestamp;
+  heartbeat_at: NullableTimestamp;
+  worker_id: string | null;
+  trigger_id: NullableInt8;
+  skip_reason: string | null;
+  error: NullableJson;
+  created_at: GeneratedTimestamp;
+  updated_at: GeneratedTimestamp;
+}
+
+export interface StepDepsTable {
+  step_id: Int8;
+  upstream_step_id: Int8;
+}
+
+export interface StepTriesTable {
+  id: GeneratedInt8;
+  step_id: Int8;
+  run_id: string;
+  try_number: number;
+  state: StepState;
+  executor: string | null;
+  worker_id: string | null;
+  hostname: string | null;
+  pid: number | null;
+  queued_at: NullableTimestamp;
+  started_at: NullableTimestamp;
+  ended_at: NullableTimestamp;
+  heartbeat_at: NullableTimestamp;
+  duration_ms: NullableInt8;
+  error: NullableJson;
+  log_ref: string | null;
+  token_hash: string | null;
+  created_at: GeneratedTimestamp;
+}
+
+export interface EventsTable {
+  id: GeneratedInt8;
+  /** xid8 as decimal text. */
+  tx_id: Generated<string>;
+  kind: EventKind;
+  asset_key: string;
+  partition_key: Generated<string>;
+  run_id: string | null;
+  step_id: NullableInt8;
+  try_number: number | null;
+  data_version: string | null;
+  code_version: string | null;
+  metadata: GeneratedJson<{ [key: string]: JsonValue }>;
+  created_at: GeneratedTimestamp;
+}
+
+export interface EventInputsTable {
+  event_id: Int8;
+  upstream_asset_key: string;
+  upstream_partition_key: Generated<string>;
+  upstream_event_id: NullableInt8;
+}
+
+export interface PartitionStatusTable {
+  asset_key: string;
+  partition_key: string;
+  status: PartitionState;
+  last_materialization_event_id: NullableInt8;
+  last_run_id: string | null;
+  last_step_id: NullableInt8;
+  data_version: string | null;
+  code_version: string | null;
+  materialized_at: NullableTimestamp;
+  updated_at: GeneratedTimestamp;
+}
+
+export interface OutputsTable {
+  id: GeneratedInt8;
+  asset_key: string;
+  partition_key: Generated<string>;
+  run_id: string;
+  step_id: Int8;
+  map_index: Generated<number>;
+  try_number: number;
+  size_bytes: Int8;
+  inline_value: NullableJson;
+  storage_ref: string | null;
+  content_type: Generated<string>;
+  created_at: GeneratedTimestamp;
+}
+
+export interface CheckResultsTable {
+  id: GeneratedInt8;
+  asset_key: string;
+  check_name: string;
+  partition_key: Generated<string>;
+  run_id: string | null;
+  step_id: NullableInt8;
+  event_id: NullableInt8;
+  passed: boolean;
+  severity: Generated<"warn" | "error">;
+  blocking: Generated<boolean>;
+  metadata: GeneratedJson<{ [key: string]: JsonValue }>;
+  created_at: GeneratedTimestamp;
+}
+
+export interface PoolsTable {
+  name: string;
+  slots: number;
+  description: Generated<string>;
+  include_deferred: Generated<boolean>;
+  created_at: GeneratedTimestamp;
+  updated_at: GeneratedTimestamp;
+}
+
+export interface TriggersTable {
+  id: GeneratedInt8;
+  kind: string;
+  args: GeneratedJson;
+  step_id: NullableInt8;
+  asset_key: string | null;
+  partition_key: string | null;
+  status: Generated<TriggerStatus>;
+  next_check_at: GeneratedTimestamp;
+  timeout_at: NullableTimestamp;
+  lease_owner: string | null;
+  lease_expires_at: NullableTimestamp;
+  attempts: Generated<number>;
+  last_checked_at: NullableTimestamp;
+  last_result: NullableJson;
+  payload: NullableJson;
+  error: NullableJson;
+  created_at: GeneratedTimestamp;
+  updated_at: GeneratedTimestamp;
+  ended_at: NullableTimestamp;
+}
+
+export interface AutomationEvaluationsTable {
+  id: GeneratedInt8;
+  asset_key: string;
+  partition_subset: Generated<string>;
+  decision: EvaluationDecision;
+  condition: string;
+  reasons: GeneratedJson<JsonValue[]>;
+  run_id: string | null;
+  snapshot_version: number | null;
+  evaluated_at: GeneratedTimestamp;
+}
+
+export interface CursorsTable {
+  name: string;
+  value: Json;
+  updated_at: GeneratedTimestamp;
+}
+
+export interface ComponentHeartbeatsTable {
+  id: string;
+  kind: ComponentKind;
+  hostname: string;
+  pid: number;
+  started_at: GeneratedTimestamp;
+  heartbeat_at: GeneratedTimestamp;
+  info: GeneratedJson<{ [key: string]: JsonValue }>;
+}
+
+export interface AlertsTable {
+  id: GeneratedInt8;
+  cause_key: string;
+  kind: string;
+  asset_key: string | null;
+  partition_key: string | null;
+  run_id: string | null;
+  owner: string | null;
+  payload: GeneratedJson;
+  status: Generated<AlertStatus>;
+  attempts: Generated<number>;
+  next_attempt_at: GeneratedTimestamp;
+  last_error: NullableJson;
+  sent_at: NullableTimestamp;
+  created_at: GeneratedTimestamp;
+}
+
+/** The Kysely view of the schema in migrations/ (docs/schema.sql is the reference). */
+export interface Database {
+  schema_migrations: SchemaMigrationsTable;
+  definition_snapshots: DefinitionSnapshotsTable;
+  definition_files: DefinitionFilesTable;
+  assets: AssetsTable;
+  dynamic_partitions: DynamicPartitionsTable;
+  backfills: BackfillsTable;
+  runs: RunsTable;
+  steps: StepsTable;
+  step_deps: StepDepsTable;
+  step_tries: StepTriesTable;
+  events: EventsTable;
+  event_inputs: EventInputsTable;
+  partition_status: PartitionStatusTable;
+  outputs: OutputsTable;
+  check_results: CheckResultsTable;
+  pools: PoolsTable;
+  triggers: TriggersTable;
+  automation_evaluations: AutomationEvaluationsTable;
+  cursors: CursorsTable;
+  component_heartbeats: ComponentHeartbeatsTable;
+  alerts: AlertsTable;
+}

@@ -1,0 +1,81 @@
+import { rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { watchDefinitions, type DefinitionsChange } from "../../src/loader/index.js";
+import { dailyAsset, definitionsDir, removeDefinitionsDirs } from "./helpers.js";
+
+afterAll(removeDefinitionsDirs);
+
+/** Collects onChange calls; `until` waits for the first new change that satisfies a predicate. */
+function recorder() {
+  const changes: DefinitionsChange[] = [];
+  let seen = 0;
+  let wake: (() => void) | undefined;
+  return {
+    changes,
+    onChange: (c: DefinitionsChange) => {
+      changes.push(c);
+      wake?.();
+    },
+    async until(ok: (c: DefinitionsChange) => boolean): Promise<DefinitionsChange> {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        while (seen < changes.length) {
+          const c = changes[seen++]!;
+          if (ok(c)) return c;
+        }
+        if (Date.now() > deadline) throw new Error(`no matching change; saw ${changes.length}`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 1000);
+        });
+      }
+    },
+  };
+}
+
+const keys = (c: DefinitionsChange): string[] => c.result.snapshot.assets.map((a) => a.key);
+
+describe("watchDefinitions", () => {
+  it("reloads a changed file and the files that import it, keeps last good definitions, follows adds and deletes", async () => {
+    const dir = await definitionsDir({
+      "orders.ts": dailyAsset("sales/orders"),
+      "revenue.ts": `import { asset, daily } from "tributary";
+import { a as orders } from "./orders.js";
+export const revenue = asset({ key: "sales/revenue", partitions: daily({ start: "2025-01-01" }), deps: { orders } }, async () => 1);
+`,
+      "other.ts": dailyAsset("other"),
+    });
+    const rec = recorder();
+    const errors: unknown[] = [];
+    const watcher = watchDefinitions(dir, rec.onChange, { debounceMs: 100, onError: (e) => errors.push(e) });
+    try {
+      await watcher.ready;
+      const initial = await rec.until((c) => c.initial);
+      expect(keys(initial)).toEqual(["other", "sales/orders", "sales/revenue"]);
+
+      // An upstream file changes: it and its importer reload, the unrelated file does not.
+      await writeFile(path.join(dir, "orders.ts"), dailyAsset("sales/orders2"));
+      const second = await rec.until((c) => keys(c).includes("sales/orders2"));
+      expect([...second.reloaded].sort()).toEqual(["orders.ts", "revenue.ts"]);
+      expect(second.result.files.map((f) => f.file)).toEqual(["orders.ts", "other.ts", "revenue.ts"]);
+
+      // A broken edit keeps the file's last good definitions.
+      await writeFile(path.join(dir, "other.ts"), "export const x = (;\n");
+      const third = await rec.until((c) => c.result.files.some((f) => f.file === "other.ts" && f.status === "error"));
+      expect(third.result.files.find((f) => f.file === "other.ts")?.error?.code).toBe("LOAD_SYNTAX_ERROR");
+      expect(keys(third)).toEqual(["other", "sales/orders2", "sales/revenue"]);
+      expect(third.result.fallbackFiles).toEqual(["other.ts"]);
+
+      // A new file loads; a deleted one leaves the snapshot.
+      await writeFile(path.join(dir, "new.ts"), dailyAsset("new"));
+      await rec.until((c) => keys(c).includes("new"));
+      await rm(path.join(dir, "new.ts"));
+      const removed = await rec.until((c) => c.removed.includes("new.ts"));
+      expect(keys(removed)).toEqual(["other", "sales/orders2", "sales/revenue"]);
+      expect(errors).toEqual([]);
+    } finally {
+      await watcher.close();
+    }
+  }, 90_000);
+});

@@ -1,0 +1,94 @@
+// Postgres for test files: a fresh clone of the migrated template per file.
+import type { Kysely } from "kysely";
+import { afterAll, beforeAll, describe, inject } from "vitest";
+import {
+  createDatabase,
+  databaseUrlWithName,
+  dropDatabase,
+  openPostgres,
+  type Database,
+  type PostgresHandle,
+} from "../../src/storage/index.js";
+import type { PostgresContext } from "./provided-context.js";
+import { newTestDatabaseName } from "./test-database-names.js";
+
+export interface TestDatabase {
+  /** Connection URL of this file's database. */
+  readonly url: string;
+  readonly name: string;
+  readonly handle: PostgresHandle;
+  readonly db: Kysely<Database>;
+  /** Closes the handle early (afterAll also does, then drops the database). */
+  close(): Promise<void>;
+}
+
+function postgresContext(): Extract<PostgresContext, { available: true }> {
+  const context = inject("postgres");
+  if (!context.available) {
+    throw new Error(`Postgres is unavailable (${context.reason}): wrap this suite in describePostgres()`);
+  }
+  return context;
+}
+
+/** Like describe(), but skipped with a visible reason when Postgres is absent outside CI. */
+export function describePostgres(name: string, fn: () => void): void {
+  const context = inject("postgres");
+  if (context.available) {
+    describe(name, fn);
+  } else {
+    describe.skip(`${name} [SKIPPED: ${context.reason}]`, fn);
+  }
+}
+
+/**
+ * In beforeAll clones the migrated template (`CREATE DATABASE … TEMPLATE …`,
+ * tens of milliseconds) and opens it; in afterAll closes and drops it.
+ * The returned object's fields are valid from beforeAll on.
+ */
+export function useTestDatabase(): TestDatabase {
+  let state: { url: string; name: string; handle: PostgresHandle } | undefined;
+  const current = () => {
+    if (!state) throw new Error("useTestDatabase(): the database exists only from beforeAll to afterAll");
+    return state;
+  };
+
+  beforeAll(async () => {
+    const { adminUrl, templateDatabase } = postgresContext();
+    const name = newTestDatabaseName();
+    await createDatabase(adminUrl, name, { template: templateDatabase });
+    const url = databaseUrlWithName(adminUrl, name);
+    state = { url, name, handle: await openPostgres({ kind: "postgres", url }) };
+  });
+
+  afterAll(async () => {
+    if (!state) return;
+    const { name, handle } = state;
+    state = undefined;
+    await handle.close();
+    await dropDatabase(postgresContext().adminUrl, name);
+  });
+
+  return {
+    get url() {
+      return current().url;
+    },
+    get name() {
+      return current().name;
+    },
+    get handle() {
+      return current().handle;
+    },
+    get db() {
+      return current().handle.db;
+    },
+    close: () => current().handle.close(),
+  };
+}
+
+/** An empty (unmigrated) scratch database; `drop()` removes it. */
+export async function createScratchDatabase(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const { adminUrl } = postgresContext();
+  const name = newTestDatabaseName();
+  await createDatabase(adminUrl, name);
+  return { url: databaseUrlWithName(adminUrl, name), name, drop: () => dropDatabase(adminUrl, name) };
+}

@@ -1,0 +1,2 @@
+import { defineConfig } from "vitest/config";
+export default defineConfig({ test: { pool: "forks", include: ["test/**/*.test.ts"], testTimeout: 60_000, root: "/work/main" } });
