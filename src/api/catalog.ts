@@ -21,12 +21,25 @@ export interface CatalogView {
 export class Catalog {
   private cached: CatalogView | undefined;
   private readonly empty: CatalogView;
+  private ready: Promise<void> = Promise.resolve();
 
   constructor(private readonly source: DefinitionsSource) {
     this.empty = { version: 0, contentHash: "", loadedAt: new Date(0), graph: AssetGraph.fromSnapshot({ assets: [], checks: [] }) };
   }
 
+  /**
+   * Requests wait for this before answering (e.g. the first definitions load of
+   * `tributary dev`), so an early client never sees a misleadingly empty graph.
+   */
+  waitFor(ready: Promise<unknown>): void {
+    this.ready = ready.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
   async current(): Promise<CatalogView> {
+    await this.ready;
     const latest = await this.source.latestSnapshot();
     if (!latest) return this.empty;
     if (this.cached?.version === latest.version) return this.cached;

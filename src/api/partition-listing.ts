@@ -1,5 +1,5 @@
 import type { SnapshotAsset } from "../graph/index.js";
-import { InputError } from "../errors/index.js";
+import { InputError, PartitionError } from "../errors/index.js";
 import { loadPartitionSpace } from "../partitions/index.js";
 
 export interface PartitionRow {
@@ -42,7 +42,16 @@ export async function listPartitions(
     if (count === 0) return { totalCount: 0, nodes: [], endCursor: null, hasNextPage: false };
     const from = options.from ?? space.keyAt(0);
     const to = options.to ?? space.keyAt(count - 1);
-    subset = space.range(from, to).intersection(existing);
+    try {
+      subset = space.range(from, to).intersection(existing);
+    } catch (err) {
+      if (!(err instanceof PartitionError)) throw err;
+      throw new PartitionError(`asset "${asset.key}": ${err.message}`, {
+        code: err.code,
+        cause: err,
+        location: { ...err.location, assetKey: asset.key },
+      });
+    }
   }
   let startAfter = -1;
   if (options.after !== undefined) {

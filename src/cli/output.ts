@@ -10,9 +10,10 @@ export function reportError(err: unknown, json: boolean): number {
   if (json) {
     process.stdout.write(`${JSON.stringify({ ok: false, error: serializeError(err) }, null, 2)}\n`);
   } else if (err instanceof TributaryError) {
-    const where = formatLocation(err.location);
     process.stderr.write(`${pc.red("error")} ${pc.dim(`[${err.code}]`)} ${err.message}\n`);
-    if (where && !err.message.includes(where)) process.stderr.write(`  at ${where}\n`);
+    // The location is printed only when the message does not already name it.
+    const values = Object.values(err.location ?? {}).filter((v): v is string => typeof v === "string" && v !== "");
+    if (values.some((v) => !err.message.includes(v))) process.stderr.write(`  at ${formatLocation(err.location)}\n`);
   } else {
     process.stderr.write(`${pc.red("error")} ${(err as Error)?.stack ?? String(err)}\n`);
   }

@@ -47,7 +47,7 @@ export function retryDelayMs(policy: RetryPolicySpec, failedTryNumber: number, r
   if (policy.jitter) {
     const r = random();
     if (!(r >= 0 && r <= 1)) {
-      throw new InputError(`retry delay: random() must return a number in [0, 1), got ${r}`, { code: "RETRY_RANDOM_INVALID" });
+      throw new InputError(`retry delay: random() must return a number in [0, 1], got ${r}`, { code: "RETRY_RANDOM_INVALID" });
     }
     delay *= 0.5 + 0.5 * r;
   }

@@ -31,15 +31,16 @@ export function isTerminal(state: StepState): boolean {
 }
 
 /**
- * Ways out of every unfinished state that the run itself can force: the run is
- * canceled (`skipped` for steps that never started, `failed` for those killed),
- * a timeout, zombie or executor rejection (`failed`), or the asset left the
- * definitions (`removed`).
+ * Ways out of every unfinished state that the run itself forces: its run is
+ * canceled, or `ctx.skip()` (`skipped`), or the asset left the definitions
+ * while the run was open (`removed`).
  */
-const FORCED_ENDS: readonly StepState[] = ["failed", "skipped", "removed"];
+const FORCED_ENDS: readonly StepState[] = ["skipped", "removed"];
 
 /**
- * Allowed transitions, from → to (never to itself). Every terminal state goes
+ * Allowed transitions, from → to (never to itself). `failed` is reachable
+ * once a try was handed out: the try failed, timed out, became a zombie, was
+ * killed by a cancel, or its trigger timed out. Every terminal state goes
  * back to `pending` when cleared; the try number keeps counting.
  */
 export const STEP_TRANSITIONS: Readonly<Record<StepState, readonly StepState[]>> = {
@@ -48,13 +49,13 @@ export const STEP_TRANSITIONS: Readonly<Record<StepState, readonly StepState[]>>
   // Back to pending when an upstream is cleared before this step was handed out.
   scheduled: ["queued", "pending", ...FORCED_ENDS],
   // Requeued when stuck in the executor's queue; a start failure counts as a failed try.
-  queued: ["running", "scheduled", "up_for_retry", ...FORCED_ENDS],
-  running: ["success", "up_for_retry", "up_for_reschedule", "deferred", ...FORCED_ENDS],
-  // At next_retry_at.
-  up_for_retry: ["scheduled", ...FORCED_ENDS],
-  up_for_reschedule: ["scheduled", ...FORCED_ENDS],
+  queued: ["running", "scheduled", "up_for_retry", "failed", ...FORCED_ENDS],
+  running: ["success", "failed", "up_for_retry", "up_for_reschedule", "deferred", ...FORCED_ENDS],
+  // At next_retry_at; `failed` when the run is canceled in between (the last try failed).
+  up_for_retry: ["scheduled", "failed", ...FORCED_ENDS],
+  up_for_reschedule: ["scheduled", "failed", ...FORCED_ENDS],
   // When the trigger fires; `failed` when it times out.
-  deferred: ["scheduled", ...FORCED_ENDS],
+  deferred: ["scheduled", "failed", ...FORCED_ENDS],
   success: ["pending"],
   failed: ["pending"],
   skipped: ["pending"],

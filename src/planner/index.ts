@@ -1,0 +1,17 @@
+// The planner: graph + partition selection + current state → run plan; the
+// trigger rules, retry delays and step/run state rules the reconciler
+// applies to it. Pure: no I/O, no clock, no randomness of its own.
+export { planRun } from "./plan-run.js";
+export type { PlanRunRequest } from "./plan-run.js";
+export { resolveSelection, describeExisting } from "./resolve-selection.js";
+export type { PartitionSelection, SelectionScope } from "./resolve-selection.js";
+export type { RunPlan, PlannedStep, MissingUpstream } from "./run-plan.js";
+export { serializePlan, parsePlan, PLAN_FORMAT } from "./serialize-plan.js";
+export type { SerializedPlan, SerializedStep } from "./serialize-plan.js";
+export { evaluateTriggerRule, countUpstreamStates } from "./trigger-rules.js";
+export type { UpstreamCounts, TriggerDecision } from "./trigger-rules.js";
+export { retryDelayMs, shouldRetry, maxTries, DEFAULT_MAX_RETRY_DELAY_MS } from "./retry.js";
+export { STEP_STATES, TERMINAL_STEP_STATES, STEP_TRANSITIONS, isTerminal, canTransition } from "./step-states.js";
+export type { StepState } from "./step-states.js";
+export { deriveRunState } from "./run-state.js";
+export type { DerivedRunState } from "./run-state.js";
