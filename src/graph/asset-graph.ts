@@ -178,7 +178,7 @@ export class AssetGraph {
    * after (add everything that reads it); a number limits the levels
    * (`1+sales/orders+2`). Throws GraphError on an unknown key or an item that
    * matches nothing.
-   * @example graph.select("+sales/revenue_7d group:finance") 
+   * @example graph.select("+sales/revenue_7d group:finance")
    */
   select(selection: string | readonly string[]): string[] {
     const items = (typeof selection === "string" ? [selection] : selection)

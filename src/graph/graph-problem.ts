@@ -19,9 +19,10 @@ export type GraphProblemCode =
   | "GRAPH_UPSTREAM_EXCLUDED";
 
 /**
- * One thing wrong with the asset graph. Each problem excludes exactly one
- * definition (the asset `assetKey` defined in `file`, or the check `checkName`
- * of it) from the active graph. Plain JSON, so storage and the API keep it as is.
+ * One thing wrong with the asset graph, recorded against the one definition
+ * it leaves out of the active graph: the asset `assetKey` exported as
+ * `exportName` from `file`, or its check `checkName`. Plain JSON, so storage
+ * and the API keep it as is.
  */
 export interface GraphProblem {
   readonly code: GraphProblemCode;

@@ -1,0 +1,84 @@
+import type { SerializedError } from "../errors/index.js";
+
+/**
+ * One step try handed to an executor: everything needed to run it without
+ * reading the metadata database (a worker needs no database credentials).
+ */
+export interface StepDispatch {
+  readonly stepId: number;
+  readonly runId: string;
+  /** 1-based; counts across retries and clears. */
+  readonly tryNumber: number;
+  readonly assetKey: string;
+  /** `""` for an unpartitioned asset. */
+  readonly partitionKey: string;
+  readonly mapIndex: number;
+  /** The partition's data interval (ISO instants) and per-dimension keys. */
+  readonly partition: {
+    readonly window: { readonly start: string; readonly end: string } | null;
+    readonly dimensions: Readonly<Record<string, string>> | null;
+  };
+  /** Absolute path of the definitions file that exports the asset, and the export name. */
+  readonly file: string;
+  readonly exportName: string;
+  /** Aborts ctx.signal after this long, then kills the step's process after the grace period. */
+  readonly timeoutMs: number | null;
+  /** Where this try's log goes (a file path in local mode). */
+  readonly logRef: string;
+}
+
+export interface StepStarted {
+  readonly stepId: number;
+  readonly tryNumber: number;
+  readonly workerId: string;
+  readonly hostname: string;
+  readonly pid: number;
+  readonly startedAt: Date;
+}
+
+export type StepOutcome =
+  | { readonly kind: "success"; readonly outputJson: string; readonly sizeBytes: number }
+  | { readonly kind: "failed"; readonly error: SerializedError; readonly retryable: boolean }
+  | { readonly kind: "skipped"; readonly reason: string };
+
+export interface StepResult {
+  readonly stepId: number;
+  readonly runId: string;
+  readonly tryNumber: number;
+  readonly outcome: StepOutcome;
+  readonly startedAt: Date | null;
+  readonly endedAt: Date;
+  readonly workerId: string;
+  readonly logRef: string;
+}
+
+/** Inputs of one step: per dependency name, the upstream output (or an array of them, in partition order). */
+export type StepInputs =
+  | { readonly ok: true; readonly inputs: Readonly<Record<string, unknown>> }
+  | { readonly ok: false; readonly error: SerializedError };
+
+/**
+ * What an executor needs from the rest of Tributary. The local executor gets
+ * a storage-backed implementation; a remote worker gets one over the
+ * execution API. Every method takes batches: executors coalesce calls.
+ */
+export interface ExecutionBackend {
+  loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>>;
+  started(events: readonly StepStarted[]): Promise<void>;
+  heartbeat(steps: readonly { readonly stepId: number; readonly tryNumber: number }[]): Promise<void>;
+  finished(results: readonly StepResult[]): Promise<void>;
+  addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+}
+
+/** Runs step tries somewhere. Results flow back through the ExecutionBackend. */
+export interface Executor {
+  readonly kind: string;
+  /** How many more steps it accepts now (the reconciler never hands over more). */
+  freeSlots(): number;
+  /** Accepts steps to run; returns at once. */
+  submit(steps: readonly StepDispatch[]): void;
+  /** Aborts these steps' signals; kills their process if they do not end within the grace period. */
+  cancel(stepIds: readonly number[], reason: string): void;
+  /** Stops taking steps, lets running ones finish (up to graceMs), then kills what is left. */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
