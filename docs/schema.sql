@@ -275,9 +275,11 @@ CREATE TABLE public.pools (
     description text DEFAULT ''::text NOT NULL,
     include_deferred boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    occupied_slots integer DEFAULT 0 NOT NULL
 );
 COMMENT ON TABLE public.pools IS 'Named slot counts that steps compete for; default_pool always exists.';
+ALTER TABLE public.pools ADD CONSTRAINT pools_occupied_slots_check CHECK ((occupied_slots >= 0));
 ALTER TABLE public.pools ADD CONSTRAINT pools_pkey PRIMARY KEY (name);
 ALTER TABLE public.pools ADD CONSTRAINT pools_slots_check CHECK ((slots >= 0));
 
@@ -302,7 +304,12 @@ CREATE TABLE public.runs (
     started_at timestamp with time zone,
     ended_at timestamp with time zone,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    error jsonb
+    error jsonb,
+    steps_total integer DEFAULT 0 NOT NULL,
+    steps_done integer DEFAULT 0 NOT NULL,
+    steps_failed integer DEFAULT 0 NOT NULL,
+    steps_active integer DEFAULT 0 NOT NULL,
+    max_active_runs integer
 );
 COMMENT ON TABLE public.runs IS 'One execution of a plan: a set of (asset, partition) steps ordered by dependencies.';
 COMMENT ON COLUMN public.runs.idempotency_key IS 'Set by schedules, automation and backfills (e.g. schedule:<job>:<logical date>) so that active-active reconcilers cannot create the same run twice.';
@@ -310,15 +317,22 @@ COMMENT ON COLUMN public.runs.job_name IS 'The asset job (Airflow DAG) the run b
 ALTER TABLE public.runs ADD CONSTRAINT runs_backfill_id_fkey FOREIGN KEY (backfill_id) REFERENCES backfills(id) ON DELETE SET NULL;
 ALTER TABLE public.runs ADD CONSTRAINT runs_data_interval_check CHECK ((data_interval_start <= data_interval_end));
 ALTER TABLE public.runs ADD CONSTRAINT runs_idempotency_key_key UNIQUE (idempotency_key);
+ALTER TABLE public.runs ADD CONSTRAINT runs_max_active_runs_check CHECK ((max_active_runs > 0));
 ALTER TABLE public.runs ADD CONSTRAINT runs_max_active_steps_check CHECK ((max_active_steps > 0));
 ALTER TABLE public.runs ADD CONSTRAINT runs_origin_check CHECK ((origin = ANY (ARRAY['manual'::text, 'schedule'::text, 'automation'::text, 'backfill'::text, 'rerun'::text])));
 ALTER TABLE public.runs ADD CONSTRAINT runs_parent_run_id_fkey FOREIGN KEY (parent_run_id) REFERENCES runs(id) ON DELETE SET NULL;
 ALTER TABLE public.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
 ALTER TABLE public.runs ADD CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'success'::text, 'failed'::text, 'canceled'::text])));
+ALTER TABLE public.runs ADD CONSTRAINT runs_steps_active_check CHECK ((steps_active >= 0));
+ALTER TABLE public.runs ADD CONSTRAINT runs_steps_done_check CHECK ((steps_done >= 0));
+ALTER TABLE public.runs ADD CONSTRAINT runs_steps_failed_check CHECK ((steps_failed >= 0));
+ALTER TABLE public.runs ADD CONSTRAINT runs_steps_progress_check CHECK ((steps_done <= steps_total));
+ALTER TABLE public.runs ADD CONSTRAINT runs_steps_total_check CHECK ((steps_total >= 0));
 CREATE INDEX runs_active_idx ON public.runs USING btree (priority DESC, created_at) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX runs_backfill_idx ON public.runs USING btree (backfill_id, status) WHERE (backfill_id IS NOT NULL);
 CREATE INDEX runs_cancel_requested_idx ON public.runs USING btree (cancel_requested_at) WHERE ((cancel_requested_at IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX runs_created_idx ON public.runs USING btree (created_at DESC);
+CREATE INDEX runs_job_active_idx ON public.runs USING btree (job_name) WHERE (status = 'running'::text);
 CREATE INDEX runs_job_logical_date_idx ON public.runs USING btree (job_name, logical_date DESC) WHERE (job_name IS NOT NULL);
 CREATE INDEX runs_parent_idx ON public.runs USING btree (parent_run_id) WHERE (parent_run_id IS NOT NULL);
 CREATE INDEX runs_status_created_idx ON public.runs USING btree (status, created_at DESC);
@@ -401,13 +415,24 @@ CREATE TABLE public.steps (
     skip_reason text,
     error jsonb,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    upstream_total integer DEFAULT 0 NOT NULL,
+    upstream_success integer DEFAULT 0 NOT NULL,
+    upstream_failed integer DEFAULT 0 NOT NULL,
+    upstream_upstream_failed integer DEFAULT 0 NOT NULL,
+    upstream_skipped integer DEFAULT 0 NOT NULL,
+    upstream_removed integer DEFAULT 0 NOT NULL,
+    tries_before integer DEFAULT 0 NOT NULL,
+    max_concurrency integer
 );
 COMMENT ON TABLE public.steps IS 'One (asset, partition[, map index]) inside a run: Airflow''s task instance. Clearing sets state back to pending; try_number keeps counting.';
 COMMENT ON COLUMN public.steps.pool IS 'Pool name; not a foreign key, so deleting a pool never blocks or cascades into history.';
 COMMENT ON COLUMN public.steps.next_retry_at IS 'When an up_for_retry or up_for_reschedule step becomes scheduled again.';
 COMMENT ON COLUMN public.steps.scheduled_at IS 'When the step last became runnable: dispatch latency = queued_at - scheduled_at.';
+COMMENT ON COLUMN public.steps.tries_before IS 'Tries that do not count against the retry policy: those before the last clear, and hand-outs that never started.';
+COMMENT ON COLUMN public.steps.max_concurrency IS 'The asset''s maxConcurrency when the run was planned.';
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_index_check CHECK ((map_index >= '-1'::integer));
+ALTER TABLE public.steps ADD CONSTRAINT steps_max_concurrency_check CHECK ((max_concurrency > 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_tries_check CHECK ((max_tries >= 1));
 ALTER TABLE public.steps ADD CONSTRAINT steps_pkey PRIMARY KEY (id);
 ALTER TABLE public.steps ADD CONSTRAINT steps_pool_slots_check CHECK ((pool_slots >= 1));
@@ -415,8 +440,16 @@ ALTER TABLE public.steps ADD CONSTRAINT steps_run_id_asset_key_partition_key_map
 ALTER TABLE public.steps ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE;
 ALTER TABLE public.steps ADD CONSTRAINT steps_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'scheduled'::text, 'queued'::text, 'running'::text, 'success'::text, 'failed'::text, 'skipped'::text, 'up_for_retry'::text, 'up_for_reschedule'::text, 'deferred'::text, 'upstream_failed'::text, 'removed'::text])));
 ALTER TABLE public.steps ADD CONSTRAINT steps_timeout_ms_check CHECK ((timeout_ms > 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_tries_before_check CHECK ((tries_before >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_trigger_rule_check CHECK ((trigger_rule = ANY (ARRAY['all_success'::text, 'all_failed'::text, 'all_done'::text, 'all_skipped'::text, 'one_success'::text, 'one_failed'::text, 'one_done'::text, 'none_failed'::text, 'none_failed_min_one_success'::text, 'none_skipped'::text, 'always'::text])));
 ALTER TABLE public.steps ADD CONSTRAINT steps_try_number_check CHECK ((try_number >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_failed_check CHECK ((upstream_failed >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_removed_check CHECK ((upstream_removed >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_skipped_check CHECK ((upstream_skipped >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_success_check CHECK ((upstream_success >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_total_check CHECK ((upstream_total >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_upstream_failed_check CHECK ((upstream_upstream_failed >= 0));
+CREATE INDEX steps_asset_active_idx ON public.steps USING btree (asset_key) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX steps_asset_partition_idx ON public.steps USING btree (asset_key, partition_key, id DESC);
 CREATE INDEX steps_pending_idx ON public.steps USING btree (run_id) WHERE (state = 'pending'::text);
 CREATE INDEX steps_pool_occupancy_idx ON public.steps USING btree (pool) INCLUDE (pool_slots) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text, 'deferred'::text]));
@@ -424,6 +457,7 @@ CREATE INDEX steps_queued_idx ON public.steps USING btree (queued_at) WHERE (sta
 CREATE INDEX steps_retry_due_idx ON public.steps USING btree (next_retry_at) WHERE (state = ANY (ARRAY['up_for_retry'::text, 'up_for_reschedule'::text]));
 CREATE INDEX steps_run_active_idx ON public.steps USING btree (run_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX steps_running_heartbeat_idx ON public.steps USING btree (heartbeat_at) WHERE (state = 'running'::text);
+CREATE INDEX steps_scheduled_age_idx ON public.steps USING btree (scheduled_at, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_scheduled_idx ON public.steps USING btree (priority DESC, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_scheduled_pool_idx ON public.steps USING btree (pool, priority DESC, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_worker_idx ON public.steps USING btree (worker_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));

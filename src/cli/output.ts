@@ -22,7 +22,9 @@ export function reportError(err: unknown, json: boolean): number {
 
 /** A fixed-width text table. */
 export function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+  // Colour codes take no room on screen: measure without them.
+  const visible = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "").length;
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => visible(r[i] ?? ""))));
+  const line = (cells: string[]) => cells.map((c, i) => c + " ".repeat(Math.max(0, (widths[i] ?? 0) - visible(c)))).join("  ").trimEnd();
   return [pc.bold(line(headers)), ...rows.map(line)].join("\n");
 }

@@ -4,6 +4,8 @@ import { registerCheck } from "./commands/check.js";
 import { registerDev } from "./commands/dev.js";
 import { registerMigrate } from "./commands/migrate.js";
 import { registerPartitions } from "./commands/partitions.js";
+import { registerMaterialize } from "./commands/materialize.js";
+import { registerRuns } from "./commands/runs.js";
 import { VERSION } from "./version.js";
 
 /** Builds the `tributary` command line; each command registers itself. */
@@ -20,6 +22,8 @@ export function buildProgram(): Command {
   registerDev(program);
   registerCheck(program);
   registerPartitions(program);
+  registerMaterialize(program);
+  registerRuns(program);
   registerMigrate(program);
   return program;
 }

@@ -1,13 +1,28 @@
 import path from "node:path";
-import { Catalog, type ApiContext, type DefinitionFileView } from "../api/index.js";
-import { migrate, openDatabase, PgDefinitionStore, type DatabaseHandle, type DefinitionStore } from "../storage/index.js";
+import { Catalog, launchRun, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import {
+  GraphCache,
+  LocalDirOutputStore,
+  migrate,
+  openDatabase,
+  PgDefinitionStore,
+  PgRunStore,
+  type DatabaseHandle,
+  type OutputStore,
+} from "../storage/index.js";
 import type { Settings } from "./settings.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
 export interface Runtime {
+  readonly settings: Settings;
   readonly database: DatabaseHandle;
-  readonly definitions: DefinitionStore;
+  readonly definitions: PgDefinitionStore;
+  readonly runs: PgRunStore;
+  readonly graphs: GraphCache;
   readonly catalog: Catalog;
+  /** Outputs over the inline limit; null when not configured (Postgres mode without TRIBUTARY_OUTPUT_DIR). */
+  readonly outputStore: OutputStore | null;
+  readonly logsDir: string;
   apiContext(): ApiContext;
   close(): Promise<void>;
 }
@@ -29,14 +44,26 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
     throw err;
   }
   const definitions = new PgDefinitionStore(database.db);
+  const runs = new PgRunStore(database.db);
+  const graphs = new GraphCache(definitions);
   const catalog = new Catalog(definitions);
+  // Embedded mode keeps large outputs in the data directory; with Postgres they need a configured store.
+  const outputDir = settings.outputDir ?? (settings.databaseUrl ? undefined : path.join(settings.dataDir, "outputs"));
+  const outputStore = outputDir ? new LocalDirOutputStore(outputDir) : null;
   return {
+    settings,
     database,
     definitions,
+    runs,
+    graphs,
     catalog,
+    outputStore,
+    logsDir: settings.logsDir ?? path.join(settings.dataDir, "logs"),
     apiContext: () => ({
       catalog,
+      runs,
       now: () => new Date(),
+      launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
       definitionFiles: async (): Promise<DefinitionFileView[]> =>
         (await definitions.listFiles()).map((f) => ({
           path: f.path,

@@ -20,6 +20,10 @@ export interface Settings {
   redisUrl: string | undefined;
   /** Where a running server is asked first by operational commands. */
   serverUrl: string;
+  /** Large-output directory (TRIBUTARY_OUTPUT_DIR); embedded mode defaults to <data-dir>/outputs. */
+  outputDir: string | undefined;
+  /** Step logs (TRIBUTARY_LOGS_DIR); default <data-dir>/logs. */
+  logsDir: string | undefined;
 }
 
 const envSchema = z.object({
@@ -29,6 +33,8 @@ const envSchema = z.object({
     .optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, "must be a redis:// URL").optional(),
   TRIBUTARY_URL: z.string().url().optional(),
+  TRIBUTARY_OUTPUT_DIR: z.string().min(1).optional(),
+  TRIBUTARY_LOGS_DIR: z.string().min(1).optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -36,6 +42,8 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     DATABASE_URL: env.DATABASE_URL || undefined,
     REDIS_URL: env.REDIS_URL || undefined,
     TRIBUTARY_URL: env.TRIBUTARY_URL || undefined,
+    TRIBUTARY_OUTPUT_DIR: env.TRIBUTARY_OUTPUT_DIR || undefined,
+    TRIBUTARY_LOGS_DIR: env.TRIBUTARY_LOGS_DIR || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -58,5 +66,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     databaseUrl: parsedEnv.data.DATABASE_URL,
     redisUrl: parsedEnv.data.REDIS_URL,
     serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? "http://127.0.0.1:3000",
+    outputDir: parsedEnv.data.TRIBUTARY_OUTPUT_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_OUTPUT_DIR) : undefined,
+    logsDir: parsedEnv.data.TRIBUTARY_LOGS_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_LOGS_DIR) : undefined,
   };
 }

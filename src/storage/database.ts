@@ -149,6 +149,11 @@ export interface RunsTable {
   ended_at: NullableTimestamp;
   updated_at: GeneratedTimestamp;
   error: NullableJson;
+  steps_total: Generated<number>;
+  steps_done: Generated<number>;
+  steps_failed: Generated<number>;
+  steps_active: Generated<number>;
+  max_active_runs: number | null;
 }
 
 export interface StepsTable {
@@ -180,6 +185,14 @@ export interface StepsTable {
   error: NullableJson;
   created_at: GeneratedTimestamp;
   updated_at: GeneratedTimestamp;
+  upstream_total: Generated<number>;
+  upstream_success: Generated<number>;
+  upstream_failed: Generated<number>;
+  upstream_upstream_failed: Generated<number>;
+  upstream_skipped: Generated<number>;
+  upstream_removed: Generated<number>;
+  tries_before: Generated<number>;
+  max_concurrency: number | null;
 }
 
 export interface StepDepsTable {
@@ -281,6 +294,7 @@ export interface PoolsTable {
   include_deferred: Generated<boolean>;
   created_at: GeneratedTimestamp;
   updated_at: GeneratedTimestamp;
+  occupied_slots: Generated<number>;
 }
 
 export interface TriggersTable {

@@ -14,6 +14,8 @@ export interface DefinitionStore {
    */
   saveSnapshot(input: SnapshotInput): Promise<SaveSnapshotResult>;
   latestSnapshot(): Promise<DefinitionSnapshot | undefined>;
+  /** The latest version number alone: a cheap check before re-reading a graph. */
+  latestVersion(): Promise<number | undefined>;
   getSnapshot(version: number): Promise<DefinitionSnapshot | undefined>;
 
   /** Upserts a file's load result. On error its previous assets and checks (the last good load) are kept. */

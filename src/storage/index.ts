@@ -34,3 +34,25 @@ export type {
   SyncAssetsResult,
 } from "./definition-store.js";
 export { PgDefinitionStore } from "./pg-definition-store.js";
+export { PgRunStore, WAKE_CHANNEL } from "./pg-run-store.js";
+export type {
+  RunStore,
+  NewRun,
+  StepSettings,
+  ClaimedStep,
+  ClaimOptions,
+  StepStart,
+  StoredOutput,
+  LineageInput,
+  StepCompletion,
+  CompletionSummary,
+  HousekeepingOptions,
+  HousekeepingResult,
+  RunSummary,
+  RunDetail,
+  StepRecord,
+  StepTryRecord,
+  OutputRecord,
+} from "./run-store.js";
+export { GraphCache, type CurrentGraph } from "./graph-cache.js";
+export { LocalDirOutputStore, INLINE_OUTPUT_LIMIT_BYTES, type OutputStore } from "./output-store.js";

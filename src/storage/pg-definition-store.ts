@@ -65,6 +65,16 @@ export class PgDefinitionStore implements DefinitionStore {
     return row && toSnapshot(row);
   }
 
+  async latestVersion(): Promise<number | undefined> {
+    const row = await this.#db
+      .selectFrom("definition_snapshots")
+      .select("version")
+      .orderBy("version", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row?.version;
+  }
+
   async getSnapshot(version: number): Promise<DefinitionSnapshot | undefined> {
     const row = await this.#db
       .selectFrom("definition_snapshots")

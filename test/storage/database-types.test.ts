@@ -77,7 +77,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
   },
   pools: {
     name: "not null", slots: "not null", description: "not null", include_deferred: "not null",
-    created_at: "not null", updated_at: "not null",
+    created_at: "not null", updated_at: "not null", occupied_slots: "not null",
   },
   runs: {
     id: "not null", status: "not null", origin: "not null", backfill_id: "null", parent_run_id: "null",
@@ -85,6 +85,8 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     logical_date: "null", data_interval_start: "null", data_interval_end: "null", priority: "not null",
     tags: "not null", max_active_steps: "null", cancel_requested_at: "null", created_at: "not null",
     started_at: "null", ended_at: "null", updated_at: "not null", error: "null",
+    steps_total: "not null", steps_done: "not null", steps_failed: "not null", steps_active: "not null",
+    max_active_runs: "null",
   },
   schema_migrations: {
     version: "not null", name: "not null", checksum: "not null", applied_at: "not null",
@@ -104,7 +106,9 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     executor: "not null", queue: "null", timeout_ms: "null", retry_policy: "null", next_retry_at: "null",
     scheduled_at: "null", queued_at: "null", started_at: "null", ended_at: "null", heartbeat_at: "null",
     worker_id: "null", trigger_id: "null", skip_reason: "null", error: "null", created_at: "not null",
-    updated_at: "not null",
+    updated_at: "not null", upstream_total: "not null", upstream_success: "not null", upstream_failed: "not null",
+    upstream_upstream_failed: "not null", upstream_skipped: "not null", upstream_removed: "not null",
+    tries_before: "not null", max_concurrency: "null",
   },
   triggers: {
     id: "not null", kind: "not null", args: "not null", step_id: "null", asset_key: "null",

@@ -1,11 +1,15 @@
 import SchemaBuilder from "@pothos/core";
 import type { Catalog } from "../catalog.js";
+import type { RunStore } from "../../storage/index.js";
+import type { LaunchedRun, LaunchRunRequest } from "../commands/launch-run.js";
 
 export interface ApiContext {
   catalog: Catalog;
   /** Per-file load status of the definitions. */
   definitionFiles: () => Promise<DefinitionFileView[]>;
   now: () => Date;
+  runs: RunStore;
+  launchRun: (request: LaunchRunRequest) => Promise<LaunchedRun>;
 }
 
 export interface DefinitionFileView {

@@ -132,11 +132,10 @@ const DefinitionFileRef = builder.objectRef<DefinitionFileView>("DefinitionFile"
 });
 
 const DefinitionsVersionRef = builder
-  .objectRef<{ version: number; contentHash: string; loadedAt: Date }>("DefinitionsVersion")
+  .objectRef<{ version: number; loadedAt: Date }>("DefinitionsVersion")
   .implement({
     fields: (t) => ({
       version: t.exposeInt("version"),
-      contentHash: t.exposeString("contentHash"),
       loadedAt: t.field({ type: "DateTime", resolve: (v) => v.loadedAt }),
     }),
   });
@@ -191,5 +190,7 @@ function asGraphQLError(err: unknown): unknown {
   if (err instanceof TributaryError) return userError(err.code, err.message);
   return err;
 }
+
+import "./runs.js";
 
 export const schema = builder.toSchema();

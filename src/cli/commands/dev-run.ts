@@ -5,6 +5,7 @@ import { createApiApp } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
 import { persistLoad, previousGoodFromStore } from "../definitions-sync.js";
+import { startExecution } from "../execution.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { VERSION } from "../version.js";
@@ -68,6 +69,8 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
   });
   resolveInitialLoad(watcher.ready);
+  const execution = await startExecution(runtime, { log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`) });
+  log(`reconciler ${execution.reconciler.id} and the local executor are running`);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -75,6 +78,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     stopping = true;
     log(`${signal}: stopping`);
     await watcher.close();
+    await execution.stop({ graceMs: 5_000 });
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await runtime.close();
     process.exit(0);

@@ -1,0 +1,151 @@
+import { InputError, PartitionError } from "../../errors/index.js";
+import type { SnapshotAsset } from "../../graph/index.js";
+import { dynamicNames, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
+import { planRun, type PartitionSelection, type RunPlan } from "../../planner/index.js";
+import type { DefinitionStore, GraphCache, RunOrigin, RunStore, StepSettings } from "../../storage/index.js";
+
+export interface LaunchRunRequest {
+  readonly assetKeys: readonly string[];
+  /** One partition key… */
+  readonly partition?: string | undefined;
+  /** …or an inclusive range (either end may be omitted: the first / latest existing partition). */
+  readonly from?: string | undefined;
+  readonly to?: string | undefined;
+  /** Every existing partition. */
+  readonly allPartitions?: boolean | undefined;
+  readonly includeUpstream?: boolean | undefined;
+  readonly origin?: RunOrigin | undefined;
+  readonly priority?: number | undefined;
+  readonly tags?: Readonly<Record<string, string>> | undefined;
+}
+
+export interface LaunchServices {
+  readonly graphs: GraphCache;
+  readonly runs: RunStore;
+  readonly definitions: Pick<DefinitionStore, "listDynamicPartitions">;
+}
+
+export interface LaunchedRun {
+  readonly runId: string;
+  readonly steps: number;
+  readonly plan: RunPlan;
+}
+
+/**
+ * Plans and creates a run: the selected partitions of the selected assets,
+ * with upstream partitions outside the run satisfied by their latest
+ * materialisation (or planned too with includeUpstream).
+ */
+export async function launchRun(services: LaunchServices, request: LaunchRunRequest, now: Date): Promise<LaunchedRun> {
+  if (request.assetKeys.length === 0) throw new InputError("name at least one asset to materialise", { code: "PLAN_SELECTION_EMPTY" });
+  if (request.partition !== undefined && (request.from !== undefined || request.to !== undefined)) {
+    throw new InputError("give either a partition or a range (from/to), not both");
+  }
+  const { version, graph } = await services.graphs.current({ fresh: true });
+  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  const selected = request.assetKeys.map((k) => graph.require(k));
+  const involved = [...graph.ancestors(request.assetKeys), ...request.assetKeys].map((k) => graph.require(k));
+  const ctx = await dynamicContext(services, involved);
+
+  const materializedKeys = await services.runs.materializedKeys(involved.map((a) => a.key));
+  const materialized = new Map<string, PartitionSubset>();
+  for (const a of involved) {
+    const keys = materializedKeys.get(a.key) ?? [];
+    if (!a.partitions) materialized.set(a.key, keys.length > 0 ? UNPARTITIONED : PartitionSubset.EMPTY);
+    else {
+      const space = partitionSpace(a.partitions, ctx);
+      // Keys that no longer fit the definition (it changed) are simply not materialised any more.
+      materialized.set(a.key, space.subset(keys.filter((k) => space.has(k))));
+    }
+  }
+
+  const plan = planRun({
+    graph,
+    version,
+    assets: request.assetKeys,
+    partitions: selectionOf(request, selected, ctx, now),
+    now,
+    dynamicKeys: ctx.dynamicKeys,
+    materialized: (key) => materialized.get(key) ?? PartitionSubset.EMPTY,
+    includeUpstream: request.includeUpstream ?? false,
+  });
+  if (plan.missing.length > 0) {
+    const lines = plan.missing.map(
+      (m) => `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) ${m.reason === "not_existing" ? "that do not exist yet" : "not materialised"}` +
+        (m.sample.length ? `, e.g. ${m.sample.slice(0, 3).map((s) => `"${s}"`).join(", ")}` : ""),
+    );
+    throw new InputError(
+      `the run would read upstream partitions that are not there:\n${lines.join("\n")}\n` +
+        `materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run`,
+      { code: "PLAN_MISSING_UPSTREAM" },
+    );
+  }
+  const limits = involvedLimits(plan, graph.get.bind(graph));
+  const { runId } = await services.runs.createRun(
+    {
+      plan,
+      snapshotVersion: version,
+      origin: request.origin ?? "manual",
+      priority: request.priority ?? 0,
+      tags: request.tags ?? {},
+      jobName: limits.jobName,
+      maxActiveRuns: limits.maxActiveRuns,
+      settings: (key) => stepSettings(graph.require(key)),
+    },
+    now,
+  );
+  return { runId, steps: plan.steps.length, plan };
+}
+
+function selectionOf(
+  request: LaunchRunRequest,
+  selected: readonly SnapshotAsset[],
+  ctx: PartitionContext,
+  now: Date,
+): PartitionSelection | undefined {
+  if (request.allPartitions) return { kind: "all" };
+  if (request.partition !== undefined) return { kind: "keys", keys: [request.partition] };
+  if (request.from === undefined && request.to === undefined) return undefined;
+  // An open end means the first / the latest existing partition of the first partitioned asset.
+  const first = selected.find((a) => a.partitions);
+  if (!first?.partitions) throw new PartitionError("a partition range was given, but none of the selected assets is partitioned");
+  const space = partitionSpace(first.partitions, ctx);
+  const count = space.count(now);
+  if (count === 0) throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
+  return { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
+}
+
+/** The asset's run-time settings, fixed into its steps when the run is created. */
+export function stepSettings(asset: SnapshotAsset): StepSettings {
+  return {
+    triggerRule: asset.triggerRule,
+    retries: asset.retries,
+    pool: asset.pool,
+    poolSlots: asset.poolSlots,
+    priority: asset.priority,
+    executor: asset.executor,
+    queue: asset.queue,
+    timeoutMs: asset.timeoutMs,
+    maxConcurrency: asset.maxConcurrency,
+  };
+}
+
+/**
+ * A run belongs to the job of its first asset (group + partitions): with
+ * maxActiveRuns on any of its assets, runs of that job wait their turn.
+ */
+function involvedLimits(plan: RunPlan, get: (key: string) => SnapshotAsset | undefined): { jobName: string | null; maxActiveRuns: number | null } {
+  const keys = [...new Set(plan.steps.map((s) => s.assetKey))];
+  const limits = keys.map((k) => get(k)?.maxActiveRuns).filter((n): n is number => typeof n === "number");
+  if (limits.length === 0) return { jobName: null, maxActiveRuns: null };
+  const first = get(keys[0]!);
+  return { jobName: first ? `${first.group}:${first.key}` : null, maxActiveRuns: Math.min(...limits) };
+}
+
+async function dynamicContext(services: LaunchServices, assets: readonly SnapshotAsset[]): Promise<PartitionContext> {
+  const names = new Set<string>();
+  for (const a of assets) if (a.partitions) for (const n of dynamicNames(a.partitions)) names.add(n);
+  const keys = new Map<string, readonly string[]>();
+  await Promise.all([...names].map(async (n) => keys.set(n, await services.definitions.listDynamicPartitions(n))));
+  return { dynamicKeys: (name) => keys.get(name) ?? [] };
+}

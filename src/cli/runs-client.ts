@@ -1,0 +1,193 @@
+import { launchRun, type LaunchRunRequest } from "../api/index.js";
+import { InputError } from "../errors/index.js";
+import type { RunDetail, RunStatus, RunSummary, StepRecord } from "../storage/index.js";
+import { syncDefinitions } from "./definitions-sync.js";
+import { startExecution, type Execution } from "./execution.js";
+import { openRuntime, type Runtime } from "./runtime.js";
+import { graphql, serverIsUp } from "./server-client.js";
+import type { Settings } from "./settings.js";
+
+/** Runs, through a running server's API or in this process: the commands don't care which. */
+export interface RunsClient {
+  readonly where: "server" | "in-process";
+  launch(request: LaunchRunRequest): Promise<RunSummary>;
+  get(id: string): Promise<RunDetail | undefined>;
+  list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]>;
+  cancel(id: string): Promise<RunSummary>;
+  close(): Promise<void>;
+}
+
+/**
+ * Asks the server at --url when one answers; otherwise opens the database in
+ * this process (and, when `execute` is set, runs a reconciler and the local
+ * executor for the duration of the command).
+ */
+export async function connectRuns(settings: Settings, options: { execute?: boolean; processes?: number } = {}): Promise<RunsClient> {
+  if (await serverIsUp(settings.serverUrl)) return new ServerRunsClient(settings.serverUrl);
+  const runtime = await openRuntime(settings);
+  try {
+    if (options.execute) {
+      const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
+      for (const f of sync.result.files) {
+        if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
+      }
+      const execution = await startExecution(runtime, {
+        ...(options.processes ? { processes: options.processes } : {}),
+        log: (level, message) => {
+          if (level !== "info") process.stderr.write(`[${level}] ${message}\n`);
+        },
+      });
+      return new InProcessRunsClient(runtime, execution);
+    }
+    return new InProcessRunsClient(runtime, undefined);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+}
+
+class InProcessRunsClient implements RunsClient {
+  readonly where = "in-process" as const;
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly execution: Execution | undefined,
+  ) {}
+
+  async launch(request: LaunchRunRequest): Promise<RunSummary> {
+    const { runtime } = this;
+    const launched = await launchRun({ graphs: runtime.graphs, runs: runtime.runs, definitions: runtime.definitions }, request, new Date());
+    this.execution?.reconciler.wake();
+    return (await runtime.runs.getRun(launched.runId))!;
+  }
+
+  get(id: string): Promise<RunDetail | undefined> {
+    return this.runtime.runs.getRun(id);
+  }
+
+  list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]> {
+    return this.runtime.runs.listRuns(options);
+  }
+
+  async cancel(id: string): Promise<RunSummary> {
+    const run = await this.runtime.runs.requestCancel(id, new Date());
+    this.execution?.reconciler.wake();
+    return run;
+  }
+
+  async close(): Promise<void> {
+    await this.execution?.stop({ graceMs: 2_000 });
+    await this.runtime.close();
+  }
+}
+
+const RUN_FIELDS = `id status origin definitionsVersion jobName priority tags stepsTotal stepsDone stepsFailed stepsActive
+  createdAt startedAt endedAt cancelRequestedAt`;
+const STEP_FIELDS = `id assetKey partitionKey mapIndex state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
+  endedAt nextRetryAt workerId skipReason error upstreamStepIds
+  tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error logRef }`;
+
+type Wire = Record<string, unknown>;
+
+class ServerRunsClient implements RunsClient {
+  readonly where = "server" as const;
+
+  constructor(private readonly url: string) {}
+
+  async launch(request: LaunchRunRequest): Promise<RunSummary> {
+    const input = Object.fromEntries(Object.entries(request).filter(([, v]) => v !== undefined));
+    const data = await graphql<{ launchRun: Wire }>(
+      this.url,
+      `mutation ($input: LaunchRunInput!) { launchRun(input: $input) { ${RUN_FIELDS} } }`,
+      { input },
+    );
+    return toSummary(data.launchRun);
+  }
+
+  async get(id: string): Promise<RunDetail | undefined> {
+    const data = await graphql<{ run: Wire | null }>(this.url, `query ($id: String!) { run(id: $id) { ${RUN_FIELDS} steps { ${STEP_FIELDS} } } }`, { id });
+    if (!data.run) return undefined;
+    return { ...toSummary(data.run), plan: null, steps: (data.run.steps as Wire[]).map(toStep) };
+  }
+
+  async list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]> {
+    const data = await graphql<{ runs: Wire[] }>(
+      this.url,
+      `query ($first: Int, $status: RunStatus) { runs(first: $first, status: $status) { ${RUN_FIELDS} } }`,
+      { first: options.limit, status: options.status ?? null },
+    );
+    return data.runs.map(toSummary);
+  }
+
+  async cancel(id: string): Promise<RunSummary> {
+    const data = await graphql<{ cancelRun: Wire }>(this.url, `mutation ($id: String!) { cancelRun(id: $id) { ${RUN_FIELDS} } }`, { id });
+    return toSummary(data.cancelRun);
+  }
+
+  async close(): Promise<void> {}
+}
+
+const date = (v: unknown): Date | null => (typeof v === "string" ? new Date(v) : null);
+
+function toSummary(r: Wire): RunSummary {
+  return {
+    id: String(r.id),
+    status: r.status as RunStatus,
+    origin: r.origin as RunSummary["origin"],
+    snapshotVersion: Number(r.definitionsVersion),
+    jobName: (r.jobName as string | null) ?? null,
+    priority: Number(r.priority),
+    tags: (r.tags as Record<string, unknown>) ?? {},
+    stepsTotal: Number(r.stepsTotal),
+    stepsDone: Number(r.stepsDone),
+    stepsFailed: Number(r.stepsFailed),
+    stepsActive: Number(r.stepsActive),
+    createdAt: new Date(String(r.createdAt)),
+    startedAt: date(r.startedAt),
+    endedAt: date(r.endedAt),
+    cancelRequestedAt: date(r.cancelRequestedAt),
+    backfillId: null,
+  };
+}
+
+function toStep(s: Wire): StepRecord {
+  return {
+    id: Number(s.id),
+    runId: "",
+    assetKey: String(s.assetKey),
+    partitionKey: String(s.partitionKey),
+    mapIndex: Number(s.mapIndex),
+    state: s.state as StepRecord["state"],
+    tryNumber: Number(s.tryNumber),
+    maxTries: Number(s.maxTries),
+    pool: String(s.pool),
+    priority: Number(s.priority),
+    scheduledAt: date(s.scheduledAt),
+    queuedAt: date(s.queuedAt),
+    startedAt: date(s.startedAt),
+    endedAt: date(s.endedAt),
+    nextRetryAt: date(s.nextRetryAt),
+    workerId: (s.workerId as string | null) ?? null,
+    skipReason: (s.skipReason as string | null) ?? null,
+    error: s.error ?? null,
+    upstream: (s.upstreamStepIds as string[]).map(Number),
+    tries: (s.tries as Wire[]).map((t) => ({
+      tryNumber: Number(t.tryNumber),
+      state: t.state as StepRecord["state"],
+      workerId: (t.workerId as string | null) ?? null,
+      hostname: (t.hostname as string | null) ?? null,
+      pid: (t.pid as number | null) ?? null,
+      queuedAt: date(t.queuedAt),
+      startedAt: date(t.startedAt),
+      endedAt: date(t.endedAt),
+      durationMs: (t.durationMs as number | null) ?? null,
+      error: t.error ?? null,
+      logRef: (t.logRef as string | null) ?? null,
+    })),
+  };
+}
+
+export function requireRun(run: RunDetail | undefined, id: string): RunDetail {
+  if (!run) throw new InputError(`no run has the id "${id}"; list runs with \`tributary runs\``, { code: "RUN_NOT_FOUND" });
+  return run;
+}

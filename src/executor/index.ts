@@ -1,0 +1,20 @@
+// Executors run step tries and report through an ExecutionBackend; they talk
+// to the rest of Tributary only through that seam.
+export type {
+  Executor,
+  ExecutionBackend,
+  StepDispatch,
+  StepStarted,
+  StepOutcome,
+  StepResult,
+  StepInputs,
+} from "./types.js";
+export { LocalExecutor } from "./local-executor.js";
+export type { LocalExecutorOptions } from "./local-executor.js";
+export { InProcessExecutor } from "./in-process-executor.js";
+export type { InProcessExecutorOptions } from "./in-process-executor.js";
+export { STEP_ERROR_CODES } from "./step-errors.js";
+export { formatLogLine } from "./step-log.js";
+export type { LogLevel } from "./step-log.js";
+export { StoreExecutionBackend, OUTPUT_STORE_SETTING } from "./store-backend.js";
+export type { StoreBackendOptions } from "./store-backend.js";

@@ -1,0 +1,292 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { InputError, TributaryError, serializeError, type SerializedError } from "../errors/index.js";
+import { definitionKind, findNonJson, type AssetContext, type AssetDefinition } from "../sdk/index.js";
+import {
+  describeTry,
+  STEP_ERROR_CODES,
+  stepError,
+  wrapUserError,
+} from "./step-errors.js";
+import { StepLog, type LogLevel } from "./step-log.js";
+import type { StepDispatch, StepOutcome } from "./types.js";
+
+/** What the runtime needs from where it runs: a worker child process, or the test process. */
+export interface RuntimeHost {
+  /** Imports a definitions file; the runtime calls it once per file. */
+  importModule(file: string): Promise<Record<string, unknown>>;
+  addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+}
+
+/** How one try ended, with its own clock readings (epoch ms). */
+export interface TryEnd {
+  readonly outcome: StepOutcome;
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
+
+/** A try in progress; the async-local store of everything the step's code runs. */
+export interface ActiveTry {
+  readonly dispatch: StepDispatch;
+  readonly log: StepLog;
+  readonly controller: AbortController;
+  /** Set by ctx.skip(): honoured even if user code catches the sentinel. */
+  skipReason: string | undefined;
+  /** Set by the process.exit guard: honoured even if user code catches the error. */
+  exitError: TributaryError | undefined;
+  ended: boolean;
+  /** Ends the try; `quiet` when the caller already logged why. */
+  settle(outcome: StepOutcome, quiet?: boolean): void;
+}
+
+/** Which try the running code belongs to: console output, process.exit and stray exceptions are attributed by it. */
+export const tryStorage = new AsyncLocalStorage<ActiveTry>();
+
+/** Thrown by ctx.skip(); private, so only the runtime recognises it. */
+class SkipSignal {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * Runs step tries in the current JavaScript realm: imports the definitions
+ * file (once per file per realm), builds the AssetContext, calls the asset
+ * function and turns whatever happens into a StepOutcome. Shared by the worker
+ * child process and the in-process executor; it never kills anything, it
+ * only reacts to aborts (timeouts and cancels are decided by its caller).
+ */
+export class StepRuntime {
+  private readonly modules = new Map<string, Promise<Record<string, unknown>>>();
+  private readonly tries = new Map<number, ActiveTry>();
+
+  constructor(private readonly host: RuntimeHost) {}
+
+  get running(): number {
+    return this.tries.size;
+  }
+
+  /** Starts a try; `onStarted` runs synchronously with the start time. Never rejects. */
+  run(dispatch: StepDispatch, inputs: Readonly<Record<string, unknown>>, onStarted?: (startedAt: number) => void): Promise<TryEnd> {
+    const startedAt = Date.now();
+    onStarted?.(startedAt);
+    return new Promise<TryEnd>((resolve) => {
+      const active: ActiveTry = {
+        dispatch,
+        log: new StepLog(dispatch.logRef),
+        controller: new AbortController(),
+        skipReason: undefined,
+        exitError: undefined,
+        ended: false,
+        settle: (outcome, quiet = false) => {
+          if (active.ended) return;
+          active.ended = true;
+          if (this.tries.get(dispatch.stepId) === active) this.tries.delete(dispatch.stepId);
+          if (!quiet) writeOutcome(active.log, outcome);
+          active.log.close();
+          resolve({ outcome, startedAt, endedAt: Date.now() });
+        },
+      };
+      this.tries.set(dispatch.stepId, active);
+      tryStorage.run(active, () => {
+        void this.execute(active, inputs).then(
+          (outcome) => active.settle(outcome),
+          (err: unknown) => active.settle(failed(err, true)),
+        );
+      });
+    });
+  }
+
+  /** Aborts the try's ctx.signal; the try ends failed with `reason` once the function returns. */
+  abort(stepId: number, reason: TributaryError): void {
+    const active = this.tries.get(stepId);
+    if (active && !active.controller.signal.aborted) active.controller.abort(reason);
+  }
+
+  /**
+   * Gives up on a try whose function ignores its signal (in-process there is
+   * no process to kill): the caller reports and logs the failure; the function
+   * may still be running, its later result is dropped.
+   */
+  abandon(stepId: number, outcome: StepOutcome): void {
+    this.tries.get(stepId)?.settle(outcome, true);
+  }
+
+  /** An exception thrown (or a rejection left unhandled) by a try's callbacks, outside its promise chain. */
+  failFromOutside(active: ActiveTry, err: unknown, what: string): void {
+    if (active.ended) {
+      active.log.write("error", `${what} after the try ended: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      return;
+    }
+    const error = wrapUserError(active.dispatch, err, `${what}: `);
+    if (!active.controller.signal.aborted) active.controller.abort(error);
+    active.settle(failed(error, true));
+  }
+
+  private async execute(active: ActiveTry, inputs: Readonly<Record<string, unknown>>): Promise<StepOutcome> {
+    const d = active.dispatch;
+    let value: unknown;
+    let thrown: { error: unknown } | undefined;
+    try {
+      const fn = await this.assetFunction(d);
+      value = await fn(makeContext(active, this.host), inputs as Record<string, unknown>);
+    } catch (err) {
+      thrown = { error: err };
+    }
+    // Precedence: an abort (timeout, cancel) decides, then skip and process.exit
+    // (user code may have caught their errors), then what the function did.
+    const signal = active.controller.signal;
+    if (signal.aborted) {
+      const reason: unknown = signal.reason;
+      const retryable = !(reason instanceof TributaryError && reason.code === STEP_ERROR_CODES.canceled);
+      return failed(reason, retryable);
+    }
+    if (active.skipReason !== undefined) return { kind: "skipped", reason: active.skipReason };
+    if (active.exitError) return failed(active.exitError, true);
+    if (thrown) {
+      if (thrown.error instanceof SkipSignal) return { kind: "skipped", reason: thrown.error.reason };
+      const err = thrown.error;
+      const retryable = !(err instanceof TributaryError && err.code === STEP_ERROR_CODES.deferUnsupported);
+      return failed(wrapUserError(d, err), retryable);
+    }
+    return serializeOutput(d, value);
+  }
+
+  private async assetFunction(d: StepDispatch): Promise<AssetDefinition["fn"] & {}> {
+    let loading = this.modules.get(d.file);
+    if (!loading) {
+      loading = this.host.importModule(d.file);
+      this.modules.set(d.file, loading);
+    }
+    let namespace: Record<string, unknown>;
+    try {
+      namespace = await loading;
+    } catch (err) {
+      throw wrapUserError(d, err, `importing ${d.file} failed: `);
+    }
+    const value = namespace[d.exportName];
+    const kind = definitionKind(value);
+    const def = value as AssetDefinition | undefined;
+    if (kind !== "asset" || !def || typeof def.fn !== "function") {
+      const found = kind === "source" ? "a source asset, which is observed, not materialised" : kind ? `a ${kind}` : "no asset";
+      throw stepError(
+        STEP_ERROR_CODES.exportNotFound,
+        d,
+        `${describeTry(d)}: export "${d.exportName}" of ${d.file} is ${found} ` +
+          `(assets it exports: ${assetExports(namespace) || "none"}); ` +
+          `the definitions changed since the step was planned: reload them and run the step again`,
+      );
+    }
+    if (def.key !== d.assetKey) {
+      throw stepError(
+        STEP_ERROR_CODES.exportNotFound,
+        d,
+        `${describeTry(d)}: export "${d.exportName}" of ${d.file} is asset "${def.key}", not "${d.assetKey}"; ` +
+          `the definitions changed since the step was planned: reload them and run the step again`,
+      );
+    }
+    return def.fn;
+  }
+}
+
+function assetExports(namespace: Record<string, unknown>): string {
+  return Object.keys(namespace)
+    .filter((name) => definitionKind(namespace[name]) === "asset")
+    .map((name) => `"${name}"`)
+    .join(", ");
+}
+
+function failed(err: unknown, retryable: boolean): StepOutcome {
+  return { kind: "failed", error: serializeError(err), retryable };
+}
+
+function serializeOutput(d: StepDispatch, value: unknown): StepOutcome {
+  if (value === undefined) return { kind: "success", outputJson: "null", sizeBytes: 4 };
+  const bad = findNonJson(value, "output");
+  if (bad) {
+    return failed(
+      stepError(
+        STEP_ERROR_CODES.notSerializable,
+        d,
+        `${describeTry(d)}: the return value cannot be stored as JSON: value at ${bad}. ` +
+          `Return plain data: objects, arrays, strings, finite numbers, booleans and null ` +
+          `(e.g. a Date as date.toISOString(), a BigInt as String(n), null instead of undefined)`,
+      ),
+      true,
+    );
+  }
+  const outputJson = JSON.stringify(value);
+  return { kind: "success", outputJson, sizeBytes: Buffer.byteLength(outputJson) };
+}
+
+function writeOutcome(log: StepLog, outcome: StepOutcome): void {
+  if (outcome.kind === "skipped") log.write("info", `step skipped: ${outcome.reason}`);
+  else if (outcome.kind === "failed") log.write("error", `step failed: ${outcome.error.message}`, errorFields(outcome.error));
+}
+
+function errorFields(error: SerializedError): Record<string, unknown> {
+  const fields: Record<string, unknown> = { code: error.code };
+  const deepest = rootCause(error);
+  if (deepest.stack) fields["stack"] = deepest.stack;
+  return fields;
+}
+
+function rootCause(error: SerializedError): SerializedError {
+  let e = error;
+  while (e.cause) e = e.cause;
+  return e;
+}
+
+function makeContext(active: ActiveTry, host: RuntimeHost): AssetContext {
+  const d = active.dispatch;
+  const log = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) =>
+    active.log.write(level, String(message), fields);
+  const window = d.partition.window;
+  const ctx: AssetContext = {
+    assetKey: d.assetKey,
+    partition: Object.freeze({
+      key: d.partitionKey,
+      window: window ? Object.freeze({ start: new Date(window.start), end: new Date(window.end) }) : undefined,
+      dimensions: d.partition.dimensions ? Object.freeze({ ...d.partition.dimensions }) : undefined,
+    }),
+    run: Object.freeze({ id: d.runId }),
+    tryNumber: d.tryNumber,
+    log: Object.freeze({ debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") }),
+    signal: active.controller.signal,
+    secrets: Object.freeze({
+      get: async (name: string): Promise<string> => {
+        const value = typeof name === "string" && name !== "" ? process.env[name] : undefined;
+        if (value === undefined) {
+          throw stepError(
+            STEP_ERROR_CODES.secretMissing,
+            d,
+            `${describeTry(d)}: secret ${JSON.stringify(name)} is not set. Secrets are read from environment ` +
+              `variables: set ${typeof name === "string" && name !== "" ? name : "it"} in the environment of the ` +
+              `process that runs the steps (tributary dev or tributary worker) and restart it`,
+          );
+        }
+        return value;
+      },
+    }),
+    skip(reason: string): never {
+      active.skipReason = String(reason);
+      throw new SkipSignal(active.skipReason);
+    },
+    defer(): never {
+      throw stepError(
+        STEP_ERROR_CODES.deferUnsupported,
+        d,
+        `${describeTry(d)}: ctx.defer() is not available yet: the triggerer that runs deferred triggers arrives ` +
+          `in a later version of Tributary. Until then, wait inside the function (poll, honouring ctx.signal) ` +
+          `or model the upstream as a sourceAsset with observe`,
+      );
+    },
+    addDynamicPartitions: async (name: string, keys: readonly string[]): Promise<void> => {
+      if (typeof name !== "string" || name === "" || !Array.isArray(keys) || keys.some((k) => typeof k !== "string")) {
+        throw new InputError(
+          `${describeTry(d)}: ctx.addDynamicPartitions(name, keys) takes a partitions name and an array of key strings`,
+          { location: { assetKey: d.assetKey } },
+        );
+      }
+      await host.addDynamicPartitions(name, keys);
+    },
+  };
+  return Object.freeze(ctx);
+}

@@ -1,0 +1,213 @@
+import { createHash } from "node:crypto";
+import { serializeError, StorageError, TributaryError } from "../errors/index.js";
+import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.js";
+import {
+  dynamicNames,
+  partitionSpace,
+  UNPARTITIONED,
+  upstreamPartitions,
+  type PartitionContext,
+} from "../partitions/index.js";
+import {
+  INLINE_OUTPUT_LIMIT_BYTES,
+  type DefinitionStore,
+  type GraphCache,
+  type LineageInput,
+  type OutputStore,
+  type RunStore,
+  type StepCompletion,
+} from "../storage/index.js";
+import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "./types.js";
+
+export interface StoreBackendOptions {
+  readonly runs: RunStore;
+  readonly definitions: Pick<DefinitionStore, "listDynamicPartitions" | "addDynamicPartitions">;
+  readonly graphs: GraphCache;
+  /** Where outputs over the inline limit go; without one such outputs fail the try with a clear error. */
+  readonly outputStore: OutputStore | null;
+  readonly inlineLimitBytes?: number;
+  readonly clock?: () => Date;
+  /** Called with every completion summary (tests and metrics observe progress through it). */
+  readonly onCompleted?: (results: readonly StepResult[]) => void;
+}
+
+/** The name of the setting to mention when an output is too large and no store is configured. */
+export const OUTPUT_STORE_SETTING = "TRIBUTARY_OUTPUT_DIR";
+
+/**
+ * The ExecutionBackend of executors that run next to the metadata database
+ * (the local executor): inputs from stored outputs, results into the run
+ * store, large outputs into the object store.
+ */
+export class StoreExecutionBackend implements ExecutionBackend {
+  private readonly clock: () => Date;
+  /** Each try in flight: its asset and what it read (lineage), from loadInputs to finished. */
+  private readonly inFlight = new Map<string, { assetKey: string; lineage: LineageInput[] }>();
+
+  constructor(private readonly options: StoreBackendOptions) {
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  async loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
+    const out = new Map<number, StepInputs>();
+    if (steps.length === 0) return out;
+    for (const step of steps) this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, lineage: [] });
+    const { graph } = await this.options.graphs.current();
+    const ctx = await this.dynamicContext(graph, steps);
+    const now = this.clock();
+    // 1. Which upstream partitions each step reads, per dependency, in partition order.
+    const wanted = new Map<number, { asset: SnapshotAsset; reads: { name: string; many: boolean; assetKey: string; keys: string[] }[] }>();
+    const needed = new Map<string, { assetKey: string; partitionKey: string }>();
+    for (const step of steps) {
+      try {
+        const asset = graph.require(step.assetKey);
+        const reads = asset.deps.map((dep) => {
+          const up = graph.require(dep.assetKey);
+          const downSubset = asset.partitions ? partitionSpace(asset.partitions, ctx).subset([step.partitionKey]) : UNPARTITIONED;
+          const { subset } = upstreamPartitions(asset.partitions, up.partitions, dep.mapping, downSubset, ctx, now);
+          const keys = up.partitions ? [...partitionSpace(up.partitions, ctx).keys(subset)] : [""];
+          for (const k of keys) needed.set(`${dep.assetKey}\u0000${k}`, { assetKey: dep.assetKey, partitionKey: k });
+          const many = dep.mapping !== null && readsMany(asset.partitions, up.partitions, dep.mapping);
+          return { name: dep.name, many, assetKey: dep.assetKey, keys };
+        });
+        wanted.set(step.stepId, { asset, reads });
+      } catch (err) {
+        out.set(step.stepId, { ok: false, error: serializeError(err) });
+      }
+    }
+    // 2. One query for every upstream partition of the batch.
+    const records = await this.options.runs.latestOutputs([...needed.values()]);
+    const byKey = new Map(records.map((r) => [`${r.assetKey}\u0000${r.partitionKey}`, r]));
+    const valueCache = new Map<string, unknown>();
+    for (const step of steps) {
+      const w = wanted.get(step.stepId);
+      if (!w) continue;
+      try {
+        const inputs: Record<string, unknown> = {};
+        const lineage: LineageInput[] = [];
+        for (const read of w.reads) {
+          const values: unknown[] = [];
+          for (const key of read.keys) {
+            const rec = byKey.get(`${read.assetKey}\u0000${key}`);
+            if (!rec) {
+              if (read.many) continue;
+              throw new TributaryError(
+                "UPSTREAM_NOT_MATERIALIZED",
+                `asset "${step.assetKey}" partition "${step.partitionKey}": its input "${read.name}" reads ` +
+                  `"${read.assetKey}"${key ? ` partition "${key}"` : ""}, which has not been materialised; ` +
+                  `materialise it first or launch the run with --include-upstream`,
+                { location: { assetKey: step.assetKey, partitionKey: step.partitionKey, field: `deps.${read.name}` } },
+              );
+            }
+            lineage.push({ assetKey: read.assetKey, partitionKey: key, eventId: rec.eventId });
+            values.push(await this.valueOf(rec, valueCache));
+          }
+          inputs[read.name] = read.many ? values : (values[0] ?? null);
+        }
+        this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, lineage });
+        out.set(step.stepId, { ok: true, inputs });
+      } catch (err) {
+        out.set(step.stepId, { ok: false, error: serializeError(err) });
+      }
+    }
+    return out;
+  }
+
+  async started(events: readonly StepStarted[]): Promise<void> {
+    await this.options.runs.markStarted(events, this.clock());
+  }
+
+  async heartbeat(steps: readonly { readonly stepId: number; readonly tryNumber: number }[]): Promise<void> {
+    await this.options.runs.heartbeat(steps, this.clock());
+  }
+
+  async finished(results: readonly StepResult[]): Promise<void> {
+    const { graph } = await this.options.graphs.current();
+    const completions = await Promise.all(results.map((r) => this.toCompletion(r, graph)));
+    await this.options.runs.completeSteps(completions, this.clock());
+    for (const r of results) this.inFlight.delete(tryKey(r.stepId, r.tryNumber));
+    this.options.onCompleted?.(results);
+  }
+
+  async addDynamicPartitions(name: string, keys: readonly string[]): Promise<void> {
+    await this.options.definitions.addDynamicPartitions(name, keys);
+  }
+
+  private async toCompletion(r: StepResult, graph: AssetGraph): Promise<StepCompletion> {
+    const base = { stepId: r.stepId, tryNumber: r.tryNumber, startedAt: r.startedAt, endedAt: r.endedAt, workerId: r.workerId, logRef: r.logRef };
+    const o = r.outcome;
+    if (o.kind === "failed") return { ...base, outcome: "failed", error: o.error, retryable: o.retryable };
+    if (o.kind === "skipped") return { ...base, outcome: "skipped", reason: o.reason };
+    const flight = this.inFlight.get(tryKey(r.stepId, r.tryNumber));
+    const asset = flight ? graph.get(flight.assetKey) : undefined;
+    const limit = this.options.inlineLimitBytes ?? INLINE_OUTPUT_LIMIT_BYTES;
+    const dataVersion = createHash("sha256").update(o.outputJson).digest("hex").slice(0, 16);
+    let output: { inline: string; sizeBytes: number } | { ref: string; sizeBytes: number };
+    if (o.sizeBytes <= limit) {
+      output = { inline: o.outputJson, sizeBytes: o.sizeBytes };
+    } else if (!this.options.outputStore) {
+      return {
+        ...base,
+        outcome: "failed",
+        retryable: false,
+        error: serializeError(
+          new StorageError(
+            "OUTPUT_TOO_LARGE",
+            `the output is ${formatBytes(o.sizeBytes)}, over the ${formatBytes(limit)} that the metadata database holds, ` +
+              `and no large-output store is configured: set ${OUTPUT_STORE_SETTING} to a directory (or configure object storage), ` +
+              `or return a smaller value (e.g. a path or table name instead of the data)`,
+          ),
+        ),
+      };
+    } else {
+      try {
+        const ref = await this.options.outputStore.put(`outputs/${r.runId}/${r.stepId}-${r.tryNumber}.json`, o.outputJson);
+        output = { ref, sizeBytes: o.sizeBytes };
+      } catch (err) {
+        return { ...base, outcome: "failed", retryable: true, error: serializeError(err) };
+      }
+    }
+    return {
+      ...base,
+      outcome: "success",
+      output,
+      dataVersion,
+      codeVersion: asset?.codeVersion ?? null,
+      inputs: flight?.lineage ?? [],
+    };
+  }
+
+  private async valueOf(rec: { inline: unknown; ref: string | null; hasOutput: boolean }, cache: Map<string, unknown>): Promise<unknown> {
+    if (!rec.hasOutput) return null;
+    if (rec.ref === null) return rec.inline;
+    if (cache.has(rec.ref)) return cache.get(rec.ref);
+    if (!this.options.outputStore) {
+      throw new StorageError("OUTPUT_STORE_MISSING", `output ${rec.ref} lives in object storage, but no large-output store is configured (${OUTPUT_STORE_SETTING})`);
+    }
+    const value = JSON.parse(await this.options.outputStore.get(rec.ref)) as unknown;
+    cache.set(rec.ref, value);
+    return value;
+  }
+
+  private async dynamicContext(graph: AssetGraph, steps: readonly StepDispatch[]): Promise<PartitionContext> {
+    const names = new Set<string>();
+    for (const step of steps) {
+      const asset = graph.get(step.assetKey);
+      if (!asset) continue;
+      for (const a of [asset, ...asset.deps.map((d) => graph.get(d.assetKey))]) {
+        if (a?.partitions) for (const n of dynamicNames(a.partitions)) names.add(n);
+      }
+    }
+    const keys = new Map<string, readonly string[]>();
+    await Promise.all([...names].map(async (n) => keys.set(n, await this.options.definitions.listDynamicPartitions(n))));
+    return { dynamicKeys: (name) => keys.get(name) ?? [] };
+  }
+}
+
+function tryKey(stepId: number, tryNumber: number): string {
+  return `${stepId}:${tryNumber}`;
+}
+
+function formatBytes(n: number): string {
+  return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${Math.round(n / 1024)} KB`;
+}

@@ -1,0 +1,159 @@
+// The body of a LocalExecutor worker child process (after worker-entry.mjs
+// registered tsx). Long-lived: it runs every step the parent sends, several
+// at once, until the parent disconnects. It never decides to give up on a
+// step; the parent owns timeouts and kills.
+import { register } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { MessageChannel } from "node:worker_threads";
+import { TributaryError } from "../errors/index.js";
+import { captureConsole, guardProcessExit } from "./process-guards.js";
+import { StepRuntime, tryStorage } from "./step-runtime.js";
+import type { FromWorker, ToWorker, WorkerEvent } from "./worker-protocol.js";
+
+const sdkUrl = process.argv[2];
+const definitionsDir = process.argv[3] || undefined;
+if (!sdkUrl || !process.send) {
+  process.stderr.write("worker-child: start me through LocalExecutor (worker-entry.mjs)\n");
+  process.exit(2);
+}
+process.title = "tributary-worker";
+
+const roots = new Set<string>();
+const rootUrl = (dir: string): string => pathToFileURL(dir).href.replace(/\/?$/, "/");
+if (definitionsDir) roots.add(rootUrl(definitionsDir));
+
+const { port1, port2 } = new MessageChannel();
+register(new URL("./worker-hooks.mjs", import.meta.url).href, {
+  parentURL: import.meta.url,
+  data: { sdkUrl, roots: [...roots], port: port2 },
+  transferList: [port2],
+});
+port1.unref();
+
+let nextRootId = 0;
+const rootAcks = new Map<number, () => void>();
+port1.on("message", (message: { type: string; id: number }) => {
+  if (message.type === "root-added") {
+    rootAcks.get(message.id)?.();
+    rootAcks.delete(message.id);
+  }
+});
+
+/** Makes sure the hooks treat the file's directory as definitions (ES modules, `tributary` resolved). */
+async function ensureRoot(file: string): Promise<void> {
+  const fileUrl = pathToFileURL(file).href;
+  for (const root of roots) if (fileUrl.startsWith(root)) return;
+  const url = rootUrl(path.dirname(file));
+  roots.add(url);
+  const id = nextRootId++;
+  await new Promise<void>((resolve) => {
+    rootAcks.set(id, resolve);
+    port1.ref();
+    port1.postMessage({ type: "add-root", id, url });
+  }).finally(() => {
+    if (rootAcks.size === 0) port1.unref();
+  });
+}
+
+// Warm-up: every definitions file imports the SDK; load it before the first step.
+await import(sdkUrl);
+
+const { reallyExit } = guardProcessExit("throw");
+captureConsole();
+
+// --- outgoing events, one IPC message per turn ------------------------------
+
+let outbox: WorkerEvent[] = [];
+let flushScheduled = false;
+
+function emit(event: WorkerEvent): void {
+  outbox.push(event);
+  if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+}
+
+function flush(): void {
+  flushScheduled = false;
+  if (outbox.length === 0 || !process.connected) return;
+  const events = outbox;
+  outbox = [];
+  process.send!({ t: "events", events } satisfies FromWorker);
+}
+
+// --- addDynamicPartitions round trips ---------------------------------------
+
+let nextDynId = 0;
+const dynWaiting = new Map<number, { resolve: () => void; reject: (err: unknown) => void }>();
+
+const runtime = new StepRuntime({
+  importModule: async (file) => {
+    await ensureRoot(file);
+    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  },
+  addDynamicPartitions: (name, keys) =>
+    new Promise<void>((resolve, reject) => {
+      const id = nextDynId++;
+      dynWaiting.set(id, { resolve, reject });
+      emit({ t: "dyn", id, name, keys: [...keys] });
+    }),
+});
+
+// --- stray errors ------------------------------------------------------------
+
+// A throw from a timer, or a rejection nobody awaited, belongs to the try whose
+// code started it (AsyncLocalStorage follows callbacks): that try fails, the
+// process and the other steps in it carry on.
+process.on("uncaughtException", (err) => {
+  const active = tryStorage.getStore();
+  if (active) {
+    runtime.failFromOutside(active, err, "uncaught exception in a callback");
+    return;
+  }
+  process.stderr.write(`tributary worker: uncaught exception outside any step: ${(err as Error)?.stack ?? String(err)}\n`);
+  reallyExit(70);
+});
+process.on("unhandledRejection", (reason) => {
+  const active = tryStorage.getStore();
+  if (active) {
+    runtime.failFromOutside(active, reason, "unhandled promise rejection");
+    return;
+  }
+  process.stderr.write(
+    `tributary worker: unhandled promise rejection outside any step: ${(reason as Error)?.stack ?? String(reason)}\n`,
+  );
+});
+
+// The parent went away (closed us, or died): nothing left to report to.
+process.on("disconnect", () => reallyExit(0));
+
+process.on("message", (message: ToWorker) => {
+  switch (message.t) {
+    case "run":
+      for (const { d, inputs } of message.steps) {
+        void runtime
+          .run(d, inputs, (at) => emit({ t: "started", stepId: d.stepId, tryNumber: d.tryNumber, at }))
+          .then((end) =>
+            emit({ t: "done", stepId: d.stepId, tryNumber: d.tryNumber, outcome: end.outcome, startedAt: end.startedAt, endedAt: end.endedAt }),
+          );
+      }
+      break;
+    case "abort": {
+      const error = new TributaryError(message.code, message.message, message.location ? { location: message.location } : {});
+      runtime.abort(message.stepId, error);
+      break;
+    }
+    case "dyn-done": {
+      const waiting = dynWaiting.get(message.id);
+      dynWaiting.delete(message.id);
+      if (!waiting) break;
+      if (message.error) waiting.reject(new TributaryError(message.error.code, message.error.message));
+      else waiting.resolve();
+      break;
+    }
+  }
+});
+
+process.send({ t: "ready" } satisfies FromWorker);

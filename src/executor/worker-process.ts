@@ -1,0 +1,199 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { hostname } from "node:os";
+import { fileURLToPath } from "node:url";
+import { serializeError, type TributaryError } from "../errors/index.js";
+import type { Lane, LaneStep } from "./step-scheduler.js";
+import type { StepOutcome } from "./types.js";
+import type { FromWorker, ToWorker } from "./worker-protocol.js";
+
+// Plain JS: registers tsx, then runs worker-child.ts.
+const ENTRY = fileURLToPath(new URL("./worker-entry.mjs", import.meta.url));
+/** What definitions files import as `tributary`: this checkout's SDK. */
+const SDK_URL = new URL("../index.ts", import.meta.url).href;
+const STDERR_TAIL_BYTES = 16 * 1024;
+/** How long a child may take to start (tsx and the SDK) before it counts as broken. */
+const START_LIMIT_MS = 60_000;
+/** After `exit`, how long to wait for the last of stderr (a grandchild may hold the pipe open). */
+const STDERR_DRAIN_MS = 250;
+const HOSTNAME = hostname();
+
+export interface WorkerExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** The end of the child's stderr (V8 prints out-of-memory reports there). */
+  readonly stderr: string;
+  /** It never became ready: a start-up failure, not a step's doing. */
+  readonly beforeReady: boolean;
+}
+
+export interface WorkerProcessEvents {
+  ready(worker: WorkerProcess): void;
+  started(worker: WorkerProcess, stepId: number, tryNumber: number, at: number): void;
+  finished(worker: WorkerProcess, stepId: number, tryNumber: number, outcome: StepOutcome, startedAt: number, endedAt: number): void;
+  addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+  /** The process ended without being told to (not after kill() or shutdown()). */
+  exited(worker: WorkerProcess, exit: WorkerExit): void;
+}
+
+export interface WorkerProcessOptions {
+  readonly memoryMb: number;
+  readonly capacity: number;
+  readonly definitionsDir: string | undefined;
+}
+
+/** One long-lived worker child process: a lane of the LocalExecutor. */
+export class WorkerProcess implements Lane {
+  readonly endsBy = "kill" as const;
+  readonly capacity: number;
+  readonly workerId: string;
+  readonly pid: number;
+  /** Resolves once the process has ended. */
+  readonly closed: Promise<void>;
+  private readonly proc: ChildProcess;
+  private isReady = false;
+  private retiring = false;
+  /** kill() or shutdown() was called: the exit is ours, not news. */
+  private ending = false;
+  private exited = false;
+  private stderrTail = "";
+
+  constructor(options: WorkerProcessOptions, private readonly events: WorkerProcessEvents) {
+    this.capacity = options.capacity;
+    this.proc = fork(ENTRY, [SDK_URL, options.definitionsDir ?? ""], {
+      // Explicit, so the parent's own flags (a tsx loader, inspector) are not inherited.
+      execArgv: [`--max-old-space-size=${options.memoryMb}`],
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      serialization: "json",
+    });
+    this.pid = this.proc.pid ?? -1;
+    this.workerId = `local:${HOSTNAME}:${this.pid}`;
+    // Console output outside any step (definitions at import time go to the step's log) is not kept.
+    this.proc.stdout?.resume();
+    this.proc.stderr?.setEncoding("utf8");
+    this.proc.stderr?.on("data", (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
+    });
+    const startTimer = setTimeout(() => {
+      if (this.isReady) return;
+      this.stderrTail += `\nthe worker process did not start within ${START_LIMIT_MS / 1000} s`;
+      this.proc.kill("SIGKILL");
+    }, START_LIMIT_MS);
+    startTimer.unref();
+    this.proc.on("message", (message: FromWorker) => this.onMessage(message));
+    this.closed = new Promise<void>((resolve) => {
+      let reported = false;
+      const report = (code: number | null, signal: NodeJS.Signals | null): void => {
+        if (reported) return;
+        reported = true;
+        clearTimeout(startTimer);
+        this.exited = true;
+        resolve();
+        if (!this.ending) {
+          this.events.exited(this, { code, signal, stderr: this.stderrTail, beforeReady: !this.isReady });
+        }
+      };
+      this.proc.once("close", (code, signal) => report(code, signal));
+      this.proc.once("exit", (code, signal) => {
+        setTimeout(() => report(code, signal), STDERR_DRAIN_MS).unref();
+      });
+      // A fork that cannot spawn emits error and may never emit close.
+      this.proc.on("error", (err) => {
+        this.stderrTail += `\n${err.message}`;
+        if (this.proc.exitCode === null && this.proc.signalCode === null && this.proc.pid === undefined) report(null, null);
+      });
+    });
+  }
+
+  get ready(): boolean {
+    return this.isReady;
+  }
+
+  get accepting(): boolean {
+    return this.isReady && !this.retiring && !this.ending && !this.exited;
+  }
+
+  /** Takes no new steps; the executor shuts it down once its steps are done. */
+  retire(): void {
+    this.retiring = true;
+  }
+
+  get isRetiring(): boolean {
+    return this.retiring;
+  }
+
+  run(steps: readonly LaneStep[]): void {
+    this.send({ t: "run", steps: steps.map((s) => ({ d: s.dispatch, inputs: s.inputs })) });
+  }
+
+  abort(stepId: number, reason: TributaryError): void {
+    this.send({ t: "abort", stepId, code: reason.code, message: reason.message, location: reason.location });
+  }
+
+  abandon(): void {
+    // A process lane ends stuck steps by being killed.
+  }
+
+  kill(): void {
+    this.ending = true;
+    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGKILL");
+  }
+
+  /** Asks the child to exit (it does when the IPC channel closes); SIGKILLs it after `graceMs`. */
+  async shutdown(graceMs: number): Promise<void> {
+    this.ending = true;
+    if (this.proc.connected) this.proc.disconnect();
+    const timer = setTimeout(() => this.kill(), graceMs);
+    await this.closed;
+    clearTimeout(timer);
+  }
+
+  private send(message: ToWorker): void {
+    if (!this.proc.connected) return; // It died: its exit handler fails the steps.
+    try {
+      this.proc.send(message);
+    } catch {
+      // The channel closed under us: same as above.
+    }
+  }
+
+  private onMessage(message: FromWorker): void {
+    if (this.ending || this.exited) return;
+    if (message.t === "ready") {
+      this.isReady = true;
+      this.events.ready(this);
+      return;
+    }
+    for (const e of message.events) {
+      if (e.t === "started") this.events.started(this, e.stepId, e.tryNumber, e.at);
+      else if (e.t === "done") this.events.finished(this, e.stepId, e.tryNumber, e.outcome, e.startedAt, e.endedAt);
+      else {
+        this.events.addDynamicPartitions(e.name, e.keys).then(
+          () => this.send({ t: "dyn-done", id: e.id }),
+          (err: unknown) => this.send({ t: "dyn-done", id: e.id, error: serializeError(err) }),
+        );
+      }
+    }
+  }
+}
+
+/** Why a worker process ended, as the error its steps report. */
+export function describeExit(exit: WorkerExit, memoryMb: number): { code: "WORKER_OUT_OF_MEMORY" | "WORKER_EXITED"; message: string } {
+  if (/heap out of memory|Reached heap limit|Allocation failed|out of memory/i.test(exit.stderr)) {
+    return {
+      code: "WORKER_OUT_OF_MEMORY",
+      message:
+        `its worker process ran out of memory (heap limit ${memoryMb} MB) and died. A step in that process ` +
+        `used too much memory: process data in chunks, or raise memoryMb for the local executor`,
+    };
+  }
+  const how =
+    exit.signal !== null
+      ? `was killed by ${exit.signal}${exit.signal === "SIGKILL" ? " (possibly by the operating system's out-of-memory killer)" : ""}`
+      : `exited with code ${exit.code}`;
+  const tail = lastLines(exit.stderr, 5);
+  return { code: "WORKER_EXITED", message: `its worker process ${how}${tail ? `; its last output: ${tail}` : ""}` };
+}
+
+function lastLines(text: string, n: number): string {
+  return text.trim().split("\n").slice(-n).join(" | ").slice(-1_000);
+}

@@ -1,0 +1,37 @@
+import type { ErrorLocation, SerializedError } from "../errors/index.js";
+import type { StepDispatch, StepOutcome } from "./types.js";
+
+// Messages between LocalExecutor and its worker child processes (JSON over
+// the IPC channel). Both directions batch: one message carries every step
+// placed on, or finished in, one child during one turn of the event loop.
+
+/** Parent → child. */
+export type ToWorker =
+  | { readonly t: "run"; readonly steps: readonly { readonly d: StepDispatch; readonly inputs: Readonly<Record<string, unknown>> }[] }
+  /** Abort the step's ctx.signal with this error (a timeout, a cancel, a close). */
+  | {
+      readonly t: "abort";
+      readonly stepId: number;
+      readonly code: string;
+      readonly message: string;
+      readonly location: ErrorLocation | undefined;
+    }
+  /** The answer to a `dyn` request. */
+  | { readonly t: "dyn-done"; readonly id: number; readonly error?: SerializedError };
+
+/** One event inside a child's batch. Times are epoch milliseconds. */
+export type WorkerEvent =
+  | { readonly t: "started"; readonly stepId: number; readonly tryNumber: number; readonly at: number }
+  | {
+      readonly t: "done";
+      readonly stepId: number;
+      readonly tryNumber: number;
+      readonly outcome: StepOutcome;
+      readonly startedAt: number;
+      readonly endedAt: number;
+    }
+  /** ctx.addDynamicPartitions, forwarded to the backend; answered by `dyn-done`. */
+  | { readonly t: "dyn"; readonly id: number; readonly name: string; readonly keys: readonly string[] };
+
+/** Child → parent. */
+export type FromWorker = { readonly t: "ready" } | { readonly t: "events"; readonly events: readonly WorkerEvent[] };

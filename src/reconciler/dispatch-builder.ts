@@ -1,0 +1,53 @@
+import path from "node:path";
+import type { StepDispatch } from "../executor/index.js";
+import type { SnapshotAsset } from "../graph/index.js";
+import { partitionSpace, type PartitionsSpec } from "../partitions/index.js";
+import type { ClaimedStep } from "../storage/index.js";
+
+/**
+ * Turns a claimed step into what an executor needs: where the asset's code
+ * lives, the partition's data interval and dimensions, and where its log goes.
+ */
+export function buildDispatch(
+  claim: ClaimedStep,
+  asset: SnapshotAsset,
+  dirs: { definitionsDir: string; logsDir: string },
+): StepDispatch {
+  return {
+    stepId: claim.stepId,
+    runId: claim.runId,
+    tryNumber: claim.tryNumber,
+    assetKey: claim.assetKey,
+    partitionKey: claim.partitionKey,
+    mapIndex: claim.mapIndex,
+    partition: partitionInfo(asset.partitions, claim.partitionKey),
+    file: path.resolve(dirs.definitionsDir, asset.file),
+    exportName: asset.exportName,
+    timeoutMs: claim.timeoutMs,
+    logRef: path.join(dirs.logsDir, claim.runId, `${claim.stepId}-${claim.tryNumber}.log`),
+  };
+}
+
+/** The window and per-dimension keys of a partition, without needing dynamic keys. */
+export function partitionInfo(spec: PartitionsSpec | null, key: string): StepDispatch["partition"] {
+  if (!spec || key === "") return { window: null, dimensions: null };
+  if (spec.kind === "time") {
+    const w = partitionSpace(spec).window(key);
+    return { window: w ? { start: w.start.toISOString(), end: w.end.toISOString() } : null, dimensions: null };
+  }
+  if (spec.kind === "multi") {
+    const parts = key.split("|");
+    const dimensions: Record<string, string> = {};
+    let window: { start: string; end: string } | null = null;
+    spec.dimensions.forEach((d, i) => {
+      const k = parts[i] ?? "";
+      dimensions[d.name] = k;
+      if (d.partitions.kind === "time") {
+        const w = partitionSpace(d.partitions).window(k);
+        if (w) window = { start: w.start.toISOString(), end: w.end.toISOString() };
+      }
+    });
+    return { window, dimensions };
+  }
+  return { window: null, dimensions: null };
+}

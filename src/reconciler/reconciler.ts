@@ -1,0 +1,178 @@
+import os from "node:os";
+import { randomUUID } from "node:crypto";
+import type { Executor, StepDispatch } from "../executor/index.js";
+import { serializeError } from "../errors/index.js";
+import { WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
+import { buildDispatch } from "./dispatch-builder.js";
+
+export interface ReconcilerOptions {
+  readonly store: RunStore;
+  readonly database: Pick<DatabaseHandle, "listen">;
+  readonly graphs: GraphCache;
+  /** Executors by kind (`local`, `bullmq`…): steps naming another kind wait for a reconciler that has it. */
+  readonly executors: Readonly<Record<string, Executor>>;
+  readonly definitionsDir: string;
+  readonly logsDir: string;
+  readonly clock?: () => Date;
+  readonly id?: string;
+  /** Fallback wake-up when no notification arrives (default 1 s). */
+  readonly pollIntervalMs?: number;
+  /** Retries due, zombies, stuck queued steps, cancellations: at most this often (default 1 s). */
+  readonly housekeepingIntervalMs?: number;
+  readonly zombieAfterMs?: number;
+  readonly queuedTimeoutMs?: number;
+  /** Most steps claimed per transaction (default 512). */
+  readonly claimBatch?: number;
+  readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+}
+
+/**
+ * The scheduler loop: a thin shell that wakes on notifications (a step
+ * finished, a run was created or canceled) and on a fallback timer, and asks
+ * storage to move steps. Every decision commits in storage transactions that
+ * lock with SKIP LOCKED, so any number of reconcilers may run side by side.
+ */
+export class Reconciler {
+  readonly id: string;
+  private readonly clock: () => Date;
+  private readonly log: NonNullable<ReconcilerOptions["log"]>;
+  private running = false;
+  private passing = false;
+  private dirty = false;
+  private timer: NodeJS.Timeout | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private lastHousekeeping = 0;
+  private currentPass: Promise<void> = Promise.resolve();
+  private consecutiveErrors = 0;
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.id = options.id ?? `reconciler-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.clock = options.clock ?? (() => new Date());
+    this.log = options.log ?? ((level, message) => process.stderr.write(`[${level}] ${message}\n`));
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.unlisten = await this.options.database.listen(WAKE_CHANNEL, () => this.wake());
+    this.wake();
+  }
+
+  /** Asks for a pass soon; passes never overlap, and wakes during a pass cause one more. */
+  wake(): void {
+    if (!this.running) return;
+    if (this.passing) {
+      this.dirty = true;
+      return;
+    }
+    this.passing = true;
+    clearTimeout(this.timer);
+    this.currentPass = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    await this.unlisten?.();
+    await this.currentPass;
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      do {
+        this.dirty = false;
+        try {
+          await this.pass();
+          this.consecutiveErrors = 0;
+        } catch (err) {
+          // The loop survives anything: a lost connection, a failed statement.
+          this.consecutiveErrors++;
+          this.log("error", `reconciler pass failed: ${(err as Error).stack ?? String(err)}`);
+          await sleep(Math.min(5_000, 100 * 2 ** Math.min(this.consecutiveErrors, 6)));
+        }
+      } while (this.dirty && this.running);
+    } finally {
+      this.passing = false;
+      if (this.running) {
+        this.timer = setTimeout(() => this.wake(), this.options.pollIntervalMs ?? 1_000);
+        this.timer.unref();
+      }
+    }
+  }
+
+  /** One pass: housekeeping (rate-limited), then dispatch until no capacity or no runnable step is left. */
+  async pass(): Promise<void> {
+    const now = this.clock();
+    if (now.getTime() - this.lastHousekeeping >= (this.options.housekeepingIntervalMs ?? 1_000)) {
+      this.lastHousekeeping = now.getTime();
+      const hk = await this.options.store.housekeeping({
+        now,
+        zombieAfterMs: this.options.zombieAfterMs ?? 60_000,
+        queuedTimeoutMs: this.options.queuedTimeoutMs ?? 300_000,
+      });
+      for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
+      if (hk.zombies > 0) this.log("warn", `${hk.zombies} zombie step(s) failed (no heartbeat)`);
+    }
+    await this.dispatch();
+  }
+
+  private async dispatch(): Promise<void> {
+    for (;;) {
+      const capacity: Record<string, number> = {};
+      for (const [kind, ex] of Object.entries(this.options.executors)) capacity[kind] = ex.freeSlots();
+      const claims = await this.options.store.claimRunnable({
+        now: this.clock(),
+        capacity,
+        limit: this.options.claimBatch ?? 512,
+      });
+      if (claims.length === 0) return;
+      let { graph } = await this.options.graphs.current();
+      if (claims.some((c) => !graph.has(c.assetKey))) ({ graph } = await this.options.graphs.current({ fresh: true }));
+      const byExecutor = new Map<string, StepDispatch[]>();
+      const removed: StepCompletion[] = [];
+      for (const claim of claims) {
+        const asset = graph.get(claim.assetKey);
+        if (!asset) {
+          // The asset left the definitions while its run was open.
+          removed.push({
+            stepId: claim.stepId,
+            tryNumber: claim.tryNumber,
+            startedAt: null,
+            endedAt: this.clock(),
+            workerId: null,
+            logRef: null,
+            outcome: "removed",
+            reason: `asset "${claim.assetKey}" is no longer in the definitions`,
+          });
+          continue;
+        }
+        try {
+          const dispatch = buildDispatch(claim, asset, this.options);
+          byExecutor.set(claim.executor, [...(byExecutor.get(claim.executor) ?? []), dispatch]);
+        } catch (err) {
+          removed.push({
+            stepId: claim.stepId,
+            tryNumber: claim.tryNumber,
+            startedAt: null,
+            endedAt: this.clock(),
+            workerId: this.id,
+            logRef: null,
+            outcome: "failed",
+            retryable: false,
+            error: serializeError(err),
+          });
+        }
+      }
+      if (removed.length > 0) await this.options.store.completeSteps(removed, this.clock());
+      for (const [kind, steps] of byExecutor) {
+        const executor = this.options.executors[kind];
+        if (executor) executor.submit(steps);
+      }
+      if (claims.length < (this.options.claimBatch ?? 512)) return;
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,43 @@
+import { AssetGraph, type DefinitionsSnapshot } from "../graph/index.js";
+import type { DefinitionStore } from "./definition-store.js";
+
+export interface CurrentGraph {
+  readonly version: number;
+  readonly graph: AssetGraph;
+  readonly loadedAt: Date;
+}
+
+const EMPTY: CurrentGraph = { version: 0, graph: new AssetGraph([], []), loadedAt: new Date(0) };
+
+/**
+ * The latest definitions snapshot as an AssetGraph, re-read only when its
+ * version changes: a check costs one tiny query, and at most one check runs
+ * per `maxAgeMs` unless a caller asks for a fresh one.
+ */
+export class GraphCache {
+  #cached: CurrentGraph = EMPTY;
+  #checkedAt = 0;
+  #inflight: Promise<CurrentGraph> | undefined;
+
+  constructor(
+    private readonly store: Pick<DefinitionStore, "latestVersion" | "getSnapshot">,
+    private readonly maxAgeMs = 1_000,
+  ) {}
+
+  async current(options: { fresh?: boolean } = {}): Promise<CurrentGraph> {
+    if (!options.fresh && Date.now() - this.#checkedAt < this.maxAgeMs) return this.#cached;
+    this.#inflight ??= this.#refresh().finally(() => (this.#inflight = undefined));
+    return this.#inflight;
+  }
+
+  async #refresh(): Promise<CurrentGraph> {
+    const version = await this.store.latestVersion();
+    this.#checkedAt = Date.now();
+    if (version === undefined) return (this.#cached = EMPTY);
+    if (version === this.#cached.version) return this.#cached;
+    const snapshot = await this.store.getSnapshot(version);
+    if (!snapshot) return this.#cached;
+    this.#cached = { version, graph: AssetGraph.fromSnapshot(snapshot.graph as unknown as DefinitionsSnapshot), loadedAt: snapshot.createdAt };
+    return this.#cached;
+  }
+}

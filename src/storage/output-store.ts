@@ -1,0 +1,54 @@
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { StorageError } from "../errors/index.js";
+
+/** Outputs up to this size live in the metadata database; larger ones in an OutputStore. */
+export const INLINE_OUTPUT_LIMIT_BYTES = 48 * 1024;
+
+/** Where outputs too large for the database go (a directory here; S3 with the scale-out work). */
+export interface OutputStore {
+  readonly description: string;
+  /** Stores an immutable object under `key` and returns its reference. */
+  put(key: string, body: string): Promise<string>;
+  get(ref: string): Promise<string>;
+}
+
+/** Outputs as files under a directory: the embedded mode's object store. */
+export class LocalDirOutputStore implements OutputStore {
+  readonly description: string;
+
+  private readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = path.resolve(dir);
+    this.description = `directory ${this.dir}`;
+  }
+
+  async put(key: string, body: string): Promise<string> {
+    const file = this.fileOf(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    // Write then rename, so a reader never sees half an object.
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, body);
+    await rename(tmp, file);
+    return `file://${file}`;
+  }
+
+  async get(ref: string): Promise<string> {
+    if (!ref.startsWith("file://")) {
+      throw new StorageError("OUTPUT_REF_INVALID", `output reference "${ref}" is not a file:// reference of ${this.description}`);
+    }
+    try {
+      return await readFile(ref.slice("file://".length), "utf8");
+    } catch (cause) {
+      throw new StorageError("OUTPUT_MISSING", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, { cause });
+    }
+  }
+
+  private fileOf(key: string): string {
+    const safe = key.split("/").map((s) => s.replace(/[^A-Za-z0-9_.=-]/g, "_") || "_");
+    const file = path.join(this.dir, ...safe);
+    if (!file.startsWith(path.resolve(this.dir))) throw new StorageError("OUTPUT_KEY_INVALID", `output key "${key}" escapes ${this.dir}`);
+    return file;
+  }
+}

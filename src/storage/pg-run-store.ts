@@ -1,0 +1,1062 @@
+import { sql, type Kysely, type Transaction } from "kysely";
+import { InputError, type SerializedError } from "../errors/index.js";
+import { evaluateTriggerRule, retryDelayMs, serializePlan, shouldRetry } from "../planner/index.js";
+import type { RetryPolicySpec, TriggerRule } from "../sdk/index.js";
+import type { Database, RunStatus, StepState } from "./database.js";
+import { notifyIn } from "./database-handle.js";
+import { toJson } from "./json.js";
+import type {
+  ClaimedStep,
+  ClaimOptions,
+  CompletionSummary,
+  HousekeepingOptions,
+  HousekeepingResult,
+  NewRun,
+  OutputRecord,
+  RunDetail,
+  RunStore,
+  RunSummary,
+  StepCompletion,
+  StepRecord,
+  StepStart,
+  StepTryRecord,
+} from "./run-store.js";
+
+/** Channel the reconcilers listen on: a step became runnable, a run or step finished, a run was canceled. */
+export const WAKE_CHANNEL = "tributary_wake";
+
+const ACTIVE: readonly StepState[] = ["queued", "running"];
+const DEFAULT_POOL = "default_pool";
+const HOUSEKEEPING_BATCH = 1000;
+
+type Trx = Transaction<Database>;
+type Terminal = "success" | "failed" | "skipped" | "upstream_failed";
+
+interface LockedStep {
+  id: number;
+  run_id: string;
+  state: StepState;
+  try_number: number;
+  tries_before: number;
+  retry_policy: RetryPolicySpec | null;
+  pool: string;
+  pool_slots: number;
+  asset_key: string;
+  partition_key: string;
+  map_index: number;
+  cancel_requested: boolean;
+}
+
+interface StepChange {
+  id: number;
+  run_id: string;
+  state: StepState;
+  /** Whether the step held an executor, a pool slot and an active-step count until now. */
+  wasActive: boolean;
+  pool: string;
+  pool_slots: number;
+}
+
+/**
+ * RunStore in Postgres SQL through Kysely (server Postgres and PGlite).
+ * Batches travel as one JSON parameter (`jsonb_to_recordset`), so a
+ * transaction costs a handful of statements whatever the batch size.
+ */
+export class PgRunStore implements RunStore {
+  readonly #db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  // ── runs ────────────────────────────────────────────────────────────────
+
+  async createRun(run: NewRun, now: Date): Promise<{ runId: string; created: boolean }> {
+    const steps = run.plan.steps;
+    return this.#db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto("runs")
+        .values({
+          status: "queued",
+          origin: run.origin,
+          backfill_id: run.backfillId ?? null,
+          idempotency_key: run.idempotencyKey ?? null,
+          snapshot_version: run.snapshotVersion,
+          plan: toJson(serializePlan(run.plan)),
+          job_name: run.jobName ?? null,
+          priority: run.priority ?? 0,
+          tags: toJson(run.tags ?? {}),
+          max_active_steps: run.maxActiveSteps ?? null,
+          max_active_runs: run.maxActiveRuns ?? null,
+          steps_total: steps.length,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.column("idempotency_key").doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      if (!inserted) {
+        const existing = await trx
+          .selectFrom("runs")
+          .select("id")
+          .where("idempotency_key", "=", run.idempotencyKey ?? "")
+          .executeTakeFirstOrThrow();
+        return { runId: existing.id, created: false };
+      }
+      const runId = inserted.id;
+      if (steps.length > 0) {
+        const { rows: idRows } = await sql<{ id: number }>`
+          select nextval('steps_id_seq') as id from generate_series(1, ${steps.length}::int)`.execute(trx);
+        const ids = idRows.map((r) => Number(r.id)).sort((a, b) => a - b);
+        const stepRows = steps.map((s, i) => {
+          const cfg = run.settings(s.assetKey);
+          return {
+            id: ids[i],
+            asset_key: s.assetKey,
+            partition_key: s.partitionKey,
+            trigger_rule: cfg.triggerRule,
+            max_tries: cfg.retries.max + 1,
+            retry_policy: cfg.retries,
+            priority: cfg.priority + (run.priority ?? 0),
+            pool: cfg.pool ?? DEFAULT_POOL,
+            pool_slots: cfg.poolSlots,
+            executor: cfg.executor,
+            queue: cfg.queue,
+            timeout_ms: cfg.timeoutMs,
+            max_concurrency: cfg.maxConcurrency,
+            upstream_total: s.upstream.length,
+          };
+        });
+        await sql`
+          insert into steps (id, run_id, asset_key, partition_key, trigger_rule, max_tries, retry_policy, priority, pool,
+                             pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, created_at, updated_at)
+          select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
+                 x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, ${now}, ${now}
+          from jsonb_to_recordset(${toJson(stepRows)}::jsonb) as x(
+            id bigint, asset_key text, partition_key text, trigger_rule text, max_tries int, retry_policy jsonb,
+            priority int, pool text, pool_slots int, executor text, queue text, timeout_ms bigint, max_concurrency int,
+            upstream_total int)`.execute(trx);
+        const edges: [number, number][] = [];
+        steps.forEach((s, i) => {
+          for (const up of s.upstream) edges.push([ids[i]!, ids[up]!]);
+        });
+        if (edges.length > 0) {
+          await sql`
+            insert into step_deps (step_id, upstream_step_id)
+            select (e->>0)::bigint, (e->>1)::bigint from jsonb_array_elements(${toJson(edges)}::jsonb) e`.execute(trx);
+        }
+      }
+      await startRun(trx, runId, now);
+      await notifyIn(trx, WAKE_CHANNEL, "run");
+      return { runId, created: true };
+    });
+  }
+
+  async requestCancel(runId: string, now: Date): Promise<RunSummary> {
+    if (!isUuid(runId)) throw runNotFound(runId);
+    const row = await this.#db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("runs")
+        .set({ cancel_requested_at: now, updated_at: now })
+        .where("id", "=", runId)
+        .where("cancel_requested_at", "is", null)
+        .where("status", "in", ["queued", "running"])
+        .returning("id")
+        .executeTakeFirst();
+      if (updated) await notifyIn(trx, WAKE_CHANNEL, "cancel");
+      return trx.selectFrom("runs").selectAll().where("id", "=", runId).executeTakeFirst();
+    });
+    if (!row) throw runNotFound(runId);
+    return toRunSummary(row);
+  }
+
+  async getRun(runId: string): Promise<RunDetail | undefined> {
+    if (!isUuid(runId)) return undefined;
+    const run = await this.#db.selectFrom("runs").selectAll().where("id", "=", runId).executeTakeFirst();
+    if (!run) return undefined;
+    const [steps, deps, tries] = await Promise.all([
+      this.#db.selectFrom("steps").selectAll().where("run_id", "=", runId).orderBy("id").execute(),
+      this.#db
+        .selectFrom("step_deps")
+        .innerJoin("steps", "steps.id", "step_deps.step_id")
+        .select(["step_deps.step_id", "step_deps.upstream_step_id"])
+        .where("steps.run_id", "=", runId)
+        .execute(),
+      this.#db.selectFrom("step_tries").selectAll().where("run_id", "=", runId).orderBy("try_number").execute(),
+    ]);
+    const upstream = new Map<number, number[]>();
+    for (const d of deps) upstream.set(d.step_id, [...(upstream.get(d.step_id) ?? []), d.upstream_step_id]);
+    const triesByStep = new Map<number, StepTryRecord[]>();
+    for (const t of tries) {
+      const list = triesByStep.get(t.step_id) ?? [];
+      list.push({
+        tryNumber: t.try_number,
+        state: t.state,
+        workerId: t.worker_id,
+        hostname: t.hostname,
+        pid: t.pid,
+        queuedAt: t.queued_at,
+        startedAt: t.started_at,
+        endedAt: t.ended_at,
+        durationMs: t.duration_ms,
+        error: t.error,
+        logRef: t.log_ref,
+      });
+      triesByStep.set(t.step_id, list);
+    }
+    const stepRecords: StepRecord[] = steps.map((s) => ({
+      id: s.id,
+      runId: s.run_id,
+      assetKey: s.asset_key,
+      partitionKey: s.partition_key,
+      mapIndex: s.map_index,
+      state: s.state,
+      tryNumber: s.try_number,
+      maxTries: s.max_tries + s.tries_before,
+      pool: s.pool,
+      priority: s.priority,
+      scheduledAt: s.scheduled_at,
+      queuedAt: s.queued_at,
+      startedAt: s.started_at,
+      endedAt: s.ended_at,
+      nextRetryAt: s.next_retry_at,
+      workerId: s.worker_id,
+      skipReason: s.skip_reason,
+      error: s.error,
+      upstream: (upstream.get(s.id) ?? []).sort((a, b) => a - b),
+      tries: triesByStep.get(s.id) ?? [],
+    }));
+    return { ...toRunSummary(run), plan: run.plan, steps: stepRecords };
+  }
+
+  async listRuns(options: { limit?: number; status?: RunStatus; before?: Date } = {}): Promise<RunSummary[]> {
+    let q = this.#db.selectFrom("runs").selectAll().orderBy("created_at", "desc").orderBy("id").limit(options.limit ?? 50);
+    if (options.status) q = q.where("status", "=", options.status);
+    if (options.before) q = q.where("created_at", "<", options.before);
+    return (await q.execute()).map(toRunSummary);
+  }
+
+  // ── dispatch ────────────────────────────────────────────────────────────
+
+  async claimRunnable(options: ClaimOptions): Promise<ClaimedStep[]> {
+    const kinds = Object.entries(options.capacity).filter(([, n]) => n > 0);
+    if (kinds.length === 0 || options.limit <= 0) return [];
+    const capacity = new Map(kinds);
+    const totalCapacity = kinds.reduce((n, [, c]) => n + c, 0);
+    const limit = Math.min(options.limit, totalCapacity);
+    const agingLimit = Math.ceil(limit * (options.agingShare ?? 0.1));
+    const kindNames = kinds.map(([k]) => k);
+    const now = options.now;
+
+    const claimed = await this.#db.transaction().execute(async (trx) => {
+      // Highest priority first, FIFO among equals; plus a share of the
+      // longest-waiting steps, so low-priority work (backfills) never starves.
+      const byPriority = await sql<{ id: number }>`
+        select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+        order by priority desc, id limit ${limit}::int for update skip locked`.execute(trx);
+      const byAge = await sql<{ id: number }>`
+        select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+        order by scheduled_at, id limit ${agingLimit}::int for update skip locked`.execute(trx);
+      const order: number[] = [];
+      const seen = new Set<number>();
+      const reserved = byAge.rows.map((r) => Number(r.id));
+      for (const id of [...reserved, ...byPriority.rows.map((r) => Number(r.id))]) {
+        if (!seen.has(id)) {
+          seen.add(id);
+          order.push(id);
+        }
+      }
+      if (order.length === 0) return [];
+
+      const details = await sql<{
+        id: number;
+        run_id: string;
+        asset_key: string;
+        pool: string;
+        pool_slots: number;
+        executor: string;
+        max_concurrency: number | null;
+        run_status: RunStatus;
+        cancel_requested_at: Date | null;
+        max_active_steps: number | null;
+        steps_active: number;
+      }>`
+        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency,
+               r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
+        from steps s join runs r on r.id = s.run_id where s.id = any(${order}::bigint[])`.execute(trx);
+      const byId = new Map(details.rows.map((d) => [Number(d.id), d]));
+
+      const poolNames = [...new Set(details.rows.map((d) => d.pool))].sort();
+      await sql`
+        insert into pools (name, slots, description)
+        select n, ${options.defaultPoolSlots ?? 16}::int, 'created on first use by a step'
+        from unnest(${poolNames}::text[]) n on conflict (name) do nothing`.execute(trx);
+      // Locking the pool rows serialises concurrent dispatchers per pool, so
+      // a pool's slots are never exceeded however many reconcilers run.
+      const pools = await sql<{ name: string; slots: number; occupied_slots: number }>`
+        select name, slots, occupied_slots from pools where name = any(${poolNames}::text[]) order by name for update`.execute(trx);
+      const poolFree = new Map(pools.rows.map((p) => [p.name, p.slots - p.occupied_slots]));
+
+      const limitedAssets = [...new Set(details.rows.filter((d) => d.max_concurrency !== null).map((d) => d.asset_key))];
+      const assetActive = new Map<string, number>();
+      if (limitedAssets.length > 0) {
+        const counts = await sql<{ asset_key: string; n: number }>`
+          select asset_key, count(*)::int as n from steps
+          where state in ('queued', 'running') and asset_key = any(${limitedAssets}::text[]) group by asset_key`.execute(trx);
+        for (const c of counts.rows) assetActive.set(c.asset_key, c.n);
+      }
+      const runActive = new Map<string, number>();
+
+      const admitted: number[] = [];
+      for (const id of order) {
+        const d = byId.get(id);
+        if (!d || d.run_status !== "running" || d.cancel_requested_at) continue;
+        const free = capacity.get(d.executor) ?? 0;
+        if (free <= 0) continue;
+        const poolLeft = poolFree.get(d.pool) ?? 0;
+        if (poolLeft < d.pool_slots) continue;
+        if (d.max_concurrency !== null && (assetActive.get(d.asset_key) ?? 0) >= d.max_concurrency) continue;
+        const active = runActive.get(d.run_id) ?? d.steps_active;
+        if (d.max_active_steps !== null && active >= d.max_active_steps) continue;
+        admitted.push(id);
+        capacity.set(d.executor, free - 1);
+        poolFree.set(d.pool, poolLeft - d.pool_slots);
+        assetActive.set(d.asset_key, (assetActive.get(d.asset_key) ?? 0) + 1);
+        runActive.set(d.run_id, active + 1);
+      }
+      if (admitted.length === 0) return [];
+
+      const updated = await sql<{
+        id: number;
+        run_id: string;
+        try_number: number;
+        asset_key: string;
+        partition_key: string;
+        map_index: number;
+        executor: string;
+        queue: string | null;
+        timeout_ms: number | null;
+        pool: string;
+        pool_slots: number;
+      }>`
+        update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
+                         error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
+        where id = any(${admitted}::bigint[]) and state = 'scheduled'
+        returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots`.execute(trx);
+      const rows = updated.rows.map((r) => ({ ...r, id: Number(r.id) }));
+      await sql`
+        insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
+        select x.step_id, x.run_id, x.try_number, 'queued', x.executor, ${now}
+        from jsonb_to_recordset(${toJson(rows.map((r) => ({ step_id: r.id, run_id: r.run_id, try_number: r.try_number, executor: r.executor })))}::jsonb)
+          as x(step_id bigint, run_id uuid, try_number int, executor text)`.execute(trx);
+      await adjustPools(trx, rows.map((r) => ({ pool: r.pool, slots: r.pool_slots })), +1);
+      await adjustRunActive(trx, rows.map((r) => r.run_id), +1, now);
+      const versions = await sql<{ id: string; snapshot_version: number }>`
+        select id, snapshot_version from runs where id = any(${[...new Set(rows.map((r) => r.run_id))]}::uuid[])`.execute(trx);
+      const versionOf = new Map(versions.rows.map((v) => [v.id, v.snapshot_version]));
+      return rows.map(
+        (r): ClaimedStep => ({
+          stepId: r.id,
+          runId: r.run_id,
+          tryNumber: r.try_number,
+          assetKey: r.asset_key,
+          partitionKey: r.partition_key,
+          mapIndex: r.map_index,
+          executor: r.executor,
+          queue: r.queue,
+          timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+          snapshotVersion: versionOf.get(r.run_id) ?? 0,
+        }),
+      );
+    });
+    return claimed;
+  }
+
+  async markStarted(starts: readonly StepStart[], now: Date): Promise<void> {
+    if (starts.length === 0) return;
+    const input = toJson(
+      starts.map((s) => ({
+        step_id: s.stepId,
+        try_number: s.tryNumber,
+        worker_id: s.workerId,
+        hostname: s.hostname,
+        pid: s.pid,
+        started_at: s.startedAt.toISOString(),
+      })),
+    );
+    await sql`
+      with x as (
+        select * from jsonb_to_recordset(${input}::jsonb)
+          as x(step_id bigint, try_number int, worker_id text, hostname text, pid int, started_at timestamptz)
+      ), s as (
+        update steps set state = 'running', started_at = x.started_at, heartbeat_at = ${now}, worker_id = x.worker_id,
+                         updated_at = ${now}
+        from x where steps.id = x.step_id and steps.try_number = x.try_number and steps.state = 'queued'
+        returning steps.id
+      )
+      update step_tries t set state = 'running', started_at = x.started_at, heartbeat_at = ${now},
+                              worker_id = x.worker_id, hostname = x.hostname, pid = x.pid
+      from x where t.step_id = x.step_id and t.try_number = x.try_number and t.state = 'queued'`.execute(this.#db);
+  }
+
+  async heartbeat(steps: readonly { stepId: number; tryNumber: number }[], now: Date): Promise<void> {
+    if (steps.length === 0) return;
+    const input = toJson(steps.map((s) => ({ step_id: s.stepId, try_number: s.tryNumber })));
+    await sql`
+      update steps set heartbeat_at = ${now}
+      from jsonb_to_recordset(${input}::jsonb) as x(step_id bigint, try_number int)
+      where steps.id = x.step_id and steps.try_number = x.try_number and steps.state = 'running'`.execute(this.#db);
+  }
+
+  // ── completion ──────────────────────────────────────────────────────────
+
+  async completeSteps(completions: readonly StepCompletion[], now: Date, random: () => number = Math.random): Promise<CompletionSummary> {
+    if (completions.length === 0) return { applied: 0, ignored: [], scheduled: 0, finishedRuns: [] };
+    return this.#db.transaction().execute((trx) => completeIn(trx, completions, now, random));
+  }
+
+  // ── housekeeping ────────────────────────────────────────────────────────
+
+  async housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {
+    const now = options.now;
+    const random = options.random ?? Math.random;
+    return this.#db.transaction().execute(async (trx) => {
+      // Retries whose delay has passed become runnable again.
+      const retries = await sql<{ id: number }>`
+        update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
+        where id in (select id from steps where state = 'up_for_retry' and next_retry_at <= ${now}
+                     order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
+        returning id`.execute(trx);
+
+      // Zombies: running steps nobody has heard from. Their try fails (retryable).
+      const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
+      const zombies = await sql<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }>`
+        select id, try_number, worker_id, heartbeat_at from steps
+        where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
+        order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked`.execute(trx);
+      if (zombies.rows.length > 0) {
+        await completeIn(
+          trx,
+          zombies.rows.map(
+            (z): StepCompletion => ({
+              stepId: Number(z.id),
+              tryNumber: z.try_number,
+              startedAt: null,
+              endedAt: now,
+              workerId: z.worker_id,
+              logRef: null,
+              outcome: "failed",
+              retryable: true,
+              error: {
+                name: "ZombieStep",
+                code: "STEP_ZOMBIE",
+                message:
+                  `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
+                  `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
+              },
+            }),
+          ),
+          now,
+          random,
+        );
+      }
+
+      // Handed out but never started (the executor lost it): hand it out again;
+      // such a try does not count against the retry policy.
+      const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
+      const stuck = await sql<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }>`
+        update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
+        where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
+                     order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
+        returning id, run_id, try_number, pool, pool_slots`.execute(trx);
+      if (stuck.rows.length > 0) {
+        const err: SerializedError = {
+          name: "QueuedTimeout",
+          code: "STEP_QUEUED_TIMEOUT",
+          message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
+        };
+        await sql`
+          update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb
+          from jsonb_to_recordset(${toJson(stuck.rows.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
+            as x(step_id bigint, try_number int)
+          where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
+        await adjustPools(trx, stuck.rows.map((r) => ({ pool: r.pool, slots: r.pool_slots })), -1);
+        await adjustRunActive(trx, stuck.rows.map((r) => r.run_id), -1, now);
+      }
+
+      // Runs waiting for their job's maxActiveRuns.
+      const queuedRuns = await sql<{ id: string }>`
+        select id from runs where status = 'queued' and cancel_requested_at is null
+        order by priority desc, created_at limit 100 for update skip locked`.execute(trx);
+      let runsStarted = 0;
+      for (const r of queuedRuns.rows) if (await startRun(trx, r.id, now)) runsStarted++;
+
+      // Cancellation: unstarted steps are skipped, active ones are aborted by their executor.
+      const canceling = await sql<{ id: string }>`
+        select id from runs where cancel_requested_at is not null and status in ('queued', 'running')
+        order by id limit 100 for update skip locked`.execute(trx);
+      let runsCanceled = 0;
+      const toAbort: { stepId: number; executor: string }[] = [];
+      if (canceling.rows.length > 0) {
+        const runIds = canceling.rows.map((r) => r.id);
+        const skipped = await sql<{ run_id: string; n: number }>`
+          with s as (
+            update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = ${now}, next_retry_at = null,
+                             updated_at = ${now}
+            where run_id = any(${runIds}::uuid[]) and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule')
+            returning run_id
+          ) select run_id, count(*)::int as n from s group by run_id`.execute(trx);
+        for (const s of skipped.rows) {
+          await trx
+            .updateTable("runs")
+            .set((eb) => ({ steps_done: eb("steps_done", "+", s.n), updated_at: now }))
+            .where("id", "=", s.run_id)
+            .execute();
+        }
+        const active = await sql<{ id: number; executor: string }>`
+          select id, executor from steps where run_id = any(${runIds}::uuid[]) and state in ('queued', 'running')`.execute(trx);
+        for (const a of active.rows) toAbort.push({ stepId: Number(a.id), executor: a.executor });
+        const done = await sql<{ id: string }>`
+          update runs set status = 'canceled', ended_at = ${now}, updated_at = ${now}
+          where id = any(${runIds}::uuid[]) and steps_active = 0
+            and not exists (select 1 from steps where steps.run_id = runs.id and steps.state in ('queued', 'running'))
+          returning id`.execute(trx);
+        runsCanceled = done.rows.length;
+      }
+      if (retries.rows.length + zombies.rows.length + stuck.rows.length + runsStarted + runsCanceled > 0) {
+        await notifyIn(trx, WAKE_CHANNEL, "housekeeping");
+      }
+      return {
+        retriesDue: retries.rows.length,
+        zombies: zombies.rows.length,
+        requeued: stuck.rows.length,
+        runsStarted,
+        toAbort,
+        runsCanceled,
+      };
+    });
+  }
+
+  // ── reads for data passing and planning ─────────────────────────────────
+
+  async latestOutputs(partitions: readonly { assetKey: string; partitionKey: string }[]): Promise<OutputRecord[]> {
+    if (partitions.length === 0) return [];
+    const input = toJson(partitions.map((p) => ({ asset_key: p.assetKey, partition_key: p.partitionKey })));
+    const { rows } = await sql<{
+      asset_key: string;
+      partition_key: string;
+      event_id: number | null;
+      data_version: string | null;
+      inline_value: unknown;
+      storage_ref: string | null;
+      has_output: boolean;
+    }>`
+      select ps.asset_key, ps.partition_key, ps.last_materialization_event_id as event_id, ps.data_version,
+             o.inline_value, o.storage_ref, (o.id is not null) as has_output
+      from jsonb_to_recordset(${input}::jsonb) as x(asset_key text, partition_key text)
+      join partition_status ps on ps.asset_key = x.asset_key and ps.partition_key = x.partition_key
+      left join lateral (
+        select id, inline_value, storage_ref from outputs
+        where outputs.step_id = ps.last_step_id order by try_number desc limit 1
+      ) o on true
+      where ps.last_materialization_event_id is not null`.execute(this.#db);
+    return rows.map((r) => ({
+      assetKey: r.asset_key,
+      partitionKey: r.partition_key,
+      eventId: r.event_id === null ? null : Number(r.event_id),
+      dataVersion: r.data_version,
+      inline: r.inline_value,
+      ref: r.storage_ref,
+      hasOutput: r.has_output,
+    }));
+  }
+
+  async materializedKeys(assetKeys: readonly string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(assetKeys.map((k) => [k, []]));
+    if (assetKeys.length === 0) return out;
+    const rows = await this.#db
+      .selectFrom("partition_status")
+      .select(["asset_key", "partition_key"])
+      .where("asset_key", "in", [...assetKeys])
+      .where("last_materialization_event_id", "is not", null)
+      .execute();
+    for (const r of rows) out.get(r.asset_key)?.push(r.partition_key);
+    return out;
+  }
+}
+
+// ── transaction bodies ─────────────────────────────────────────────────────
+
+/** Starts a queued run if its job has room: its root steps become scheduled. */
+async function startRun(trx: Trx, runId: string, now: Date): Promise<boolean> {
+  const run = await trx
+    .selectFrom("runs")
+    .select(["id", "status", "job_name", "max_active_runs", "steps_total"])
+    .where("id", "=", runId)
+    .executeTakeFirst();
+  if (!run || run.status !== "queued") return false;
+  if (run.job_name && run.max_active_runs) {
+    // One transaction at a time decides a job's admissions.
+    await sql`select pg_advisory_xact_lock(hashtext(${`tributary.job:${run.job_name}`}))`.execute(trx);
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from runs where job_name = ${run.job_name} and status = 'running'`.execute(trx);
+    if ((rows[0]?.n ?? 0) >= run.max_active_runs) return false;
+  }
+  const empty = run.steps_total === 0;
+  await trx
+    .updateTable("runs")
+    .set({ status: empty ? "success" : "running", started_at: now, updated_at: now, ...(empty ? { ended_at: now } : {}) })
+    .where("id", "=", runId)
+    .execute();
+  // Steps without upstreams pass every trigger rule.
+  await trx
+    .updateTable("steps")
+    .set({ state: "scheduled", scheduled_at: now, updated_at: now })
+    .where("run_id", "=", runId)
+    .where("state", "=", "pending")
+    .where("upstream_total", "=", 0)
+    .execute();
+  return true;
+}
+
+async function completeIn(
+  trx: Trx,
+  completions: readonly StepCompletion[],
+  now: Date,
+  random: () => number,
+): Promise<CompletionSummary> {
+  const ids = [...new Set(completions.map((c) => c.stepId))].sort((a, b) => a - b);
+  const locked = await sql<LockedStep>`
+    select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
+           s.partition_key, s.map_index, (r.cancel_requested_at is not null) as cancel_requested
+    from steps s join runs r on r.id = s.run_id
+    where s.id = any(${ids}::bigint[]) order by s.id for update of s`.execute(trx);
+  const byId = new Map(locked.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
+
+  const ignored: { stepId: number; tryNumber: number; reason: string }[] = [];
+  const applied: { c: StepCompletion; step: LockedStep; state: StepState; nextRetryAt: Date | null; wasActive: boolean }[] = [];
+  const claimedTwice = new Set<number>();
+  for (const c of completions) {
+    const step = byId.get(c.stepId);
+    if (!step) {
+      ignored.push({ stepId: c.stepId, tryNumber: c.tryNumber, reason: "no such step" });
+      continue;
+    }
+    const expected: readonly StepState[] = c.outcome === "removed" ? [...ACTIVE, "scheduled", "pending"] : ACTIVE;
+    if (step.try_number !== c.tryNumber || !expected.includes(step.state) || claimedTwice.has(c.stepId)) {
+      ignored.push({
+        stepId: c.stepId,
+        tryNumber: c.tryNumber,
+        reason: `step is at try ${step.try_number} in state ${step.state}: a report for try ${c.tryNumber} is stale`,
+      });
+      continue;
+    }
+    claimedTwice.add(c.stepId);
+    let state: StepState;
+    let nextRetryAt: Date | null = null;
+    if (c.outcome === "success") state = "success";
+    else if (c.outcome === "skipped") state = "skipped";
+    else if (c.outcome === "removed") state = "removed";
+    else {
+      const policy = step.retry_policy;
+      const retry = c.retryable && !step.cancel_requested && policy !== null && shouldRetry(policy, c.tryNumber, step.tries_before);
+      if (retry) {
+        state = "up_for_retry";
+        nextRetryAt = new Date(now.getTime() + retryDelayMs(policy, c.tryNumber - step.tries_before, random));
+      } else state = "failed";
+    }
+    applied.push({ c, step, state, nextRetryAt, wasActive: ACTIVE.includes(step.state) });
+  }
+  if (applied.length === 0) return { applied: 0, ignored, scheduled: 0, finishedRuns: [] };
+
+  const stepUpdates = applied.map(({ c, state, nextRetryAt }) => ({
+    id: c.stepId,
+    state,
+    ended_at: state === "up_for_retry" ? null : c.endedAt.toISOString(),
+    next_retry_at: nextRetryAt?.toISOString() ?? null,
+    error: c.outcome === "failed" ? c.error : null,
+    skip_reason: c.outcome === "skipped" || c.outcome === "removed" ? c.reason : null,
+    worker_id: c.workerId,
+    started_at: c.startedAt?.toISOString() ?? null,
+  }));
+  await sql`
+    update steps set state = x.state, ended_at = x.ended_at, next_retry_at = x.next_retry_at, error = x.error,
+                     skip_reason = x.skip_reason, worker_id = coalesce(x.worker_id, steps.worker_id),
+                     started_at = coalesce(steps.started_at, x.started_at), heartbeat_at = null, updated_at = ${now}
+    from jsonb_to_recordset(${toJson(stepUpdates)}::jsonb)
+      as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, skip_reason text,
+           worker_id text, started_at timestamptz)
+    where steps.id = x.id`.execute(trx);
+
+  const tryUpdates = applied.filter((a) => a.wasActive).map(({ c }) => ({
+    step_id: c.stepId,
+    try_number: c.tryNumber,
+    state: c.outcome,
+    ended_at: c.endedAt.toISOString(),
+    started_at: c.startedAt?.toISOString() ?? null,
+    error: c.outcome === "failed" ? c.error : null,
+    log_ref: c.logRef,
+    worker_id: c.workerId,
+  }));
+  await sql`
+    update step_tries t set state = x.state, ended_at = x.ended_at, started_at = coalesce(t.started_at, x.started_at),
+           duration_ms = greatest(0, (extract(epoch from (x.ended_at - coalesce(t.started_at, x.started_at, x.ended_at))) * 1000)::bigint),
+           error = x.error, log_ref = coalesce(x.log_ref, t.log_ref), worker_id = coalesce(t.worker_id, x.worker_id)
+    from jsonb_to_recordset(${toJson(tryUpdates)}::jsonb)
+      as x(step_id bigint, try_number int, state text, ended_at timestamptz, started_at timestamptz, error jsonb,
+           log_ref text, worker_id text)
+    where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
+
+  await recordMaterializations(trx, applied, now);
+  await recordFailures(trx, applied.filter((a) => a.state === "failed"), now);
+
+  await adjustPools(trx, applied.filter((a) => a.wasActive).map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots })), -1);
+  const changes: StepChange[] = applied.map((a) => ({
+    id: a.step.id,
+    run_id: a.step.run_id,
+    state: a.state,
+    wasActive: a.wasActive,
+    pool: a.step.pool,
+    pool_slots: a.step.pool_slots,
+  }));
+  const { scheduled, cascaded } = await propagate(
+    trx,
+    changes.filter((c) => isTerminalState(c.state)),
+    now,
+  );
+  const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now);
+  // Always: finished steps also free executor and pool slots that scheduled steps wait for.
+  await notifyIn(trx, WAKE_CHANNEL, "steps");
+  return { applied: applied.length, ignored, scheduled, finishedRuns };
+}
+
+async function recordMaterializations(
+  trx: Trx,
+  applied: readonly { c: StepCompletion; step: LockedStep; state: StepState }[],
+  now: Date,
+): Promise<void> {
+  const successes = applied.filter((a) => a.c.outcome === "success");
+  if (successes.length === 0) return;
+  const rows = successes.map(({ c, step }) => {
+    if (c.outcome !== "success") throw new Error("unreachable");
+    return {
+      step_id: step.id,
+      run_id: step.run_id,
+      try_number: c.tryNumber,
+      asset_key: step.asset_key,
+      partition_key: step.partition_key,
+      map_index: step.map_index,
+      data_version: c.dataVersion,
+      code_version: c.codeVersion,
+      size_bytes: c.output.sizeBytes,
+      inline_value: "inline" in c.output ? c.output.inline : null,
+      storage_ref: "ref" in c.output ? c.output.ref : null,
+    };
+  });
+  const input = toJson(rows);
+  await sql`
+    insert into outputs (asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value,
+                         storage_ref, created_at)
+    select x.asset_key, x.partition_key, x.run_id, x.step_id, x.map_index, x.try_number, x.size_bytes,
+           x.inline_value::jsonb, x.storage_ref, ${now}
+    from jsonb_to_recordset(${input}::jsonb)
+      as x(asset_key text, partition_key text, run_id uuid, step_id bigint, map_index int, try_number int,
+           size_bytes bigint, inline_value text, storage_ref text)`.execute(trx);
+  const events = await sql<{ id: number; step_id: number }>`
+    insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, data_version, code_version, created_at)
+    select 'materialization', x.asset_key, x.partition_key, x.run_id, x.step_id, x.try_number, x.data_version,
+           x.code_version, ${now}
+    from jsonb_to_recordset(${input}::jsonb)
+      as x(asset_key text, partition_key text, run_id uuid, step_id bigint, try_number int, data_version text,
+           code_version text)
+    returning id, step_id`.execute(trx);
+  const eventOf = new Map(events.rows.map((e) => [Number(e.step_id), Number(e.id)]));
+  const lineage: { event_id: number; asset_key: string; partition_key: string; upstream_event_id: number | null }[] = [];
+  for (const { c, step } of successes) {
+    if (c.outcome !== "success") continue;
+    const eventId = eventOf.get(step.id)!;
+    const seen = new Set<string>();
+    for (const i of c.inputs) {
+      const k = `${i.assetKey}\u0000${i.partitionKey}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      lineage.push({ event_id: eventId, asset_key: i.assetKey, partition_key: i.partitionKey, upstream_event_id: i.eventId });
+    }
+  }
+  if (lineage.length > 0) {
+    await sql`
+      insert into event_inputs (event_id, upstream_asset_key, upstream_partition_key, upstream_event_id)
+      select x.event_id, x.asset_key, x.partition_key, x.upstream_event_id
+      from jsonb_to_recordset(${toJson(lineage)}::jsonb)
+        as x(event_id bigint, asset_key text, partition_key text, upstream_event_id bigint)`.execute(trx);
+  }
+  const status = successes.map(({ c, step }) => ({
+    asset_key: step.asset_key,
+    partition_key: step.partition_key,
+    event_id: eventOf.get(step.id)!,
+    run_id: step.run_id,
+    step_id: step.id,
+    data_version: c.outcome === "success" ? c.dataVersion : null,
+    code_version: c.outcome === "success" ? c.codeVersion : null,
+  }));
+  await upsertPartitionStatus(trx, status, "materialized", now);
+}
+
+async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; step: LockedStep }[], now: Date): Promise<void> {
+  if (failed.length === 0) return;
+  const rows = failed.map(({ c, step }) => ({
+    asset_key: step.asset_key,
+    partition_key: step.partition_key,
+    run_id: step.run_id,
+    step_id: step.id,
+    try_number: c.tryNumber,
+    metadata: { error: c.outcome === "failed" ? { code: c.error.code, message: c.error.message } : null },
+  }));
+  await sql`
+    insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, metadata, created_at)
+    select 'failure', x.asset_key, x.partition_key, x.run_id, x.step_id, x.try_number, x.metadata, ${now}
+    from jsonb_to_recordset(${toJson(rows)}::jsonb)
+      as x(asset_key text, partition_key text, run_id uuid, step_id bigint, try_number int, metadata jsonb)`.execute(trx);
+  await upsertPartitionStatus(
+    trx,
+    rows.map((r) => ({ asset_key: r.asset_key, partition_key: r.partition_key, run_id: r.run_id, step_id: r.step_id, event_id: null, data_version: null, code_version: null })),
+    "failed",
+    now,
+  );
+}
+
+async function upsertPartitionStatus(
+  trx: Trx,
+  rows: readonly {
+    asset_key: string;
+    partition_key: string;
+    event_id: number | null;
+    run_id: string;
+    step_id: number;
+    data_version: string | null;
+    code_version: string | null;
+  }[],
+  status: "materialized" | "failed",
+  now: Date,
+): Promise<void> {
+  // One row per partition per statement (ON CONFLICT cannot touch a row twice).
+  const latest = new Map<string, (typeof rows)[number]>();
+  for (const r of rows) latest.set(`${r.asset_key}\u0000${r.partition_key}`, r);
+  await sql`
+    insert into partition_status as ps (asset_key, partition_key, status, last_materialization_event_id, last_run_id,
+                                        last_step_id, data_version, code_version, materialized_at, updated_at)
+    select x.asset_key, x.partition_key, ${status}, x.event_id, x.run_id, x.step_id, x.data_version, x.code_version,
+           case when x.event_id is null then null else ${now}::timestamptz end, ${now}
+    from jsonb_to_recordset(${toJson([...latest.values()])}::jsonb)
+      as x(asset_key text, partition_key text, event_id bigint, run_id uuid, step_id bigint, data_version text,
+           code_version text)
+    on conflict (asset_key, partition_key) do update set
+      status = excluded.status,
+      last_materialization_event_id = coalesce(excluded.last_materialization_event_id, ps.last_materialization_event_id),
+      last_step_id = case when excluded.last_materialization_event_id is null then ps.last_step_id else excluded.last_step_id end,
+      last_run_id = excluded.last_run_id,
+      data_version = coalesce(excluded.data_version, ps.data_version),
+      code_version = coalesce(excluded.code_version, ps.code_version),
+      materialized_at = coalesce(excluded.materialized_at, ps.materialized_at),
+      updated_at = excluded.updated_at`.execute(trx);
+}
+
+/**
+ * Adds the terminal upstreams to their downstream steps' counters and applies
+ * each pending downstream's trigger rule; steps that become skipped or
+ * upstream_failed are terminal too, so this repeats until nothing changes.
+ */
+async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): Promise<{ scheduled: number; cascaded: StepChange[] }> {
+  let frontier = terminal.map((t) => ({ id: t.id, state: t.state }));
+  let scheduled = 0;
+  const cascaded: StepChange[] = [];
+  while (frontier.length > 0) {
+    const input = toJson(frontier);
+    // Lock the downstream rows in id order first: concurrent completions then never deadlock.
+    await sql`
+      select id from steps where id in (
+        select d.step_id from step_deps d
+        join jsonb_to_recordset(${input}::jsonb) as x(id bigint, state text) on x.id = d.upstream_step_id
+      ) order by id for update`.execute(trx);
+    const { rows } = await sql<{
+      id: number;
+      run_id: string;
+      state: StepState;
+      trigger_rule: TriggerRule;
+      upstream_total: number;
+      upstream_success: number;
+      upstream_failed: number;
+      upstream_upstream_failed: number;
+      upstream_skipped: number;
+      upstream_removed: number;
+      pool: string;
+      pool_slots: number;
+      cancel_requested: boolean;
+    }>`
+      with x as (select * from jsonb_to_recordset(${input}::jsonb) as x(id bigint, state text)),
+      agg as (
+        select d.step_id,
+               count(*) filter (where x.state = 'success')::int as s,
+               count(*) filter (where x.state = 'failed')::int as f,
+               count(*) filter (where x.state = 'upstream_failed')::int as uf,
+               count(*) filter (where x.state = 'skipped')::int as sk,
+               count(*) filter (where x.state = 'removed')::int as rm
+        from step_deps d join x on x.id = d.upstream_step_id group by d.step_id
+      )
+      update steps set upstream_success = upstream_success + agg.s, upstream_failed = upstream_failed + agg.f,
+                       upstream_upstream_failed = upstream_upstream_failed + agg.uf,
+                       upstream_skipped = upstream_skipped + agg.sk, upstream_removed = upstream_removed + agg.rm
+      from agg where steps.id = agg.step_id
+      returning steps.id, steps.run_id, steps.state, steps.trigger_rule, steps.upstream_total, steps.upstream_success,
+                steps.upstream_failed, steps.upstream_upstream_failed, steps.upstream_skipped, steps.upstream_removed,
+                steps.pool, steps.pool_slots,
+                exists (select 1 from runs where runs.id = steps.run_id and runs.cancel_requested_at is not null) as cancel_requested`.execute(trx);
+    const decisions: { id: number; state: StepState; reason: string | null }[] = [];
+    for (const r of rows) {
+      if (r.state !== "pending") continue;
+      const decision = evaluateTriggerRule(r.trigger_rule, {
+        total: r.upstream_total,
+        success: r.upstream_success,
+        failed: r.upstream_failed,
+        upstreamFailed: r.upstream_upstream_failed,
+        skipped: r.upstream_skipped,
+        removed: r.upstream_removed,
+      });
+      if (decision === "wait") continue;
+      if (r.cancel_requested) {
+        decisions.push({ id: Number(r.id), state: "skipped", reason: "run canceled" });
+      } else if (decision === "run") {
+        decisions.push({ id: Number(r.id), state: "scheduled", reason: null });
+      } else {
+        decisions.push({
+          id: Number(r.id),
+          state: decision,
+          reason: decision === "skipped" ? `trigger rule ${r.trigger_rule}: upstream steps were skipped or did not meet it` : null,
+        });
+      }
+    }
+    if (decisions.length === 0) break;
+    await sql`
+      update steps set state = x.state, skip_reason = x.reason, updated_at = ${now},
+                       scheduled_at = case when x.state = 'scheduled' then ${now}::timestamptz else steps.scheduled_at end,
+                       ended_at = case when x.state = 'scheduled' then null else ${now}::timestamptz end
+      from jsonb_to_recordset(${toJson(decisions)}::jsonb) as x(id bigint, state text, reason text)
+      where steps.id = x.id and steps.state = 'pending'`.execute(trx);
+    const rowById = new Map(rows.map((r) => [Number(r.id), r]));
+    frontier = [];
+    for (const d of decisions) {
+      if (d.state === "scheduled") {
+        scheduled++;
+        continue;
+      }
+      const r = rowById.get(d.id)!;
+      frontier.push({ id: d.id, state: d.state });
+      cascaded.push({ id: d.id, run_id: r.run_id, state: d.state, wasActive: false, pool: r.pool, pool_slots: r.pool_slots });
+    }
+  }
+  return { scheduled, cascaded };
+}
+
+/** Keeps the run counters in step and finishes runs whose steps are all done. */
+async function updateRunCounters(trx: Trx, changes: readonly StepChange[], now: Date): Promise<{ runId: string; status: RunStatus }[]> {
+  const perRun = new Map<string, { done: number; failed: number; active: number }>();
+  for (const c of changes) {
+    const agg = perRun.get(c.run_id) ?? { done: 0, failed: 0, active: 0 };
+    if (isTerminalState(c.state)) agg.done++;
+    if (c.state === "failed" || c.state === "upstream_failed") agg.failed++;
+    if (c.wasActive) agg.active++;
+    perRun.set(c.run_id, agg);
+  }
+  const input = toJson([...perRun].map(([run_id, a]) => ({ run_id, ...a })));
+  const { rows } = await sql<{ id: string; status: RunStatus; finished: boolean }>`
+    update runs set
+      steps_done = runs.steps_done + x.done,
+      steps_failed = runs.steps_failed + x.failed,
+      steps_active = greatest(0, runs.steps_active - x.active),
+      status = case
+        when runs.status not in ('queued', 'running') then runs.status
+        when runs.steps_done + x.done < runs.steps_total then runs.status
+        when runs.cancel_requested_at is not null then 'canceled'
+        when runs.steps_failed + x.failed > 0 then 'failed'
+        else 'success' end,
+      ended_at = case when runs.status in ('queued', 'running') and runs.steps_done + x.done >= runs.steps_total
+                      then ${now}::timestamptz else runs.ended_at end,
+      updated_at = ${now}
+    from jsonb_to_recordset(${input}::jsonb) as x(run_id uuid, done int, failed int, active int)
+    where runs.id = x.run_id
+    returning runs.id, runs.status, (runs.ended_at = ${now}::timestamptz) as finished`.execute(trx);
+  return rows.filter((r) => r.finished && r.status !== "running" && r.status !== "queued").map((r) => ({ runId: r.id, status: r.status }));
+}
+
+async function adjustPools(trx: Trx, taken: readonly { pool: string; slots: number }[], sign: 1 | -1): Promise<void> {
+  if (taken.length === 0) return;
+  const perPool = new Map<string, number>();
+  for (const t of taken) perPool.set(t.pool, (perPool.get(t.pool) ?? 0) + t.slots);
+  const input = toJson([...perPool].map(([name, n]) => ({ name, n: n * sign })));
+  await sql`
+    update pools set occupied_slots = greatest(0, occupied_slots + x.n), updated_at = now()
+    from jsonb_to_recordset(${input}::jsonb) as x(name text, n int)
+    where pools.name = x.name`.execute(trx);
+}
+
+async function adjustRunActive(trx: Trx, runIds: readonly string[], sign: 1 | -1, now: Date): Promise<void> {
+  if (runIds.length === 0) return;
+  const perRun = new Map<string, number>();
+  for (const r of runIds) perRun.set(r, (perRun.get(r) ?? 0) + 1);
+  const input = toJson([...perRun].map(([run_id, n]) => ({ run_id, n: n * sign })));
+  await sql`
+    update runs set steps_active = greatest(0, steps_active + x.n), updated_at = ${now}
+    from jsonb_to_recordset(${input}::jsonb) as x(run_id uuid, n int)
+    where runs.id = x.run_id`.execute(trx);
+}
+
+function isTerminalState(state: StepState): state is Terminal | "removed" {
+  return state === "success" || state === "failed" || state === "skipped" || state === "upstream_failed" || state === "removed";
+}
+
+function toRunSummary(r: {
+  id: string;
+  status: RunStatus;
+  origin: RunSummary["origin"];
+  snapshot_version: number;
+  job_name: string | null;
+  priority: number;
+  tags: Record<string, unknown>;
+  steps_total: number;
+  steps_done: number;
+  steps_failed: number;
+  steps_active: number;
+  created_at: Date;
+  started_at: Date | null;
+  ended_at: Date | null;
+  cancel_requested_at: Date | null;
+  backfill_id: string | null;
+}): RunSummary {
+  return {
+    id: r.id,
+    status: r.status,
+    origin: r.origin,
+    snapshotVersion: r.snapshot_version,
+    jobName: r.job_name,
+    priority: r.priority,
+    tags: r.tags,
+    stepsTotal: r.steps_total,
+    stepsDone: r.steps_done,
+    stepsFailed: r.steps_failed,
+    stepsActive: r.steps_active,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    cancelRequestedAt: r.cancel_requested_at,
+    backfillId: r.backfill_id,
+  };
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+function isUuid(s: string): boolean {
+  return UUID_RE.test(s);
+}
+
+function runNotFound(runId: string): InputError {
+  return new InputError(`no run has the id "${runId}"; list runs with \`tributary runs\``, { code: "RUN_NOT_FOUND" });
+}

@@ -1,0 +1,220 @@
+import type { SerializedError } from "../errors/index.js";
+import type { RunPlan } from "../planner/index.js";
+import type { RetryPolicySpec, TriggerRule } from "../sdk/index.js";
+import type { RunOrigin, RunStatus, StepState } from "./database.js";
+
+/** How the steps of one asset behave, fixed when the run is planned. */
+export interface StepSettings {
+  readonly triggerRule: TriggerRule;
+  readonly retries: RetryPolicySpec;
+  readonly pool: string | null;
+  readonly poolSlots: number;
+  readonly priority: number;
+  readonly executor: string;
+  readonly queue: string | null;
+  readonly timeoutMs: number | null;
+  readonly maxConcurrency: number | null;
+}
+
+export interface NewRun {
+  readonly plan: RunPlan;
+  readonly snapshotVersion: number;
+  readonly origin: RunOrigin;
+  /** Added to every step's asset priority; backfills pass a negative one. */
+  readonly priority?: number;
+  readonly tags?: Readonly<Record<string, string>>;
+  /** The asset job the run belongs to; with maxActiveRuns, runs of one job wait their turn. */
+  readonly jobName?: string | null;
+  readonly maxActiveRuns?: number | null;
+  readonly maxActiveSteps?: number | null;
+  /** Set by schedules, automation and backfills so two reconcilers never create the same run. */
+  readonly idempotencyKey?: string | null;
+  readonly backfillId?: string | null;
+  readonly settings: (assetKey: string) => StepSettings;
+}
+
+/** A step the reconciler took out of `scheduled` and handed out (now `queued`). */
+export interface ClaimedStep {
+  readonly stepId: number;
+  readonly runId: string;
+  readonly tryNumber: number;
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly mapIndex: number;
+  readonly executor: string;
+  readonly queue: string | null;
+  readonly timeoutMs: number | null;
+  readonly snapshotVersion: number;
+}
+
+export interface ClaimOptions {
+  readonly now: Date;
+  /** Free slots per executor kind; steps of other executors stay scheduled. */
+  readonly capacity: Readonly<Record<string, number>>;
+  /** Most steps to consider in one claim. */
+  readonly limit: number;
+  /** Share of each claim reserved for the longest-waiting steps whatever their priority (0–1). */
+  readonly agingShare?: number;
+  /** Slots given to a pool that a step names but nobody created. */
+  readonly defaultPoolSlots?: number;
+}
+
+export interface StepStart {
+  readonly stepId: number;
+  readonly tryNumber: number;
+  readonly workerId: string;
+  readonly hostname: string;
+  readonly pid: number;
+  readonly startedAt: Date;
+}
+
+/** Where a step's output lives: inline JSON text in the database, or a reference into object storage. */
+export type StoredOutput = { readonly inline: string; readonly sizeBytes: number } | { readonly ref: string; readonly sizeBytes: number };
+
+export interface LineageInput {
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly eventId: number | null;
+}
+
+export type StepCompletion = {
+  readonly stepId: number;
+  readonly tryNumber: number;
+  readonly startedAt: Date | null;
+  readonly endedAt: Date;
+  readonly workerId: string | null;
+  readonly logRef: string | null;
+} & (
+  | {
+      readonly outcome: "success";
+      readonly output: StoredOutput;
+      readonly dataVersion: string;
+      readonly codeVersion: string | null;
+      readonly inputs: readonly LineageInput[];
+    }
+  | { readonly outcome: "failed"; readonly error: SerializedError; readonly retryable: boolean }
+  | { readonly outcome: "skipped"; readonly reason: string }
+  /** The asset left the definitions while the run was open. */
+  | { readonly outcome: "removed"; readonly reason: string }
+);
+
+export interface CompletionSummary {
+  /** Completions applied (stale ones — an older try, a step no longer active — are ignored). */
+  readonly applied: number;
+  readonly ignored: readonly { readonly stepId: number; readonly tryNumber: number; readonly reason: string }[];
+  /** Steps that became scheduled (downstream steps and retries). */
+  readonly scheduled: number;
+  readonly finishedRuns: readonly { readonly runId: string; readonly status: RunStatus }[];
+}
+
+export interface HousekeepingOptions {
+  readonly now: Date;
+  /** Running steps whose heartbeat is older than this are zombies. */
+  readonly zombieAfterMs: number;
+  /** Queued steps not started within this are handed out again. */
+  readonly queuedTimeoutMs: number;
+  readonly random?: () => number;
+}
+
+export interface HousekeepingResult {
+  readonly retriesDue: number;
+  readonly zombies: number;
+  readonly requeued: number;
+  readonly runsStarted: number;
+  /** Active steps of canceled runs that their executors must abort. */
+  readonly toAbort: readonly { readonly stepId: number; readonly executor: string }[];
+  readonly runsCanceled: number;
+}
+
+export interface RunSummary {
+  readonly id: string;
+  readonly status: RunStatus;
+  readonly origin: RunOrigin;
+  readonly snapshotVersion: number;
+  readonly jobName: string | null;
+  readonly priority: number;
+  readonly tags: Readonly<Record<string, unknown>>;
+  readonly stepsTotal: number;
+  readonly stepsDone: number;
+  readonly stepsFailed: number;
+  readonly stepsActive: number;
+  readonly createdAt: Date;
+  readonly startedAt: Date | null;
+  readonly endedAt: Date | null;
+  readonly cancelRequestedAt: Date | null;
+  readonly backfillId: string | null;
+}
+
+export interface StepTryRecord {
+  readonly tryNumber: number;
+  readonly state: StepState;
+  readonly workerId: string | null;
+  readonly hostname: string | null;
+  readonly pid: number | null;
+  readonly queuedAt: Date | null;
+  readonly startedAt: Date | null;
+  readonly endedAt: Date | null;
+  readonly durationMs: number | null;
+  readonly error: unknown;
+  readonly logRef: string | null;
+}
+
+export interface StepRecord {
+  readonly id: number;
+  readonly runId: string;
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly mapIndex: number;
+  readonly state: StepState;
+  readonly tryNumber: number;
+  readonly maxTries: number;
+  readonly pool: string;
+  readonly priority: number;
+  readonly scheduledAt: Date | null;
+  readonly queuedAt: Date | null;
+  readonly startedAt: Date | null;
+  readonly endedAt: Date | null;
+  readonly nextRetryAt: Date | null;
+  readonly workerId: string | null;
+  readonly skipReason: string | null;
+  readonly error: unknown;
+  readonly upstream: readonly number[];
+  readonly tries: readonly StepTryRecord[];
+}
+
+export interface RunDetail extends RunSummary {
+  readonly plan: unknown;
+  readonly steps: readonly StepRecord[];
+}
+
+export interface OutputRecord {
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly eventId: number | null;
+  readonly dataVersion: string | null;
+  readonly inline: unknown;
+  readonly ref: string | null;
+  readonly hasOutput: boolean;
+}
+
+/**
+ * Runs, steps and their state machine. Every transition commits together with
+ * its consequences (tries, events, partition status, downstream counters, pool
+ * slots, run counters) in one transaction; claims use FOR UPDATE SKIP LOCKED,
+ * so any number of reconcilers may share the database.
+ */
+export interface RunStore {
+  createRun(run: NewRun, now: Date): Promise<{ runId: string; created: boolean }>;
+  claimRunnable(options: ClaimOptions): Promise<ClaimedStep[]>;
+  markStarted(starts: readonly StepStart[], now: Date): Promise<void>;
+  heartbeat(steps: readonly { stepId: number; tryNumber: number }[], now: Date): Promise<void>;
+  completeSteps(completions: readonly StepCompletion[], now: Date, random?: () => number): Promise<CompletionSummary>;
+  housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult>;
+  requestCancel(runId: string, now: Date): Promise<RunSummary>;
+  getRun(runId: string): Promise<RunDetail | undefined>;
+  listRuns(options?: { limit?: number; status?: RunStatus; before?: Date }): Promise<RunSummary[]>;
+  /** The latest materialisation (event and output) of each (asset, partition). */
+  latestOutputs(partitions: readonly { assetKey: string; partitionKey: string }[]): Promise<OutputRecord[]>;
+  /** Materialised partition keys per asset. */
+  materializedKeys(assetKeys: readonly string[]): Promise<Map<string, string[]>>;
+}
