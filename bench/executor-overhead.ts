@@ -5,7 +5,9 @@
 // latency percentiles, and the two halves of a hand-off (submit→started in
 // the worker; function end→backend.finished), plus how many backend calls
 // the reports took.
-//   npx tsx bench/executor-overhead.ts [--steps 20000] [--processes N] [--concurrency 4]
+// With --burst, every step is submitted at once instead (a midnight burst):
+// latency is then mostly queueing.
+//   npx tsx bench/executor-overhead.ts [--steps 20000] [--processes N] [--concurrency 4] [--burst] [--flush-delay 1]
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
@@ -19,6 +21,8 @@ function arg(name: string): number | undefined {
 const STEPS = arg("steps") ?? 20_000;
 const PROCESSES = arg("processes") ?? availableParallelism();
 const CONCURRENCY = arg("concurrency") ?? 4;
+const BURST = process.argv.includes("--burst");
+const FLUSH_DELAY_MS = arg("flush-delay") ?? 1;
 
 const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-exec-"));
 const file = path.join(dir, "noop.ts");
@@ -75,7 +79,7 @@ function step(stepId: number): StepDispatch {
 }
 
 function refill(): void {
-  const n = Math.min(executor!.freeSlots(), STEPS + 1 - nextId);
+  const n = Math.min(BURST ? STEPS : executor!.freeSlots(), STEPS + 1 - nextId);
   if (n <= 0) return;
   const batch: StepDispatch[] = [];
   const now = performance.now();
@@ -87,7 +91,7 @@ function refill(): void {
   executor!.submit(batch);
 }
 
-executor = new LocalExecutor(backend, { processes: PROCESSES, concurrencyPerProcess: CONCURRENCY });
+executor = new LocalExecutor(backend, { processes: PROCESSES, concurrencyPerProcess: CONCURRENCY, flushDelayMs: FLUSH_DELAY_MS });
 await executor.ready();
 // Warm-up: every process imports the file and JITs the hot path.
 {
@@ -125,8 +129,10 @@ console.log(
   JSON.stringify(
     {
       steps: STEPS,
+      mode: BURST ? "burst" : "keep-full",
       processes: PROCESSES,
       concurrencyPerProcess: CONCURRENCY,
+      flushDelayMs: FLUSH_DELAY_MS,
       ms: Math.round(ms),
       stepsPerSec: Math.round((STEPS / ms) * 1000),
       p50SubmitToFinishedMs: pct(latencies, 50),

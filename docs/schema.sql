@@ -423,7 +423,8 @@ CREATE TABLE public.steps (
     upstream_skipped integer DEFAULT 0 NOT NULL,
     upstream_removed integer DEFAULT 0 NOT NULL,
     tries_before integer DEFAULT 0 NOT NULL,
-    max_concurrency integer
+    max_concurrency integer,
+    depth integer DEFAULT 0 NOT NULL
 );
 COMMENT ON TABLE public.steps IS 'One (asset, partition[, map index]) inside a run: Airflow''s task instance. Clearing sets state back to pending; try_number keeps counting.';
 COMMENT ON COLUMN public.steps.pool IS 'Pool name; not a foreign key, so deleting a pool never blocks or cascades into history.';
@@ -431,6 +432,8 @@ COMMENT ON COLUMN public.steps.next_retry_at IS 'When an up_for_retry or up_for_
 COMMENT ON COLUMN public.steps.scheduled_at IS 'When the step last became runnable: dispatch latency = queued_at - scheduled_at.';
 COMMENT ON COLUMN public.steps.tries_before IS 'Tries that do not count against the retry policy: those before the last clear, and hand-outs that never started.';
 COMMENT ON COLUMN public.steps.max_concurrency IS 'The asset''s maxConcurrency when the run was planned.';
+COMMENT ON COLUMN public.steps.depth IS 'Longest upstream path within the run. Among equal priorities deeper steps go first, so chains finish (and hand off) quickly instead of waiting behind every root.';
+ALTER TABLE public.steps ADD CONSTRAINT steps_depth_check CHECK ((depth >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_index_check CHECK ((map_index >= '-1'::integer));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_concurrency_check CHECK ((max_concurrency > 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_tries_check CHECK ((max_tries >= 1));
@@ -458,7 +461,7 @@ CREATE INDEX steps_retry_due_idx ON public.steps USING btree (next_retry_at) WHE
 CREATE INDEX steps_run_active_idx ON public.steps USING btree (run_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX steps_running_heartbeat_idx ON public.steps USING btree (heartbeat_at) WHERE (state = 'running'::text);
 CREATE INDEX steps_scheduled_age_idx ON public.steps USING btree (scheduled_at, id) WHERE (state = 'scheduled'::text);
-CREATE INDEX steps_scheduled_idx ON public.steps USING btree (priority DESC, id) WHERE (state = 'scheduled'::text);
+CREATE INDEX steps_scheduled_idx ON public.steps USING btree (priority DESC, depth DESC, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_scheduled_pool_idx ON public.steps USING btree (pool, priority DESC, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_worker_idx ON public.steps USING btree (worker_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 

@@ -11,11 +11,17 @@ ALTER TABLE steps
   ADD COLUMN upstream_skipped         integer NOT NULL DEFAULT 0 CHECK (upstream_skipped >= 0),
   ADD COLUMN upstream_removed         integer NOT NULL DEFAULT 0 CHECK (upstream_removed >= 0),
   ADD COLUMN tries_before             integer NOT NULL DEFAULT 0 CHECK (tries_before >= 0),
-  ADD COLUMN max_concurrency          integer CHECK (max_concurrency > 0);
+  ADD COLUMN max_concurrency          integer CHECK (max_concurrency > 0),
+  ADD COLUMN depth                    integer NOT NULL DEFAULT 0 CHECK (depth >= 0);
 COMMENT ON COLUMN steps.tries_before IS
   'Tries that do not count against the retry policy: those before the last clear, and hand-outs that never started.';
 COMMENT ON COLUMN steps.max_concurrency IS 'The asset''s maxConcurrency when the run was planned.';
 
+COMMENT ON COLUMN steps.depth IS
+  'Longest upstream path within the run. Among equal priorities deeper steps go first, so chains finish (and hand off) quickly instead of waiting behind every root.';
+
+DROP INDEX steps_scheduled_idx;
+CREATE INDEX steps_scheduled_idx ON steps (priority DESC, depth DESC, id) WHERE state = 'scheduled';
 CREATE INDEX steps_scheduled_age_idx ON steps (scheduled_at, id) WHERE state = 'scheduled';
 CREATE INDEX steps_asset_active_idx ON steps (asset_key) WHERE state IN ('queued', 'running');
 

@@ -1,4 +1,5 @@
 import { availableParallelism, hostname } from "node:os";
+import path from "node:path";
 import { describeTry, serializedStepError, STEP_ERROR_CODES } from "./step-errors.js";
 import { StepScheduler } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor, StepDispatch } from "./types.js";
@@ -59,6 +60,8 @@ export class LocalExecutor implements Executor {
   readonly kind = "local";
   private readonly scheduler: StepScheduler;
   private readonly workers = new Set<WorkerProcess>();
+  /** Processes taken out of service (killed, retired) that may not have exited yet: close() waits for them. */
+  private readonly exiting = new Set<Promise<void>>();
   private readonly processes: number;
   private readonly concurrency: number;
   private readonly memoryMb: number;
@@ -73,7 +76,7 @@ export class LocalExecutor implements Executor {
     this.processes = positive(options.processes ?? availableParallelism(), "processes");
     this.concurrency = positive(options.concurrencyPerProcess ?? 4, "concurrencyPerProcess");
     this.memoryMb = positive(options.memoryMb ?? 1024, "memoryMb");
-    this.definitionsDir = options.definitionsDir;
+    this.definitionsDir = options.definitionsDir === undefined ? undefined : path.resolve(options.definitionsDir);
     this.onError = options.onError ?? ((err, what) => console.error(`tributary local executor: ${what}:`, err));
     this.scheduler = new StepScheduler(backend, {
       capacity: this.processes * this.concurrency,
@@ -102,7 +105,7 @@ export class LocalExecutor implements Executor {
 
   /** Resolves once every worker process is started (steps submitted earlier simply wait for them). */
   ready(): Promise<void> {
-    if (this.readyCount() >= this.processes) return Promise.resolve();
+    if (this.closing || this.readyCount() >= this.processes) return Promise.resolve();
     return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
@@ -139,6 +142,7 @@ export class LocalExecutor implements Executor {
     await this.scheduler.close(graceMs);
     await Promise.all([...this.workers].map((w) => w.shutdown(SHUTDOWN_GRACE_MS)));
     this.workers.clear();
+    await Promise.all([...this.exiting]);
     for (const wake of this.readyWaiters.splice(0)) wake();
   }
 
@@ -157,6 +161,7 @@ export class LocalExecutor implements Executor {
           this.scheduler.addLane(w);
           if (this.readyCount() >= this.processes) for (const wake of this.readyWaiters.splice(0)) wake();
         },
+        batch: (handle) => this.scheduler.batched(handle),
         started: (w, stepId, tryNumber, at) => this.scheduler.started(w, stepId, tryNumber, at),
         finished: (w, stepId, tryNumber, outcome, startedAt, endedAt) => {
           this.scheduler.finished(w, stepId, tryNumber, outcome, startedAt, endedAt);
@@ -171,7 +176,7 @@ export class LocalExecutor implements Executor {
 
   private onExit(worker: WorkerProcess, exit: WorkerExit): void {
     if (exit.beforeReady) {
-      this.workers.delete(worker);
+      this.forget(worker);
       this.startFailures++;
       const { message } = describeExit(exit, this.memoryMb);
       this.onError(new Error(`a worker process failed to start: ${message}`), "starting a worker process");
@@ -195,14 +200,23 @@ export class LocalExecutor implements Executor {
       retryable: true,
     }));
     // A retiring or already-replaced worker is not replaced; laneLost replaces live ones.
-    this.workers.delete(worker);
+    this.forget(worker);
   }
 
   /** A lane the scheduler gave up on (it died or was killed): start another in its place. */
   private replace(worker: WorkerProcess): void {
-    this.workers.delete(worker);
+    this.forget(worker);
     if (this.closing || this.scheduler.isClosing || worker.isRetiring) return;
     this.spawn();
+  }
+
+  /** Out of the pool; close() still waits for the process to be gone. */
+  private forget(worker: WorkerProcess): void {
+    if (!this.workers.delete(worker)) return;
+    const closed = worker.closed.then(() => {
+      this.exiting.delete(closed);
+    });
+    this.exiting.add(closed);
   }
 
   private scheduleRespawn(delayMs: number): void {
@@ -218,7 +232,7 @@ export class LocalExecutor implements Executor {
 
   private retireIfIdle(worker: WorkerProcess): void {
     if (!worker.isRetiring || this.scheduler.loadOf(worker) > 0) return;
-    this.workers.delete(worker);
+    this.forget(worker);
     this.scheduler.laneLost(worker, () => {
       throw new Error("unreachable: an idle worker has no steps");
     });

@@ -112,7 +112,10 @@ export class StepRuntime {
   /** An exception thrown (or a rejection left unhandled) by a try's callbacks, outside its promise chain. */
   failFromOutside(active: ActiveTry, err: unknown, what: string): void {
     if (active.ended) {
-      active.log.write("error", `${what} after the try ended: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      // Typically a resource the step created (a pool, a timer) failing later: keep the process, say where.
+      const text = `${what} after the try ended: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
+      active.log.write("error", text);
+      process.stderr.write(`tributary: ${describeTry(active.dispatch)}: ${text}\n`);
       return;
     }
     const error = wrapUserError(active.dispatch, err, `${what}: `);

@@ -12,7 +12,7 @@ import {
   withKillNote,
 } from "./step-errors.js";
 import { appendStepLog } from "./step-log.js";
-import type { ExecutionBackend, StepDispatch, StepOutcome } from "./types.js";
+import type { ExecutionBackend, StepDispatch, StepInputs, StepOutcome } from "./types.js";
 
 /** A step handed to a lane, with its inputs. */
 export interface LaneStep {
@@ -95,6 +95,9 @@ export class StepScheduler {
   private closing = false;
   private idleWaiters: (() => void)[] = [];
   private running = 0;
+  /** >0 while a lane delivers a batch of events: placement waits for the end of the batch. */
+  private holdDepth = 0;
+  private pumpHeld = false;
 
   constructor(
     private readonly backend: ExecutionBackend,
@@ -131,6 +134,19 @@ export class StepScheduler {
     this.lanes.add(lane);
     this.laneLoad.set(lane, new Set());
     this.pump();
+  }
+
+  /** Runs `fn` (a lane delivering many events), placing queued steps once at the end rather than per event. */
+  batched(fn: () => void): void {
+    this.holdDepth++;
+    try {
+      fn();
+    } finally {
+      if (--this.holdDepth === 0 && this.pumpHeld) {
+        this.pumpHeld = false;
+        this.pump();
+      }
+    }
   }
 
   /** A lane became ready (or stopped retiring): place queued steps. */
@@ -178,7 +194,7 @@ export class StepScheduler {
     // Submits made in the same turn share one loadInputs call.
     if (!this.loadScheduled && this.pendingLoads.length > 0) {
       this.loadScheduled = true;
-      queueMicrotask(() => this.loadInputs());
+      queueMicrotask(() => void this.loadInputs());
     }
   }
 
@@ -308,9 +324,10 @@ export class StepScheduler {
     const batch = this.pendingLoads.filter((e) => e.state === "loading");
     this.pendingLoads = [];
     if (batch.length === 0) return;
-    let loaded: ReadonlyMap<number, { ok: true; inputs: Readonly<Record<string, unknown>> } | { ok: false; error: SerializedError }>;
+    let loaded: ReadonlyMap<number, StepInputs>;
     try {
       loaded = await this.backend.loadInputs(batch.map((e) => e.dispatch));
+      if (!(loaded instanceof Map)) throw new TypeError(`backend.loadInputs returned ${typeof loaded}, not a Map`);
     } catch (err) {
       for (const entry of batch) {
         if (entry.state !== "loading") continue;
@@ -355,6 +372,10 @@ export class StepScheduler {
   /** Places queued steps on lanes, least-loaded first, one message per lane. */
   private pump(): void {
     if (this.queueHead >= this.queue.length) return;
+    if (this.holdDepth > 0) {
+      this.pumpHeld = true;
+      return;
+    }
     const outgoing = new Map<Lane, LaneStep[]>();
     while (this.queueHead < this.queue.length) {
       const entry = this.queue[this.queueHead]!;
@@ -484,8 +505,8 @@ export class StepScheduler {
       if (entry.state === "running") steps.push({ stepId: entry.dispatch.stepId, tryNumber: entry.dispatch.tryNumber });
     }
     this.heartbeatInFlight = true;
-    this.backend
-      .heartbeat(steps)
+    Promise.resolve()
+      .then(() => this.backend.heartbeat(steps))
       .catch((err: unknown) => this.options.onError(err, "sending heartbeats"))
       .finally(() => {
         this.heartbeatInFlight = false;

@@ -28,6 +28,8 @@ export interface WorkerExit {
 
 export interface WorkerProcessEvents {
   ready(worker: WorkerProcess): void;
+  /** Wraps the handling of one message's events. */
+  batch(handle: () => void): void;
   started(worker: WorkerProcess, stepId: number, tryNumber: number, at: number): void;
   finished(worker: WorkerProcess, stepId: number, tryNumber: number, outcome: StepOutcome, startedAt: number, endedAt: number): void;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
@@ -141,7 +143,9 @@ export class WorkerProcess implements Lane {
   /** Asks the child to exit (it does when the IPC channel closes); SIGKILLs it after `graceMs`. */
   async shutdown(graceMs: number): Promise<void> {
     this.ending = true;
-    if (this.proc.connected) this.proc.disconnect();
+    // Still starting: no user code runs in it yet, nothing to wait for.
+    if (!this.isReady) this.kill();
+    else if (this.proc.connected) this.proc.disconnect();
     const timer = setTimeout(() => this.kill(), graceMs);
     await this.closed;
     clearTimeout(timer);
@@ -163,16 +167,20 @@ export class WorkerProcess implements Lane {
       this.events.ready(this);
       return;
     }
-    for (const e of message.events) {
-      if (e.t === "started") this.events.started(this, e.stepId, e.tryNumber, e.at);
-      else if (e.t === "done") this.events.finished(this, e.stepId, e.tryNumber, e.outcome, e.startedAt, e.endedAt);
-      else {
-        this.events.addDynamicPartitions(e.name, e.keys).then(
-          () => this.send({ t: "dyn-done", id: e.id }),
-          (err: unknown) => this.send({ t: "dyn-done", id: e.id, error: serializeError(err) }),
-        );
+    this.events.batch(() => {
+      for (const e of message.events) {
+        if (e.t === "started") this.events.started(this, e.stepId, e.tryNumber, e.at);
+        else if (e.t === "done") this.events.finished(this, e.stepId, e.tryNumber, e.outcome, e.startedAt, e.endedAt);
+        else {
+          Promise.resolve()
+            .then(() => this.events.addDynamicPartitions(e.name, e.keys))
+            .then(
+              () => this.send({ t: "dyn-done", id: e.id }),
+              (err: unknown) => this.send({ t: "dyn-done", id: e.id, error: serializeError(err) }),
+            );
+        }
       }
-    }
+    });
   }
 }
 

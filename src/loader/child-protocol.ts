@@ -1,20 +1,29 @@
 import type { SerializedError } from "../errors/index.js";
 import type { AssetSpec, CheckSpec } from "../sdk/index.js";
 
-// Messages between the loader and a definitions child process (JSON over IPC).
+// What passes between the loader and a definitions child process.
 
-/** Parent → child: import this one file, report, exit. */
+/**
+ * Where the child runtime leaves the SDK for compiled definitions files:
+ * their `import … from "tributary"` reads it from here (see compile-definitions.ts).
+ */
+export const SDK_GLOBAL = "tributary.sdk";
+
+/** Parent → child, as the last command-line argument (JSON): import this one compiled file, report, exit. */
 export interface LoadRequest {
-  readonly type: "load";
-  /** Absolute path. */
+  /** The compiled file to import (absolute). */
+  readonly bundle: string;
+  /** The definitions file it was compiled from (absolute). */
   readonly file: string;
-  /** Relative to the definitions directory, for messages. */
+  /** The same, relative to `dir`, for messages. */
   readonly relFile: string;
+  /** The definitions directory (absolute, symlinks resolved). */
+  readonly dir: string;
 }
 
-/** Child → parent: tsx and the SDK are loaded; send a file. */
-export interface ChildReady {
-  readonly type: "ready";
+/** Child → parent: the runtime is up; the import starts now (the time limit counts from here). */
+export interface ChildStarted {
+  readonly type: "started";
 }
 
 export interface ExportedSpec<S> {
@@ -30,8 +39,6 @@ export interface LoadReply {
   readonly checks: readonly ExportedSpec<CheckSpec>[];
   readonly warnings: readonly string[];
   readonly error?: SerializedError;
-  /** Absolute paths of the files under the definitions directory the import pulled in, itself included. */
-  readonly imports: readonly string[];
 }
 
-export type ChildMessage = ChildReady | LoadReply;
+export type ChildMessage = ChildStarted | LoadReply;

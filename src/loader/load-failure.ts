@@ -5,13 +5,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { serializeError, TributaryError, type ErrorLocation, type SerializedError } from "../errors/index.js";
 
-export interface FailureContext {
-  /** The definitions directory (absolute). */
+/** The definitions file a failure is about. */
+export interface FileContext {
+  /** The definitions directory (absolute, symlinks resolved). */
   readonly dir: string;
-  /** The file being imported (absolute). */
+  /** The file being loaded (absolute). */
   readonly file: string;
   /** The same, relative to `dir`. */
   readonly relFile: string;
+}
+
+export interface FailureContext extends FileContext {
   /** The SDK instance the file used: its errors are instances of its classes. */
   readonly sdk: { readonly TributaryError: typeof TributaryError };
 }
@@ -24,27 +28,44 @@ interface SourcePosition {
   readonly column: number;
 }
 
+/** esbuild's first error for a file it could not compile; the position is 1-based. */
+export interface CompileFailure {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly text: string;
+}
+
 /**
- * Turns whatever importing a definitions file threw into the error users see:
- * SDK errors keep their code and gain the file, line and (when the source
- * shows it) the asset key; syntax errors become LOAD_SYNTAX_ERROR with
- * file:line:col and the offending line; anything else LOAD_IMPORT_ERROR with
- * the original message and stack. Runs in the child process.
+ * Turns a compile failure (the parse, or a local import that cannot be
+ * resolved) into the error users see: LOAD_SYNTAX_ERROR or LOAD_IMPORT_ERROR,
+ * with file:line:col and the offending line. A JavaScript syntax error is
+ * described as node describes it. Runs in the loader.
+ */
+export function describeCompileFailure(failure: CompileFailure, ctx: FileContext): SerializedError {
+  const importFailure = /^(?:Could not resolve|No matching export|No loader is configured)/.test(failure.text);
+  const reported = { position: { file: failure.file, line: failure.line, column: failure.column }, text: failure.text };
+  const { position, text } = (!importFailure && checkSyntax(failure.file)) || reported;
+  const at = formatPosition(position, ctx);
+  const importedBy = position.file === ctx.file ? "" : ` (imported by ${ctx.relFile})`;
+  return {
+    name: "LoadError",
+    code: importFailure ? "LOAD_IMPORT_ERROR" : "LOAD_SYNTAX_ERROR",
+    message: `${at}: ${importFailure ? "importing the file failed" : "syntax error"}: ${text}${importedBy}${codeFrame(position)}`,
+    location: { file: ctx.relFile },
+    cause: { name: "CompileError", code: "ERROR", message: `${at}: ${failure.text}` },
+  };
+}
+
+/**
+ * Turns whatever importing a compiled definitions file threw into the error
+ * users see: SDK errors keep their code and gain the file, line and (when the
+ * source shows it) the asset key; anything else becomes LOAD_IMPORT_ERROR with
+ * the original message and stack. Positions come from the stack, which source
+ * maps point at the definitions sources. Runs in the child process.
  */
 export function describeLoadFailure(err: unknown, ctx: FailureContext): SerializedError {
   if (err instanceof ctx.sdk.TributaryError || err instanceof TributaryError) return describeDefinitionError(err, ctx);
-  const syntax = syntaxErrorPosition(err, ctx);
-  if (syntax) {
-    const at = formatPosition(syntax.position, ctx);
-    const importedBy = syntax.position.file === ctx.file ? "" : ` (imported by ${ctx.relFile})`;
-    return {
-      name: "LoadError",
-      code: "LOAD_SYNTAX_ERROR",
-      message: `${at}: syntax error: ${syntax.text}${importedBy}${codeFrame(syntax.position)}`,
-      location: { file: ctx.relFile },
-      cause: serializeError(err),
-    };
-  }
   const e = err instanceof Error ? err : undefined;
   const frame = e ? userFrame(e.stack, ctx) : undefined;
   const original = e ? `${e.name}: ${e.message}` : `a non-Error value: ${safeString(err)}`;
@@ -85,45 +106,6 @@ function describeDefinitionError(err: TributaryError, ctx: FailureContext): Seri
 }
 
 /**
- * Where a parse failure is, or undefined when `err` is not one. tsx reports
- * TypeScript syntax errors as esbuild TransformErrors (0-based columns);
- * Node reports JavaScript ones as SyntaxErrors without a position, which
- * `node --check` recovers.
- */
-function syntaxErrorPosition(err: unknown, ctx: FailureContext): { position: SourcePosition; text: string } | undefined {
-  if (!(err instanceof Error)) return undefined;
-  if (err.name === "TransformError" || /^Transform failed with \d+ error/.test(err.message)) {
-    const m = /^(.+?):(\d+):(\d+): ERROR: (.+)$/m.exec(err.message);
-    if (!m) return { position: { file: ctx.file, line: 0, column: 0 }, text: err.message };
-    return { position: { file: path.resolve(m[1]!), line: Number(m[2]), column: Number(m[3]) + 1 }, text: m[4]! };
-  }
-  // tsx scans JavaScript modules with a lexer first, which reports "Parse error file:line:col".
-  const lexer = /^Parse error (.+):(\d+):(\d+)$/.exec(err.message);
-  if (lexer) {
-    const file = path.resolve(lexer[1]!);
-    return (
-      checkSyntax(file) ?? {
-        position: { file, line: Number(lexer[2]), column: Number(lexer[3]) },
-        text: "the file cannot be parsed",
-      }
-    );
-  }
-  if (err.name !== "SyntaxError") return undefined;
-  // A SyntaxError thrown by running code (JSON.parse…) has frames outside Node; a parse or link error has none.
-  const frames = filterInternal(err.stack).split("\n").slice(1).filter((l) => /^\s+at /.test(l));
-  if (frames.length > 0) return undefined;
-  // TypeScript parse errors arrive as TransformErrors; here only JavaScript can be re-checked.
-  return checkSyntax(ctx.file);
-}
-
-function filterInternal(stack: string | undefined): string {
-  return (stack ?? "")
-    .split("\n")
-    .filter((l) => !l.includes("node:internal") && !l.includes("/node_modules/"))
-    .join("\n");
-}
-
-/**
  * Runs `node --check` on a copy named .mjs (parsed as an ES module, as the
  * loader imports it) for the position and message of a JavaScript syntax
  * error; undefined when the file parses or is not JavaScript.
@@ -151,7 +133,7 @@ function checkSyntax(file: string): { position: SourcePosition; text: string } |
 }
 
 /** The first stack frame in a file under the definitions directory, preferring the imported file. */
-function userFrame(stack: string | undefined, ctx: FailureContext): SourcePosition | undefined {
+function userFrame(stack: string | undefined, ctx: FileContext): SourcePosition | undefined {
   const frames: SourcePosition[] = [];
   for (const line of (stack ?? "").split("\n").slice(1)) {
     const m = /\(?((?:file:\/\/)?\/[^():]+|[A-Za-z]:\\[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
@@ -169,7 +151,7 @@ function isInside(file: string, dir: string): boolean {
   return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
 }
 
-function formatPosition(p: SourcePosition, ctx: FailureContext): string {
+function formatPosition(p: SourcePosition, ctx: FileContext): string {
   const rel = isInside(p.file, ctx.dir) ? path.relative(ctx.dir, p.file).split(path.sep).join("/") : p.file;
   return p.line > 0 ? `${rel}:${p.line}:${p.column}` : rel;
 }

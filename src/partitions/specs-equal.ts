@@ -25,7 +25,20 @@ export function canonicalJson(value: unknown): string {
 export function specsEqual(a: Spec | null, b: Spec | null): boolean {
   if (a === b) return true;
   if (a === null || b === null) return false;
-  return canonicalJson(a) === canonicalJson(b);
+  return canonicalOf(a) === canonicalOf(b);
+}
+
+// Specs are immutable (frozen by the SDK, readonly when read back from a
+// snapshot), so an object's canonical JSON never changes: compute it once.
+// Planning and input resolution compare the same specs for every step.
+const canonicalCache = new WeakMap<object, string>();
+function canonicalOf(spec: Spec): string {
+  let text = canonicalCache.get(spec);
+  if (text === undefined) {
+    text = canonicalJson(spec);
+    canonicalCache.set(spec, text);
+  }
+  return text;
 }
 
 /**
@@ -34,7 +47,7 @@ export function specsEqual(a: Spec | null, b: Spec | null): boolean {
  * that an asset's partitions definition changed.
  */
 export function specHash(spec: Spec | null): string {
-  const text = spec === null ? "null" : canonicalJson(spec);
+  const text = spec === null ? "null" : canonicalOf(spec);
   let hash = 0xcbf29ce484222325n;
   const prime = 0x100000001b3n;
   const mask = 0xffffffffffffffffn;

@@ -193,6 +193,7 @@ export interface StepsTable {
   upstream_removed: Generated<number>;
   tries_before: Generated<number>;
   max_concurrency: number | null;
+  depth: Generated<number>;
 }
 
 export interface StepDepsTable {

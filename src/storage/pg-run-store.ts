@@ -26,6 +26,11 @@ import type {
 export const WAKE_CHANNEL = "tributary_wake";
 
 const ACTIVE: readonly StepState[] = ["queued", "running"];
+/** Everything of a run but its plan, which can be large. */
+const SUMMARY_COLUMNS = [
+  "id", "status", "origin", "snapshot_version", "job_name", "priority", "tags", "steps_total", "steps_done", "steps_failed",
+  "steps_active", "created_at", "started_at", "ended_at", "cancel_requested_at", "backfill_id",
+] as const;
 const DEFAULT_POOL = "default_pool";
 const HOUSEKEEPING_BATCH = 1000;
 
@@ -108,6 +113,9 @@ export class PgRunStore implements RunStore {
         const { rows: idRows } = await sql<{ id: number }>`
           select nextval('steps_id_seq') as id from generate_series(1, ${steps.length}::int)`.execute(trx);
         const ids = idRows.map((r) => Number(r.id)).sort((a, b) => a - b);
+        // Plan steps come in topological order: every upstream index is smaller.
+        const depth: number[] = [];
+        steps.forEach((s, i) => (depth[i] = s.upstream.reduce((d, up) => Math.max(d, (depth[up] ?? 0) + 1), 0)));
         const stepRows = steps.map((s, i) => {
           const cfg = run.settings(s.assetKey);
           return {
@@ -125,17 +133,18 @@ export class PgRunStore implements RunStore {
             timeout_ms: cfg.timeoutMs,
             max_concurrency: cfg.maxConcurrency,
             upstream_total: s.upstream.length,
+            depth: depth[i],
           };
         });
         await sql`
           insert into steps (id, run_id, asset_key, partition_key, trigger_rule, max_tries, retry_policy, priority, pool,
-                             pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, created_at, updated_at)
+                             pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, created_at, updated_at)
           select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
-                 x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, ${now}, ${now}
+                 x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, x.depth, ${now}, ${now}
           from jsonb_to_recordset(${toJson(stepRows)}::jsonb) as x(
             id bigint, asset_key text, partition_key text, trigger_rule text, max_tries int, retry_policy jsonb,
             priority int, pool text, pool_slots int, executor text, queue text, timeout_ms bigint, max_concurrency int,
-            upstream_total int)`.execute(trx);
+            upstream_total int, depth int)`.execute(trx);
         const edges: [number, number][] = [];
         steps.forEach((s, i) => {
           for (const up of s.upstream) edges.push([ids[i]!, ids[up]!]);
@@ -164,7 +173,7 @@ export class PgRunStore implements RunStore {
         .returning("id")
         .executeTakeFirst();
       if (updated) await notifyIn(trx, WAKE_CHANNEL, "cancel");
-      return trx.selectFrom("runs").selectAll().where("id", "=", runId).executeTakeFirst();
+      return trx.selectFrom("runs").select(SUMMARY_COLUMNS).where("id", "=", runId).executeTakeFirst();
     });
     if (!row) throw runNotFound(runId);
     return toRunSummary(row);
@@ -229,8 +238,14 @@ export class PgRunStore implements RunStore {
     return { ...toRunSummary(run), plan: run.plan, steps: stepRecords };
   }
 
+  async getRunSummary(runId: string): Promise<RunSummary | undefined> {
+    if (!isUuid(runId)) return undefined;
+    const row = await this.#db.selectFrom("runs").select(SUMMARY_COLUMNS).where("id", "=", runId).executeTakeFirst();
+    return row && toRunSummary(row);
+  }
+
   async listRuns(options: { limit?: number; status?: RunStatus; before?: Date } = {}): Promise<RunSummary[]> {
-    let q = this.#db.selectFrom("runs").selectAll().orderBy("created_at", "desc").orderBy("id").limit(options.limit ?? 50);
+    let q = this.#db.selectFrom("runs").select(SUMMARY_COLUMNS).orderBy("created_at", "desc").orderBy("id").limit(options.limit ?? 50);
     if (options.status) q = q.where("status", "=", options.status);
     if (options.before) q = q.where("created_at", "<", options.before);
     return (await q.execute()).map(toRunSummary);
@@ -247,57 +262,30 @@ export class PgRunStore implements RunStore {
     const agingLimit = Math.ceil(limit * (options.agingShare ?? 0.1));
     const kindNames = kinds.map(([k]) => k);
     const now = options.now;
-
-    const claimed = await this.#db.transaction().execute(async (trx) => {
-      // Highest priority first, FIFO among equals; plus a share of the
-      // longest-waiting steps, so low-priority work (backfills) never starves.
-      const byPriority = await sql<{ id: number }>`
-        select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-        order by priority desc, id limit ${limit}::int for update skip locked`.execute(trx);
-      const byAge = await sql<{ id: number }>`
-        select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-        order by scheduled_at, id limit ${agingLimit}::int for update skip locked`.execute(trx);
-      const order: number[] = [];
-      const seen = new Set<number>();
-      const reserved = byAge.rows.map((r) => Number(r.id));
-      for (const id of [...reserved, ...byPriority.rows.map((r) => Number(r.id))]) {
-        if (!seen.has(id)) {
-          seen.add(id);
-          order.push(id);
-        }
-      }
-      if (order.length === 0) return [];
-
-      const details = await sql<{
-        id: number;
-        run_id: string;
-        asset_key: string;
-        pool: string;
-        pool_slots: number;
-        executor: string;
-        max_concurrency: number | null;
-        run_status: RunStatus;
-        cancel_requested_at: Date | null;
-        max_active_steps: number | null;
-        steps_active: number;
-      }>`
-        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency,
+    return this.#db.transaction().execute(async (trx) => {
+      // Highest priority first, deeper steps first among equals (chains finish
+      // instead of queueing behind every root), then FIFO; plus a share of the
+      // longest-waiting steps whatever their priority, so low-priority work
+      // (backfills) never starves. One statement picks and locks them.
+      const candidates = await sql<Candidate>`
+        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
+               (s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                         order by scheduled_at, id limit ${agingLimit}::int)) as aged,
                r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
-        from steps s join runs r on r.id = s.run_id where s.id = any(${order}::bigint[])`.execute(trx);
-      const byId = new Map(details.rows.map((d) => [Number(d.id), d]));
+        from steps s join runs r on r.id = s.run_id
+        where s.state = 'scheduled' and (
+          s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                   order by priority desc, depth desc, id limit ${limit}::int)
+          or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                      order by scheduled_at, id limit ${agingLimit}::int))
+        for update of s skip locked`.execute(trx);
+      if (candidates.rows.length === 0) return [];
+      const order = candidates.rows
+        .map((c) => ({ ...c, id: Number(c.id) }))
+        .sort((x, y) => Number(y.aged) - Number(x.aged) || y.priority - x.priority || y.depth - x.depth || x.id - y.id);
 
-      const poolNames = [...new Set(details.rows.map((d) => d.pool))].sort();
-      await sql`
-        insert into pools (name, slots, description)
-        select n, ${options.defaultPoolSlots ?? 16}::int, 'created on first use by a step'
-        from unnest(${poolNames}::text[]) n on conflict (name) do nothing`.execute(trx);
-      // Locking the pool rows serialises concurrent dispatchers per pool, so
-      // a pool's slots are never exceeded however many reconcilers run.
-      const pools = await sql<{ name: string; slots: number; occupied_slots: number }>`
-        select name, slots, occupied_slots from pools where name = any(${poolNames}::text[]) order by name for update`.execute(trx);
-      const poolFree = new Map(pools.rows.map((p) => [p.name, p.slots - p.occupied_slots]));
-
-      const limitedAssets = [...new Set(details.rows.filter((d) => d.max_concurrency !== null).map((d) => d.asset_key))];
+      const poolFree = await lockPools(trx, [...new Set(order.map((d) => d.pool))], options.defaultPoolSlots ?? 16);
+      const limitedAssets = [...new Set(order.filter((d) => d.max_concurrency !== null).map((d) => d.asset_key))];
       const assetActive = new Map<string, number>();
       if (limitedAssets.length > 0) {
         const counts = await sql<{ asset_key: string; n: number }>`
@@ -305,28 +293,11 @@ export class PgRunStore implements RunStore {
           where state in ('queued', 'running') and asset_key = any(${limitedAssets}::text[]) group by asset_key`.execute(trx);
         for (const c of counts.rows) assetActive.set(c.asset_key, c.n);
       }
-      const runActive = new Map<string, number>();
-
-      const admitted: number[] = [];
-      for (const id of order) {
-        const d = byId.get(id);
-        if (!d || d.run_status !== "running" || d.cancel_requested_at) continue;
-        const free = capacity.get(d.executor) ?? 0;
-        if (free <= 0) continue;
-        const poolLeft = poolFree.get(d.pool) ?? 0;
-        if (poolLeft < d.pool_slots) continue;
-        if (d.max_concurrency !== null && (assetActive.get(d.asset_key) ?? 0) >= d.max_concurrency) continue;
-        const active = runActive.get(d.run_id) ?? d.steps_active;
-        if (d.max_active_steps !== null && active >= d.max_active_steps) continue;
-        admitted.push(id);
-        capacity.set(d.executor, free - 1);
-        poolFree.set(d.pool, poolLeft - d.pool_slots);
-        assetActive.set(d.asset_key, (assetActive.get(d.asset_key) ?? 0) + 1);
-        runActive.set(d.run_id, active + 1);
-      }
+      const admitted = admit(order, { capacity, poolFree, assetActive });
       if (admitted.length === 0) return [];
 
-      const updated = await sql<{
+      // Hand them out: state, try row, pool slots and run counters in one statement.
+      const { rows } = await sql<{
         id: number;
         run_id: string;
         try_number: number;
@@ -336,40 +307,44 @@ export class PgRunStore implements RunStore {
         executor: string;
         queue: string | null;
         timeout_ms: number | null;
-        pool: string;
-        pool_slots: number;
+        snapshot_version: number;
       }>`
-        update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
-                         error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
-        where id = any(${admitted}::bigint[]) and state = 'scheduled'
-        returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots`.execute(trx);
-      const rows = updated.rows.map((r) => ({ ...r, id: Number(r.id) }));
-      await sql`
-        insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
-        select x.step_id, x.run_id, x.try_number, 'queued', x.executor, ${now}
-        from jsonb_to_recordset(${toJson(rows.map((r) => ({ step_id: r.id, run_id: r.run_id, try_number: r.try_number, executor: r.executor })))}::jsonb)
-          as x(step_id bigint, run_id uuid, try_number int, executor text)`.execute(trx);
-      await adjustPools(trx, rows.map((r) => ({ pool: r.pool, slots: r.pool_slots })), +1);
-      await adjustRunActive(trx, rows.map((r) => r.run_id), +1, now);
-      const versions = await sql<{ id: string; snapshot_version: number }>`
-        select id, snapshot_version from runs where id = any(${[...new Set(rows.map((r) => r.run_id))]}::uuid[])`.execute(trx);
-      const versionOf = new Map(versions.rows.map((v) => [v.id, v.snapshot_version]));
-      return rows.map(
-        (r): ClaimedStep => ({
-          stepId: r.id,
-          runId: r.run_id,
-          tryNumber: r.try_number,
-          assetKey: r.asset_key,
-          partitionKey: r.partition_key,
-          mapIndex: r.map_index,
-          executor: r.executor,
-          queue: r.queue,
-          timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
-          snapshotVersion: versionOf.get(r.run_id) ?? 0,
-        }),
-      );
+        with upd as (
+          update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
+                           error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
+          where id = any(${admitted}::bigint[]) and state = 'scheduled'
+          returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots
+        ), tries as (
+          insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
+          select id, run_id, try_number, 'queued', executor, ${now} from upd
+        ), pool_use as (
+          update pools set occupied_slots = occupied_slots + u.n, updated_at = ${now}
+          from (select pool, sum(pool_slots)::int as n from upd group by pool) u where pools.name = u.pool
+        ), run_use as (
+          update runs set steps_active = steps_active + u.n, updated_at = ${now}
+          from (select run_id, count(*)::int as n from upd group by run_id) u where runs.id = u.run_id
+          returning runs.id, runs.snapshot_version
+        )
+        select upd.id, upd.run_id, upd.try_number, upd.asset_key, upd.partition_key, upd.map_index, upd.executor, upd.queue,
+               upd.timeout_ms, run_use.snapshot_version
+        from upd join run_use on run_use.id = upd.run_id`.execute(trx);
+      return rows
+        .map(
+          (r): ClaimedStep => ({
+            stepId: Number(r.id),
+            runId: r.run_id,
+            tryNumber: r.try_number,
+            assetKey: r.asset_key,
+            partitionKey: r.partition_key,
+            mapIndex: r.map_index,
+            executor: r.executor,
+            queue: r.queue,
+            timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+            snapshotVersion: r.snapshot_version,
+          }),
+        )
+        .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
     });
-    return claimed;
   }
 
   async markStarted(starts: readonly StepStart[], now: Date): Promise<void> {
@@ -619,6 +594,8 @@ async function startRun(trx: Trx, runId: string, now: Date): Promise<boolean> {
   return true;
 }
 
+const __prof: Record<string, number> = ((globalThis as any).__prof ??= {});
+async function P<T>(name: string, p: Promise<T>): Promise<T> { const t = performance.now(); const r = await p; __prof[name] = (__prof[name] ?? 0) + performance.now() - t; return r; }
 async function completeIn(
   trx: Trx,
   completions: readonly StepCompletion[],
@@ -626,11 +603,11 @@ async function completeIn(
   random: () => number,
 ): Promise<CompletionSummary> {
   const ids = [...new Set(completions.map((c) => c.stepId))].sort((a, b) => a - b);
-  const locked = await sql<LockedStep>`
+  const locked = await P('lock', sql<LockedStep>`
     select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
            s.partition_key, s.map_index, (r.cancel_requested_at is not null) as cancel_requested
     from steps s join runs r on r.id = s.run_id
-    where s.id = any(${ids}::bigint[]) order by s.id for update of s`.execute(trx);
+    where s.id = any(${ids}::bigint[]) order by s.id for update of s`.execute(trx));
   const byId = new Map(locked.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
 
   const ignored: { stepId: number; tryNumber: number; reason: string }[] = [];
@@ -707,7 +684,7 @@ async function completeIn(
            log_ref text, worker_id text)
     where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
 
-  await recordMaterializations(trx, applied, now);
+  await P('mat', recordMaterializations(trx, applied, now));
   await recordFailures(trx, applied.filter((a) => a.state === "failed"), now);
 
   await adjustPools(trx, applied.filter((a) => a.wasActive).map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots })), -1);
@@ -719,12 +696,12 @@ async function completeIn(
     pool: a.step.pool,
     pool_slots: a.step.pool_slots,
   }));
-  const { scheduled, cascaded } = await propagate(
+  const { scheduled, cascaded } = await P('prop', propagate(
     trx,
     changes.filter((c) => isTerminalState(c.state)),
     now,
-  );
-  const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now);
+  ));
+  const finishedRuns = await P('runs', updateRunCounters(trx, [...changes, ...cascaded], now));
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.
   await notifyIn(trx, WAKE_CHANNEL, "steps");
   return { applied: applied.length, ignored, scheduled, finishedRuns };
@@ -986,6 +963,72 @@ async function updateRunCounters(trx: Trx, changes: readonly StepChange[], now: 
     where runs.id = x.run_id
     returning runs.id, runs.status, (runs.ended_at = ${now}::timestamptz) as finished`.execute(trx);
   return rows.filter((r) => r.finished && r.status !== "running" && r.status !== "queued").map((r) => ({ runId: r.id, status: r.status }));
+}
+
+interface Candidate {
+  id: number;
+  run_id: string;
+  asset_key: string;
+  pool: string;
+  pool_slots: number;
+  executor: string;
+  max_concurrency: number | null;
+  priority: number;
+  depth: number;
+  aged: boolean;
+  run_status: RunStatus;
+  cancel_requested_at: Date | null;
+  max_active_steps: number | null;
+  steps_active: number;
+}
+
+/**
+ * Which candidates (in preference order) fit: executor capacity, pool slots,
+ * the asset's maxConcurrency and the run's max active steps. The counters
+ * passed in are consumed as steps are admitted.
+ */
+function admit(
+  order: readonly Candidate[],
+  state: { capacity: Map<string, number>; poolFree: Map<string, number>; assetActive: Map<string, number> },
+): number[] {
+  const runActive = new Map<string, number>();
+  const admitted: number[] = [];
+  for (const d of order) {
+    if (d.run_status !== "running" || d.cancel_requested_at) continue;
+    const free = state.capacity.get(d.executor) ?? 0;
+    if (free <= 0) continue;
+    const poolLeft = state.poolFree.get(d.pool) ?? 0;
+    if (poolLeft < d.pool_slots) continue;
+    if (d.max_concurrency !== null && (state.assetActive.get(d.asset_key) ?? 0) >= d.max_concurrency) continue;
+    const active = runActive.get(d.run_id) ?? d.steps_active;
+    if (d.max_active_steps !== null && active >= d.max_active_steps) continue;
+    admitted.push(d.id);
+    state.capacity.set(d.executor, free - 1);
+    state.poolFree.set(d.pool, poolLeft - d.pool_slots);
+    state.assetActive.set(d.asset_key, (state.assetActive.get(d.asset_key) ?? 0) + 1);
+    runActive.set(d.run_id, active + 1);
+  }
+  return admitted;
+}
+
+/**
+ * Locks the pools' rows (creating missing ones) and returns their free slots.
+ * The lock serialises concurrent dispatchers per pool, so a pool's slots are
+ * never exceeded however many reconcilers run.
+ */
+async function lockPools(trx: Trx, names: readonly string[], defaultSlots: number): Promise<Map<string, number>> {
+  const sorted = [...names].sort();
+  const select = () => sql<{ name: string; slots: number; occupied_slots: number }>`
+    select name, slots, occupied_slots from pools where name = any(${sorted}::text[]) order by name for update`.execute(trx);
+  let { rows } = await select();
+  if (rows.length < sorted.length) {
+    await sql`
+      insert into pools (name, slots, description)
+      select n, ${defaultSlots}::int, 'created on first use by a step'
+      from unnest(${sorted}::text[]) n on conflict (name) do nothing`.execute(trx);
+    ({ rows } = await select());
+  }
+  return new Map(rows.map((p) => [p.name, p.slots - p.occupied_slots]));
 }
 
 async function adjustPools(trx: Trx, taken: readonly { pool: string; slots: number }[], sign: 1 | -1): Promise<void> {

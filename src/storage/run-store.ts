@@ -212,6 +212,8 @@ export interface RunStore {
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult>;
   requestCancel(runId: string, now: Date): Promise<RunSummary>;
   getRun(runId: string): Promise<RunDetail | undefined>;
+  /** The run without its steps and plan: cheap enough to poll. */
+  getRunSummary(runId: string): Promise<RunSummary | undefined>;
   listRuns(options?: { limit?: number; status?: RunStatus; before?: Date }): Promise<RunSummary[]>;
   /** The latest materialisation (event and output) of each (asset, partition). */
   latestOutputs(partitions: readonly { assetKey: string; partitionKey: string }[]): Promise<OutputRecord[]>;

@@ -258,6 +258,14 @@ describe("LocalExecutor", () => {
     await waitUntil(() => executor.workerProcesses().length === 1, 5_000, "the old process to exit");
   });
 
+  it("closes cleanly while its processes are still starting", async () => {
+    const executor = new LocalExecutor(new FakeBackend(), { processes: 2 });
+    const pids = executor.workerProcesses().map((w) => w.pid);
+    await executor.close({ graceMs: 100 });
+    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    await executor.ready(); // resolves at once once closed
+  });
+
   it("replaces an idle process that dies", async () => {
     const backend = new FakeBackend();
     const executor = await start(backend);

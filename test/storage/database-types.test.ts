@@ -108,7 +108,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     worker_id: "null", trigger_id: "null", skip_reason: "null", error: "null", created_at: "not null",
     updated_at: "not null", upstream_total: "not null", upstream_success: "not null", upstream_failed: "not null",
     upstream_upstream_failed: "not null", upstream_skipped: "not null", upstream_removed: "not null",
-    tries_before: "not null", max_concurrency: "null",
+    tries_before: "not null", max_concurrency: "null", depth: "not null",
   },
   triggers: {
     id: "not null", kind: "not null", args: "not null", step_id: "null", asset_key: "null",

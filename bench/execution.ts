@@ -1,0 +1,193 @@
+// W1–W3 from the Execution core issue: no-op steps on the local Postgres,
+// the local executor, one or two reconcilers. Prints one JSON object.
+//
+//   npx tsx bench/execution.ts [--reconcilers 1|2] [--only w1,w2,w3]
+//
+// W1 chain: 2 000 independent 3-step chains (assets a → b → c, 2 000 static
+//    partitions, identity mapping): steps/s end to end, and the hand-off latency
+//    from an upstream step's end to its downstream step's start (p50, p99).
+// W2 fan-out/fan-in: 1 root, 500 children, 1 join: wall time.
+// W3 burst: 5 000 ready root steps at once: steps/s.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { sql } from "kysely";
+import { launchRun } from "../src/api/index.js";
+import { syncDefinitions } from "../src/cli/definitions-sync.js";
+import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
+import { Reconciler } from "../src/reconciler/index.js";
+import {
+  createDatabase,
+  databaseUrlWithName,
+  dropDatabase,
+  GraphCache,
+  migrate,
+  openPostgres,
+  PgDefinitionStore,
+  PgRunStore,
+} from "../src/storage/index.js";
+
+const { values: args } = parseArgs({
+  options: { reconcilers: { type: "string", default: "1" }, only: { type: "string", default: "w1,w2,w3" } },
+});
+const reconcilerCount = Number(args.reconcilers);
+const only = new Set(args.only.split(","));
+const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+
+const DEFINITIONS = `
+import { allPartitions, asset, dep, staticPartitions } from "tributary";
+const keys = (n: number, p: string) => Array.from({ length: n }, (_, i) => p + String(i).padStart(5, "0"));
+const chains = staticPartitions(keys(2000, "c"));
+export const a = asset({ key: "w1/a", partitions: chains }, () => 1);
+export const b = asset({ key: "w1/b", partitions: chains, deps: { a } }, (_ctx, { a }) => a + 1);
+export const c = asset({ key: "w1/c", partitions: chains, deps: { b } }, (_ctx, { b }) => b + 1);
+export const root = asset({ key: "w2/root" }, () => 1);
+export const child = asset({ key: "w2/child", partitions: staticPartitions(keys(500, "k")), deps: { root } }, () => 1);
+export const join = asset({ key: "w2/join", deps: { all: dep(child, allPartitions()) } }, (_ctx, { all }) => all.length);
+export const burst = asset({ key: "w3/burst", partitions: staticPartitions(keys(5000, "b")) }, () => null);
+`;
+
+async function main(): Promise<void> {
+  const dbName = `tributary_bench_${process.pid}`;
+  await createDatabase(adminUrl, dbName);
+  const url = databaseUrlWithName(adminUrl, dbName);
+  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-defs-"));
+  const logsDir = await mkdtemp(path.join(tmpdir(), "tributary-bench-logs-"));
+  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 10 });
+  const results: Record<string, unknown> = { bench: "execution", reconcilers: reconcilerCount, database: "postgres (local)" };
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    await migrate(handle.db);
+    await writeFile(path.join(dir, "bench.ts"), DEFINITIONS);
+    const definitions = new PgDefinitionStore(handle.db);
+    const sync = await syncDefinitions(definitions, { dir, timeoutMs: 60_000 });
+    const failed = sync.result.files.find((f) => f.status === "error");
+    if (failed) throw new Error(`bench definitions failed to load: ${failed.error?.message}`);
+    const runs = new PgRunStore(handle.db);
+    if (process.env.BENCH_PROFILE) profile(runs, results);
+    const graphs = new GraphCache(definitions);
+    await sql`update pools set slots = 100000 where name = 'default_pool'`.execute(handle.db);
+
+    const reconcilers: Reconciler[] = [];
+    for (let i = 0; i < reconcilerCount; i++) {
+      const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null });
+      const executor = new LocalExecutor(backend, {
+        processes: reconcilerCount === 1 ? 2 : 1,
+        concurrencyPerProcess: 64,
+        definitionsDir: dir,
+      });
+      const reconciler = new Reconciler({
+        store: runs,
+        database: handle,
+        graphs,
+        executors: { local: executor },
+        definitionsDir: dir,
+        logsDir,
+        pollIntervalMs: 500,
+        claimBatch: 512,
+      });
+      await reconciler.start();
+      reconcilers.push(reconciler);
+      stops.push(async () => {
+        await reconciler.stop();
+        await executor.close({ graceMs: 1_000 });
+      });
+    }
+    // Warm up the worker processes (first import of the definitions file).
+    await runToEnd(runs, graphs, definitions, ["w2/root"], undefined);
+
+    if (only.has("w1")) {
+      const t = await runToEnd(runs, graphs, definitions, ["w1/a", "w1/b", "w1/c"], { all: true });
+      const handoff = await sql<{ p50: number; p99: number; n: number }>`
+        select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99,
+               count(*)::int as n
+        from (
+          select extract(epoch from (d.started_at - u.ended_at)) * 1000 as ms
+          from step_deps sd
+          join step_tries d on d.step_id = sd.step_id and d.try_number = 1
+          join step_tries u on u.step_id = sd.upstream_step_id and u.try_number = 1
+          join steps s on s.id = sd.step_id
+          where s.run_id = ${t.runId}::uuid
+        ) x`.execute(handle.db);
+      const h = handoff.rows[0]!;
+      // Where a hand-off's time goes: completion recorded (downstream scheduled), claimed, started.
+      const stages = await sql<{ to_scheduled: number; to_queued: number; to_started: number }>`
+        select percentile_cont(0.5) within group (order by extract(epoch from (s.scheduled_at - u.ended_at)) * 1000) as to_scheduled,
+               percentile_cont(0.5) within group (order by extract(epoch from (d.queued_at - s.scheduled_at)) * 1000) as to_queued,
+               percentile_cont(0.5) within group (order by extract(epoch from (d.started_at - d.queued_at)) * 1000) as to_started
+        from step_deps sd
+        join steps s on s.id = sd.step_id
+        join step_tries d on d.step_id = sd.step_id and d.try_number = 1
+        join step_tries u on u.step_id = sd.upstream_step_id and u.try_number = 1
+        where s.run_id = ${t.runId}::uuid`.execute(handle.db);
+      const st = stages.rows[0]!;
+      results.w1 = {
+        steps: t.steps,
+        wallMs: Math.round(t.ms),
+        stepsPerSec: Math.round((t.steps / t.ms) * 1000),
+        handoffMs: { p50: round(h.p50), p99: round(h.p99), samples: h.n },
+        handoffStagesP50Ms: { endToScheduled: round(st.to_scheduled), scheduledToQueued: round(st.to_queued), queuedToStarted: round(st.to_started) },
+      };
+    }
+    if (only.has("w2")) {
+      const t = await runToEnd(runs, graphs, definitions, ["w2/root", "w2/child", "w2/join"], { all: true });
+      results.w2 = { steps: t.steps, wallMs: Math.round(t.ms) };
+    }
+    if (only.has("w3")) {
+      const t = await runToEnd(runs, graphs, definitions, ["w3/burst"], { all: true });
+      results.w3 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
+    }
+  } finally {
+    for (const stop of stops) await stop();
+    await handle.close();
+    await dropDatabase(adminUrl, dbName);
+    await rm(dir, { recursive: true, force: true });
+    await rm(logsDir, { recursive: true, force: true });
+  }
+  console.log(JSON.stringify(results)); console.log(JSON.stringify((globalThis as any).__prof));
+}
+
+/** Launches a run and waits for it, timing from launch (planning included) to the run's end. */
+async function runToEnd(
+  runs: PgRunStore,
+  graphs: GraphCache,
+  definitions: PgDefinitionStore,
+  assetKeys: string[],
+  selection: { all: true } | undefined,
+): Promise<{ runId: string; steps: number; ms: number }> {
+  const started = performance.now();
+  const { runId, steps } = await launchRun({ graphs, runs, definitions }, { assetKeys, allPartitions: selection?.all }, new Date());
+  for (;;) {
+    const run = await runs.getRunSummary(runId);
+    if (run && ["success", "failed", "canceled"].includes(run.status)) {
+      if (run.status !== "success") throw new Error(`bench run ${runId} ended ${run.status}`);
+      return { runId, steps, ms: performance.now() - started };
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** With BENCH_PROFILE=1: time spent in each store method, and batch sizes. */
+function profile(store: PgRunStore, results: Record<string, unknown>): void {
+  const stats: Record<string, { calls: number; ms: number; items: number }> = {};
+  results.profile = stats;
+  for (const name of ["claimRunnable", "markStarted", "heartbeat", "completeSteps", "housekeeping", "latestOutputs"] as const) {
+    const original = (store[name] as (...a: unknown[]) => Promise<unknown>).bind(store);
+    (store as unknown as Record<string, unknown>)[name] = async (...a: unknown[]) => {
+      const t = performance.now();
+      const out = await original(...a);
+      const s = (stats[name] ??= { calls: 0, ms: 0, items: 0 });
+      s.calls++;
+      s.ms = Math.round(s.ms + performance.now() - t);
+      s.items += Array.isArray(a[0]) ? a[0].length : Array.isArray(out) ? out.length : 0;
+      return out;
+    };
+  }
+}
+
+function round(n: number | null): number | null {
+  return n === null ? null : Math.round(n * 10) / 10;
+}
+
+await main();
