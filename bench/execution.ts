@@ -74,7 +74,7 @@ async function main(): Promise<void> {
       const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null });
       const executor = new LocalExecutor(backend, {
         processes: reconcilerCount === 1 ? 2 : 1,
-        concurrencyPerProcess: 64,
+        concurrencyPerProcess: 256,
         definitionsDir: dir,
       });
       const reconciler = new Reconciler({
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
     await rm(dir, { recursive: true, force: true });
     await rm(logsDir, { recursive: true, force: true });
   }
-  console.log(JSON.stringify(results)); console.log(JSON.stringify((globalThis as any).__prof));
+  console.log(JSON.stringify(results));
 }
 
 /** Launches a run and waits for it, timing from launch (planning included) to the run's end. */

@@ -417,11 +417,6 @@ CREATE TABLE public.steps (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     upstream_total integer DEFAULT 0 NOT NULL,
-    upstream_success integer DEFAULT 0 NOT NULL,
-    upstream_failed integer DEFAULT 0 NOT NULL,
-    upstream_upstream_failed integer DEFAULT 0 NOT NULL,
-    upstream_skipped integer DEFAULT 0 NOT NULL,
-    upstream_removed integer DEFAULT 0 NOT NULL,
     tries_before integer DEFAULT 0 NOT NULL,
     max_concurrency integer,
     depth integer DEFAULT 0 NOT NULL
@@ -446,24 +441,15 @@ ALTER TABLE public.steps ADD CONSTRAINT steps_timeout_ms_check CHECK ((timeout_m
 ALTER TABLE public.steps ADD CONSTRAINT steps_tries_before_check CHECK ((tries_before >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_trigger_rule_check CHECK ((trigger_rule = ANY (ARRAY['all_success'::text, 'all_failed'::text, 'all_done'::text, 'all_skipped'::text, 'one_success'::text, 'one_failed'::text, 'one_done'::text, 'none_failed'::text, 'none_failed_min_one_success'::text, 'none_skipped'::text, 'always'::text])));
 ALTER TABLE public.steps ADD CONSTRAINT steps_try_number_check CHECK ((try_number >= 0));
-ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_failed_check CHECK ((upstream_failed >= 0));
-ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_removed_check CHECK ((upstream_removed >= 0));
-ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_skipped_check CHECK ((upstream_skipped >= 0));
-ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_success_check CHECK ((upstream_success >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_total_check CHECK ((upstream_total >= 0));
-ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_upstream_failed_check CHECK ((upstream_upstream_failed >= 0));
 CREATE INDEX steps_asset_active_idx ON public.steps USING btree (asset_key) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX steps_asset_partition_idx ON public.steps USING btree (asset_key, partition_key, id DESC);
-CREATE INDEX steps_pending_idx ON public.steps USING btree (run_id) WHERE (state = 'pending'::text);
-CREATE INDEX steps_pool_occupancy_idx ON public.steps USING btree (pool) INCLUDE (pool_slots) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text, 'deferred'::text]));
 CREATE INDEX steps_queued_idx ON public.steps USING btree (queued_at) WHERE (state = 'queued'::text);
 CREATE INDEX steps_retry_due_idx ON public.steps USING btree (next_retry_at) WHERE (state = ANY (ARRAY['up_for_retry'::text, 'up_for_reschedule'::text]));
 CREATE INDEX steps_run_active_idx ON public.steps USING btree (run_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX steps_running_heartbeat_idx ON public.steps USING btree (heartbeat_at) WHERE (state = 'running'::text);
 CREATE INDEX steps_scheduled_age_idx ON public.steps USING btree (scheduled_at, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_scheduled_idx ON public.steps USING btree (priority DESC, depth DESC, id) WHERE (state = 'scheduled'::text);
-CREATE INDEX steps_scheduled_pool_idx ON public.steps USING btree (pool, priority DESC, id) WHERE (state = 'scheduled'::text);
-CREATE INDEX steps_worker_idx ON public.steps USING btree (worker_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 
 CREATE TABLE public.triggers (
     id bigint DEFAULT nextval('triggers_id_seq'::regclass) NOT NULL,

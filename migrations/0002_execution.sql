@@ -1,15 +1,11 @@
 -- Execution core: counters that let one transaction finish a step and decide
 -- its downstream steps without scanning, and slot accounting for pools.
 
--- Per step: how many of its upstream steps ended in each terminal state.
--- The trigger rule is a pure function of these counts (planner/trigger-rules).
+-- upstream_total: how many steps a step reads (0 = a root, runnable when its run starts).
+-- The trigger rule of a pending step is decided from its upstreams' states,
+-- counted when one of them ends, under a lock on the pending step.
 ALTER TABLE steps
   ADD COLUMN upstream_total           integer NOT NULL DEFAULT 0 CHECK (upstream_total >= 0),
-  ADD COLUMN upstream_success         integer NOT NULL DEFAULT 0 CHECK (upstream_success >= 0),
-  ADD COLUMN upstream_failed          integer NOT NULL DEFAULT 0 CHECK (upstream_failed >= 0),
-  ADD COLUMN upstream_upstream_failed integer NOT NULL DEFAULT 0 CHECK (upstream_upstream_failed >= 0),
-  ADD COLUMN upstream_skipped         integer NOT NULL DEFAULT 0 CHECK (upstream_skipped >= 0),
-  ADD COLUMN upstream_removed         integer NOT NULL DEFAULT 0 CHECK (upstream_removed >= 0),
   ADD COLUMN tries_before             integer NOT NULL DEFAULT 0 CHECK (tries_before >= 0),
   ADD COLUMN max_concurrency          integer CHECK (max_concurrency > 0),
   ADD COLUMN depth                    integer NOT NULL DEFAULT 0 CHECK (depth >= 0);
@@ -22,6 +18,11 @@ COMMENT ON COLUMN steps.depth IS
 
 DROP INDEX steps_scheduled_idx;
 CREATE INDEX steps_scheduled_idx ON steps (priority DESC, depth DESC, id) WHERE state = 'scheduled';
+-- Indexes the dispatch path does not use cost a write per state change of every step.
+DROP INDEX steps_scheduled_pool_idx;
+DROP INDEX steps_pool_occupancy_idx;
+DROP INDEX steps_worker_idx;
+DROP INDEX steps_pending_idx;
 CREATE INDEX steps_scheduled_age_idx ON steps (scheduled_at, id) WHERE state = 'scheduled';
 CREATE INDEX steps_asset_active_idx ON steps (asset_key) WHERE state IN ('queued', 'running');
 

@@ -5,6 +5,8 @@ export interface BatchReporterOptions {
   readonly flushDelayMs: number;
   /** Most events per backend call. */
   readonly maxBatchSize: number;
+  /** Backend calls in flight at once (default 2): a new batch need not wait for a slow one. */
+  readonly maxInFlight?: number;
   readonly onError: (err: unknown, what: string) => void;
 }
 
@@ -17,22 +19,29 @@ const RETRY_MAX_MS = 5_000;
  * Coalesces `started` and `finished` reports into few backend calls.
  *
  * Batching is "Nagle off": the first event schedules a flush `flushDelayMs`
- * later; while a backend call is in flight, new events pile up and go out in
- * one call the moment it returns. Idle, an event waits about a millisecond;
- * under load, batches grow to whatever arrived during one database round trip.
+ * later; while `maxInFlight` calls are out, new events pile up and leave
+ * together as soon as one returns. Idle, an event waits about a millisecond;
+ * under load, batches grow to whatever arrived during a database round trip,
+ * and a second batch is recorded while the first still commits.
  *
- * Order: events leave in the order they came, as prefixes of one sequence,
- * and each chunk's `started` call completes before its `finished` call, so
- * the backend never sees a step finish before it started. A failed call is
- * retried with backoff (the results must not be lost: the reconciler would
- * otherwise see zombies), reporting each failure through onError.
+ * A step that started and finished within one batch is reported once: its
+ * finish carries where and when it started. Otherwise its finish waits until
+ * the call carrying its start has returned, so the backend never sees a step
+ * finish before it started, even with several calls in flight. A failed call is
+ * retried with backoff (results must not be lost: the reconciler would
+ * otherwise see zombies), reporting each failure through onError; `started`
+ * events already delivered are not sent twice.
  */
 export class BatchReporter {
   private events: Event[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private inFlight = 0;
+  private idle: (() => void)[] = [];
   private retryMs = 0;
+  private retryUntil = 0;
   private stopped = false;
+  /** Start reports being delivered, by step try: a later finish waits for them. */
+  private readonly startsInFlight = new Map<string, Promise<unknown>>();
   /** Backend calls made, for tests and the benchmark. */
   readonly calls = { started: 0, finished: 0 };
 
@@ -58,26 +67,22 @@ export class BatchReporter {
   /** Sends everything pending; gives up (reporting what is lost) when `deadline` passes first. */
   async drain(deadline: number): Promise<void> {
     this.clearTimer();
-    while (this.events.length > 0 || this.flushing) {
+    while (this.events.length > 0 || this.inFlight > 0) {
       const left = deadline - Date.now();
-      if (left <= 0) {
-        if (this.events.length > 0) {
-          this.options.onError(
-            new Error(`${this.events.length} step reports could not be delivered before the executor closed`),
-            "closing",
-          );
-        }
-        this.events = [];
-        break;
-      }
-      await within(this.flushing ?? this.flush(), left);
-      this.clearTimer();
-      if (!this.flushing && this.events.length > 0 && this.retryMs > 0) {
-        await within(new Promise<void>(() => {}), Math.min(this.retryMs, deadline - Date.now()));
-      }
+      if (left <= 0) break;
+      if (this.events.length > 0 && this.inFlight < this.maxInFlight && Date.now() >= this.retryUntil) this.pump();
+      await within(new Promise<void>((resolve) => this.idle.push(resolve)), Math.min(left, Math.max(10, this.retryUntil - Date.now())));
+    }
+    if (this.events.length > 0) {
+      this.options.onError(new Error(`${this.events.length} step reports could not be delivered before the executor closed`), "closing");
+      this.events = [];
     }
     this.stopped = true;
     this.clearTimer();
+  }
+
+  private get maxInFlight(): number {
+    return Math.max(1, this.options.maxInFlight ?? 2);
   }
 
   private clearTimer(): void {
@@ -88,66 +93,82 @@ export class BatchReporter {
   }
 
   private schedule(): void {
-    if (this.timer || this.flushing || this.stopped) return;
-    if (this.events.length >= this.options.maxBatchSize) {
-      void this.flush();
+    if (this.timer || this.stopped || this.inFlight >= this.maxInFlight) return;
+    const wait = Math.max(this.retryUntil - Date.now(), this.events.length >= this.options.maxBatchSize ? 0 : this.options.flushDelayMs);
+    if (wait <= 0 && this.inFlight === 0) {
+      this.pump();
       return;
     }
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.flush();
-    }, this.options.flushDelayMs);
+      this.pump();
+    }, wait);
+    if (this.retryMs > 0) this.timer.unref();
   }
 
-  private flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
+  /** Starts calls while there are events and room in flight. */
+  private pump(): void {
     this.clearTimer();
-    this.flushing = this.sendChunks().finally(() => {
-      this.flushing = undefined;
-      if (this.events.length > 0 && !this.stopped) {
-        if (this.retryMs > 0) {
-          this.timer = setTimeout(() => {
-            this.timer = undefined;
-            void this.flush();
-          }, this.retryMs);
-          this.timer.unref();
-        } else this.schedule();
-      }
-    });
-    return this.flushing;
-  }
-
-  private async sendChunks(): Promise<void> {
-    while (this.events.length > 0) {
-      const chunk = this.events.slice(0, this.options.maxBatchSize);
-      const started: StepStarted[] = [];
-      const finished: StepResult[] = [];
-      for (const e of chunk) {
-        if (e.kind === "started") started.push(e.event);
-        else finished.push(e.result);
-      }
-      let startedSent = false;
-      try {
-        if (started.length > 0) {
-          this.calls.started++;
-          await this.backend.started(started);
-        }
-        startedSent = true;
-        if (finished.length > 0) {
-          this.calls.finished++;
-          await this.backend.finished(finished);
-        }
-        this.events.splice(0, chunk.length);
-        this.retryMs = 0;
-      } catch (err) {
-        // Keep what was not delivered, in order; `started` is not sent twice.
-        if (startedSent) this.events.splice(0, chunk.length, ...chunk.filter((e) => e.kind === "finished"));
-        this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
-        this.options.onError(err, startedSent ? "reporting finished steps" : "reporting started steps");
-        return;
-      }
+    while (this.events.length > 0 && this.inFlight < this.maxInFlight && Date.now() >= this.retryUntil) {
+      const chunk = this.events.splice(0, this.options.maxBatchSize);
+      this.inFlight++;
+      void this.send(chunk).finally(() => {
+        this.inFlight--;
+        for (const resolve of this.idle.splice(0)) resolve();
+        if (this.events.length > 0 && !this.stopped) this.schedule();
+      });
     }
   }
+
+  private async send(chunk: Event[]): Promise<void> {
+    const finishedInChunk = new Set<string>();
+    for (const e of chunk) if (e.kind === "finished") finishedInChunk.add(key(e.result));
+    const startOf = new Map<string, StepStarted>();
+    const started: StepStarted[] = [];
+    const finished: StepResult[] = [];
+    for (const e of chunk) {
+      if (e.kind === "started") {
+        if (finishedInChunk.has(key(e.event))) startOf.set(key(e.event), e.event);
+        else started.push(e.event);
+      } else {
+        const s = startOf.get(key(e.result));
+        finished.push(s ? { ...e.result, hostname: s.hostname, pid: s.pid, startedAt: e.result.startedAt ?? s.startedAt } : e.result);
+      }
+    }
+    let startedSent = false;
+    try {
+      if (started.length > 0) {
+        this.calls.started++;
+        const call = this.backend.started(started);
+        for (const e of started) this.startsInFlight.set(key(e), call);
+        try {
+          await call;
+        } finally {
+          for (const e of started) if (this.startsInFlight.get(key(e)) === call) this.startsInFlight.delete(key(e));
+        }
+      }
+      startedSent = true;
+      if (finished.length > 0) {
+        const earlierStarts = new Set(finished.map((r) => this.startsInFlight.get(key(r))).filter((p) => p !== undefined));
+        if (earlierStarts.size > 0) await Promise.allSettled(earlierStarts);
+        this.calls.finished++;
+        await this.backend.finished(finished);
+      }
+      this.retryMs = 0;
+      this.retryUntil = 0;
+    } catch (err) {
+      // Put back what was not delivered, ahead of newer events.
+      const undelivered = startedSent ? chunk.filter((e) => e.kind === "finished") : chunk;
+      this.events.unshift(...undelivered);
+      this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
+      this.retryUntil = Date.now() + this.retryMs;
+      this.options.onError(err, startedSent ? "reporting finished steps" : "reporting started steps");
+    }
+  }
+}
+
+function key(e: { stepId: number; tryNumber: number }): string {
+  return `${e.stepId}:${e.tryNumber}`;
 }
 
 /** Waits for `promise`, or `ms` at most; leaves no timer behind. */

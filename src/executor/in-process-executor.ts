@@ -29,6 +29,11 @@ export interface InProcessExecutorOptions {
  * without child processes. What it cannot do: isolate memory, or stop a
  * function that ignores ctx.signal (after the grace period the try is
  * reported failed and abandoned, still running). Never use it for real work.
+ *
+ * @example
+ * const executor = new InProcessExecutor(backend, { importModule: async () => ({ orders }) });
+ * executor.submit([dispatch]);   // backend.finished receives the result
+ * await executor.close();
  */
 export class InProcessExecutor implements Executor {
   readonly kind = "in-process";

@@ -1,4 +1,4 @@
-import { TributaryError, UserCodeError, type ErrorLocation, type SerializedError } from "../errors/index.js";
+import { serializeError, TributaryError, UserCodeError, type ErrorLocation, type SerializedError } from "../errors/index.js";
 import type { StepDispatch } from "./types.js";
 
 /**
@@ -94,6 +94,12 @@ export function withKillNote(error: SerializedError, graceMs: number, how: "kill
       : `; the function did not return within the ${formatMs(graceMs)} grace period after ctx.signal was aborted, ` +
         `so the try was abandoned (the in-process executor cannot kill it)`;
   return { ...error, message: error.message + note };
+}
+
+/** Serialised without the stack: for errors the executor raises about a step, whose stack would only show executor internals. */
+export function withoutStack(err: TributaryError): SerializedError {
+  const { stack: _stack, ...rest } = serializeError(err);
+  return rest;
 }
 
 /** A serialised framework error, for failures the parent detects without an Error object at hand. */

@@ -5,6 +5,7 @@ import {
   describeTry,
   STEP_ERROR_CODES,
   stepError,
+  withoutStack,
   wrapUserError,
 } from "./step-errors.js";
 import { StepLog, type LogLevel } from "./step-log.js";
@@ -58,10 +59,6 @@ export class StepRuntime {
   private readonly tries = new Map<number, ActiveTry>();
 
   constructor(private readonly host: RuntimeHost) {}
-
-  get running(): number {
-    return this.tries.size;
-  }
 
   /** Starts a try; `onStarted` runs synchronously with the start time. Never rejects. */
   run(dispatch: StepDispatch, inputs: Readonly<Record<string, unknown>>, onStarted?: (startedAt: number) => void): Promise<TryEnd> {
@@ -138,8 +135,9 @@ export class StepRuntime {
     const signal = active.controller.signal;
     if (signal.aborted) {
       const reason: unknown = signal.reason;
-      const retryable = !(reason instanceof TributaryError && reason.code === STEP_ERROR_CODES.canceled);
-      return failed(reason, retryable);
+      if (!(reason instanceof TributaryError)) return failed(reason, true);
+      // A timeout, cancel or close: the executor's own error, whose stack says nothing about the step.
+      return { kind: "failed", error: withoutStack(reason), retryable: reason.code !== STEP_ERROR_CODES.canceled };
     }
     if (active.skipReason !== undefined) return { kind: "skipped", reason: active.skipReason };
     if (active.exitError) return failed(active.exitError, true);

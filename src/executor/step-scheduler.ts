@@ -10,6 +10,7 @@ import {
   stepError,
   timeoutError,
   withKillNote,
+  withoutStack,
 } from "./step-errors.js";
 import { appendStepLog } from "./step-log.js";
 import type { ExecutionBackend, StepDispatch, StepInputs, StepOutcome } from "./types.js";
@@ -149,11 +150,6 @@ export class StepScheduler {
     }
   }
 
-  /** A lane became ready (or stopped retiring): place queued steps. */
-  laneReady(): void {
-    this.pump();
-  }
-
   submit(steps: readonly StepDispatch[]): void {
     if (this.closing) {
       throw new TributaryError(
@@ -177,7 +173,7 @@ export class StepScheduler {
         this.report(entry, {
           kind: "failed",
           retryable: false,
-          error: serializeError(
+          error: withoutStack(
             stepError(
               STEP_ERROR_CODES.duplicate,
               dispatch,
@@ -204,7 +200,7 @@ export class StepScheduler {
       if (!entry || entry.state === "done") continue;
       const error = canceledError(entry.dispatch, reason);
       if (entry.state === "running") this.stop(entry, error);
-      else this.finishUnstarted(entry, serializeError(error), false, "step canceled before it started");
+      else this.finishUnstarted(entry, withoutStack(error), false, "step canceled before it started");
     }
   }
 
@@ -258,12 +254,6 @@ export class StepScheduler {
     }
   }
 
-  get waiting(): number {
-    let n = 0;
-    for (let i = this.queueHead; i < this.queue.length; i++) if (this.queue[i]!.state === "queued") n++;
-    return n;
-  }
-
   /**
    * Stops taking steps; drops queued ones (failed, retryable); waits up to
    * `graceMs` for running ones, then stops the rest (killing process lanes);
@@ -309,7 +299,7 @@ export class StepScheduler {
         if (entry.lane?.endsBy === "kill") lanesToKill.add(entry.lane);
         else entry.lane?.abandon(entry.dispatch.stepId);
         appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
-        this.complete(entry, { kind: "failed", error: serializeError(error), retryable: true }, Date.now());
+        this.complete(entry, { kind: "failed", error: withoutStack(error), retryable: true }, Date.now());
       }
       for (const lane of lanesToKill) lane.kill();
     }
@@ -433,7 +423,7 @@ export class StepScheduler {
       entry.graceTimer = undefined;
       if (entry.state !== "running") return;
       const retryable = reason.code !== STEP_ERROR_CODES.canceled;
-      const error = withKillNote(serializeError(reason), this.options.killGraceMs, lane.endsBy === "kill" ? "killed" : "abandoned");
+      const error = withKillNote(withoutStack(reason), this.options.killGraceMs, lane.endsBy === "kill" ? "killed" : "abandoned");
       appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
       if (lane.endsBy === "abandon") {
         lane.abandon(entry.dispatch.stepId);

@@ -85,12 +85,15 @@ export class StoreExecutionBackend implements ExecutionBackend {
       try {
         const inputs: Record<string, unknown> = {};
         const lineage: LineageInput[] = [];
+        // Under any rule but all_success a step may run although an upstream
+        // failed or was skipped: that upstream's value is then absent (null).
+        const mayLackInputs = w.asset.triggerRule !== "all_success";
         for (const read of w.reads) {
           const values: unknown[] = [];
           for (const key of read.keys) {
             const rec = byKey.get(`${read.assetKey}\u0000${key}`);
             if (!rec) {
-              if (read.many) continue;
+              if (read.many || mayLackInputs) continue;
               throw new TributaryError(
                 "UPSTREAM_NOT_MATERIALIZED",
                 `asset "${step.assetKey}" partition "${step.partitionKey}": its input "${read.name}" reads ` +
@@ -134,7 +137,16 @@ export class StoreExecutionBackend implements ExecutionBackend {
   }
 
   private async toCompletion(r: StepResult, graph: AssetGraph): Promise<StepCompletion> {
-    const base = { stepId: r.stepId, tryNumber: r.tryNumber, startedAt: r.startedAt, endedAt: r.endedAt, workerId: r.workerId, logRef: r.logRef };
+    const base = {
+      stepId: r.stepId,
+      tryNumber: r.tryNumber,
+      startedAt: r.startedAt,
+      endedAt: r.endedAt,
+      workerId: r.workerId,
+      logRef: r.logRef,
+      hostname: r.hostname ?? null,
+      pid: r.pid ?? null,
+    };
     const o = r.outcome;
     if (o.kind === "failed") return { ...base, outcome: "failed", error: o.error, retryable: o.retryable };
     if (o.kind === "skipped") return { ...base, outcome: "skipped", reason: o.reason };

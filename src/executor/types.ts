@@ -50,6 +50,9 @@ export interface StepResult {
   readonly endedAt: Date;
   readonly workerId: string;
   readonly logRef: string;
+  /** Set when the try's `started` report was folded into this one (it never went out on its own). */
+  readonly hostname?: string;
+  readonly pid?: number;
 }
 
 /** Inputs of one step: per dependency name, the upstream output (or an array of them, in partition order). */

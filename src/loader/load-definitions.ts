@@ -12,9 +12,10 @@ import {
   type SnapshotAsset,
   type SnapshotCheck,
 } from "../graph/index.js";
-import { DefinitionsChild, type ChildOutcome } from "./definitions-child.js";
+import { childRuntime, type ChildRuntime } from "./child-runtime.js";
+import { compileDefinitions, type CompiledFile } from "./compile-definitions.js";
 import { discoverDefinitionFiles } from "./discover-files.js";
-import { sdkEntryUrl } from "./sdk-bundle.js";
+import { loadInChild, type ChildOutcome } from "./load-in-child.js";
 
 export interface LoadDefinitionsOptions {
   /** The definitions directory. */
@@ -123,72 +124,61 @@ export function assembleResult(
 }
 
 /**
- * Imports the given files (relative to `dir`) concurrently, each in a fresh
- * child process. Every lane keeps one child warming up while another loads,
- * so the start-up cost of node, tsx and the SDK overlaps with real work.
+ * Imports the given files (relative to `dir`), each in a fresh child process,
+ * `concurrency` at a time. The files are compiled first, all at once (see
+ * compileDefinitions), so a child only loads plain JavaScript: node, the
+ * child runtime and one module. A file that does not compile gets its error
+ * without a child.
  */
 export async function loadFiles(
   dir: string,
   relFiles: readonly string[],
   options: { timeoutMs?: number; memoryMb?: number; concurrency?: number } = {},
 ): Promise<FileLoadResult[]> {
-  const root = path.resolve(dir);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
-  const memoryMb = options.memoryMb ?? DEFAULT_LOAD_MEMORY_MB;
-  const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
-  const pending = [...relFiles];
-  const results: FileLoadResult[] = [];
-  if (pending.length === 0) return results;
-  const sdkUrl = await sdkEntryUrl();
-  const live = new Set<DefinitionsChild>();
-  const spawn = (): DefinitionsChild => {
-    const child = new DefinitionsChild(root, memoryMb, sdkUrl);
-    live.add(child);
-    void child.closed.then(() => live.delete(child));
-    return child;
+  const limits = {
+    timeoutMs: options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS,
+    memoryMb: options.memoryMb ?? DEFAULT_LOAD_MEMORY_MB,
   };
-  // A lane loads files one after another, keeping the next child warming up.
-  // When a file takes longer than STRAGGLER_MS (stuck, or waiting on the
-  // network), its lane hands its warm child to a new lane and ends once the
-  // slow file does: slow files do not hold up the rest (at most `concurrency`
-  // of them at a time get this, so a directory of hanging files stays bounded).
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
+  const results: FileLoadResult[] = [];
+  if (relFiles.length === 0) return results;
+  const [runtime, compiled] = await Promise.all([childRuntime(), compileDefinitions(path.resolve(dir), relFiles)]);
+  const pending = [...relFiles];
+  // A lane loads files one after another. When a file takes longer than
+  // STRAGGLER_MS (stuck, or waiting on the network), a new lane starts and the
+  // slow one ends with its file: slow files do not hold up the rest (at most
+  // `concurrency` of them at a time get this, so a directory of hanging files
+  // stays bounded).
   const lanes: Promise<void>[] = [];
   let stragglers = 0;
-  const lane = async (first: DefinitionsChild): Promise<void> => {
-    let next: DefinitionsChild | undefined = first;
-    while (next) {
-      const rel = pending.shift();
-      if (rel === undefined) break;
-      const child: DefinitionsChild = next;
-      next = pending.length > 0 ? spawn() : undefined;
+  const lane = async (): Promise<void> => {
+    for (let rel = pending.shift(); rel !== undefined; rel = pending.shift()) {
       let straggling = false;
       const timer = setTimeout(() => {
         if (stragglers >= concurrency || pending.length === 0) return;
         straggling = true;
         stragglers++;
-        lanes.push(lane(next ?? spawn()));
-        next = undefined;
+        lanes.push(lane());
       }, STRAGGLER_MS);
-      results.push(await loadOne(root, rel, child, { timeoutMs, memoryMb }));
+      results.push(await loadOne(compiled.dir, rel, compiled.files.get(rel)!, runtime, limits));
       clearTimeout(timer);
-      if (straggling) stragglers--;
+      if (straggling) {
+        stragglers--;
+        return;
+      }
     }
-    next?.kill();
   };
-  try {
-    for (let i = 0; i < Math.min(concurrency, pending.length); i++) lanes.push(lane(spawn()));
-    // Lanes may start more lanes while we wait.
-    for (let i = 0; i < lanes.length; i++) await lanes[i];
-  } finally {
-    for (const child of live) child.kill();
-  }
+  for (let i = 0; i < Math.min(concurrency, pending.length); i++) lanes.push(lane());
+  // Lanes may start more lanes while we wait.
+  for (let i = 0; i < lanes.length; i++) await lanes[i];
   return results.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
 }
 
 async function loadOne(
   dir: string,
   rel: string,
-  child: DefinitionsChild,
+  compiled: CompiledFile,
+  runtime: ChildRuntime,
   limits: { timeoutMs: number; memoryMb: number },
 ): Promise<FileLoadResult> {
   const abs = path.join(dir, ...rel.split("/"));
@@ -196,87 +186,65 @@ async function loadOne(
     (bytes) => createHash("sha256").update(bytes).digest("hex"),
     () => "",
   );
-  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [] };
-  if (!(await child.ready)) {
-    return {
-      ...base,
-      sourceHash: await sourceHash,
-      status: "error",
-      loadMs: 0,
-      error: loadError(
-        "LOAD_CHILD_FAILED",
-        `${rel}: the loader could not start a child process to import it: ${child.startFailure || "it exited during start-up"}`,
-        rel,
-      ),
-    };
-  }
-  const outcome = await child.load({ type: "load", file: abs, relFile: rel }, limits.timeoutMs);
-  return { ...fromOutcome(dir, rel, outcome, limits), sourceHash: await sourceHash };
+  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [...compiled.imports] };
+  if (compiled.status === "error") return { ...base, sourceHash: await sourceHash, status: "error", loadMs: 0, error: compiled.error };
+  const outcome = await loadInChild(runtime, { bundle: compiled.bundle, file: abs, relFile: rel, dir }, limits);
+  return { ...base, ...fromOutcome(rel, outcome, limits), sourceHash: await sourceHash };
 }
 
 function fromOutcome(
-  dir: string,
   rel: string,
   outcome: ChildOutcome,
   limits: { timeoutMs: number; memoryMb: number },
-): Omit<FileLoadResult, "sourceHash"> {
-  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [], loadMs: outcome.ms };
+): Pick<FileLoadResult, "status" | "loadMs"> & Partial<Pick<FileLoadResult, "assets" | "checks" | "warnings" | "error">> {
   switch (outcome.kind) {
     case "reply": {
       const r = outcome.reply;
-      const imports = r.imports
-        .map((f) => toPosix(path.relative(dir, f)))
-        .filter((f) => f !== rel && !f.startsWith("../") && !path.isAbsolute(f))
-        .sort();
       const result = {
-        ...base,
         status: r.status,
         assets: r.assets.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName })),
         checks: r.checks.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName })),
         warnings: [...r.warnings],
-        imports,
+        loadMs: outcome.ms,
       };
       return r.error ? { ...result, error: r.error } : result;
     }
+    case "not-started":
+      return failed(0, "LOAD_CHILD_FAILED", `${rel}: the loader could not start a child process to import it: ${outcome.reason}`, rel);
     case "timeout":
-      return {
-        ...base,
-        status: "error",
-        error: loadError(
-          "LOAD_TIMEOUT",
-          `${rel}: importing the file took longer than the load time limit of ${formatMs(limits.timeoutMs)}, so it was stopped. ` +
-            `Definitions files should only declare assets: move slow work (network calls, large computations, waiting) ` +
-            `into asset functions, or raise the limit with --load-timeout (e.g. --load-timeout ${suggestLimit(limits.timeoutMs)})`,
-          rel,
-        ),
-      };
+      return failed(
+        outcome.ms,
+        "LOAD_TIMEOUT",
+        `${rel}: importing the file took longer than the load time limit of ${formatMs(limits.timeoutMs)}, so it was stopped. ` +
+          `Definitions files should only declare assets: move slow work (network calls, large computations, waiting) ` +
+          `into asset functions, or raise the limit with --load-timeout (e.g. --load-timeout ${suggestLimit(limits.timeoutMs)})`,
+        rel,
+      );
     case "exit": {
       if (/heap out of memory|Reached heap limit|Allocation failed|ERR_WORKER_OUT_OF_MEMORY/i.test(outcome.stderr)) {
-        return {
-          ...base,
-          status: "error",
-          error: loadError(
-            "LOAD_OUT_OF_MEMORY",
-            `${rel}: importing the file needed more than the ${limits.memoryMb} MB memory limit of a loader process, so it was stopped; ` +
-              `definitions files should only declare assets — move large data into asset functions`,
-            rel,
-          ),
-        };
+        return failed(
+          outcome.ms,
+          "LOAD_OUT_OF_MEMORY",
+          `${rel}: importing the file needed more than the ${limits.memoryMb} MB memory limit of a loader process, so it was stopped; ` +
+            `definitions files should only declare assets — move large data into asset functions`,
+          rel,
+        );
       }
       const how = outcome.signal ? `was killed by ${outcome.signal}` : `exited with code ${outcome.code}`;
       const tail = outcome.stderr.trim().split("\n").slice(-15).join("\n");
-      return {
-        ...base,
-        status: "error",
-        error: loadError(
-          "LOAD_CRASHED",
-          `${rel}: the loader process ${how} before the file finished loading` +
-            ` (does the file call process.exit() or crash the process at import?)${tail ? `:\n${tail}` : ""}`,
-          rel,
-        ),
-      };
+      return failed(
+        outcome.ms,
+        "LOAD_CRASHED",
+        `${rel}: the loader process ${how} before the file finished loading` +
+          ` (does the file call process.exit() or crash the process at import?)${tail ? `:\n${tail}` : ""}`,
+        rel,
+      );
     }
   }
+}
+
+function failed(loadMs: number, code: string, message: string, file: string): Pick<FileLoadResult, "status" | "error" | "loadMs"> {
+  return { status: "error", loadMs, error: loadError(code, message, file) };
 }
 
 function loadError(code: string, message: string, file: string): SerializedError {

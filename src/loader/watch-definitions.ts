@@ -2,7 +2,7 @@ import path from "node:path";
 import os from "node:os";
 import { watch } from "chokidar";
 import type { PreviousDefinitions } from "../graph/index.js";
-import { discoverDefinitionFiles, isDefinitionFile } from "./discover-files.js";
+import { discoverDefinitionFiles } from "./discover-files.js";
 import {
   assembleResult,
   loadDefinitions,
@@ -11,6 +11,9 @@ import {
   type LoadDefinitionsOptions,
   type LoadDefinitionsResult,
 } from "./load-definitions.js";
+
+/** Files a definitions file may import. */
+const IMPORTABLE = /\.(?:[cm]?[jt]s|[jt]sx|json)$/;
 
 export interface WatchDefinitionsOptions extends Omit<LoadDefinitionsOptions, "dir" | "only"> {
   /** Quiet time after the last file event before reloading; default 150 ms. */
@@ -40,7 +43,7 @@ export interface DefinitionsWatcher {
  * (debounced) and calls `onChange` with the new snapshot.
  *
  * What is reloaded: the changed files, plus every file that imported one of
- * them — each child reports the local files its import pulled in, so an edit
+ * them — compiling a file lists the local files it pulls in, so an edit
  * to a shared helper or an upstream definitions file reloads exactly its
  * dependents. When a file is added, files that are failing are retried too
  * (they may have been missing it). Unchanged files keep their results, and
@@ -131,7 +134,8 @@ export function watchDefinitions(
   });
   const onEvent = (event: "add" | "change" | "unlink", p: string): void => {
     const rel = path.relative(root, p).split(path.sep).join("/");
-    if (event === "add" && isDefinitionFile(rel)) added = true;
+    // A new module (a definitions file or a helper) may be what a failing file was missing.
+    if (event === "add" && IMPORTABLE.test(rel)) added = true;
     changed.add(rel);
     schedule();
   };

@@ -103,7 +103,9 @@ export class Reconciler {
   /** One pass: housekeeping (rate-limited), then dispatch until no capacity or no runnable step is left. */
   async pass(): Promise<void> {
     const now = this.clock();
-    if (now.getTime() - this.lastHousekeeping >= (this.options.housekeepingIntervalMs ?? 1_000)) {
+    const sinceHousekeeping = now.getTime() - this.lastHousekeeping;
+    // A clock that went backwards (NTP step, injected clock) must not pause housekeeping until it catches up.
+    if (sinceHousekeeping >= (this.options.housekeepingIntervalMs ?? 1_000) || sinceHousekeeping < 0) {
       this.lastHousekeeping = now.getTime();
       const hk = await this.options.store.housekeeping({
         now,

@@ -186,11 +186,6 @@ export interface StepsTable {
   created_at: GeneratedTimestamp;
   updated_at: GeneratedTimestamp;
   upstream_total: Generated<number>;
-  upstream_success: Generated<number>;
-  upstream_failed: Generated<number>;
-  upstream_upstream_failed: Generated<number>;
-  upstream_skipped: Generated<number>;
-  upstream_removed: Generated<number>;
   tries_before: Generated<number>;
   max_concurrency: number | null;
   depth: Generated<number>;

@@ -33,6 +33,15 @@ export async function openPostgres(config: PostgresConfig): Promise<PostgresHand
   };
   const pool = new pg.Pool({ ...clientConfig, max: config.maxConnections ?? 10, idleTimeoutMillis: 30_000 });
   pool.on("error", onError);
+  // The pool listens for errors only on idle clients. A checked-out client
+  // whose connection drops between queries (inside a transaction, say)
+  // emits "error" with nobody listening, which would crash the process.
+  // The failure reaches its user anyway (the next query on it fails and
+  // the pool drops it on release), so this listener only keeps it from
+  // becoming an uncaught exception.
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 
   try {

@@ -69,6 +69,8 @@ interface StepChange {
  */
 export class PgRunStore implements RunStore {
   readonly #db: Kysely<Database>;
+  /** Fractional share of claims owed to the longest-waiting steps (see claimRunnable). */
+  #agingCredit = 0;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
@@ -259,7 +261,12 @@ export class PgRunStore implements RunStore {
     const capacity = new Map(kinds);
     const totalCapacity = kinds.reduce((n, [, c]) => n + c, 0);
     const limit = Math.min(options.limit, totalCapacity);
-    const agingLimit = Math.ceil(limit * (options.agingShare ?? 0.1));
+    // The aging share accrues across claims: rounding it up per claim would
+    // give a one-slot claim to the oldest step every time, i.e. pure FIFO,
+    // and priorities would never apply. Small claims take the oldest step
+    // once their share adds up to one.
+    const credit = this.#agingCredit + limit * (options.agingShare ?? 0.1) + 1e-9;
+    const agingLimit = Math.floor(credit);
     const kindNames = kinds.map(([k]) => k);
     const now = options.now;
     return this.#db.transaction().execute(async (trx) => {
@@ -280,6 +287,8 @@ export class PgRunStore implements RunStore {
                       order by scheduled_at, id limit ${agingLimit}::int))
         for update of s skip locked`.execute(trx);
       if (candidates.rows.length === 0) return [];
+      // Only claims that found work earn (or spend) the aging share.
+      this.#agingCredit = credit - agingLimit;
       const order = candidates.rows
         .map((c) => ({ ...c, id: Number(c.id) }))
         .sort((x, y) => Number(y.aged) - Number(x.aged) || y.priority - x.priority || y.depth - x.depth || x.id - y.id);
@@ -594,8 +603,6 @@ async function startRun(trx: Trx, runId: string, now: Date): Promise<boolean> {
   return true;
 }
 
-const __prof: Record<string, number> = ((globalThis as any).__prof ??= {});
-async function P<T>(name: string, p: Promise<T>): Promise<T> { const t = performance.now(); const r = await p; __prof[name] = (__prof[name] ?? 0) + performance.now() - t; return r; }
 async function completeIn(
   trx: Trx,
   completions: readonly StepCompletion[],
@@ -603,11 +610,11 @@ async function completeIn(
   random: () => number,
 ): Promise<CompletionSummary> {
   const ids = [...new Set(completions.map((c) => c.stepId))].sort((a, b) => a - b);
-  const locked = await P('lock', sql<LockedStep>`
+  const locked = await sql<LockedStep>`
     select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
            s.partition_key, s.map_index, (r.cancel_requested_at is not null) as cancel_requested
     from steps s join runs r on r.id = s.run_id
-    where s.id = any(${ids}::bigint[]) order by s.id for update of s`.execute(trx));
+    where s.id = any(${ids}::bigint[]) order by s.id for update of s`.execute(trx);
   const byId = new Map(locked.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
 
   const ignored: { stepId: number; tryNumber: number; reason: string }[] = [];
@@ -674,17 +681,20 @@ async function completeIn(
     error: c.outcome === "failed" ? c.error : null,
     log_ref: c.logRef,
     worker_id: c.workerId,
+    hostname: c.hostname ?? null,
+    pid: c.pid ?? null,
   }));
   await sql`
     update step_tries t set state = x.state, ended_at = x.ended_at, started_at = coalesce(t.started_at, x.started_at),
            duration_ms = greatest(0, (extract(epoch from (x.ended_at - coalesce(t.started_at, x.started_at, x.ended_at))) * 1000)::bigint),
-           error = x.error, log_ref = coalesce(x.log_ref, t.log_ref), worker_id = coalesce(t.worker_id, x.worker_id)
+           error = x.error, log_ref = coalesce(x.log_ref, t.log_ref), worker_id = coalesce(t.worker_id, x.worker_id),
+           hostname = coalesce(t.hostname, x.hostname), pid = coalesce(t.pid, x.pid)
     from jsonb_to_recordset(${toJson(tryUpdates)}::jsonb)
       as x(step_id bigint, try_number int, state text, ended_at timestamptz, started_at timestamptz, error jsonb,
-           log_ref text, worker_id text)
+           log_ref text, worker_id text, hostname text, pid int)
     where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
 
-  await P('mat', recordMaterializations(trx, applied, now));
+  await recordMaterializations(trx, applied, now);
   await recordFailures(trx, applied.filter((a) => a.state === "failed"), now);
 
   await adjustPools(trx, applied.filter((a) => a.wasActive).map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots })), -1);
@@ -696,12 +706,12 @@ async function completeIn(
     pool: a.step.pool,
     pool_slots: a.step.pool_slots,
   }));
-  const { scheduled, cascaded } = await P('prop', propagate(
+  const { scheduled, cascaded } = await propagate(
     trx,
     changes.filter((c) => isTerminalState(c.state)),
     now,
-  ));
-  const finishedRuns = await P('runs', updateRunCounters(trx, [...changes, ...cascaded], now));
+  );
+  const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now);
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.
   await notifyIn(trx, WAKE_CHANNEL, "steps");
   return { applied: applied.length, ignored, scheduled, finishedRuns };
@@ -839,72 +849,65 @@ async function upsertPartitionStatus(
 }
 
 /**
- * Adds the terminal upstreams to their downstream steps' counters and applies
- * each pending downstream's trigger rule; steps that become skipped or
- * upstream_failed are terminal too, so this repeats until nothing changes.
+ * Applies the trigger rule of every pending step downstream of steps that just
+ * ended. The pending steps are locked first (in id order: concurrent
+ * completions never deadlock), then their upstreams' states are counted: under
+ * READ COMMITTED that statement sees every upstream that ended in a
+ * transaction that held the lock before, so two upstreams ending at once
+ * cannot both leave a step waiting. Steps that become skipped or
+ * upstream_failed end too, so this repeats until nothing changes.
  */
 async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): Promise<{ scheduled: number; cascaded: StepChange[] }> {
-  let frontier = terminal.map((t) => ({ id: t.id, state: t.state }));
+  let frontier = terminal.map((t) => t.id);
   let scheduled = 0;
   const cascaded: StepChange[] = [];
   while (frontier.length > 0) {
-    const input = toJson(frontier);
-    // Lock the downstream rows in id order first: concurrent completions then never deadlock.
-    await sql`
-      select id from steps where id in (
-        select d.step_id from step_deps d
-        join jsonb_to_recordset(${input}::jsonb) as x(id bigint, state text) on x.id = d.upstream_step_id
-      ) order by id for update`.execute(trx);
+    const locked = await sql<{ id: number }>`
+      select s.id from steps s
+      where s.state = 'pending' and s.id in (select d.step_id from step_deps d where d.upstream_step_id = any(${frontier}::bigint[]))
+      order by s.id for update of s`.execute(trx);
+    if (locked.rows.length === 0) break;
     const { rows } = await sql<{
       id: number;
       run_id: string;
-      state: StepState;
       trigger_rule: TriggerRule;
-      upstream_total: number;
-      upstream_success: number;
-      upstream_failed: number;
-      upstream_upstream_failed: number;
-      upstream_skipped: number;
-      upstream_removed: number;
       pool: string;
       pool_slots: number;
+      total: number;
+      success: number;
+      failed: number;
+      upstream_failed: number;
+      skipped: number;
+      removed: number;
       cancel_requested: boolean;
     }>`
-      with x as (select * from jsonb_to_recordset(${input}::jsonb) as x(id bigint, state text)),
-      agg as (
-        select d.step_id,
-               count(*) filter (where x.state = 'success')::int as s,
-               count(*) filter (where x.state = 'failed')::int as f,
-               count(*) filter (where x.state = 'upstream_failed')::int as uf,
-               count(*) filter (where x.state = 'skipped')::int as sk,
-               count(*) filter (where x.state = 'removed')::int as rm
-        from step_deps d join x on x.id = d.upstream_step_id group by d.step_id
-      )
-      update steps set upstream_success = upstream_success + agg.s, upstream_failed = upstream_failed + agg.f,
-                       upstream_upstream_failed = upstream_upstream_failed + agg.uf,
-                       upstream_skipped = upstream_skipped + agg.sk, upstream_removed = upstream_removed + agg.rm
-      from agg where steps.id = agg.step_id
-      returning steps.id, steps.run_id, steps.state, steps.trigger_rule, steps.upstream_total, steps.upstream_success,
-                steps.upstream_failed, steps.upstream_upstream_failed, steps.upstream_skipped, steps.upstream_removed,
-                steps.pool, steps.pool_slots,
-                exists (select 1 from runs where runs.id = steps.run_id and runs.cancel_requested_at is not null) as cancel_requested`.execute(trx);
+      select s.id, s.run_id, s.trigger_rule, s.pool, s.pool_slots, s.upstream_total as total,
+             count(*) filter (where u.state = 'success')::int as success,
+             count(*) filter (where u.state = 'failed')::int as failed,
+             count(*) filter (where u.state = 'upstream_failed')::int as upstream_failed,
+             count(*) filter (where u.state = 'skipped')::int as skipped,
+             count(*) filter (where u.state = 'removed')::int as removed,
+             (r.cancel_requested_at is not null) as cancel_requested
+      from steps s
+      join runs r on r.id = s.run_id
+      join step_deps d on d.step_id = s.id
+      join steps u on u.id = d.upstream_step_id
+      where s.id = any(${locked.rows.map((r) => Number(r.id))}::bigint[])
+      group by s.id, r.cancel_requested_at`.execute(trx);
     const decisions: { id: number; state: StepState; reason: string | null }[] = [];
     for (const r of rows) {
-      if (r.state !== "pending") continue;
       const decision = evaluateTriggerRule(r.trigger_rule, {
-        total: r.upstream_total,
-        success: r.upstream_success,
-        failed: r.upstream_failed,
-        upstreamFailed: r.upstream_upstream_failed,
-        skipped: r.upstream_skipped,
-        removed: r.upstream_removed,
+        total: r.total,
+        success: r.success,
+        failed: r.failed,
+        upstreamFailed: r.upstream_failed,
+        skipped: r.skipped,
+        removed: r.removed,
       });
       if (decision === "wait") continue;
-      if (r.cancel_requested) {
-        decisions.push({ id: Number(r.id), state: "skipped", reason: "run canceled" });
-      } else if (decision === "run") {
-        decisions.push({ id: Number(r.id), state: "scheduled", reason: null });
-      } else {
+      if (r.cancel_requested) decisions.push({ id: Number(r.id), state: "skipped", reason: "run canceled" });
+      else if (decision === "run") decisions.push({ id: Number(r.id), state: "scheduled", reason: null });
+      else {
         decisions.push({
           id: Number(r.id),
           state: decision,
@@ -927,7 +930,7 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
         continue;
       }
       const r = rowById.get(d.id)!;
-      frontier.push({ id: d.id, state: d.state });
+      frontier.push(d.id);
       cascaded.push({ id: d.id, run_id: r.run_id, state: d.state, wasActive: false, pool: r.pool, pool_slots: r.pool_slots });
     }
   }

@@ -84,6 +84,9 @@ export type StepCompletion = {
   readonly endedAt: Date;
   readonly workerId: string | null;
   readonly logRef: string | null;
+  /** Where the try ran, when its start was not reported separately. */
+  readonly hostname?: string | null | undefined;
+  readonly pid?: number | null | undefined;
 } & (
   | {
       readonly outcome: "success";

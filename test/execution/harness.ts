@@ -120,6 +120,8 @@ export class Harness {
   definitions!: PgDefinitionStore;
   runs!: PgRunStore;
   graphs!: GraphCache;
+  /** Added to the reconcilers' clock: tests move time forward (retry delays) without waiting. */
+  clockShiftMs = 0;
   private adminUrl!: string;
   private stopped = false;
   private shadowDir: string | undefined;
@@ -240,6 +242,7 @@ export class Harness {
       definitionsDir: this.dir,
       logsDir: this.logsDir,
       id: `test-reconciler-${index}`,
+      clock: () => new Date(Date.now() + this.clockShiftMs),
       pollIntervalMs: o.pollIntervalMs ?? 100,
       housekeepingIntervalMs: o.housekeepingIntervalMs ?? 100,
       zombieAfterMs: o.zombieAfterMs ?? 60_000,
@@ -379,6 +382,8 @@ export class Harness {
  */
 export class KillableBackend implements ExecutionBackend {
   private dead = false;
+  /** Step results delivered through this backend (which node did the work). */
+  finishedCount = 0;
   constructor(readonly inner: ExecutionBackend) {}
   kill(): void {
     this.dead = true;
@@ -397,7 +402,9 @@ export class KillableBackend implements ExecutionBackend {
     if (!this.dead) await this.inner.heartbeat(steps);
   }
   async finished(results: readonly StepResult[]): Promise<void> {
-    if (!this.dead) await this.inner.finished(results);
+    if (this.dead) return;
+    await this.inner.finished(results);
+    this.finishedCount += results.length;
   }
   async addDynamicPartitions(name: string, keys: readonly string[]): Promise<void> {
     if (!this.dead) await this.inner.addDynamicPartitions(name, keys);

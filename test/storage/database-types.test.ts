@@ -106,8 +106,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     executor: "not null", queue: "null", timeout_ms: "null", retry_policy: "null", next_retry_at: "null",
     scheduled_at: "null", queued_at: "null", started_at: "null", ended_at: "null", heartbeat_at: "null",
     worker_id: "null", trigger_id: "null", skip_reason: "null", error: "null", created_at: "not null",
-    updated_at: "not null", upstream_total: "not null", upstream_success: "not null", upstream_failed: "not null",
-    upstream_upstream_failed: "not null", upstream_skipped: "not null", upstream_removed: "not null",
+    updated_at: "not null", upstream_total: "not null",
     tries_before: "not null", max_concurrency: "null", depth: "not null",
   },
   triggers: {

@@ -1,0 +1,220 @@
+import { createHash } from "node:crypto";
+import { mkdir, readdir, readFile, realpath, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { isBuiltin } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { build, type BuildFailure, type BuildOptions, type Loader, type Message, type Plugin } from "esbuild";
+import * as sdk from "../index.js";
+import type { SerializedError } from "../errors/index.js";
+import { cacheDir } from "./cache-dir.js";
+import { SDK_GLOBAL } from "./child-protocol.js";
+import { describeCompileFailure } from "./load-failure.js";
+
+export type CompiledFile = {
+  /** Other files under the definitions directory that the file imports (transitively), relative and `/`-separated, sorted. */
+  readonly imports: readonly string[];
+} & (
+  | { readonly status: "ok"; /** The ES module to import (absolute). */ readonly bundle: string }
+  | { readonly status: "error"; readonly error: SerializedError }
+);
+
+export interface CompiledDefinitions {
+  /** The definitions directory, absolute, symlinks resolved: what the compiled files' source maps point into. */
+  readonly dir: string;
+  readonly files: ReadonlyMap<string, CompiledFile>;
+}
+
+/** Compiled files nobody has used for this long are removed. */
+const STALE_AFTER_MS = 24 * 3_600_000;
+const SDK_NAMESPACE = "tributary-sdk";
+const META_NAMESPACE = "tributary-import-meta";
+const META_PREFIX = `${META_NAMESPACE}:`;
+const META_BINDING = "__tributary_import_meta";
+const LOADERS: Readonly<Record<string, Loader>> = {
+  ".ts": "ts",
+  ".mts": "ts",
+  ".cts": "ts",
+  ".tsx": "tsx",
+  ".js": "js",
+  ".mjs": "js",
+  ".cjs": "js",
+  ".jsx": "jsx",
+};
+/** Marks the plugin's own resolve calls, so it does not answer itself. */
+const RESOLVING = Symbol("resolving");
+
+/** `import … from "tributary"` in a definitions file: the SDK instance of the child runtime (see child-main.ts). */
+const SDK_MODULE =
+  `const sdk = globalThis[Symbol.for(${JSON.stringify(SDK_GLOBAL)})];\n` +
+  // Named, so that importing a name the SDK lacks fails the build with the file's line.
+  `export const { ${Object.keys(sdk).join(", ")} } = sdk;\n`;
+
+const BUILD_OPTIONS = {
+  bundle: true,
+  write: false,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // Stack traces in the child map back to the sources: error positions and the SDK's `definedIn` need them.
+  sourcemap: "inline",
+  sourcesContent: false,
+  // Packages resolve as node resolves them for an ES module (no bundler-only `module` field or condition).
+  conditions: [],
+  mainFields: ["main"],
+  // Each local module's import.meta describes its source file, not the compiled file (see the plugin).
+  define: {
+    "import.meta.url": `${META_BINDING}.url`,
+    "import.meta.filename": `${META_BINDING}.filename`,
+    "import.meta.dirname": `${META_BINDING}.dirname`,
+  },
+  logLevel: "silent",
+} satisfies BuildOptions;
+
+let pruned = false;
+
+/**
+ * Compiles each definitions file, with the local files it imports, into one
+ * ES module (esbuild, one build per file, all at once) in the cache
+ * directory, named by the hash of its content. Children then import that
+ * with plain node: no TypeScript hooks, a single module to load.
+ *
+ * What stays an import: `tributary` (the child's SDK instance), node
+ * built-ins, and packages in node_modules, by absolute URL, resolved from
+ * the importing file (from the cache directory a bare name would find other
+ * packages). Local files and packages outside node_modules (workspace
+ * links, tsconfig paths) are bundled. A file that does not compile gets its
+ * error (file:line:col) here and never reaches a child; the others are not
+ * affected. `imports` lists the local files each build read, even one that
+ * failed, so watch mode knows whom a change concerns.
+ */
+export async function compileDefinitions(dir: string, relFiles: readonly string[]): Promise<CompiledDefinitions> {
+  const root = await realpath(dir).catch(() => path.resolve(dir));
+  const outDir = path.join(await cacheDir(), "definitions");
+  await mkdir(outDir, { recursive: true });
+  if (!pruned) {
+    pruned = true;
+    void prune(outDir);
+  }
+  const compiled = await Promise.all(relFiles.map((rel) => compileOne(root, rel, outDir)));
+  return { dir: root, files: new Map(relFiles.map((rel, i) => [rel, compiled[i]!])) };
+}
+
+async function compileOne(root: string, rel: string, outDir: string): Promise<CompiledFile> {
+  const entry = path.join(root, ...rel.split("/"));
+  const read = new Set<string>();
+  const imports = (): string[] =>
+    [...read]
+      .map((f) => path.relative(root, f).split(path.sep).join("/"))
+      .filter((f) => f !== rel && !f.startsWith("../") && !path.isAbsolute(f) && !f.split("/").includes("node_modules"))
+      .sort();
+  try {
+    const result = await build({
+      ...BUILD_OPTIONS,
+      entryPoints: [entry],
+      absWorkingDir: root,
+      // Source maps name the sources relative to this directory, where the compiled file goes.
+      outdir: outDir,
+      plugins: [definitionsPlugin(read)],
+    });
+    const output = result.outputFiles[0];
+    if (!output) throw new Error("esbuild produced no output");
+    return { status: "ok", bundle: await store(outDir, output.contents), imports: imports() };
+  } catch (err) {
+    const messages = (err as Partial<BuildFailure>).errors ?? [];
+    const first = messages.find((m) => m.location) ?? messages[0];
+    const ctx = { dir: root, file: entry, relFile: rel };
+    const error: SerializedError = first
+      ? describeCompileFailure(failureOf(first, root, entry), ctx)
+      : {
+          name: "LoadError",
+          code: "LOAD_IMPORT_ERROR",
+          message: `${rel}: compiling the file failed: ${err instanceof Error ? err.message : String(err)}`,
+          location: { file: rel },
+        };
+    return { status: "error", error, imports: imports() };
+  }
+}
+
+function failureOf(message: Message, root: string, entry: string): { file: string; line: number; column: number; text: string } {
+  const loc = message.location;
+  if (!loc || (loc.namespace !== "file" && loc.namespace !== "")) return { file: entry, line: 0, column: 0, text: message.text };
+  // esbuild counts columns in bytes, from 0.
+  const column = Buffer.from(loc.lineText).subarray(0, loc.column).toString("utf8").length + 1;
+  return { file: path.resolve(root, loc.file), line: loc.line, column, text: message.text };
+}
+
+function definitionsPlugin(read: Set<string>): Plugin {
+  return {
+    name: "tributary-definitions",
+    setup(b) {
+      b.onResolve({ filter: /^tributary$/ }, () => ({ path: "tributary", namespace: SDK_NAMESPACE }));
+      b.onLoad({ filter: /.*/, namespace: SDK_NAMESPACE }, () => ({ contents: SDK_MODULE, loader: "js" }));
+
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.pluginData === RESOLVING || isBuiltin(args.path) || path.isAbsolute(args.path)) return undefined;
+        if (args.path.startsWith(META_PREFIX)) return { path: args.path.slice(META_PREFIX.length), namespace: META_NAMESPACE };
+        const found = await b.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          pluginData: RESOLVING,
+        });
+        // Unresolvable: a static import fails the build (with esbuild's own message and position); a
+        // dynamic one (perhaps in an asset function) is left for node, in case it ever runs.
+        if (found.errors.length > 0) return args.kind === "dynamic-import" ? { path: args.path, external: true } : undefined;
+        if (found.external || !found.path.split(path.sep).includes("node_modules")) {
+          return { path: found.path, namespace: found.namespace, external: found.external, sideEffects: found.sideEffects, suffix: found.suffix };
+        }
+        return { path: pathToFileURL(found.path).href, external: true };
+      });
+
+      b.onLoad({ filter: /.*/, namespace: META_NAMESPACE }, (args) => ({
+        contents:
+          `export const url = ${JSON.stringify(pathToFileURL(args.path).href)};\n` +
+          `export const filename = ${JSON.stringify(args.path)};\n` +
+          `export const dirname = ${JSON.stringify(path.dirname(args.path))};\n`,
+        loader: "js",
+      }));
+
+      b.onLoad({ filter: /.*/, namespace: "file" }, async (args) => {
+        read.add(args.path);
+        const loader = LOADERS[path.extname(args.path)];
+        if (!loader) return undefined;
+        let contents = await readFile(args.path, "utf8");
+        // Appended (imports are hoisted), so every line and column stays where it was.
+        if (contents.includes("import.meta") && !/\.c[jt]s$/.test(args.path)) {
+          contents += `\n;import * as ${META_BINDING} from ${JSON.stringify(META_PREFIX + args.path)};\n`;
+        }
+        return { contents, loader };
+      });
+    },
+  };
+}
+
+/** Writes a compiled file under the hash of its content, once; a reused one is touched, so pruning leaves it. */
+async function store(outDir: string, contents: Uint8Array): Promise<string> {
+  const file = path.join(outDir, `${createHash("sha256").update(contents).digest("hex").slice(0, 32)}.mjs`);
+  const now = new Date();
+  try {
+    await utimes(file, now, now);
+  } catch {
+    // Written under a unique name and renamed: a concurrent loader never imports half a file.
+    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    await writeFile(tmp, contents);
+    await rename(tmp, file);
+  }
+  return file;
+}
+
+async function prune(outDir: string): Promise<void> {
+  try {
+    const cutoff = Date.now() - STALE_AFTER_MS;
+    for (const name of await readdir(outDir)) {
+      const file = path.join(outDir, name);
+      const info = await stat(file).catch(() => undefined);
+      if (info?.isFile() && info.mtimeMs < cutoff) await rm(file, { force: true });
+    }
+  } catch {
+    // Pruning is housekeeping; loading goes on without it.
+  }
+}

@@ -1,0 +1,76 @@
+import { sql } from "kysely";
+import { afterEach, expect, inject, it } from "vitest";
+import { withAdminClient } from "../../src/storage/index.js";
+import { describePostgres } from "../support/pg.js";
+import { Harness, sleep } from "./harness.js";
+
+const DEFS = `
+import { asset, daily } from "tributary";
+const days = daily({ start: "2025-01-01" });
+const nap = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export const a = asset({ key: "x/a", partitions: days }, async (ctx) => { await nap(40); return ctx.partition.key; });
+export const b = asset({ key: "x/b", partitions: days, deps: { a } }, async (_ctx, { a }) => { await nap(40); return a + "!"; });
+`;
+
+/** Kills every session of the database but the admin one doing it: a Postgres restart as the clients see it. */
+async function terminateBackends(dbName: string): Promise<number> {
+  const context = inject("postgres");
+  if (!context.available) throw new Error("no Postgres");
+  const adminUrl = context.adminUrl;
+  return withAdminClient(adminUrl, async (client) => {
+    const { rows } = await client.query<{ killed: boolean }>(
+      `select pg_terminate_backend(pid) as killed from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()`,
+      [dbName],
+    );
+    return rows.filter((r) => r.killed).length;
+  });
+}
+
+describePostgres("execution: Postgres connection loss mid-run", () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  it("reconnects every component and completes the run", async () => {
+    h = await Harness.create({
+      files: { "x.ts": DEFS },
+      nodes: 2,
+      node: { capacity: 4 },
+      queuedTimeoutMs: 2_000,
+      zombieAfterMs: 3_000,
+    });
+    const runId = await h.launch(["x/a", "x/b"], { from: "2025-01-01", to: "2025-01-30" });
+    await h.until(async () => {
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'success'`.execute(h!.db);
+      return rows[0]!.n >= 10;
+    }, 20_000, "the run to get going");
+    let killed = 0;
+    // Twice, a moment apart: connections re-opened after the first kill die too.
+    for (let i = 0; i < 6; i++) {
+      killed += await terminateBackends(h.dbName);
+      await sleep(60 + Math.random() * 100);
+    }
+    expect(killed).toBeGreaterThan(2);
+
+    const run = await h.waitForRun(runId, 45_000);
+    console.log(h.errors().map((e) => e.slice(0, 200)), (await sql<{ n: number; s: string }>`select count(*)::int as n, string_agg(distinct coalesce(error->>'code', state), ',') as s from step_tries where run_id = ${runId}`.execute(h.db)).rows);
+    expect(run.status).toBe("success");
+    expect(run).toMatchObject({ stepsTotal: 60, stepsDone: 60, stepsFailed: 0, stepsActive: 0 });
+    // Every step succeeded once; a try lost with the connection was handed out again, never run twice to success.
+    const { rows } = await sql<{ outputs: number; events: number; occupied: number }>`
+      select (select count(*)::int from outputs where run_id = ${runId}) as outputs,
+             (select count(*)::int from events where run_id = ${runId} and kind = 'materialization') as events,
+             (select occupied_slots from pools where name = 'default_pool') as occupied`.execute(h.db);
+    expect(rows[0]).toEqual({ outputs: 60, events: 60, occupied: 0 });
+    const b30 = await sql<{ inline_value: unknown }>`
+      select inline_value from outputs where run_id = ${runId} and asset_key = 'x/b' and partition_key = '2025-01-30'`.execute(h.db);
+    expect(b30.rows[0]!.inline_value).toBe("2025-01-30!");
+
+    // The reconcilers listen again: a new run is picked up promptly with the fallback timer made slow.
+    const again = await h.waitForRun(await h.launch(["x/a"], { partition: "2025-02-01" }), 10_000);
+    expect(again.status).toBe("success");
+    await h.until(async () => h!.nodes.every((n) => n.handle.listener.backendPid !== undefined), 10_000, "listeners to reconnect");
+  });
+});
