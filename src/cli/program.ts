@@ -6,6 +6,7 @@ import { registerMigrate } from "./commands/migrate.js";
 import { registerPartitions } from "./commands/partitions.js";
 import { registerMaterialize } from "./commands/materialize.js";
 import { registerRuns } from "./commands/runs.js";
+import { registerReconciler } from "./commands/reconciler.js";
 import { VERSION } from "./version.js";
 
 /** Builds the `tributary` command line; each command registers itself. */
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerMaterialize(program);
   registerRuns(program);
   registerMigrate(program);
+  registerReconciler(program);
   return program;
 }
 

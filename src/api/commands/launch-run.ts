@@ -14,6 +14,8 @@ export interface LaunchRunRequest {
   /** Every existing partition. */
   readonly allPartitions?: boolean | undefined;
   readonly includeUpstream?: boolean | undefined;
+  /** At most this many steps of the run queued or running at once. */
+  readonly maxActiveSteps?: number | undefined;
   readonly origin?: RunOrigin | undefined;
   readonly priority?: number | undefined;
   readonly tags?: Readonly<Record<string, string>> | undefined;
@@ -90,6 +92,7 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
       tags: request.tags ?? {},
       jobName: limits.jobName,
       maxActiveRuns: limits.maxActiveRuns,
+      maxActiveSteps: request.maxActiveSteps ?? null,
       settings: (key) => stepSettings(graph.require(key)),
     },
     now,

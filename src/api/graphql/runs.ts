@@ -101,6 +101,7 @@ const launchInput = z.strictObject({
   to: z.string().optional(),
   allPartitions: z.boolean().optional(),
   includeUpstream: z.boolean().optional(),
+  maxActiveSteps: z.number().int().min(1).optional(),
   tags: z.record(z.string(), z.string()).optional(),
 });
 
@@ -112,6 +113,7 @@ const LaunchRunInput = builder.inputType("LaunchRunInput", {
     to: t.string(),
     allPartitions: t.boolean(),
     includeUpstream: t.boolean(),
+    maxActiveSteps: t.int(),
     tags: t.field({ type: "JSON" }),
   }),
 });

@@ -6,6 +6,7 @@ import { InputError } from "../../errors/index.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
 import { persistLoad, previousGoodFromStore } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
+import { positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { VERSION } from "../version.js";
@@ -13,6 +14,8 @@ import { VERSION } from "../version.js";
 export interface DevOptions {
   port: string;
   host: string;
+  processes?: string;
+  concurrencyPerProcess?: string;
 }
 
 /** `tributary dev`: the database, the definitions watcher and the HTTP server in one process. */
@@ -22,6 +25,8 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new InputError(`--port: "${opts.port}" is not a port number (0–65535)`);
   }
+  const processes = positiveInt(opts.processes, "--processes");
+  const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
 
   const runtime = await openRuntime(settings);
@@ -69,7 +74,10 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
   });
   resolveInitialLoad(watcher.ready);
-  const execution = await startExecution(runtime, { log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`) });
+  const execution = await startExecution(runtime, {
+    ...(processes ? { processes } : {}),
+    ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
+    log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`) });
   log(`reconciler ${execution.reconciler.id} and the local executor are running`);
 
   let stopping = false;

@@ -2,6 +2,7 @@ import cliProgress from "cli-progress";
 import pc from "picocolors";
 import { InputError } from "../../errors/index.js";
 import type { RunDetail, RunSummary } from "../../storage/index.js";
+import { positiveInt } from "../options.js";
 import { printJson } from "../output.js";
 import { connectRuns, requireRun, type RunsClient } from "../runs-client.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
@@ -12,10 +13,8 @@ const TERMINAL = new Set(["success", "failed", "canceled"]);
 
 export async function runMaterialize(keys: string[], opts: MaterializeOptions, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
-  const processes = opts.processes === undefined ? undefined : Number(opts.processes);
-  if (processes !== undefined && (!Number.isInteger(processes) || processes < 1)) {
-    throw new InputError(`--processes: "${opts.processes}" is not a positive whole number`);
-  }
+  const processes = positiveInt(opts.processes, "--processes");
+  const maxActiveSteps = positiveInt(opts.maxActiveSteps, "--max-active-steps");
   if (opts.all && (opts.partition !== undefined || opts.from !== undefined || opts.to !== undefined)) {
     throw new InputError("--all selects every partition: leave out --partition, --from and --to");
   }
@@ -33,6 +32,7 @@ export async function runMaterialize(keys: string[], opts: MaterializeOptions, g
       to: opts.to,
       allPartitions: opts.all,
       includeUpstream: opts.includeUpstream,
+      maxActiveSteps,
     });
     // In-process, nothing would execute the run after this command exits: wait regardless.
     const wait = opts.wait || client.where === "in-process";

@@ -10,6 +10,7 @@ export interface MaterializeOptions {
   wait?: boolean;
   json?: boolean;
   processes?: string;
+  maxActiveSteps?: string;
 }
 
 export function registerMaterialize(program: Command): void {
@@ -22,6 +23,7 @@ export function registerMaterialize(program: Command): void {
     .option("--all", "every existing partition")
     .option("--include-upstream", "also materialise the upstream partitions the run reads that are not materialised yet")
     .option("--wait", "wait for the run to finish, with a live progress bar; exit code 0 only if it succeeded")
+    .option("--max-active-steps <n>", "at most this many steps of the run at once")
     .option("--processes <n>", "worker processes when running in-process (no server running)")
     .option("--json", "machine-readable output")
     .action(async (keys: string[], opts: MaterializeOptions, cmd: Command) => {
