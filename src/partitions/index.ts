@@ -25,7 +25,7 @@ export { identity, timeWindow, allPartitions, lastPartition, staticMapping, mult
 export type { TimeWindowMappingOptions, MultiMappingDimension } from "./partition-mappings.js";
 
 export { PartitionSubset, UNPARTITIONED } from "./partition-subset.js";
-export { partitionSpace, loadPartitionSpace, dynamicNames } from "./partition-space.js";
+export { partitionSpace, loadPartitionSpace, loadPartitionContext, dynamicNames } from "./partition-space.js";
 export type { PartitionSpace, PartitionContext } from "./partition-space.js";
 
 export { upstreamPartitions } from "./upstream-partitions.js";

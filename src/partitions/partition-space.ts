@@ -107,11 +107,23 @@ export async function loadPartitionSpace(
   spec: PartitionsSpec,
   dynamicKeys: (name: string) => Promise<readonly string[]> | readonly string[],
 ): Promise<PartitionSpace> {
-  const names = dynamicNames(spec);
-  if (names.length === 0) return spaceOf(spec);
-  const entries = await Promise.all(names.map(async (name) => [name, await dynamicKeys(name)] as const));
+  if (dynamicNames(spec).length === 0) return spaceOf(spec);
+  return spaceOf(spec, await loadPartitionContext([spec], dynamicKeys));
+}
+
+/**
+ * A context holding the keys of every dynamic partition set the specs use,
+ * fetched once (one call per set) from an asynchronous source.
+ */
+export async function loadPartitionContext(
+  specs: Iterable<PartitionsSpec | null>,
+  dynamicKeys: (name: string) => Promise<readonly string[]> | readonly string[],
+): Promise<PartitionContext> {
+  const names = new Set<string>();
+  for (const spec of specs) if (spec) for (const n of dynamicNames(spec)) names.add(n);
+  const entries = await Promise.all([...names].map(async (name) => [name, await dynamicKeys(name)] as const));
   const keys = new Map(entries);
-  return spaceOf(spec, { dynamicKeys: (name) => keys.get(name) ?? [] });
+  return { dynamicKeys: (name) => keys.get(name) ?? [] };
 }
 
 /** Names of the dynamic partition sets a spec uses. */

@@ -1,6 +1,6 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { SnapshotAsset } from "../../graph/index.js";
-import { dynamicNames, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
+import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
 import { planRun, type PartitionSelection, type RunPlan } from "../../planner/index.js";
 import type { DefinitionStore, GraphCache, RunOrigin, RunStore, StepSettings } from "../../storage/index.js";
 
@@ -47,7 +47,10 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
   if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const selected = request.assetKeys.map((k) => graph.require(k));
   const involved = [...graph.ancestors(request.assetKeys), ...request.assetKeys].map((k) => graph.require(k));
-  const ctx = await dynamicContext(services, involved);
+  const ctx = await loadPartitionContext(
+    involved.map((a) => a.partitions),
+    (name) => services.definitions.listDynamicPartitions(name),
+  );
 
   const materializedKeys = await services.runs.materializedKeys(involved.map((a) => a.key));
   const materialized = new Map<string, PartitionSubset>();
@@ -143,12 +146,4 @@ function involvedLimits(plan: RunPlan, get: (key: string) => SnapshotAsset | und
   if (limits.length === 0) return { jobName: null, maxActiveRuns: null };
   const first = get(keys[0]!);
   return { jobName: first ? `${first.group}:${first.key}` : null, maxActiveRuns: Math.min(...limits) };
-}
-
-async function dynamicContext(services: LaunchServices, assets: readonly SnapshotAsset[]): Promise<PartitionContext> {
-  const names = new Set<string>();
-  for (const a of assets) if (a.partitions) for (const n of dynamicNames(a.partitions)) names.add(n);
-  const keys = new Map<string, readonly string[]>();
-  await Promise.all([...names].map(async (n) => keys.set(n, await services.definitions.listDynamicPartitions(n))));
-  return { dynamicKeys: (name) => keys.get(name) ?? [] };
 }
