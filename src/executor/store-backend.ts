@@ -1,13 +1,7 @@
 import { createHash } from "node:crypto";
 import { serializeError, StorageError, TributaryError } from "../errors/index.js";
 import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.js";
-import {
-  dynamicNames,
-  partitionSpace,
-  UNPARTITIONED,
-  upstreamPartitions,
-  type PartitionContext,
-} from "../partitions/index.js";
+import { loadPartitionContext, partitionSpace, UNPARTITIONED, upstreamPartitions } from "../partitions/index.js";
 import {
   INLINE_OUTPUT_LIMIT_BYTES,
   type DefinitionStore,
@@ -17,6 +11,7 @@ import {
   type RunStore,
   type StepCompletion,
 } from "../storage/index.js";
+import { STEP_ERROR_CODES } from "./step-errors.js";
 import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "./types.js";
 
 export interface StoreBackendOptions {
@@ -30,6 +25,9 @@ export interface StoreBackendOptions {
   /** Called with every completion summary (tests and metrics observe progress through it). */
   readonly onCompleted?: (results: readonly StepResult[]) => void;
 }
+
+/** Tries of one batch's input reads before its steps fail (backoff 200, 400, 800… ms between them). */
+const LOAD_INPUTS_ATTEMPTS = 5;
 
 /** The name of the setting to mention when an output is too large and no store is configured. */
 export const OUTPUT_STORE_SETTING = "TRIBUTARY_OUTPUT_DIR";
@@ -49,11 +47,29 @@ export class StoreExecutionBackend implements ExecutionBackend {
   }
 
   async loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
+    // The reads are idempotent: a dropped connection or a restarting server
+    // is retried here rather than failing every step of the batch (which
+    // would count against their retry policies, or fail them outright).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.loadInputsOnce(steps);
+      } catch (err) {
+        if (attempt >= LOAD_INPUTS_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+      }
+    }
+  }
+
+  private async loadInputsOnce(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
     const out = new Map<number, StepInputs>();
     if (steps.length === 0) return out;
     for (const step of steps) this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, lineage: [] });
     const { graph } = await this.options.graphs.current();
-    const ctx = await this.dynamicContext(graph, steps);
+    const involved = steps.flatMap((step) => {
+      const asset = graph.get(step.assetKey);
+      return asset ? [asset.partitions, ...asset.deps.map((d) => graph.get(d.assetKey)?.partitions ?? null)] : [];
+    });
+    const ctx = await loadPartitionContext(involved, (name) => this.options.definitions.listDynamicPartitions(name));
     const now = this.clock();
     // 1. Which upstream partitions each step reads, per dependency, in partition order.
     const wanted = new Map<number, { asset: SnapshotAsset; reads: { name: string; many: boolean; assetKey: string; keys: string[] }[] }>();
@@ -148,7 +164,11 @@ export class StoreExecutionBackend implements ExecutionBackend {
       pid: r.pid ?? null,
     };
     const o = r.outcome;
-    if (o.kind === "failed") return { ...base, outcome: "failed", error: o.error, retryable: o.retryable };
+    if (o.kind === "failed") {
+      // Dropped unstarted because the executor was closing: not the step's doing, so it is handed out again.
+      if (r.startedAt === null && o.error.code === STEP_ERROR_CODES.closed) return { ...base, outcome: "released", error: o.error };
+      return { ...base, outcome: "failed", error: o.error, retryable: o.retryable };
+    }
     if (o.kind === "skipped") return { ...base, outcome: "skipped", reason: o.reason };
     const flight = this.inFlight.get(tryKey(r.stepId, r.tryNumber));
     const asset = flight ? graph.get(flight.assetKey) : undefined;
@@ -199,20 +219,6 @@ export class StoreExecutionBackend implements ExecutionBackend {
     const value = JSON.parse(await this.options.outputStore.get(rec.ref)) as unknown;
     cache.set(rec.ref, value);
     return value;
-  }
-
-  private async dynamicContext(graph: AssetGraph, steps: readonly StepDispatch[]): Promise<PartitionContext> {
-    const names = new Set<string>();
-    for (const step of steps) {
-      const asset = graph.get(step.assetKey);
-      if (!asset) continue;
-      for (const a of [asset, ...asset.deps.map((d) => graph.get(d.assetKey))]) {
-        if (a?.partitions) for (const n of dynamicNames(a.partitions)) names.add(n);
-      }
-    }
-    const keys = new Map<string, readonly string[]>();
-    await Promise.all([...names].map(async (n) => keys.set(n, await this.options.definitions.listDynamicPartitions(n))));
-    return { dynamicKeys: (name) => keys.get(name) ?? [] };
   }
 }
 

@@ -304,6 +304,8 @@ export class PgRunStore implements RunStore {
       }
       const admitted = admit(order, { capacity, poolFree, assetActive });
       if (admitted.length === 0) return [];
+      const admittedSet = new Set(admitted);
+      await lockRuns(trx, order.filter((d) => admittedSet.has(d.id)).map((d) => d.run_id));
 
       // Hand them out: state, try row, pool slots and run counters in one statement.
       const { rows } = await sql<{
@@ -404,92 +406,135 @@ export class PgRunStore implements RunStore {
   async housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {
     const now = options.now;
     const random = options.random ?? Math.random;
-    return this.#db.transaction().execute(async (trx) => {
-      // Retries whose delay has passed become runnable again.
-      const retries = await sql<{ id: number }>`
-        update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
-        where id in (select id from steps where state = 'up_for_retry' and next_retry_at <= ${now}
-                     order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
-        returning id`.execute(trx);
+    // Each chore commits on its own. One transaction for all of them would
+    // hold steps, pools and runs from one chore while waiting for locks in
+    // the next, and deadlock with claims and completions that take the same
+    // rows in the opposite order.
+    const chore = <T>(fn: (trx: Trx) => Promise<T>, changed: (result: T) => boolean): Promise<T> =>
+      this.#db.transaction().execute(async (trx) => {
+        const result = await fn(trx);
+        if (changed(result)) await notifyIn(trx, WAKE_CHANNEL, "housekeeping");
+        return result;
+      });
 
-      // Zombies: running steps nobody has heard from. Their try fails (retryable).
-      const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
-      const zombies = await sql<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }>`
-        select id, try_number, worker_id, heartbeat_at from steps
-        where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
-        order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked`.execute(trx);
-      if (zombies.rows.length > 0) {
-        await completeIn(
-          trx,
-          zombies.rows.map(
-            (z): StepCompletion => ({
-              stepId: Number(z.id),
-              tryNumber: z.try_number,
-              startedAt: null,
-              endedAt: now,
-              workerId: z.worker_id,
-              logRef: null,
-              outcome: "failed",
-              retryable: true,
-              error: {
-                name: "ZombieStep",
-                code: "STEP_ZOMBIE",
-                message:
-                  `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
-                  `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
-              },
-            }),
-          ),
-          now,
-          random,
-        );
-      }
+    // Retries whose delay has passed become runnable again.
+    const retriesDue = await chore(
+      async (trx) =>
+        (
+          await sql<{ id: number }>`
+            update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
+            where id in (select id from steps where state = 'up_for_retry' and next_retry_at <= ${now}
+                         order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
+            returning id`.execute(trx)
+        ).rows.length,
+      (n) => n > 0,
+    );
 
-      // Handed out but never started (the executor lost it): hand it out again;
-      // such a try does not count against the retry policy.
-      const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
-      const stuck = await sql<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }>`
-        update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
-        where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
-                     order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
-        returning id, run_id, try_number, pool, pool_slots`.execute(trx);
-      if (stuck.rows.length > 0) {
-        const err: SerializedError = {
-          name: "QueuedTimeout",
-          code: "STEP_QUEUED_TIMEOUT",
-          message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
-        };
-        await sql`
-          update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb
-          from jsonb_to_recordset(${toJson(stuck.rows.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
-            as x(step_id bigint, try_number int)
-          where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
-        await adjustPools(trx, stuck.rows.map((r) => ({ pool: r.pool, slots: r.pool_slots })), -1);
-        await adjustRunActive(trx, stuck.rows.map((r) => r.run_id), -1, now);
-      }
+    // Zombies: running steps nobody has heard from. Their try fails (retryable).
+    const zombies = await chore(
+      async (trx) => {
+        const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
+        const { rows } = await sql<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }>`
+          select id, try_number, worker_id, heartbeat_at from steps
+          where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
+          order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked`.execute(trx);
+        if (rows.length > 0) {
+          await completeIn(
+            trx,
+            rows.map(
+              (z): StepCompletion => ({
+                stepId: Number(z.id),
+                tryNumber: z.try_number,
+                startedAt: null,
+                endedAt: now,
+                workerId: z.worker_id,
+                logRef: null,
+                outcome: "failed",
+                retryable: true,
+                error: {
+                  name: "ZombieStep",
+                  code: "STEP_ZOMBIE",
+                  message:
+                    `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
+                    `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
+                },
+              }),
+            ),
+            now,
+            random,
+          );
+        }
+        return rows.length;
+      },
+      () => false, // completeIn notifies
+    );
 
-      // Runs waiting for their job's maxActiveRuns.
-      const queuedRuns = await sql<{ id: string }>`
-        select id from runs where status = 'queued' and cancel_requested_at is null
-        order by priority desc, created_at limit 100 for update skip locked`.execute(trx);
-      let runsStarted = 0;
-      for (const r of queuedRuns.rows) if (await startRun(trx, r.id, now)) runsStarted++;
+    // Handed out but never started (the executor lost it): hand it out again;
+    // such a try does not count against the retry policy.
+    const requeued = await chore(
+      async (trx) => {
+        const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
+        const stuck = await sql<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }>`
+          update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
+          where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
+                       order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
+          returning id, run_id, try_number, pool, pool_slots`.execute(trx);
+        if (stuck.rows.length > 0) {
+          const err: SerializedError = {
+            name: "QueuedTimeout",
+            code: "STEP_QUEUED_TIMEOUT",
+            message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
+          };
+          await sql`
+            update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb
+            from jsonb_to_recordset(${toJson(stuck.rows.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
+              as x(step_id bigint, try_number int)
+            where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
+          await adjustPools(trx, stuck.rows.map((r) => ({ pool: r.pool, slots: r.pool_slots })), -1);
+          await adjustRunActive(trx, stuck.rows.map((r) => r.run_id), -1, now);
+        }
+        return stuck.rows.length;
+      },
+      (n) => n > 0,
+    );
 
-      // Cancellation: unstarted steps are skipped, active ones are aborted by their executor.
-      const canceling = await sql<{ id: string }>`
-        select id from runs where cancel_requested_at is not null and status in ('queued', 'running')
-        order by id limit 100 for update skip locked`.execute(trx);
-      let runsCanceled = 0;
-      const toAbort: { stepId: number; executor: string }[] = [];
-      if (canceling.rows.length > 0) {
+    // Runs waiting for their job's maxActiveRuns.
+    const runsStarted = await chore(
+      async (trx) => {
+        const queuedRuns = await sql<{ id: string }>`
+          select id from runs where status = 'queued' and cancel_requested_at is null
+          order by priority desc, created_at limit 100 for update skip locked`.execute(trx);
+        let started = 0;
+        for (const r of queuedRuns.rows) if (await startRun(trx, r.id, now)) started++;
+        return started;
+      },
+      (n) => n > 0,
+    );
+
+    // Cancellation: unstarted steps are skipped, active ones are aborted by
+    // their executor. Steps are locked before their runs (in id order), as
+    // completions do; doing it twice at once is harmless.
+    const { runsCanceled, toAbort } = await chore(
+      async (trx) => {
+        const canceling = await sql<{ id: string }>`
+          select id from runs where cancel_requested_at is not null and status in ('queued', 'running')
+          order by id limit 100`.execute(trx);
+        const toAbort: { stepId: number; executor: string }[] = [];
+        if (canceling.rows.length === 0) return { runsCanceled: 0, toAbort };
         const runIds = canceling.rows.map((r) => r.id);
         const skipped = await sql<{ run_id: string; n: number }>`
-          with s as (
+          with locked as (
+            select id from steps
+            where run_id = any(${runIds}::uuid[]) and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
+            order by id for update
+          ), s as (
             update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = ${now}, next_retry_at = null,
                              updated_at = ${now}
-            where run_id = any(${runIds}::uuid[]) and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule')
+            where id in (select id from locked)
+              and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
             returning run_id
           ) select run_id, count(*)::int as n from s group by run_id`.execute(trx);
+        await lockRuns(trx, runIds);
         for (const s of skipped.rows) {
           await trx
             .updateTable("runs")
@@ -502,23 +547,15 @@ export class PgRunStore implements RunStore {
         for (const a of active.rows) toAbort.push({ stepId: Number(a.id), executor: a.executor });
         const done = await sql<{ id: string }>`
           update runs set status = 'canceled', ended_at = ${now}, updated_at = ${now}
-          where id = any(${runIds}::uuid[]) and steps_active = 0
+          where id = any(${runIds}::uuid[]) and status in ('queued', 'running') and steps_active = 0
             and not exists (select 1 from steps where steps.run_id = runs.id and steps.state in ('queued', 'running'))
           returning id`.execute(trx);
-        runsCanceled = done.rows.length;
-      }
-      if (retries.rows.length + zombies.rows.length + stuck.rows.length + runsStarted + runsCanceled > 0) {
-        await notifyIn(trx, WAKE_CHANNEL, "housekeeping");
-      }
-      return {
-        retriesDue: retries.rows.length,
-        zombies: zombies.rows.length,
-        requeued: stuck.rows.length,
-        runsStarted,
-        toAbort,
-        runsCanceled,
-      };
-    });
+        return { runsCanceled: done.rows.length, toAbort };
+      },
+      (r) => r.runsCanceled > 0,
+    );
+
+    return { retriesDue, zombies, requeued, runsStarted, toAbort, runsCanceled };
   }
 
   // ── reads for data passing and planning ─────────────────────────────────
@@ -641,9 +678,11 @@ async function completeIn(
     if (c.outcome === "success") state = "success";
     else if (c.outcome === "skipped") state = "skipped";
     else if (c.outcome === "removed") state = "removed";
+    else if (c.outcome === "released" && step.state === "queued") state = "scheduled";
     else {
       const policy = step.retry_policy;
-      const retry = c.retryable && !step.cancel_requested && policy !== null && shouldRetry(policy, c.tryNumber, step.tries_before);
+      const retryable = c.outcome === "released" || c.retryable;
+      const retry = retryable && !step.cancel_requested && policy !== null && shouldRetry(policy, c.tryNumber, step.tries_before);
       if (retry) {
         state = "up_for_retry";
         nextRetryAt = new Date(now.getTime() + retryDelayMs(policy, c.tryNumber - step.tries_before, random));
@@ -656,9 +695,11 @@ async function completeIn(
   const stepUpdates = applied.map(({ c, state, nextRetryAt }) => ({
     id: c.stepId,
     state,
-    ended_at: state === "up_for_retry" ? null : c.endedAt.toISOString(),
+    ended_at: state === "up_for_retry" || state === "scheduled" ? null : c.endedAt.toISOString(),
     next_retry_at: nextRetryAt?.toISOString() ?? null,
-    error: c.outcome === "failed" ? c.error : null,
+    error: errorOf(c),
+    // Released unstarted: handed out again, and the try is not counted.
+    released: state === "scheduled",
     skip_reason: c.outcome === "skipped" || c.outcome === "removed" ? c.reason : null,
     worker_id: c.workerId,
     started_at: c.startedAt?.toISOString() ?? null,
@@ -666,19 +707,21 @@ async function completeIn(
   await sql`
     update steps set state = x.state, ended_at = x.ended_at, next_retry_at = x.next_retry_at, error = x.error,
                      skip_reason = x.skip_reason, worker_id = coalesce(x.worker_id, steps.worker_id),
-                     started_at = coalesce(steps.started_at, x.started_at), heartbeat_at = null, updated_at = ${now}
+                     started_at = coalesce(steps.started_at, x.started_at), heartbeat_at = null, updated_at = ${now},
+                     tries_before = steps.tries_before + (case when x.released then 1 else 0 end),
+                     scheduled_at = case when x.released then ${now}::timestamptz else steps.scheduled_at end
     from jsonb_to_recordset(${toJson(stepUpdates)}::jsonb)
-      as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, skip_reason text,
-           worker_id text, started_at timestamptz)
+      as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, released boolean,
+           skip_reason text, worker_id text, started_at timestamptz)
     where steps.id = x.id`.execute(trx);
 
   const tryUpdates = applied.filter((a) => a.wasActive).map(({ c }) => ({
     step_id: c.stepId,
     try_number: c.tryNumber,
-    state: c.outcome,
+    state: c.outcome === "released" ? "failed" : c.outcome,
     ended_at: c.endedAt.toISOString(),
     started_at: c.startedAt?.toISOString() ?? null,
-    error: c.outcome === "failed" ? c.error : null,
+    error: errorOf(c),
     log_ref: c.logRef,
     worker_id: c.workerId,
     hostname: c.hostname ?? null,
@@ -797,7 +840,7 @@ async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; st
     run_id: step.run_id,
     step_id: step.id,
     try_number: c.tryNumber,
-    metadata: { error: c.outcome === "failed" ? { code: c.error.code, message: c.error.message } : null },
+    metadata: { error: c.outcome === "failed" || c.outcome === "released" ? { code: c.error.code, message: c.error.message } : null },
   }));
   await sql`
     insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, metadata, created_at)
@@ -947,6 +990,7 @@ async function updateRunCounters(trx: Trx, changes: readonly StepChange[], now: 
     if (c.wasActive) agg.active++;
     perRun.set(c.run_id, agg);
   }
+  await lockRuns(trx, [...perRun.keys()]);
   const input = toJson([...perRun].map(([run_id, a]) => ({ run_id, ...a })));
   const { rows } = await sql<{ id: string; status: RunStatus; finished: boolean }>`
     update runs set
@@ -1034,10 +1078,22 @@ async function lockPools(trx: Trx, names: readonly string[], defaultSlots: numbe
   return new Map(rows.map((p) => [p.name, p.slots - p.occupied_slots]));
 }
 
+/**
+ * Locks runs rows in id order. Transactions that update several runs (claims,
+ * completions, housekeeping) lock them this way first, after their steps and
+ * pools: taken in the order an UPDATE … FROM happens to visit them, two
+ * transactions touching the same runs deadlock (as pools, locked by name).
+ */
+async function lockRuns(trx: Trx, runIds: readonly string[]): Promise<void> {
+  if (runIds.length === 0) return;
+  await sql`select id from runs where id = any(${[...new Set(runIds)]}::uuid[]) order by id for update`.execute(trx);
+}
+
 async function adjustPools(trx: Trx, taken: readonly { pool: string; slots: number }[], sign: 1 | -1): Promise<void> {
   if (taken.length === 0) return;
   const perPool = new Map<string, number>();
   for (const t of taken) perPool.set(t.pool, (perPool.get(t.pool) ?? 0) + t.slots);
+  await sql`select name from pools where name = any(${[...perPool.keys()]}::text[]) order by name for update`.execute(trx);
   const input = toJson([...perPool].map(([name, n]) => ({ name, n: n * sign })));
   await sql`
     update pools set occupied_slots = greatest(0, occupied_slots + x.n), updated_at = now()
@@ -1049,11 +1105,16 @@ async function adjustRunActive(trx: Trx, runIds: readonly string[], sign: 1 | -1
   if (runIds.length === 0) return;
   const perRun = new Map<string, number>();
   for (const r of runIds) perRun.set(r, (perRun.get(r) ?? 0) + 1);
+  await lockRuns(trx, [...perRun.keys()]);
   const input = toJson([...perRun].map(([run_id, n]) => ({ run_id, n: n * sign })));
   await sql`
     update runs set steps_active = greatest(0, steps_active + x.n), updated_at = ${now}
     from jsonb_to_recordset(${input}::jsonb) as x(run_id uuid, n int)
     where runs.id = x.run_id`.execute(trx);
+}
+
+function errorOf(c: StepCompletion): SerializedError | null {
+  return c.outcome === "failed" || c.outcome === "released" ? c.error : null;
 }
 
 function isTerminalState(state: StepState): state is Terminal | "removed" {

@@ -99,6 +99,12 @@ export type StepCompletion = {
   | { readonly outcome: "skipped"; readonly reason: string }
   /** The asset left the definitions while the run was open. */
   | { readonly outcome: "removed"; readonly reason: string }
+  /**
+   * The executor gave the try back before it started (it was closing): the
+   * step is handed out again, and the try does not count against its retry
+   * policy. Had it started after all, it counts as a retryable failure.
+   */
+  | { readonly outcome: "released"; readonly error: SerializedError }
 );
 
 export interface CompletionSummary {

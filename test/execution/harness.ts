@@ -2,7 +2,7 @@
 // of the migrated template per harness, a definitions directory synced into
 // it, and one or more "nodes" (reconciler + executor + their own database
 // handle), the way separate `tributary` processes would share one database.
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -391,7 +391,18 @@ export class KillableBackend implements ExecutionBackend {
   get killed(): boolean {
     return this.dead;
   }
-  loadInputs(steps: readonly StepDispatch[]) {
+  private gate: Promise<void> | undefined;
+  private openGate: (() => void) | undefined;
+  /** Holds loadInputs calls until resumeInputs() (steps stay in the executor, unstarted). */
+  pauseInputs(): void {
+    this.gate ??= new Promise((resolve) => (this.openGate = resolve));
+  }
+  resumeInputs(): void {
+    this.openGate?.();
+    this.gate = undefined;
+  }
+  async loadInputs(steps: readonly StepDispatch[]) {
+    if (this.gate) await this.gate;
     if (this.dead) return new Promise<never>(() => {});
     return this.inner.loadInputs(steps);
   }
@@ -421,7 +432,6 @@ async function writeDefinitions(dir: string, files: Readonly<Record<string, stri
 }
 
 async function readTree(dir: string): Promise<Record<string, string>> {
-  const { readdir } = await import("node:fs/promises");
   const out: Record<string, string> = {};
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
@@ -433,9 +443,4 @@ async function readTree(dir: string): Promise<Record<string, string>> {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Rows of a query, for assertions. */
-export async function rows<T>(db: Kysely<Database>, query: ReturnType<typeof sql<T>>): Promise<T[]> {
-  return (await query.execute(db)).rows;
 }

@@ -9,7 +9,7 @@ const days = daily({ start: "2025-01-01" });
 const nap = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const pooled = asset({ key: "l/pooled", partitions: days, pool: "p" }, async () => { await nap(100); return 1; });
-export const gate = asset({ key: "l/gate", priority: 100 }, async () => { await nap(400); return 1; });
+export const gate = asset({ key: "l/gate", priority: 100 }, async () => { await nap(1000); return 1; });
 export const high = asset({ key: "l/high", partitions: days, priority: 10 }, async () => { await nap(15); return 1; });
 export const low = asset({ key: "l/low", partitions: days }, async () => { await nap(15); return 1; });
 export const low2 = asset({ key: "l/low2", partitions: days }, async () => { await nap(15); return 1; });

@@ -26,7 +26,7 @@ export const hopeless = asset({ key: "r/hopeless", partitions: daily({ start: "2
   throw new Error("never works");
 });
 
-export const expo = asset({ key: "r/expo", retries: { max: 3, delay: 150, backoff: "exponential" } }, async () => {
+export const expo = asset({ key: "r/expo", retries: { max: 3, delay: 200, backoff: "exponential" } }, async () => {
   throw new Error("always fails");
 });
 `;
@@ -98,13 +98,13 @@ describePostgres("execution: retries", () => {
       return s.state === "failed";
     };
     await h.until(poll, 20_000, "r/expo to fail for good");
-    expect(Object.fromEntries(seen)).toEqual({ 1: 150, 2: 450, 3: 1050 });
+    expect(Object.fromEntries(seen)).toEqual({ 1: 200, 2: 600, 3: 1400 });
     const run = await h.waitForRun(runId);
     expect(run.status).toBe("failed");
     const tries = run.steps[0]!.tries;
     expect(tries).toHaveLength(4);
     for (const [i, factor] of [[1, 1], [2, 3], [3, 7]] as const) {
-      expect(tries[i]!.startedAt!.getTime() - tries[i - 1]!.endedAt!.getTime()).toBeGreaterThanOrEqual(150 * factor - 20);
+      expect(tries[i]!.startedAt!.getTime() - tries[i - 1]!.endedAt!.getTime()).toBeGreaterThanOrEqual(200 * factor - 20);
     }
   });
 });
