@@ -1,8 +1,10 @@
 // Loads 1 000 generated definitions files (1–3 daily-partitioned assets each,
 // with dependencies on assets of earlier files) and prints one JSON object:
-// total time, per-file load time percentiles, throughput, concurrency, and
-// the time to build and hash the snapshot.
+// total time, per-file load time percentiles, throughput, concurrency, the
+// CPU time of the loader and of its child processes (Linux), and the time to
+// build and hash the snapshot.
 //   npx tsx bench/load-definitions.ts [--files 1000] [--concurrency N]
+import { readFileSync } from "node:fs";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -67,12 +69,29 @@ function percentile(sorted: number[], p: number): number {
 
 const round = (n: number): number => Math.round(n * 10) / 10;
 
+/** CPU milliseconds of the child processes that have ended (Linux: /proc), or undefined. */
+function childrenCpuMs(): number | undefined {
+  try {
+    const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
+    // cutime and cstime, in clock ticks of 10 ms.
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
 const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-defs-"));
 try {
   const generatedAssets = await generate(dir);
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
+  const childrenBefore = childrenCpuMs();
   const result = await loadDefinitions({ dir, ...(CONCURRENCY ? { concurrency: CONCURRENCY } : {}) });
   const totalMs = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
+  const loaderCpuMs = (cpu.user + cpu.system) / 1000;
+  const childrenAfter = childrenCpuMs();
+  const childCpuMs = childrenBefore === undefined || childrenAfter === undefined ? undefined : childrenAfter - childrenBefore;
 
   const buildStarted = performance.now();
   const built = buildSnapshot(result.files);
@@ -93,6 +112,11 @@ try {
       totalMs: Math.round(totalMs),
       filesPerSecond: round(result.files.length / (totalMs / 1000)),
       perFileMs: { p50: round(percentile(perFile, 50)), p95: round(percentile(perFile, 95)), max: round(perFile.at(-1) ?? 0) },
+      // The loader process (compiling included: esbuild's own process is not counted) and its children, per file.
+      cpuMsPerFile: {
+        loader: round(loaderCpuMs / result.files.length),
+        ...(childCpuMs === undefined ? {} : { children: round(childCpuMs / result.files.length) }),
+      },
       snapshot: { buildAndValidateMs: round(buildMs), hashMs: round(hashMs), contentHash: hash.slice(0, 12) },
     }),
   );

@@ -1,37 +1,37 @@
 // The body of a definitions child process, bundled with the SDK into the child
-// runtime (see child-runtime.ts) and started by child-entry.mjs: imports
-// exactly one compiled definitions file, reports what it exports, and exits.
-// The parent enforces the time limit; the heap limit is a node flag.
-import { realpathSync } from "node:fs";
+// runtime (see child-runtime.ts) and started by child-entry.cjs: loads exactly
+// one compiled definitions file, reports what it exports, and exits. The
+// parent enforces the time limit; the heap limit is a node flag.
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import * as sdk from "../index.js";
 import type { SerializedError } from "../errors/index.js";
 import type { AssetSpec, CheckSpec } from "../sdk/index.js";
-import { SDK_GLOBAL, type ChildMessage, type ExportedSpec, type LoadReply, type LoadRequest } from "./child-protocol.js";
+import { EXTRA_CA_CERTS_ENV, SDK_GLOBAL, type ChildMessage, type ExportedSpec, type LoadReply, type LoadRequest } from "./child-protocol.js";
 import { describeLoadFailure } from "./load-failure.js";
 
 export interface ChildMainOptions {
   readonly request: LoadRequest;
-  /** `import()` from an ES module: the runtime itself is a script. */
+  /** `import()` and `require()` from the entry script: the runtime is compiled by itself and has neither. */
   readonly importModule: (url: string) => Promise<Record<string, unknown>>;
-  /** Runs just before the process exits after replying. */
-  readonly beforeExit?: () => void;
+  readonly requireModule: (id: string) => unknown;
+  /** Delivers a message to the loader, synchronously. */
+  readonly send: (message: ChildMessage) => void;
+  /** Runs once the import is over, just before the reply (which ends the process). */
+  readonly beforeReply?: () => void;
 }
 
-export function childMain({ request, importModule, beforeExit }: ChildMainOptions): void {
-  const send = process.send?.bind(process);
-  if (!send) throw new Error("child-main: start me through the definitions loader (fork with IPC)");
+export function childMain({ request, importModule, requireModule, send, beforeReply }: ChildMainOptions): void {
   let replied = false;
 
   const reply = (message: LoadReply): void => {
     if (replied) return;
     replied = true;
-    // Exit once the message is flushed: timers or sockets the file left open must not keep us alive.
-    send(message, () => {
-      beforeExit?.();
-      process.exit(0);
-    });
+    beforeReply?.();
+    send(message);
+    // Timers or sockets the file left open must not keep us alive.
+    process.exit(0);
   };
 
   const fail = (err: unknown): void => {
@@ -53,25 +53,79 @@ export function childMain({ request, importModule, beforeExit }: ChildMainOption
   // A promise the file leaves rejected, or a throw from a callback, is the file's error too.
   process.on("uncaughtException", fail);
   process.on("unhandledRejection", fail);
-  // The parent went away: nothing left to report to.
-  process.on("disconnect", () => process.exit(0));
+  // The loader went away (this process was handed to another parent): nothing left to report to.
+  const loader = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== loader) process.exit(0);
+  }, 1_000).unref();
 
   // Compiled definitions files import the SDK from here, so they share this instance.
   (globalThis as Record<symbol, unknown>)[Symbol.for(SDK_GLOBAL)] = sdk;
   // Stack traces point at the definitions sources (file:line:col), through the
   // compiled file's source map: error messages and `definedIn` need them.
   process.setSourceMapsEnabled(true);
-  send({ type: "started" } satisfies ChildMessage);
-  importModule(pathToFileURL(request.bundle).href).then(
-    (namespace) => {
-      try {
-        reply(describeExports(namespace, request));
-      } catch (err) {
-        fail(err);
-      }
+  trustExtraCaCertificates(request, requireModule);
+  send({ type: "started" });
+  Promise.resolve()
+    .then(() =>
+      request.bundle.endsWith(".cjs")
+        ? (requireModule(request.bundle) as Record<string, unknown>)
+        : importModule(pathToFileURL(request.bundle).href),
+    )
+    .then((namespace) => describeExports(namespace, request))
+    .then(reply, fail);
+}
+
+/**
+ * NODE_EXTRA_CA_CERTS, which the loader hands over under another name: given
+ * to node, it makes every child parse that file and node's own root
+ * certificates at start-up, which takes longer than the rest of a child's
+ * start-up, while definitions files rarely open a TLS connection at import.
+ * The certificates are added as node adds them (to the default trust, for
+ * contexts that set no `ca` of their own) when the file may need them: at
+ * once when it imports tls, https, http2 or a package, else on the first call
+ * of `fetch`.
+ */
+function trustExtraCaCertificates(request: LoadRequest, requireModule: (id: string) => unknown): void {
+  const file = process.env[EXTRA_CA_CERTS_ENV];
+  if (!file) return;
+  delete process.env[EXTRA_CA_CERTS_ENV];
+  // As the file and the processes it starts would see it.
+  process.env.NODE_EXTRA_CA_CERTS = file;
+  let done = false;
+  const trust = (): void => {
+    if (done) return;
+    done = true;
+    // The module object itself: node's TLS code calls tls.createSecureContext through it.
+    const tls = requireModule("node:tls") as typeof import("node:tls");
+    const createSecureContext = tls.createSecureContext;
+    let ca: string[] | undefined;
+    tls.createSecureContext = (options) => {
+      if (options?.ca !== undefined) return createSecureContext(options);
+      ca ??= [...tls.rootCertificates, ...readCertificates(file)];
+      return createSecureContext({ ...options, ca });
+    };
+  };
+  if (request.tls) return trust();
+  const fetch = globalThis.fetch;
+  globalThis.fetch = Object.defineProperty(
+    (...args: Parameters<typeof fetch>) => {
+      trust();
+      return fetch(...args);
     },
-    fail,
+    "name",
+    { value: "fetch" },
   );
+}
+
+function readCertificates(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  } catch (err) {
+    // Node only warns about an unreadable file, too.
+    process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: ${err instanceof Error ? err.message : String(err)}`);
+    return [];
+  }
 }
 
 function canonical(file: string): string {

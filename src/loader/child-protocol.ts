@@ -9,10 +9,15 @@ import type { AssetSpec, CheckSpec } from "../sdk/index.js";
  */
 export const SDK_GLOBAL = "tributary.sdk";
 
+/** Where the loader passes NODE_EXTRA_CA_CERTS to a child, which reads it lazily (see child-main.ts). */
+export const EXTRA_CA_CERTS_ENV = "TRIBUTARY_EXTRA_CA_CERTS";
+
 /** Parent → child, as the last command-line argument (JSON): import this one compiled file, report, exit. */
 export interface LoadRequest {
-  /** The compiled file to import (absolute). */
+  /** The compiled file to load (absolute): a CommonJS script (`.cjs`) or an ES module (`.mjs`). */
   readonly bundle: string;
+  /** It imports what may open TLS connections (see compileDefinitions). */
+  readonly tls: boolean;
   /** The definitions file it was compiled from (absolute). */
   readonly file: string;
   /** The same, relative to `dir`, for messages. */

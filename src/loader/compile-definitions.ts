@@ -14,9 +14,24 @@ export type CompiledFile = {
   /** Other files under the definitions directory that the file imports (transitively), relative and `/`-separated, sorted. */
   readonly imports: readonly string[];
 } & (
-  | { readonly status: "ok"; /** The ES module to import (absolute). */ readonly bundle: string }
+  | {
+      readonly status: "ok";
+      /** The compiled file (absolute): a CommonJS script (`.cjs`) or an ES module (`.mjs`). */
+      readonly bundle: string;
+      /** It imports what may open TLS connections: `tls`, `https`, `http2` or a package. */
+      readonly tls: boolean;
+    }
   | { readonly status: "error"; readonly error: SerializedError }
 );
+
+/** What one build saw, through the plugin. */
+interface BuildRecord {
+  /** Absolute paths of the files it read. */
+  readonly read: Set<string>;
+  /** A package from node_modules stays an import. */
+  packages: boolean;
+  tls: boolean;
+}
 
 export interface CompiledDefinitions {
   /** The definitions directory, absolute, symlinks resolved: what the compiled files' source maps point into. */
@@ -40,6 +55,9 @@ const LOADERS: Readonly<Record<string, Loader>> = {
   ".cjs": "js",
   ".jsx": "jsx",
 };
+const TLS_MODULES = new Set(["tls", "https", "http2"]);
+/** esbuild's complaint when a CommonJS build meets top-level await. */
+const TOP_LEVEL_AWAIT = /top-level await/i;
 /** Marks the plugin's own resolve calls, so it does not answer itself. */
 const RESOLVING = Symbol("resolving");
 
@@ -52,7 +70,6 @@ const SDK_MODULE =
 const BUILD_OPTIONS = {
   bundle: true,
   write: false,
-  format: "esm",
   platform: "node",
   target: "node20",
   // Stack traces in the child map back to the sources: error positions and the SDK's `definedIn` need them.
@@ -74,9 +91,9 @@ let pruned = false;
 
 /**
  * Compiles each definitions file, with the local files it imports, into one
- * ES module (esbuild, one build per file, all at once) in the cache
- * directory, named by the hash of its content. Children then import that
- * with plain node: no TypeScript hooks, a single module to load.
+ * file (esbuild, one build per file, all at once) in the cache directory,
+ * named by the hash of its content. Children then load that with plain node:
+ * no TypeScript hooks, a single file to read.
  *
  * What stays an import: `tributary` (the child's SDK instance), node
  * built-ins, and packages in node_modules, by absolute URL, resolved from
@@ -101,24 +118,42 @@ export async function compileDefinitions(dir: string, relFiles: readonly string[
 
 async function compileOne(root: string, rel: string, outDir: string): Promise<CompiledFile> {
   const entry = path.join(root, ...rel.split("/"));
-  const read = new Set<string>();
+  const record: BuildRecord = { read: new Set(), packages: false, tls: false };
   const imports = (): string[] =>
-    [...read]
+    [...record.read]
       .map((f) => path.relative(root, f).split(path.sep).join("/"))
       .filter((f) => f !== rel && !f.startsWith("../") && !path.isAbsolute(f) && !f.split("/").includes("node_modules"))
       .sort();
-  try {
+  const compile = async (format: "cjs" | "esm"): Promise<Uint8Array> => {
     const result = await build({
       ...BUILD_OPTIONS,
       entryPoints: [entry],
+      format,
+      // The sources are ES modules, strict throughout, wherever they end up.
+      ...(format === "cjs" ? { banner: { js: '"use strict";' } } : {}),
       absWorkingDir: root,
       // Source maps name the sources relative to this directory, where the compiled file goes.
       outdir: outDir,
-      plugins: [definitionsPlugin(read)],
+      plugins: [definitionsPlugin(record)],
     });
     const output = result.outputFiles[0];
     if (!output) throw new Error("esbuild produced no output");
-    return { status: "ok", bundle: await store(outDir, output.contents), imports: imports() };
+    return output.contents;
+  };
+  try {
+    // A CommonJS script when the file allows: node loads it without starting its ES module loader,
+    // a good part of what a child costs. Files with top-level await, and files that import packages
+    // (how an ES module and a package meet stays node's business), become ES modules.
+    let format: "cjs" | "esm" = "cjs";
+    let contents = await compile("cjs").catch((err: unknown) => {
+      if (!(err as Partial<BuildFailure>).errors?.some((m) => TOP_LEVEL_AWAIT.test(m.text))) throw err;
+      return undefined;
+    });
+    if (!contents || record.packages) {
+      format = "esm";
+      contents = await compile("esm");
+    }
+    return { status: "ok", bundle: await store(outDir, contents, format), tls: record.tls || record.packages, imports: imports() };
   } catch (err) {
     const messages = (err as Partial<BuildFailure>).errors ?? [];
     const first = messages.find((m) => m.location) ?? messages[0];
@@ -143,7 +178,7 @@ function failureOf(message: Message, root: string, entry: string): { file: strin
   return { file: path.resolve(root, loc.file), line: loc.line, column, text: message.text };
 }
 
-function definitionsPlugin(read: Set<string>): Plugin {
+function definitionsPlugin(record: BuildRecord): Plugin {
   return {
     name: "tributary-definitions",
     setup(b) {
@@ -151,7 +186,11 @@ function definitionsPlugin(read: Set<string>): Plugin {
       b.onLoad({ filter: /.*/, namespace: SDK_NAMESPACE }, () => ({ contents: SDK_MODULE, loader: "js" }));
 
       b.onResolve({ filter: /^[^./]/ }, async (args) => {
-        if (args.pluginData === RESOLVING || isBuiltin(args.path) || path.isAbsolute(args.path)) return undefined;
+        if (args.pluginData === RESOLVING || path.isAbsolute(args.path)) return undefined;
+        if (isBuiltin(args.path)) {
+          if (TLS_MODULES.has(args.path.replace(/^node:/, ""))) record.tls = true;
+          return undefined;
+        }
         if (args.path.startsWith(META_PREFIX)) return { path: args.path.slice(META_PREFIX.length), namespace: META_NAMESPACE };
         const found = await b.resolve(args.path, {
           kind: args.kind,
@@ -165,6 +204,7 @@ function definitionsPlugin(read: Set<string>): Plugin {
         if (found.external || !found.path.split(path.sep).includes("node_modules")) {
           return { path: found.path, namespace: found.namespace, external: found.external, sideEffects: found.sideEffects, suffix: found.suffix };
         }
+        record.packages = true;
         return { path: pathToFileURL(found.path).href, external: true };
       });
 
@@ -177,7 +217,7 @@ function definitionsPlugin(read: Set<string>): Plugin {
       }));
 
       b.onLoad({ filter: /.*/, namespace: "file" }, async (args) => {
-        read.add(args.path);
+        record.read.add(args.path);
         const loader = LOADERS[path.extname(args.path)];
         if (!loader) return undefined;
         let contents = await readFile(args.path, "utf8");
@@ -192,8 +232,9 @@ function definitionsPlugin(read: Set<string>): Plugin {
 }
 
 /** Writes a compiled file under the hash of its content, once; a reused one is touched, so pruning leaves it. */
-async function store(outDir: string, contents: Uint8Array): Promise<string> {
-  const file = path.join(outDir, `${createHash("sha256").update(contents).digest("hex").slice(0, 32)}.mjs`);
+async function store(outDir: string, contents: Uint8Array, format: "cjs" | "esm"): Promise<string> {
+  const name = createHash("sha256").update(contents).digest("hex").slice(0, 32);
+  const file = path.join(outDir, `${name}.${format === "cjs" ? "cjs" : "mjs"}`);
   const now = new Date();
   try {
     await utimes(file, now, now);

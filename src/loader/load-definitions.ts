@@ -13,7 +13,7 @@ import {
   type SnapshotCheck,
 } from "../graph/index.js";
 import { childRuntime, type ChildRuntime } from "./child-runtime.js";
-import { compileDefinitions, type CompiledFile } from "./compile-definitions.js";
+import { compileDefinitions, type CompiledDefinitions, type CompiledFile } from "./compile-definitions.js";
 import { discoverDefinitionFiles } from "./discover-files.js";
 import { loadInChild, type ChildOutcome } from "./load-in-child.js";
 
@@ -127,8 +127,8 @@ export function assembleResult(
  * Imports the given files (relative to `dir`), each in a fresh child process,
  * `concurrency` at a time. The files are compiled first, all at once (see
  * compileDefinitions), so a child only loads plain JavaScript: node, the
- * child runtime and one module. A file that does not compile gets its error
- * without a child.
+ * child runtime and one compiled file. A file that does not compile gets its
+ * error without a child.
  */
 export async function loadFiles(
   dir: string,
@@ -142,7 +142,26 @@ export async function loadFiles(
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
   const results: FileLoadResult[] = [];
   if (relFiles.length === 0) return results;
-  const [runtime, compiled] = await Promise.all([childRuntime(), compileDefinitions(path.resolve(dir), relFiles)]);
+  let runtime: ChildRuntime;
+  let compiled: CompiledDefinitions;
+  try {
+    [runtime, compiled] = await Promise.all([childRuntime(), compileDefinitions(path.resolve(dir), relFiles)]);
+  } catch (err) {
+    // No cache directory to write to, or an SDK source that does not compile: every file fails
+    // alike, so each keeps its last good definitions.
+    const why = err instanceof Error ? err.message : String(err);
+    return Promise.all(
+      [...relFiles].sort().map(async (rel) => ({
+        file: rel,
+        sourceHash: await hashFile(path.resolve(dir, rel)),
+        assets: [],
+        checks: [],
+        warnings: [],
+        imports: [],
+        ...failed(0, "LOAD_CHILD_FAILED", `${rel}: the loader could not prepare the child processes that import definitions files: ${why}`, rel),
+      })),
+    );
+  }
   const pending = [...relFiles];
   // A lane loads files one after another. When a file takes longer than
   // STRAGGLER_MS (stuck, or waiting on the network), a new lane starts and the
@@ -182,13 +201,10 @@ async function loadOne(
   limits: { timeoutMs: number; memoryMb: number },
 ): Promise<FileLoadResult> {
   const abs = path.join(dir, ...rel.split("/"));
-  const sourceHash = readFile(abs).then(
-    (bytes) => createHash("sha256").update(bytes).digest("hex"),
-    () => "",
-  );
+  const sourceHash = hashFile(abs);
   const base = { file: rel, assets: [], checks: [], warnings: [], imports: [...compiled.imports] };
   if (compiled.status === "error") return { ...base, sourceHash: await sourceHash, status: "error", loadMs: 0, error: compiled.error };
-  const outcome = await loadInChild(runtime, { bundle: compiled.bundle, file: abs, relFile: rel, dir }, limits);
+  const outcome = await loadInChild(runtime, { bundle: compiled.bundle, tls: compiled.tls, file: abs, relFile: rel, dir }, limits);
   return { ...base, ...fromOutcome(rel, outcome, limits), sourceHash: await sourceHash };
 }
 
@@ -241,6 +257,14 @@ function fromOutcome(
       );
     }
   }
+}
+
+/** sha256 (hex) of a file's bytes; "" when it cannot be read. */
+function hashFile(file: string): Promise<string> {
+  return readFile(file).then(
+    (bytes) => createHash("sha256").update(bytes).digest("hex"),
+    () => "",
+  );
 }
 
 function failed(loadMs: number, code: string, message: string, file: string): Pick<FileLoadResult, "status" | "error" | "loadMs"> {

@@ -1,10 +1,12 @@
-import { fork } from "node:child_process";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import type { ChildMessage, LoadReply, LoadRequest } from "./child-protocol.js";
+import { EXTRA_CA_CERTS_ENV, type ChildMessage, type LoadReply, type LoadRequest } from "./child-protocol.js";
 import type { ChildRuntime } from "./child-runtime.js";
 
 // Plain JS run by plain node: it loads the child runtime and hands it the request.
-const CHILD_ENTRY = fileURLToPath(new URL("./child-entry.mjs", import.meta.url));
+const CHILD_ENTRY = fileURLToPath(new URL("./child-entry.cjs", import.meta.url));
 const TAIL_BYTES = 16 * 1024;
 /** How long a child may take to start (node, the runtime) before it counts as broken. */
 const START_LIMIT_MS = 60_000;
@@ -34,11 +36,11 @@ export function loadInChild(
   limits: { readonly timeoutMs: number; readonly memoryMb: number },
 ): Promise<ChildOutcome> {
   return new Promise((resolve) => {
-    const proc = fork(CHILD_ENTRY, [runtime.file, runtime.codeCacheFile(limits.memoryMb), JSON.stringify(request)], {
-      // Explicit, so the parent's own flags (a tsx loader, inspector) are not inherited.
-      execArgv: [`--max-old-space-size=${limits.memoryMb}`],
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
-      serialization: "json",
+    const args = [runtime.file, runtime.codeCacheFile(limits.memoryMb), JSON.stringify(request)];
+    // Not the parent's flags (a tsx loader, inspector): only the heap limit. Messages come on fd 3.
+    const proc = spawn(process.execPath, [`--max-old-space-size=${limits.memoryMb}`, CHILD_ENTRY, ...args], {
+      env: childEnv(),
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
     let stderr = "";
     let startedAt: number | undefined;
@@ -63,7 +65,13 @@ export function loadInChild(
     proc.stderr?.on("data", (chunk: string) => {
       stderr = (stderr + chunk).slice(-TAIL_BYTES);
     });
-    proc.on("message", (message: ChildMessage) => {
+    createInterface({ input: proc.stdio[3] as Readable, crlfDelay: Infinity }).on("line", (line) => {
+      let message: ChildMessage;
+      try {
+        message = JSON.parse(line) as ChildMessage;
+      } catch {
+        return; // Not ours: something in the file wrote to fd 3.
+      }
       if (message.type === "started" && startedAt === undefined) {
         startedAt = performance.now();
         clearTimeout(timer);
@@ -85,10 +93,16 @@ export function loadInChild(
       else finish({ kind: "exit", ms: elapsed(), code, signal, stderr });
     };
     proc.once("close", ended);
-    // A fork that cannot spawn emits error and may never emit close.
+    // A process that cannot spawn emits error and may never emit close.
     proc.once("error", (err) => {
       stderr += `\n${err.message}`;
       ended(null, null);
     });
   });
+}
+
+/** The parent's environment, but NODE_EXTRA_CA_CERTS under another name: the child reads the file only if it needs it. */
+function childEnv(): NodeJS.ProcessEnv {
+  const { NODE_EXTRA_CA_CERTS: extraCa, ...env } = process.env;
+  return extraCa ? { ...env, [EXTRA_CA_CERTS_ENV]: extraCa } : env;
 }

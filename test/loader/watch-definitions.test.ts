@@ -78,4 +78,42 @@ export const revenue = asset({ key: "sales/revenue", partitions: daily({ start: 
       await watcher.close();
     }
   }, 90_000);
+
+  it("reloads the files that import a helper when it changes, and retries failing files when one is added", async () => {
+    const dir = await definitionsDir({
+      "_shared.ts": `export const version = "v1";\n`,
+      "uses-shared.ts": `import { asset } from "tributary";
+import { version } from "./_shared.js";
+export const a = asset({ key: \`shared/\${version}\` }, async () => 1);
+`,
+      "other.ts": dailyAsset("other"),
+      "needs-missing.ts": `import { asset } from "tributary";
+import { name } from "./_later.js";
+export const a = asset({ key: name }, async () => 1);
+`,
+    });
+    const rec = recorder();
+    const errors: unknown[] = [];
+    const watcher = watchDefinitions(dir, rec.onChange, { debounceMs: 100, onError: (e) => errors.push(e) });
+    try {
+      await watcher.ready;
+      const initial = await rec.until((c) => c.initial);
+      expect(initial.result.files.map((f) => [f.file, f.status])).toEqual([
+        ["needs-missing.ts", "error"],
+        ["other.ts", "ok"],
+        ["uses-shared.ts", "ok"],
+      ]);
+
+      await writeFile(path.join(dir, "_shared.ts"), `export const version = "v2";\n`);
+      const changed = await rec.until((c) => keys(c).includes("shared/v2"));
+      expect(changed.reloaded).toEqual(["uses-shared.ts"]);
+
+      await writeFile(path.join(dir, "_later.ts"), `export const name = "later";\n`);
+      const added = await rec.until((c) => keys(c).includes("later"));
+      expect(added.reloaded).toEqual(["needs-missing.ts"]);
+      expect(errors).toEqual([]);
+    } finally {
+      await watcher.close();
+    }
+  }, 90_000);
 });
