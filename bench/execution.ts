@@ -74,7 +74,8 @@ async function main(): Promise<void> {
       const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null });
       const executor = new LocalExecutor(backend, {
         processes: reconcilerCount === 1 ? 2 : 1,
-        concurrencyPerProcess: 256,
+        concurrencyPerProcess: Number(process.env.BENCH_CPP ?? 256),
+        maxBatchSize: Number(process.env.BENCH_BATCH ?? 500),
         definitionsDir: dir,
       });
       const reconciler = new Reconciler({
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
         definitionsDir: dir,
         logsDir,
         pollIntervalMs: 500,
-        claimBatch: 512,
+        claimBatch: Number(process.env.BENCH_CLAIM ?? 512),
       });
       await reconciler.start();
       reconcilers.push(reconciler);
