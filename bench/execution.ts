@@ -16,7 +16,8 @@ import { sql } from "kysely";
 import { launchRun } from "../src/api/index.js";
 import { syncDefinitions } from "../src/cli/definitions-sync.js";
 import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
-import { Reconciler } from "../src/reconciler/index.js";
+import { buildDispatch, Reconciler } from "../src/reconciler/index.js";
+import type { SnapshotAsset } from "../src/graph/index.js";
 import {
   createDatabase,
   databaseUrlWithName,
@@ -26,6 +27,7 @@ import {
   openPostgres,
   PgDefinitionStore,
   PgRunStore,
+  type ClaimedStep,
 } from "../src/storage/index.js";
 
 const { values: args } = parseArgs({
@@ -71,7 +73,10 @@ async function main(): Promise<void> {
 
     const reconcilers: Reconciler[] = [];
     for (let i = 0; i < reconcilerCount; i++) {
-      const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null });
+      const followUp = process.env.BENCH_NO_FAST_PATH
+        ? undefined
+        : { executor: "local", dispatchOf: (claim: ClaimedStep, asset: SnapshotAsset) => buildDispatch(claim, asset, { definitionsDir: dir, logsDir }) };
+      const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null, ...(followUp ? { followUp } : {}) });
       const executor = new LocalExecutor(backend, {
         processes: reconcilerCount === 1 ? 2 : 1,
         concurrencyPerProcess: Number(process.env.BENCH_CPP ?? 256),

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { LocalExecutor, StoreExecutionBackend, type Executor } from "../executor/index.js";
-import { Reconciler } from "../reconciler/index.js";
+import { buildDispatch, Reconciler } from "../reconciler/index.js";
 import type { Runtime } from "./runtime.js";
 
 export interface ExecutionOptions {
@@ -18,11 +18,13 @@ export interface Execution {
 
 /** Starts a reconciler and the local executor in this process (what `dev` and in-process commands run). */
 export async function startExecution(runtime: Runtime, options: ExecutionOptions = {}): Promise<Execution> {
+  const dirs = { definitionsDir: runtime.settings.definitionsDir, logsDir: runtime.logsDir };
   const backend = new StoreExecutionBackend({
     runs: runtime.runs,
     definitions: runtime.definitions,
     graphs: runtime.graphs,
     outputStore: runtime.outputStore,
+    followUp: { executor: "local", dispatchOf: (claim, asset) => buildDispatch(claim, asset, dirs) },
   });
   const executor = new LocalExecutor(backend, {
     processes: options.processes ?? os.availableParallelism(),

@@ -1,4 +1,4 @@
-import type { ExecutionBackend, StepResult, StepStarted } from "./types.js";
+import type { ExecutionBackend, StepDispatch, StepResult, StepStarted } from "./types.js";
 
 export interface BatchReporterOptions {
   /** How long the first event of a batch waits for company. 0: the next turn of the event loop. */
@@ -8,6 +8,10 @@ export interface BatchReporterOptions {
   /** Backend calls in flight at once (default 2): a new batch need not wait for a slow one. */
   readonly maxInFlight?: number;
   readonly onError: (err: unknown, what: string) => void;
+  /** Free executor slots now; given to the backend so it may hand back runnable downstream steps. */
+  readonly freeSlots?: () => number;
+  /** Receives the steps the backend handed back. */
+  readonly onFollowUp?: (steps: readonly StepDispatch[]) => void;
 }
 
 type Event = { readonly kind: "started"; readonly event: StepStarted } | { readonly kind: "finished"; readonly result: StepResult };
@@ -152,7 +156,9 @@ export class BatchReporter {
         const earlierStarts = new Set(finished.map((r) => this.startsInFlight.get(key(r))).filter((p) => p !== undefined));
         if (earlierStarts.size > 0) await Promise.allSettled(earlierStarts);
         this.calls.finished++;
-        await this.backend.finished(finished);
+        const freeSlots = this.options.freeSlots?.();
+        const next = await this.backend.finished(finished, freeSlots === undefined ? undefined : { freeSlots });
+        if (next && next.length > 0) this.options.onFollowUp?.(next);
       }
       this.retryMs = 0;
       this.retryUntil = 0;

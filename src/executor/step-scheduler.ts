@@ -108,6 +108,8 @@ export class StepScheduler {
       flushDelayMs: options.flushDelayMs,
       maxBatchSize: options.maxBatchSize,
       onError: options.onError,
+      freeSlots: () => this.freeSlots(),
+      onFollowUp: (steps) => this.submit(steps),
     });
     this.heartbeat = setInterval(() => this.sendHeartbeat(), options.heartbeatIntervalMs);
     this.heartbeat.unref();

@@ -6,6 +6,7 @@ import {
   INLINE_OUTPUT_LIMIT_BYTES,
   type DefinitionStore,
   type GraphCache,
+  type ClaimedStep,
   type LineageInput,
   type OutputStore,
   type RunStore,
@@ -24,6 +25,15 @@ export interface StoreBackendOptions {
   readonly clock?: () => Date;
   /** Called with every completion summary (tests and metrics observe progress through it). */
   readonly onCompleted?: (results: readonly StepResult[]) => void;
+  /**
+   * The mini-scheduler fast path: when an executor reports results with free
+   * slots, the same transaction claims the steps they made runnable for it,
+   * and `dispatchOf` turns each claim into what the executor runs.
+   */
+  readonly followUp?: {
+    readonly executor: string;
+    readonly dispatchOf: (claim: ClaimedStep, asset: SnapshotAsset) => StepDispatch;
+  };
 }
 
 /** Tries of one batch's input reads before its steps fail (backoff 200, 400, 800… ms between them). */
@@ -140,12 +150,41 @@ export class StoreExecutionBackend implements ExecutionBackend {
     await this.options.runs.heartbeat(steps, this.clock());
   }
 
-  async finished(results: readonly StepResult[]): Promise<void> {
+  async finished(results: readonly StepResult[], options?: { readonly freeSlots: number }): Promise<StepDispatch[]> {
     const { graph } = await this.options.graphs.current();
     const completions = await Promise.all(results.map((r) => this.toCompletion(r, graph)));
-    await this.options.runs.completeSteps(completions, this.clock());
+    const followUp = this.options.followUp;
+    const limit = followUp ? (options?.freeSlots ?? 0) : 0;
+    const summary = await this.options.runs.completeSteps(
+      completions,
+      this.clock(),
+      Math.random,
+      followUp && limit > 0 ? { executor: followUp.executor, limit } : undefined,
+    );
     for (const r of results) this.inFlight.delete(tryKey(r.stepId, r.tryNumber));
     this.options.onCompleted?.(results);
+    if (!followUp || summary.claimed.length === 0) return [];
+    const dispatches: StepDispatch[] = [];
+    const unrunnable: StepCompletion[] = [];
+    for (const claim of summary.claimed) {
+      const asset = graph.get(claim.assetKey);
+      if (asset) {
+        dispatches.push(followUp.dispatchOf(claim, asset));
+        continue;
+      }
+      unrunnable.push({
+        stepId: claim.stepId,
+        tryNumber: claim.tryNumber,
+        startedAt: null,
+        endedAt: this.clock(),
+        workerId: null,
+        logRef: null,
+        outcome: "removed",
+        reason: `asset "${claim.assetKey}" is no longer in the definitions`,
+      });
+    }
+    if (unrunnable.length > 0) await this.options.runs.completeSteps(unrunnable, this.clock());
+    return dispatches;
   }
 
   async addDynamicPartitions(name: string, keys: readonly string[]): Promise<void> {

@@ -69,7 +69,14 @@ export interface ExecutionBackend {
   loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>>;
   started(events: readonly StepStarted[]): Promise<void>;
   heartbeat(steps: readonly { readonly stepId: number; readonly tryNumber: number }[]): Promise<void>;
-  finished(results: readonly StepResult[]): Promise<void>;
+  /**
+   * Records results. With `freeSlots`, the backend may hand back steps that
+   * became runnable because of these results and that it has already claimed
+   * for this executor (the "mini-scheduler" fast path: the downstream step
+   * starts without waiting for a reconciler); the executor runs them as if
+   * submitted.
+   */
+  finished(results: readonly StepResult[], options?: { readonly freeSlots: number }): Promise<readonly StepDispatch[] | void>;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
 }
 

@@ -46,6 +46,7 @@ export type {
   LineageInput,
   StepCompletion,
   CompletionSummary,
+  FollowUp,
   HousekeepingOptions,
   HousekeepingResult,
   RunSummary,

@@ -9,6 +9,7 @@ import type {
   ClaimedStep,
   ClaimOptions,
   CompletionSummary,
+  FollowUp,
   HousekeepingOptions,
   HousekeepingResult,
   NewRun,
@@ -270,91 +271,10 @@ export class PgRunStore implements RunStore {
     const kindNames = kinds.map(([k]) => k);
     const now = options.now;
     return this.#db.transaction().execute(async (trx) => {
-      // Highest priority first, deeper steps first among equals (chains finish
-      // instead of queueing behind every root), then FIFO; plus a share of the
-      // longest-waiting steps whatever their priority, so low-priority work
-      // (backfills) never starves. One statement picks and locks them.
-      const candidates = await sql<Candidate>`
-        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
-               (s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                         order by scheduled_at, id limit ${agingLimit}::int)) as aged,
-               r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
-        from steps s join runs r on r.id = s.run_id
-        where s.state = 'scheduled' and (
-          s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                   order by priority desc, depth desc, id limit ${limit}::int)
-          or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                      order by scheduled_at, id limit ${agingLimit}::int))
-        for update of s skip locked`.execute(trx);
-      if (candidates.rows.length === 0) return [];
+      const claimed = await claimIn(trx, { kindNames, capacity, limit, agingLimit, now, defaultPoolSlots: options.defaultPoolSlots ?? 16 });
       // Only claims that found work earn (or spend) the aging share.
-      this.#agingCredit = credit - agingLimit;
-      const order = candidates.rows
-        .map((c) => ({ ...c, id: Number(c.id) }))
-        .sort((x, y) => Number(y.aged) - Number(x.aged) || y.priority - x.priority || y.depth - x.depth || x.id - y.id);
-
-      const poolFree = await lockPools(trx, [...new Set(order.map((d) => d.pool))], options.defaultPoolSlots ?? 16);
-      const limitedAssets = [...new Set(order.filter((d) => d.max_concurrency !== null).map((d) => d.asset_key))];
-      const assetActive = new Map<string, number>();
-      if (limitedAssets.length > 0) {
-        const counts = await sql<{ asset_key: string; n: number }>`
-          select asset_key, count(*)::int as n from steps
-          where state in ('queued', 'running') and asset_key = any(${limitedAssets}::text[]) group by asset_key`.execute(trx);
-        for (const c of counts.rows) assetActive.set(c.asset_key, c.n);
-      }
-      const admitted = admit(order, { capacity, poolFree, assetActive });
-      if (admitted.length === 0) return [];
-      const admittedSet = new Set(admitted);
-      await lockRuns(trx, order.filter((d) => admittedSet.has(d.id)).map((d) => d.run_id));
-
-      // Hand them out: state, try row, pool slots and run counters in one statement.
-      const { rows } = await sql<{
-        id: number;
-        run_id: string;
-        try_number: number;
-        asset_key: string;
-        partition_key: string;
-        map_index: number;
-        executor: string;
-        queue: string | null;
-        timeout_ms: number | null;
-        snapshot_version: number;
-      }>`
-        with upd as (
-          update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
-                           error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
-          where id = any(${admitted}::bigint[]) and state = 'scheduled'
-          returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots
-        ), tries as (
-          insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
-          select id, run_id, try_number, 'queued', executor, ${now} from upd
-        ), pool_use as (
-          update pools set occupied_slots = occupied_slots + u.n, updated_at = ${now}
-          from (select pool, sum(pool_slots)::int as n from upd group by pool) u where pools.name = u.pool
-        ), run_use as (
-          update runs set steps_active = steps_active + u.n, updated_at = ${now}
-          from (select run_id, count(*)::int as n from upd group by run_id) u where runs.id = u.run_id
-          returning runs.id, runs.snapshot_version
-        )
-        select upd.id, upd.run_id, upd.try_number, upd.asset_key, upd.partition_key, upd.map_index, upd.executor, upd.queue,
-               upd.timeout_ms, run_use.snapshot_version
-        from upd join run_use on run_use.id = upd.run_id`.execute(trx);
-      return rows
-        .map(
-          (r): ClaimedStep => ({
-            stepId: Number(r.id),
-            runId: r.run_id,
-            tryNumber: r.try_number,
-            assetKey: r.asset_key,
-            partitionKey: r.partition_key,
-            mapIndex: r.map_index,
-            executor: r.executor,
-            queue: r.queue,
-            timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
-            snapshotVersion: r.snapshot_version,
-          }),
-        )
-        .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
+      if (claimed.foundWork) this.#agingCredit = credit - agingLimit;
+      return claimed.steps;
     });
   }
 
@@ -396,9 +316,14 @@ export class PgRunStore implements RunStore {
 
   // ── completion ──────────────────────────────────────────────────────────
 
-  async completeSteps(completions: readonly StepCompletion[], now: Date, random: () => number = Math.random): Promise<CompletionSummary> {
-    if (completions.length === 0) return { applied: 0, ignored: [], scheduled: 0, finishedRuns: [] };
-    return this.#db.transaction().execute((trx) => completeIn(trx, completions, now, random));
+  async completeSteps(
+    completions: readonly StepCompletion[],
+    now: Date,
+    random: () => number = Math.random,
+    followUp?: FollowUp,
+  ): Promise<CompletionSummary> {
+    if (completions.length === 0) return { applied: 0, ignored: [], scheduled: 0, finishedRuns: [], claimed: [] };
+    return this.#db.transaction().execute((trx) => completeIn(trx, completions, now, random, followUp));
   }
 
   // ── housekeeping ────────────────────────────────────────────────────────
@@ -645,6 +570,7 @@ async function completeIn(
   completions: readonly StepCompletion[],
   now: Date,
   random: () => number,
+  followUp?: FollowUp,
 ): Promise<CompletionSummary> {
   const ids = [...new Set(completions.map((c) => c.stepId))].sort((a, b) => a - b);
   const locked = await sql<LockedStep>`
@@ -690,7 +616,7 @@ async function completeIn(
     }
     applied.push({ c, step, state, nextRetryAt, wasActive: ACTIVE.includes(step.state) });
   }
-  if (applied.length === 0) return { applied: 0, ignored, scheduled: 0, finishedRuns: [] };
+  if (applied.length === 0) return { applied: 0, ignored, scheduled: 0, finishedRuns: [], claimed: [] };
 
   const stepUpdates = applied.map(({ c, state, nextRetryAt }) => ({
     id: c.stepId,
@@ -740,7 +666,6 @@ async function completeIn(
   await recordMaterializations(trx, applied, now);
   await recordFailures(trx, applied.filter((a) => a.state === "failed"), now);
 
-  await adjustPools(trx, applied.filter((a) => a.wasActive).map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots })), -1);
   const changes: StepChange[] = applied.map((a) => ({
     id: a.step.id,
     run_id: a.step.run_id,
@@ -754,10 +679,38 @@ async function completeIn(
     changes.filter((c) => isTerminalState(c.state)),
     now,
   );
+  // Pool and run rows are shared by every transaction that moves steps: they
+  // are touched last, so their locks are held only until the commit.
+  const released = applied.filter((a) => a.wasActive).map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots }));
+  const followUpIds = followUp && followUp.limit > 0 ? scheduled : [];
+  if (followUpIds.length > 0) {
+    // Every pool this transaction will touch, locked at once in name order:
+    // locking the released pools and then the follow-up's could deadlock
+    // with another completion doing the same the other way round.
+    const { rows } = await sql<{ pool: string }>`
+      select distinct pool from steps where id = any(${followUpIds}::bigint[])`.execute(trx);
+    const pools = [...new Set([...released.map((r) => r.pool), ...rows.map((r) => r.pool)])].sort();
+    await sql`select name from pools where name = any(${pools}::text[]) order by name for update`.execute(trx);
+  }
+  await adjustPools(trx, released, -1);
+  // The mini-scheduler: hand the steps these results made runnable straight
+  // back to the executor that reported them, without a reconciler round trip.
+  let claimed: ClaimedStep[] = [];
+  if (followUp && followUpIds.length > 0) {
+    ({ steps: claimed } = await claimIn(trx, {
+      kindNames: [followUp.executor],
+      capacity: new Map([[followUp.executor, followUp.limit]]),
+      limit: followUp.limit,
+      agingLimit: 0,
+      now,
+      defaultPoolSlots: followUp.defaultPoolSlots ?? 16,
+      onlyIds: followUpIds,
+    }));
+  }
   const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now);
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.
   await notifyIn(trx, WAKE_CHANNEL, "steps");
-  return { applied: applied.length, ignored, scheduled, finishedRuns };
+  return { applied: applied.length, ignored, scheduled: scheduled.length, finishedRuns, claimed };
 }
 
 async function recordMaterializations(
@@ -900,9 +853,9 @@ async function upsertPartitionStatus(
  * cannot both leave a step waiting. Steps that become skipped or
  * upstream_failed end too, so this repeats until nothing changes.
  */
-async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): Promise<{ scheduled: number; cascaded: StepChange[] }> {
+async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): Promise<{ scheduled: number[]; cascaded: StepChange[] }> {
   let frontier = terminal.map((t) => t.id);
-  let scheduled = 0;
+  const scheduled: number[] = [];
   const cascaded: StepChange[] = [];
   while (frontier.length > 0) {
     const locked = await sql<{ id: number }>`
@@ -969,7 +922,7 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
     frontier = [];
     for (const d of decisions) {
       if (d.state === "scheduled") {
-        scheduled++;
+        scheduled.push(d.id);
         continue;
       }
       const r = rowById.get(d.id)!;
@@ -1010,6 +963,118 @@ async function updateRunCounters(trx: Trx, changes: readonly StepChange[], now: 
     where runs.id = x.run_id
     returning runs.id, runs.status, (runs.ended_at = ${now}::timestamptz) as finished`.execute(trx);
   return rows.filter((r) => r.finished && r.status !== "running" && r.status !== "queued").map((r) => ({ runId: r.id, status: r.status }));
+}
+
+/** What one claim may take: executor kinds with their free slots, how many to look at, the aging share. */
+interface ClaimScope {
+  readonly kindNames: readonly string[];
+  readonly capacity: ReadonlyMap<string, number>;
+  readonly limit: number;
+  readonly agingLimit: number;
+  readonly now: Date;
+  readonly defaultPoolSlots: number;
+  /** Claim only among these steps (the follow-up claim of a completion). */
+  readonly onlyIds?: readonly number[];
+}
+
+/**
+ * Picks runnable steps in preference order, admits those that fit (executor
+ * capacity, pool slots, asset and run limits) and hands them out, inside the
+ * caller's transaction.
+ */
+async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; steps: ClaimedStep[] }> {
+  // Highest priority first, deeper steps first among equals (chains finish
+  // instead of queueing behind every root), then FIFO; plus a share of the
+  // longest-waiting steps whatever their priority, so low-priority work
+  // (backfills) never starves. One statement picks and locks them.
+  const { kindNames, limit, agingLimit, now } = o;
+  const candidates = o.onlyIds
+    ? await sql<Candidate>`
+        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
+               false as aged, r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
+        from steps s join runs r on r.id = s.run_id
+        where s.state = 'scheduled' and s.id = any(${o.onlyIds}::bigint[]) and s.executor = any(${kindNames}::text[])
+        for update of s skip locked`.execute(trx)
+    : await sql<Candidate>`
+        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
+               (s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                         order by scheduled_at, id limit ${agingLimit}::int)) as aged,
+               r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
+        from steps s join runs r on r.id = s.run_id
+        where s.state = 'scheduled' and (
+          s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                   order by priority desc, depth desc, id limit ${limit}::int)
+          or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                      order by scheduled_at, id limit ${agingLimit}::int))
+        for update of s skip locked`.execute(trx);
+  if (candidates.rows.length === 0) return { foundWork: false, steps: [] };
+  const order = candidates.rows
+    .map((c) => ({ ...c, id: Number(c.id) }))
+    .sort((x, y) => Number(y.aged) - Number(x.aged) || y.priority - x.priority || y.depth - x.depth || x.id - y.id);
+
+  const poolFree = await lockPools(trx, [...new Set(order.map((d) => d.pool))], o.defaultPoolSlots);
+  const limitedAssets = [...new Set(order.filter((d) => d.max_concurrency !== null).map((d) => d.asset_key))];
+  const assetActive = new Map<string, number>();
+  if (limitedAssets.length > 0) {
+    const counts = await sql<{ asset_key: string; n: number }>`
+      select asset_key, count(*)::int as n from steps
+      where state in ('queued', 'running') and asset_key = any(${limitedAssets}::text[]) group by asset_key`.execute(trx);
+    for (const c of counts.rows) assetActive.set(c.asset_key, c.n);
+  }
+  const admitted = admit(order, { capacity: new Map(o.capacity), poolFree, assetActive });
+  if (admitted.length === 0) return { foundWork: true, steps: [] };
+  const admittedSet = new Set(admitted);
+  await lockRuns(trx, order.filter((d) => admittedSet.has(d.id)).map((d) => d.run_id));
+
+  // Hand them out: state, try row, pool slots and run counters in one statement.
+  const { rows } = await sql<{
+    id: number;
+    run_id: string;
+    try_number: number;
+    asset_key: string;
+    partition_key: string;
+    map_index: number;
+    executor: string;
+    queue: string | null;
+    timeout_ms: number | null;
+    snapshot_version: number;
+  }>`
+    with upd as (
+      update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
+                       error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
+      where id = any(${admitted}::bigint[]) and state = 'scheduled'
+      returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots
+    ), tries as (
+      insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
+      select id, run_id, try_number, 'queued', executor, ${now} from upd
+    ), pool_use as (
+      update pools set occupied_slots = occupied_slots + u.n, updated_at = ${now}
+      from (select pool, sum(pool_slots)::int as n from upd group by pool) u where pools.name = u.pool
+    ), run_use as (
+      update runs set steps_active = steps_active + u.n, updated_at = ${now}
+      from (select run_id, count(*)::int as n from upd group by run_id) u where runs.id = u.run_id
+      returning runs.id, runs.snapshot_version
+    )
+    select upd.id, upd.run_id, upd.try_number, upd.asset_key, upd.partition_key, upd.map_index, upd.executor, upd.queue,
+           upd.timeout_ms, run_use.snapshot_version
+    from upd join run_use on run_use.id = upd.run_id`.execute(trx);
+  const steps = rows
+    .map(
+      (r): ClaimedStep => ({
+        stepId: Number(r.id),
+        runId: r.run_id,
+        tryNumber: r.try_number,
+        assetKey: r.asset_key,
+        partitionKey: r.partition_key,
+        mapIndex: r.map_index,
+        executor: r.executor,
+        queue: r.queue,
+        timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+        snapshotVersion: r.snapshot_version,
+      }),
+    )
+    .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
+  return { foundWork: true, steps };
 }
 
 interface Candidate {

@@ -114,6 +114,16 @@ export interface CompletionSummary {
   /** Steps that became scheduled (downstream steps and retries). */
   readonly scheduled: number;
   readonly finishedRuns: readonly { readonly runId: string; readonly status: RunStatus }[];
+  /** With a FollowUp: newly runnable steps already handed out to that executor. */
+  readonly claimed: readonly ClaimedStep[];
+}
+
+/** Lets a completion hand the steps it made runnable straight to the reporting executor. */
+export interface FollowUp {
+  readonly executor: string;
+  /** Most steps to hand out (the executor's free slots). */
+  readonly limit: number;
+  readonly defaultPoolSlots?: number;
 }
 
 export interface HousekeepingOptions {
@@ -217,7 +227,7 @@ export interface RunStore {
   claimRunnable(options: ClaimOptions): Promise<ClaimedStep[]>;
   markStarted(starts: readonly StepStart[], now: Date): Promise<void>;
   heartbeat(steps: readonly { stepId: number; tryNumber: number }[], now: Date): Promise<void>;
-  completeSteps(completions: readonly StepCompletion[], now: Date, random?: () => number): Promise<CompletionSummary>;
+  completeSteps(completions: readonly StepCompletion[], now: Date, random?: () => number, followUp?: FollowUp): Promise<CompletionSummary>;
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult>;
   requestCancel(runId: string, now: Date): Promise<RunSummary>;
   getRun(runId: string): Promise<RunDetail | undefined>;

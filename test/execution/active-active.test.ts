@@ -172,9 +172,14 @@ describePostgres("execution: two reconcilers, one database", () => {
   it("hands steps that a closing executor dropped unstarted to the other reconciler, without counting the try", async () => {
     h = await Harness.create({ files: { "burst.ts": DEFS }, nodes: 2, node: { capacity: 16 } });
     const leaving = h.nodes[0]!;
+    const staying = h.nodes[1]!;
+    // Both hold their steps until the first one has some: otherwise the
+    // second may run all 100 before the first claims any.
     leaving.backend.pauseInputs();
+    staying.backend.pauseInputs();
     const runId = await h.launch(["b/root"], { from: dayKey(0), to: dayKey(99) });
-    await h.until(async () => leaving.executor.freeSlots() < 16, 10_000, "the first reconciler to hold steps");
+    await h.until(async () => leaving.executor.freeSlots() < 16, 30_000, "the first reconciler to hold steps");
+    staying.backend.resumeInputs();
     // A graceful stop (a deploy, a scale-down): the steps it holds have not started.
     await leaving.reconciler.stop();
     await leaving.executor.close({ graceMs: 1_000 });

@@ -20,7 +20,7 @@ import {
   type StepResult,
   type StepStarted,
 } from "../../src/executor/index.js";
-import { Reconciler } from "../../src/reconciler/index.js";
+import { buildDispatch, Reconciler } from "../../src/reconciler/index.js";
 import {
   createDatabase,
   databaseUrlWithName,
@@ -204,11 +204,14 @@ export class Harness {
     });
     const runs = new PgRunStore(handle.db);
     const graphs = new GraphCache(new PgDefinitionStore(handle.db));
+    const dirs = { definitionsDir: this.dir, logsDir: this.logsDir };
     const inner = new StoreExecutionBackend({
       runs,
       definitions: new PgDefinitionStore(handle.db),
       graphs,
       outputStore: this.outputStore,
+      // The mini-scheduler fast path, as `tributary dev` and `reconciler` run it.
+      followUp: { executor: "local", dispatchOf: (claim, asset) => buildDispatch(claim, asset, dirs) },
     });
     const backend = new KillableBackend(inner);
     const onError = (err: unknown, what: string): void => {
@@ -412,10 +415,11 @@ export class KillableBackend implements ExecutionBackend {
   async heartbeat(steps: readonly { stepId: number; tryNumber: number }[]): Promise<void> {
     if (!this.dead) await this.inner.heartbeat(steps);
   }
-  async finished(results: readonly StepResult[]): Promise<void> {
+  async finished(results: readonly StepResult[], options?: { readonly freeSlots: number }): Promise<readonly StepDispatch[] | void> {
     if (this.dead) return;
-    await this.inner.finished(results);
+    const next = await this.inner.finished(results, options);
     this.finishedCount += results.length;
+    return next;
   }
   async addDynamicPartitions(name: string, keys: readonly string[]): Promise<void> {
     if (!this.dead) await this.inner.addDynamicPartitions(name, keys);
