@@ -4,6 +4,7 @@ import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.j
 import { loadPartitionContext, partitionSpace, UNPARTITIONED, upstreamPartitions } from "../partitions/index.js";
 import {
   INLINE_OUTPUT_LIMIT_BYTES,
+  removedAssetCompletion,
   type DefinitionStore,
   type GraphCache,
   type ClaimedStep,
@@ -172,16 +173,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
         dispatches.push(followUp.dispatchOf(claim, asset));
         continue;
       }
-      unrunnable.push({
-        stepId: claim.stepId,
-        tryNumber: claim.tryNumber,
-        startedAt: null,
-        endedAt: this.clock(),
-        workerId: null,
-        logRef: null,
-        outcome: "removed",
-        reason: `asset "${claim.assetKey}" is no longer in the definitions`,
-      });
+      unrunnable.push(removedAssetCompletion(claim, this.clock()));
     }
     if (unrunnable.length > 0) await this.options.runs.completeSteps(unrunnable, this.clock());
     return dispatches;

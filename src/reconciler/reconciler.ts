@@ -2,7 +2,7 @@ import os from "node:os";
 import { randomUUID } from "node:crypto";
 import type { Executor, StepDispatch } from "../executor/index.js";
 import { serializeError } from "../errors/index.js";
-import { WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
+import { removedAssetCompletion, WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
 import { buildDispatch } from "./dispatch-builder.js";
 
 export interface ReconcilerOptions {
@@ -135,17 +135,7 @@ export class Reconciler {
       for (const claim of claims) {
         const asset = graph.get(claim.assetKey);
         if (!asset) {
-          // The asset left the definitions while its run was open.
-          removed.push({
-            stepId: claim.stepId,
-            tryNumber: claim.tryNumber,
-            startedAt: null,
-            endedAt: this.clock(),
-            workerId: null,
-            logRef: null,
-            outcome: "removed",
-            reason: `asset "${claim.assetKey}" is no longer in the definitions`,
-          });
+          removed.push(removedAssetCompletion(claim, this.clock()));
           continue;
         }
         try {

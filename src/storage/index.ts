@@ -35,6 +35,7 @@ export type {
 } from "./definition-store.js";
 export { PgDefinitionStore } from "./pg-definition-store.js";
 export { PgRunStore, WAKE_CHANNEL } from "./pg-run-store.js";
+export { removedAssetCompletion } from "./run-store.js";
 export type {
   RunStore,
   NewRun,

@@ -239,3 +239,17 @@ export interface RunStore {
   /** Materialised partition keys per asset. */
   materializedKeys(assetKeys: readonly string[]): Promise<Map<string, string[]>>;
 }
+
+/** The completion of a claimed step whose asset left the definitions while its run was open. */
+export function removedAssetCompletion(claim: ClaimedStep, now: Date): StepCompletion {
+  return {
+    stepId: claim.stepId,
+    tryNumber: claim.tryNumber,
+    startedAt: null,
+    endedAt: now,
+    workerId: null,
+    logRef: null,
+    outcome: "removed",
+    reason: `asset "${claim.assetKey}" is no longer in the definitions`,
+  };
+}
