@@ -7,6 +7,8 @@ export interface ExecutionOptions {
   /** Worker processes of the local executor (default: the number of cores). */
   readonly processes?: number;
   readonly concurrencyPerProcess?: number;
+  readonly zombieAfterMs?: number;
+  readonly queuedTimeoutMs?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
 }
 
@@ -39,6 +41,8 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     executors: { local: executor },
     definitionsDir: runtime.settings.definitionsDir,
     logsDir: runtime.logsDir,
+    ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
+    ...(options.queuedTimeoutMs ? { queuedTimeoutMs: options.queuedTimeoutMs } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   await reconciler.start();

@@ -1,4 +1,5 @@
 import { InputError } from "../errors/index.js";
+import { parseDuration } from "../sdk/index.js";
 
 /** A positive whole-number flag, or undefined when not given. */
 export function positiveInt(value: string | undefined, flag: string): number | undefined {
@@ -6,4 +7,16 @@ export function positiveInt(value: string | undefined, flag: string): number | u
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InputError(`${flag}: "${value}" is not a positive whole number`);
   return n;
+}
+
+/** A duration flag (`90s`, `5m`, or milliseconds), or undefined when not given. */
+export function durationMs(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const ms = parseDuration(/^\d+$/.test(value) ? Number(value) : value, flag);
+    if (ms > 0) return ms;
+  } catch {
+    // fall through to the flag's own message
+  }
+  throw new InputError(`${flag}: "${value}" is not a positive duration; write e.g. 30s, 5m or 5000`);
 }

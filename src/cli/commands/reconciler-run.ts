@@ -2,7 +2,7 @@ import pc from "picocolors";
 import { watchDefinitions } from "../../loader/index.js";
 import { persistLoad, previousGoodFromStore, syncDefinitions } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
-import { positiveInt } from "../options.js";
+import { durationMs, positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { ReconcilerCommandOptions } from "./reconciler.js";
@@ -12,6 +12,8 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const settings = resolveSettings(globals);
   const processes = positiveInt(opts.processes, "--processes");
   const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
+  const zombieAfterMs = durationMs(opts.zombieAfter, "--zombie-after");
+  const queuedTimeoutMs = durationMs(opts.queuedTimeout, "--queued-timeout");
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
   const runtime = await openRuntime(settings);
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
@@ -35,6 +37,8 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const execution = await startExecution(runtime, {
     ...(processes ? { processes } : {}),
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
+    ...(zombieAfterMs ? { zombieAfterMs } : {}),
+    ...(queuedTimeoutMs ? { queuedTimeoutMs } : {}),
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`),
   });
   log(`reconciler ${execution.reconciler.id} is running`);

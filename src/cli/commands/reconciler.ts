@@ -5,6 +5,8 @@ export interface ReconcilerCommandOptions {
   processes?: string;
   concurrencyPerProcess?: string;
   watch?: boolean;
+  zombieAfter?: string;
+  queuedTimeout?: string;
 }
 
 export function registerReconciler(program: Command): void {
@@ -16,6 +18,8 @@ export function registerReconciler(program: Command): void {
     .option("--processes <n>", "worker processes of the local executor (default: the number of cores)")
     .option("--concurrency-per-process <n>", "steps one worker process runs at once (default 4)")
     .option("--watch", "reload the definitions when a file changes")
+    .option("--zombie-after <duration>", "fail (and retry) running steps without a heartbeat for this long", "60s")
+    .option("--queued-timeout <duration>", "hand out again steps not started this long after being queued", "5m")
     .action(async (opts: ReconcilerCommandOptions, cmd: Command) => {
       const { runReconciler } = await import("./reconciler-run.js");
       await runReconciler(opts, cmd.optsWithGlobals<GlobalOptions>());
