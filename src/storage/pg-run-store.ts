@@ -736,53 +736,53 @@ async function recordMaterializations(
       storage_ref: "ref" in c.output ? c.output.ref : null,
     };
   });
-  const input = toJson(rows);
-  await sql`
-    insert into outputs (asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value,
-                         storage_ref, created_at)
-    select x.asset_key, x.partition_key, x.run_id, x.step_id, x.map_index, x.try_number, x.size_bytes,
-           x.inline_value::jsonb, x.storage_ref, ${now}
-    from jsonb_to_recordset(${input}::jsonb)
-      as x(asset_key text, partition_key text, run_id uuid, step_id bigint, map_index int, try_number int,
-           size_bytes bigint, inline_value text, storage_ref text)`.execute(trx);
-  const events = await sql<{ id: number; step_id: number }>`
-    insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, data_version, code_version, created_at)
-    select 'materialization', x.asset_key, x.partition_key, x.run_id, x.step_id, x.try_number, x.data_version,
-           x.code_version, ${now}
-    from jsonb_to_recordset(${input}::jsonb)
-      as x(asset_key text, partition_key text, run_id uuid, step_id bigint, try_number int, data_version text,
-           code_version text)
-    returning id, step_id`.execute(trx);
-  const eventOf = new Map(events.rows.map((e) => [Number(e.step_id), Number(e.id)]));
-  const lineage: { event_id: number; asset_key: string; partition_key: string; upstream_event_id: number | null }[] = [];
+  const lineage: { step_id: number; asset_key: string; partition_key: string; upstream_event_id: number | null }[] = [];
   for (const { c, step } of successes) {
     if (c.outcome !== "success") continue;
-    const eventId = eventOf.get(step.id)!;
     const seen = new Set<string>();
     for (const i of c.inputs) {
       const k = `${i.assetKey}\u0000${i.partitionKey}`;
       if (seen.has(k)) continue;
       seen.add(k);
-      lineage.push({ event_id: eventId, asset_key: i.assetKey, partition_key: i.partitionKey, upstream_event_id: i.eventId });
+      lineage.push({ step_id: step.id, asset_key: i.assetKey, partition_key: i.partitionKey, upstream_event_id: i.eventId });
     }
   }
-  if (lineage.length > 0) {
-    await sql`
+  // Output, materialisation event, lineage and partition status in one
+  // statement: one round trip per batch whatever its size.
+  await sql`
+    with x as (
+      select * from jsonb_to_recordset(${toJson(rows)}::jsonb)
+        as x(asset_key text, partition_key text, run_id uuid, step_id bigint, map_index int, try_number int,
+             size_bytes bigint, inline_value text, storage_ref text, data_version text, code_version text)
+    ), o as (
+      insert into outputs (asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value,
+                           storage_ref, created_at)
+      select asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value::jsonb, storage_ref, ${now}
+      from x
+    ), ev as (
+      insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, data_version, code_version, created_at)
+      select 'materialization', asset_key, partition_key, run_id, step_id, try_number, data_version, code_version, ${now}
+      from x
+      returning id, step_id
+    ), l as (
       insert into event_inputs (event_id, upstream_asset_key, upstream_partition_key, upstream_event_id)
-      select x.event_id, x.asset_key, x.partition_key, x.upstream_event_id
+      select ev.id, li.asset_key, li.partition_key, li.upstream_event_id
       from jsonb_to_recordset(${toJson(lineage)}::jsonb)
-        as x(event_id bigint, asset_key text, partition_key text, upstream_event_id bigint)`.execute(trx);
-  }
-  const status = successes.map(({ c, step }) => ({
-    asset_key: step.asset_key,
-    partition_key: step.partition_key,
-    event_id: eventOf.get(step.id)!,
-    run_id: step.run_id,
-    step_id: step.id,
-    data_version: c.outcome === "success" ? c.dataVersion : null,
-    code_version: c.outcome === "success" ? c.codeVersion : null,
-  }));
-  await upsertPartitionStatus(trx, status, "materialized", now);
+        as li(step_id bigint, asset_key text, partition_key text, upstream_event_id bigint)
+      join ev on ev.step_id = li.step_id
+    )
+    insert into partition_status as ps (asset_key, partition_key, status, last_materialization_event_id, last_run_id,
+                                        last_step_id, data_version, code_version, materialized_at, updated_at)
+    -- One row per partition (ON CONFLICT cannot touch a row twice): the latest step wins.
+    select distinct on (x.asset_key, x.partition_key)
+           x.asset_key, x.partition_key, 'materialized', ev.id, x.run_id, x.step_id, x.data_version, x.code_version, ${now}, ${now}
+    from x join ev on ev.step_id = x.step_id
+    order by x.asset_key, x.partition_key, x.step_id desc
+    on conflict (asset_key, partition_key) do update set
+      status = excluded.status, last_materialization_event_id = excluded.last_materialization_event_id,
+      last_step_id = excluded.last_step_id, last_run_id = excluded.last_run_id,
+      data_version = excluded.data_version, code_version = excluded.code_version,
+      materialized_at = excluded.materialized_at, updated_at = excluded.updated_at`.execute(trx);
 }
 
 async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; step: LockedStep }[], now: Date): Promise<void> {
