@@ -76,7 +76,7 @@ describe("tributary dev", () => {
     const after = await runCli(["runs", "--json", "--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"]);
     expect(after.code, after.stderr).toBe(0);
     expect((JSON.parse(after.stdout) as { runs: { status: string }[] }).runs.map((r) => r.status)).toEqual(["success"]);
-  });
+  }, 240_000);
 
   it("refuses a second process on the same data directory with a clear error", async () => {
     const port = freePort();
@@ -91,5 +91,5 @@ describe("tributary dev", () => {
       dev.kill("SIGTERM");
       await new Promise((resolve) => dev.once("exit", resolve));
     }
-  });
+  }, 180_000);
 });

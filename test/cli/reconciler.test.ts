@@ -42,10 +42,12 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
     const b = startCli(args, { env });
     try {
       const db = database.db;
-      await eventually(async () => {
-        const snap = await sql<{ n: number }>`select count(*)::int as n from definition_snapshots`.execute(db);
-        return (snap.rows[0]?.n ?? 0) > 0 ? true : undefined;
-      }, 60_000, `the reconcilers to load the definitions\n${a.output()}\n${b.output()}`);
+      // Launch only once both are up, so both take part in the burst.
+      await eventually(
+        async () => (a.output().includes("is running") && b.output().includes("is running") ? true : undefined),
+        120_000,
+        `both reconcilers to start\n${a.output()}\n${b.output()}`,
+      );
       const definitions = new PgDefinitionStore(db);
       const runs = new PgRunStore(db);
       const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["r/burst"], allPartitions: true }, new Date());
@@ -85,5 +87,5 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
       const code = await new Promise<number | null>((resolve) => (b.exitCode !== null ? resolve(b.exitCode) : b.once("exit", resolve)));
       expect(code, b.output()).toBe(0);
     }
-  });
+  }, 240_000);
 });
