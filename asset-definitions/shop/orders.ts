@@ -34,9 +34,10 @@ export const revenue7d = asset(
     owner: "team:finance",
     deps: { orders: dep(rawOrders, timeWindow({ startOffset: -6 })) },
   },
+  // A day reported by an outside producer (`tributary report`) has no stored value: it arrives as null.
   async (_ctx, { orders }) => ({
     days: orders.length,
-    revenueCents: orders.reduce((n, o) => n + o.revenueCents, 0),
+    revenueCents: orders.reduce((n, o) => n + (o?.revenueCents ?? 0), 0),
   }),
 );
 

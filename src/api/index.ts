@@ -7,3 +7,7 @@ export { listPartitions } from "./partition-listing.js";
 export type { PartitionRow, PartitionListing } from "./partition-listing.js";
 export { launchRun, stepSettings } from "./commands/launch-run.js";
 export type { LaunchRunRequest, LaunchedRun, LaunchServices } from "./commands/launch-run.js";
+export { reportAssetEvent, MAX_EVENT_METADATA_BYTES } from "./commands/report-event.js";
+export type { ReportAssetEventRequest, ReportedAssetEvent, ReportEventServices } from "./commands/report-event.js";
+export { clearPartitions } from "./commands/clear-partitions.js";
+export type { ClearPartitionsRequest, ClearedRun, ClearedAsset, ClearServices } from "./commands/clear-partitions.js";

@@ -5,6 +5,8 @@ import { registerDev } from "./commands/dev.js";
 import { registerMigrate } from "./commands/migrate.js";
 import { registerPartitions } from "./commands/partitions.js";
 import { registerMaterialize } from "./commands/materialize.js";
+import { registerClear } from "./commands/clear.js";
+import { registerReport } from "./commands/report.js";
 import { registerRuns } from "./commands/runs.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { VERSION } from "./version.js";
@@ -24,6 +26,8 @@ export function buildProgram(): Command {
   registerCheck(program);
   registerPartitions(program);
   registerMaterialize(program);
+  registerClear(program);
+  registerReport(program);
   registerRuns(program);
   registerMigrate(program);
   registerReconciler(program);

@@ -1,4 +1,4 @@
-import { launchRun, type LaunchRunRequest } from "../api/index.js";
+import { clearPartitions, launchRun, type ClearPartitionsRequest, type LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
 import type { RunDetail, RunStatus, RunSummary, StepRecord } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
@@ -11,6 +11,8 @@ import type { Settings } from "./settings.js";
 export interface RunsClient {
   readonly where: "server" | "in-process";
   launch(request: LaunchRunRequest): Promise<RunSummary>;
+  /** Clears chosen partitions (optionally with their downstream ones) and reruns them in one run. */
+  clear(request: ClearPartitionsRequest): Promise<RunSummary>;
   get(id: string): Promise<RunDetail | undefined>;
   list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]>;
   cancel(id: string): Promise<RunSummary>;
@@ -61,6 +63,13 @@ class InProcessRunsClient implements RunsClient {
     return (await runtime.runs.getRun(launched.runId))!;
   }
 
+  async clear(request: ClearPartitionsRequest): Promise<RunSummary> {
+    const { runtime } = this;
+    const cleared = await clearPartitions({ graphs: runtime.graphs, runs: runtime.runs, definitions: runtime.definitions }, request, new Date());
+    this.execution?.reconciler.wake();
+    return (await runtime.runs.getRun(cleared.runId))!;
+  }
+
   get(id: string): Promise<RunDetail | undefined> {
     return this.runtime.runs.getRun(id);
   }
@@ -102,6 +111,16 @@ class ServerRunsClient implements RunsClient {
       { input },
     );
     return toSummary(data.launchRun);
+  }
+
+  async clear(request: ClearPartitionsRequest): Promise<RunSummary> {
+    const input = Object.fromEntries(Object.entries(request).filter(([, v]) => v !== undefined));
+    const data = await graphql<{ clearPartitions: Wire }>(
+      this.url,
+      `mutation ($input: ClearPartitionsInput!) { clearPartitions(input: $input) { ${RUN_FIELDS} } }`,
+      { input },
+    );
+    return toSummary(data.clearPartitions);
   }
 
   async get(id: string): Promise<RunDetail | undefined> {

@@ -1,11 +1,12 @@
 import path from "node:path";
-import { Catalog, launchRun, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import { Catalog, launchRun, reportAssetEvent, type ApiContext, type DefinitionFileView } from "../api/index.js";
 import {
   GraphCache,
   LocalDirOutputStore,
   migrate,
   openDatabase,
   PgDefinitionStore,
+  PgEventStore,
   PgRunStore,
   type DatabaseHandle,
   type OutputStore,
@@ -64,6 +65,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       runs,
       now: () => new Date(),
       launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
+      reportAssetEvent: (request) => reportAssetEvent({ graphs, events: new PgEventStore(database.db), definitions }, request, new Date()),
       definitionFiles: async (): Promise<DefinitionFileView[]> =>
         (await definitions.listFiles()).map((f) => ({
           path: f.path,

@@ -58,3 +58,5 @@ export type {
 } from "./run-store.js";
 export { GraphCache, type CurrentGraph } from "./graph-cache.js";
 export { LocalDirOutputStore, INLINE_OUTPUT_LIMIT_BYTES, type OutputStore } from "./output-store.js";
+export { PgEventStore } from "./pg-event-store.js";
+export type { EventStore, EventRecord, ListEventsOptions, ReportedEvent, ReportedEventKind } from "./event-store.js";

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from "kysely";
 import { InputError, type SerializedError } from "../errors/index.js";
 import { evaluateTriggerRule, retryDelayMs, serializePlan, shouldRetry } from "../planner/index.js";
 import type { RetryPolicySpec, TriggerRule } from "../sdk/index.js";
-import type { Database, RunStatus, StepState } from "./database.js";
+import type { Database, PartitionState, RunStatus, StepState } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import { toJson } from "./json.js";
 import type {
@@ -528,6 +528,17 @@ export class PgRunStore implements RunStore {
       .execute();
     for (const r of rows) out.get(r.asset_key)?.push(r.partition_key);
     return out;
+  }
+
+  async partitionKeysWithStatus(assetKey: string, status: PartitionState): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom("partition_status")
+      .select("partition_key")
+      .where("asset_key", "=", assetKey)
+      .where("status", "=", status)
+      .orderBy("partition_key")
+      .execute();
+    return rows.map((r) => r.partition_key);
   }
 }
 

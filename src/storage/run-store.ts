@@ -1,7 +1,7 @@
 import type { SerializedError } from "../errors/index.js";
 import type { RunPlan } from "../planner/index.js";
 import type { RetryPolicySpec, TriggerRule } from "../sdk/index.js";
-import type { RunOrigin, RunStatus, StepState } from "./database.js";
+import type { PartitionState, RunOrigin, RunStatus, StepState } from "./database.js";
 
 /** How the steps of one asset behave, fixed when the run is planned. */
 export interface StepSettings {
@@ -238,6 +238,8 @@ export interface RunStore {
   latestOutputs(partitions: readonly { assetKey: string; partitionKey: string }[]): Promise<OutputRecord[]>;
   /** Materialised partition keys per asset. */
   materializedKeys(assetKeys: readonly string[]): Promise<Map<string, string[]>>;
+  /** Partition keys of an asset whose partition_status is `status` (e.g. the failed ones, to rerun). */
+  partitionKeysWithStatus(assetKey: string, status: PartitionState): Promise<string[]>;
 }
 
 /** The completion of a claimed step whose asset left the definitions while its run was open. */

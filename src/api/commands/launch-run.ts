@@ -1,5 +1,5 @@
 import { InputError, PartitionError } from "../../errors/index.js";
-import type { SnapshotAsset } from "../../graph/index.js";
+import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
 import { planRun, type PartitionSelection, type RunPlan } from "../../planner/index.js";
 import type { DefinitionStore, GraphCache, RunOrigin, RunStore, StepSettings } from "../../storage/index.js";
@@ -52,17 +52,7 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
     (name) => services.definitions.listDynamicPartitions(name),
   );
 
-  const materializedKeys = await services.runs.materializedKeys(involved.map((a) => a.key));
-  const materialized = new Map<string, PartitionSubset>();
-  for (const a of involved) {
-    const keys = materializedKeys.get(a.key) ?? [];
-    if (!a.partitions) materialized.set(a.key, keys.length > 0 ? UNPARTITIONED : PartitionSubset.EMPTY);
-    else {
-      const space = partitionSpace(a.partitions, ctx);
-      // Keys that no longer fit the definition (it changed) are simply not materialised any more.
-      materialized.set(a.key, space.subset(keys.filter((k) => space.has(k))));
-    }
-  }
+  const materialized = await materializedSubsets(services.runs, involved, ctx);
 
   const plan = planRun({
     graph,
@@ -75,32 +65,77 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
     includeUpstream: request.includeUpstream ?? false,
   });
   if (plan.missing.length > 0) {
-    const lines = plan.missing.map(
-      (m) => `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) ${m.reason === "not_existing" ? "that do not exist yet" : "not materialised"}` +
-        (m.sample.length ? `, e.g. ${m.sample.slice(0, 3).map((s) => `"${s}"`).join(", ")}` : ""),
-    );
-    throw new InputError(
-      `the run would read upstream partitions that are not there:\n${lines.join("\n")}\n` +
-        `materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run`,
-      { code: "PLAN_MISSING_UPSTREAM" },
-    );
+    throw missingUpstreamError(plan.missing, "materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run");
   }
+  const runId = await createPlannedRun(services.runs, graph, plan, {
+    origin: request.origin ?? "manual",
+    priority: request.priority ?? 0,
+    tags: request.tags ?? {},
+    maxActiveSteps: request.maxActiveSteps ?? null,
+  }, now);
+  return { runId, steps: plan.steps.length, plan };
+}
+
+/** The materialised partitions of each asset, as subsets of its current partition space. */
+export async function materializedSubsets(
+  runs: Pick<RunStore, "materializedKeys">,
+  assets: readonly SnapshotAsset[],
+  ctx: PartitionContext | undefined,
+): Promise<Map<string, PartitionSubset>> {
+  const materializedKeys = await runs.materializedKeys(assets.map((a) => a.key));
+  const materialized = new Map<string, PartitionSubset>();
+  for (const a of assets) {
+    const keys = materializedKeys.get(a.key) ?? [];
+    if (!a.partitions) materialized.set(a.key, keys.length > 0 ? UNPARTITIONED : PartitionSubset.EMPTY);
+    else {
+      const space = partitionSpace(a.partitions, ctx);
+      // Keys that no longer fit the definition (it changed) are simply not materialised any more.
+      materialized.set(a.key, space.subset(keys.filter((k) => space.has(k))));
+    }
+  }
+  return materialized;
+}
+
+/** PLAN_MISSING_UPSTREAM: which upstream partitions a plan reads that are not there, and what to do about it. */
+export function missingUpstreamError(missing: RunPlan["missing"], hint: string): InputError {
+  const lines = missing.map(
+    (m) => `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) ${m.reason === "not_existing" ? "that do not exist yet" : "not materialised"}` +
+      (m.sample.length ? `, e.g. ${m.sample.slice(0, 3).map((s) => `"${s}"`).join(", ")}` : ""),
+  );
+  return new InputError(`the run would read upstream partitions that are not there:\n${lines.join("\n")}\n${hint}`, { code: "PLAN_MISSING_UPSTREAM" });
+}
+
+export interface PlannedRunOptions {
+  readonly origin: RunOrigin;
+  readonly priority: number;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly maxActiveSteps: number | null;
+}
+
+/** Stores a plan as a new run, with its job limits and each asset's step settings. */
+export async function createPlannedRun(
+  runs: Pick<RunStore, "createRun">,
+  graph: AssetGraph,
+  plan: RunPlan,
+  options: PlannedRunOptions,
+  now: Date,
+): Promise<string> {
   const limits = involvedLimits(plan, graph.get.bind(graph));
-  const { runId } = await services.runs.createRun(
+  const { runId } = await runs.createRun(
     {
       plan,
-      snapshotVersion: version,
-      origin: request.origin ?? "manual",
-      priority: request.priority ?? 0,
-      tags: request.tags ?? {},
+      snapshotVersion: plan.version,
+      origin: options.origin,
+      priority: options.priority,
+      tags: options.tags,
       jobName: limits.jobName,
       maxActiveRuns: limits.maxActiveRuns,
-      maxActiveSteps: request.maxActiveSteps ?? null,
+      maxActiveSteps: options.maxActiveSteps,
       settings: (key) => stepSettings(graph.require(key)),
     },
     now,
   );
-  return { runId, steps: plan.steps.length, plan };
+  return runId;
 }
 
 function selectionOf(

@@ -2,6 +2,7 @@ import SchemaBuilder from "@pothos/core";
 import type { Catalog } from "../catalog.js";
 import type { RunStore } from "../../storage/index.js";
 import type { LaunchedRun, LaunchRunRequest } from "../commands/launch-run.js";
+import type { ReportAssetEventRequest, ReportedAssetEvent } from "../commands/report-event.js";
 
 export interface ApiContext {
   catalog: Catalog;
@@ -10,6 +11,8 @@ export interface ApiContext {
   now: () => Date;
   runs: RunStore;
   launchRun: (request: LaunchRunRequest) => Promise<LaunchedRun>;
+  /** Records an external event (validated against the current definitions). */
+  reportAssetEvent: (request: ReportAssetEventRequest) => Promise<ReportedAssetEvent>;
 }
 
 export interface DefinitionFileView {

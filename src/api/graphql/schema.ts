@@ -192,5 +192,7 @@ function asGraphQLError(err: unknown): unknown {
 }
 
 import "./runs.js";
+import "./clear.js";
+import "./events.js";
 
 export const schema = builder.toSchema();

@@ -1,0 +1,67 @@
+// clearPartitions: clear and rerun chosen partitions of an asset (optionally
+// with everything downstream of them), through the normal run machinery.
+import { GraphQLError } from "graphql";
+import { z } from "zod";
+import { TributaryError } from "../../errors/index.js";
+import type { RunDetail, RunSummary } from "../../storage/index.js";
+import { clearPartitions, type ClearServices } from "../commands/clear-partitions.js";
+import { builder, type ApiContext } from "./builder.js";
+
+const clearInput = z.strictObject({
+  assetKey: z.string().min(1, "name the asset whose partitions to clear"),
+  partition: z.string().min(1).optional(),
+  from: z.string().min(1).optional(),
+  to: z.string().min(1).optional(),
+  downstream: z.boolean().optional(),
+  onlyFailed: z.boolean().optional(),
+});
+
+const ClearPartitionsInput = builder.inputType("ClearPartitionsInput", {
+  fields: (t) => ({
+    assetKey: t.string({ required: true }),
+    partition: t.string(),
+    from: t.string({ description: "First partition key of a range (inclusive)" }),
+    to: t.string({ description: "Last partition key of a range (inclusive)" }),
+    downstream: t.boolean({ description: "Also clear every downstream partition that reads the cleared ones" }),
+    onlyFailed: t.boolean({ description: "Only the selected partitions that failed (without a selection: every failed one)" }),
+  }),
+});
+
+/** The `Run` object type is defined in runs.ts; referenced here by name. */
+const RUN_TYPE = "Run" as unknown as ReturnType<typeof builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>>;
+
+builder.mutationFields((t) => ({
+  clearPartitions: t.field({
+    type: RUN_TYPE,
+    description:
+      "Clears chosen partitions of an asset (optionally all their downstream partitions) and reruns them in one run (origin rerun); upstream results stay",
+    args: { input: t.arg({ type: ClearPartitionsInput, required: true }) },
+    resolve: async (_root, args, ctx) => {
+      const parsed = clearInput.safeParse(Object.fromEntries(Object.entries(args.input).filter(([, v]) => v !== null && v !== undefined)));
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw codeError("INPUT_INVALID", `clearPartitions: input.${issue?.path.join(".") || ""}: ${issue?.message}`);
+      }
+      try {
+        const cleared = await clearPartitions(servicesOf(ctx), parsed.data, ctx.now());
+        const run = await ctx.runs.getRun(cleared.runId);
+        if (!run) throw codeError("INTERNAL", `run ${cleared.runId} vanished after being created`);
+        return run;
+      } catch (err) {
+        throw err instanceof TributaryError ? codeError(err.code, err.message) : err;
+      }
+    },
+  }),
+}));
+
+function servicesOf(ctx: ApiContext): ClearServices {
+  return {
+    graphs: { current: () => ctx.catalog.current() },
+    runs: ctx.runs,
+    definitions: { listDynamicPartitions: (name) => ctx.catalog.dynamicKeys(name) },
+  };
+}
+
+function codeError(code: string, message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code } });
+}

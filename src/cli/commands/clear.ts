@@ -1,0 +1,32 @@
+import type { Command } from "commander";
+import type { GlobalOptions } from "../settings.js";
+
+export interface ClearOptions {
+  partition?: string;
+  from?: string;
+  to?: string;
+  downstream?: boolean;
+  onlyFailed?: boolean;
+  wait?: boolean;
+  json?: boolean;
+  processes?: string;
+}
+
+export function registerClear(program: Command): void {
+  program
+    .command("clear <asset-key>")
+    .description("Clear chosen partitions of an asset (optionally everything downstream of them) and rerun them in one run; upstream results stay")
+    .option("--partition <key>", "one partition key")
+    .option("--from <key>", "first partition key of a range (inclusive)")
+    .option("--to <key>", "last partition key of a range (inclusive)")
+    .option("--downstream", "also clear every downstream partition that reads the cleared ones")
+    .option("--only-failed", "only the selected partitions that failed (without a selection: every failed one)")
+    .option("--wait", "wait for the rerun to finish, with a live progress bar; exit code 0 only if it succeeded")
+    .option("--processes <n>", "worker processes when running in-process (no server running)")
+    .option("--json", "machine-readable output")
+    .action(async (key: string, opts: ClearOptions, cmd: Command) => {
+      // Loaded on use, so `--help` and other commands start fast.
+      const { runClear } = await import("./clear-run.js");
+      await runClear(key, opts, cmd.optsWithGlobals<GlobalOptions>());
+    });
+}

@@ -1,0 +1,91 @@
+import cliProgress from "cli-progress";
+import pc from "picocolors";
+import type { RunDetail, RunSummary } from "../storage/index.js";
+import { printRun } from "./commands/runs-run.js";
+import { printJson } from "./output.js";
+import { connectRuns, requireRun, type RunsClient } from "./runs-client.js";
+import type { Settings } from "./settings.js";
+
+const TERMINAL = new Set(["success", "failed", "canceled"]);
+
+export interface FollowOptions {
+  readonly wait: boolean;
+  readonly json: boolean;
+  readonly processes: number | undefined;
+}
+
+/**
+ * What `materialize` and `clear` share: connect (server or in-process), start
+ * a run, and with --wait (always, in-process: nothing else would run it) show
+ * progress until it ends; exit code 0 only if it succeeded; Ctrl-C cancels.
+ */
+export async function startAndFollow(
+  settings: Settings,
+  options: FollowOptions,
+  start: (client: RunsClient) => Promise<{ run: RunSummary; extra?: Record<string, unknown> }>,
+): Promise<void> {
+  const client = await connectRuns(settings, { execute: true, ...(options.processes ? { processes: options.processes } : {}) });
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true;
+  };
+  process.once("SIGINT", onSignal);
+  try {
+    const { run, extra = {} } = await start(client);
+    const wait = options.wait || client.where === "in-process";
+    if (!wait) {
+      if (options.json) printJson({ ok: true, run, ...extra });
+      else process.stdout.write(`run ${run.id} started: ${run.stepsTotal} step(s); follow it with \`tributary run ${run.id}\`\n`);
+      return;
+    }
+    if (!options.wait && !options.json) process.stderr.write(pc.dim("no server is running: executing the run in this process\n"));
+    const final = await waitForRun(client, run, { progress: !options.json && process.stderr.isTTY === true, interrupted: () => interrupted });
+    if (options.json) printJson({ ok: final.status === "success", run: final, ...extra });
+    else printRun(final);
+    process.exitCode = final.status === "success" ? 0 : 1;
+  } finally {
+    process.off("SIGINT", onSignal);
+    await client.close();
+  }
+}
+
+/** Polls until the run ends, drawing steps done/failed/running; the first Ctrl-C cancels the run. */
+async function waitForRun(
+  client: RunsClient,
+  run: RunSummary,
+  options: { progress: boolean; interrupted: () => boolean },
+): Promise<RunDetail> {
+  const bar = options.progress
+    ? new cliProgress.SingleBar(
+        {
+          format: `${pc.cyan("{bar}")} {value}/{total} steps | ${pc.green("{ok} ok")} | ${pc.red("{failed} failed")} | {running} running | {duration_formatted}`,
+          hideCursor: true,
+          stream: process.stderr,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined;
+  bar?.start(run.stepsTotal, 0, { ok: 0, failed: 0, running: 0 });
+  let canceled = false;
+  try {
+    for (let delay = 50; ; delay = Math.min(500, delay * 1.5)) {
+      const detail = requireRun(await client.get(run.id), run.id);
+      const counts = { ok: 0, failed: 0, running: 0 };
+      for (const s of detail.steps) {
+        if (s.state === "success") counts.ok++;
+        else if (s.state === "failed" || s.state === "upstream_failed") counts.failed++;
+        else if (s.state === "running" || s.state === "queued") counts.running++;
+      }
+      bar?.update(detail.stepsDone, counts);
+      if (TERMINAL.has(detail.status)) return detail;
+      if (options.interrupted() && !canceled) {
+        canceled = true;
+        process.stderr.write("\ncanceling the run (Ctrl-C)…\n");
+        await client.cancel(run.id);
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  } finally {
+    bar?.stop();
+  }
+}
