@@ -11,3 +11,5 @@ export { reportAssetEvent, MAX_EVENT_METADATA_BYTES } from "./commands/report-ev
 export type { ReportAssetEventRequest, ReportedAssetEvent, ReportEventServices } from "./commands/report-event.js";
 export { clearPartitions } from "./commands/clear-partitions.js";
 export type { ClearPartitionsRequest, ClearedRun, ClearedAsset, ClearServices } from "./commands/clear-partitions.js";
+export { addDynamicPartitions, MAX_DYNAMIC_KEYS_PER_CALL } from "./commands/add-dynamic-partitions.js";
+export type { AddedDynamicPartitions } from "./commands/add-dynamic-partitions.js";

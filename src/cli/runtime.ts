@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Catalog, launchRun, reportAssetEvent, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import { addDynamicPartitions, Catalog, launchRun, reportAssetEvent, type ApiContext, type DefinitionFileView } from "../api/index.js";
 import {
   GraphCache,
   LocalDirOutputStore,
@@ -65,6 +65,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       runs,
       now: () => new Date(),
       launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
+      addDynamicPartitions: (request) => addDynamicPartitions({ graphs, definitions }, request),
       reportAssetEvent: (request) => reportAssetEvent({ graphs, events: new PgEventStore(database.db), definitions }, request, new Date()),
       definitionFiles: async (): Promise<DefinitionFileView[]> =>
         (await definitions.listFiles()).map((f) => ({

@@ -1,5 +1,6 @@
 import SchemaBuilder from "@pothos/core";
 import type { Catalog } from "../catalog.js";
+import type { AddedDynamicPartitions } from "../commands/add-dynamic-partitions.js";
 import type { RunStore } from "../../storage/index.js";
 import type { LaunchedRun, LaunchRunRequest } from "../commands/launch-run.js";
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "../commands/report-event.js";
@@ -13,6 +14,7 @@ export interface ApiContext {
   launchRun: (request: LaunchRunRequest) => Promise<LaunchedRun>;
   /** Records an external event (validated against the current definitions). */
   reportAssetEvent: (request: ReportAssetEventRequest) => Promise<ReportedAssetEvent>;
+  addDynamicPartitions: (request: { name: string; keys: readonly string[] }) => Promise<AddedDynamicPartitions>;
 }
 
 export interface DefinitionFileView {

@@ -192,6 +192,7 @@ function asGraphQLError(err: unknown): unknown {
 }
 
 import "./runs.js";
+import "./dynamic-partitions.js";
 import "./clear.js";
 import "./events.js";
 
