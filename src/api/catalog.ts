@@ -1,5 +1,5 @@
 import type { AssetGraph } from "../graph/index.js";
-import { GraphCache, type DefinitionStore } from "../storage/index.js";
+import type { DefinitionStore, GraphCache } from "../storage/index.js";
 
 export interface CatalogView {
   readonly version: number;
@@ -12,12 +12,13 @@ export interface CatalogView {
  * snapshot version changes, so a request costs one tiny query at most.
  */
 export class Catalog {
-  private readonly cache: GraphCache;
   private ready: Promise<void> = Promise.resolve();
 
-  constructor(private readonly definitions: Pick<DefinitionStore, "latestVersion" | "getSnapshot" | "listDynamicPartitions">) {
-    this.cache = new GraphCache(definitions, 200);
-  }
+  /** Shares the process's GraphCache, so the API and the loops read one copy of the graph. */
+  constructor(
+    private readonly cache: GraphCache,
+    private readonly definitions: Pick<DefinitionStore, "listDynamicPartitions">,
+  ) {}
 
   /**
    * Requests wait for this before answering (e.g. the first definitions load of

@@ -1,4 +1,4 @@
-import { clearPartitions, launchRun, type ClearPartitionsRequest, type LaunchRunRequest } from "../api/index.js";
+import type { ApiContext, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
 import type { RunDetail, RunStatus, RunSummary, StepRecord } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
@@ -54,20 +54,24 @@ class InProcessRunsClient implements RunsClient {
   constructor(
     private readonly runtime: Runtime,
     private readonly execution: Execution | undefined,
-  ) {}
+  ) {
+    // The same commands the API runs, wired once in the runtime.
+    this.commands = runtime.apiContext();
+  }
+
+  private readonly commands: ApiContext;
 
   async launch(request: LaunchRunRequest): Promise<RunSummary> {
-    const { runtime } = this;
-    const launched = await launchRun({ graphs: runtime.graphs, runs: runtime.runs, definitions: runtime.definitions }, request, new Date());
-    this.execution?.reconciler.wake();
-    return (await runtime.runs.getRun(launched.runId))!;
+    return this.started((await this.commands.launchRun(request)).runId);
   }
 
   async clear(request: ClearPartitionsRequest): Promise<RunSummary> {
-    const { runtime } = this;
-    const cleared = await clearPartitions({ graphs: runtime.graphs, runs: runtime.runs, definitions: runtime.definitions }, request, new Date());
+    return this.started((await this.commands.clearPartitions(request)).runId);
+  }
+
+  private async started(runId: string): Promise<RunSummary> {
     this.execution?.reconciler.wake();
-    return (await runtime.runs.getRun(cleared.runId))!;
+    return (await this.runtime.runs.getRun(runId))!;
   }
 
   get(id: string): Promise<RunDetail | undefined> {

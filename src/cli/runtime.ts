@@ -1,5 +1,5 @@
 import path from "node:path";
-import { addDynamicPartitions, Catalog, launchRun, reportAssetEvent, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import { addDynamicPartitions, Catalog, clearPartitions, launchRun, reportAssetEvent, type ApiContext, type DefinitionFileView } from "../api/index.js";
 import {
   GraphCache,
   LocalDirOutputStore,
@@ -47,7 +47,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
   const definitions = new PgDefinitionStore(database.db);
   const runs = new PgRunStore(database.db);
   const graphs = new GraphCache(definitions);
-  const catalog = new Catalog(definitions);
+  const catalog = new Catalog(graphs, definitions);
   // Embedded mode keeps large outputs in the data directory; with Postgres they need a configured store.
   const outputDir = settings.outputDir ?? (settings.databaseUrl ? undefined : path.join(settings.dataDir, "outputs"));
   const outputStore = outputDir ? new LocalDirOutputStore(outputDir) : null;
@@ -65,6 +65,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       runs,
       now: () => new Date(),
       launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
+      clearPartitions: (request) => clearPartitions({ graphs, runs, definitions }, request, new Date()),
       addDynamicPartitions: (request) => addDynamicPartitions({ graphs, definitions }, request),
       reportAssetEvent: (request) => reportAssetEvent({ graphs, events: new PgEventStore(database.db), definitions }, request, new Date()),
       definitionFiles: async (): Promise<DefinitionFileView[]> =>

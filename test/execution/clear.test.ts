@@ -4,6 +4,7 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { Catalog, clearPartitions, createApiApp, type ApiContext, type ClearPartitionsRequest } from "../../src/api/index.js";
+import { GraphCache } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 
@@ -117,8 +118,10 @@ describePostgres("execution: clear and rerun", () => {
 
   it("GraphQL clearPartitions: bad input writes no run; returns the rerun", async () => {
     await seed();
+    const graphs = new GraphCache(h!.definitions);
     const context = {
-      catalog: new Catalog(h!.definitions),
+      catalog: new Catalog(graphs, h!.definitions),
+      clearPartitions: (request: ClearPartitionsRequest) => clearPartitions({ graphs, runs: h!.runs, definitions: h!.definitions }, request, new Date()),
       runs: h!.runs,
       now: () => new Date(),
       definitionFiles: async () => [],

@@ -1,6 +1,7 @@
 import SchemaBuilder from "@pothos/core";
 import type { Catalog } from "../catalog.js";
 import type { AddedDynamicPartitions } from "../commands/add-dynamic-partitions.js";
+import type { ClearedRun, ClearPartitionsRequest } from "../commands/clear-partitions.js";
 import type { RunStore } from "../../storage/index.js";
 import type { LaunchedRun, LaunchRunRequest } from "../commands/launch-run.js";
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "../commands/report-event.js";
@@ -14,6 +15,7 @@ export interface ApiContext {
   launchRun: (request: LaunchRunRequest) => Promise<LaunchedRun>;
   /** Records an external event (validated against the current definitions). */
   reportAssetEvent: (request: ReportAssetEventRequest) => Promise<ReportedAssetEvent>;
+  clearPartitions: (request: ClearPartitionsRequest) => Promise<ClearedRun>;
   addDynamicPartitions: (request: { name: string; keys: readonly string[] }) => Promise<AddedDynamicPartitions>;
 }
 

@@ -1,11 +1,9 @@
 // clearPartitions: clear and rerun chosen partitions of an asset (optionally
 // with everything downstream of them), through the normal run machinery.
-import { GraphQLError } from "graphql";
 import { z } from "zod";
-import { TributaryError } from "../../errors/index.js";
 import type { RunDetail, RunSummary } from "../../storage/index.js";
-import { clearPartitions, type ClearServices } from "../commands/clear-partitions.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import { asGraphQLError, codeError } from "./errors.js";
 
 const clearInput = z.strictObject({
   assetKey: z.string().min(1, "name the asset whose partitions to clear"),
@@ -43,25 +41,13 @@ builder.mutationFields((t) => ({
         throw codeError("INPUT_INVALID", `clearPartitions: input.${issue?.path.join(".") || ""}: ${issue?.message}`);
       }
       try {
-        const cleared = await clearPartitions(servicesOf(ctx), parsed.data, ctx.now());
+        const cleared = await ctx.clearPartitions(parsed.data);
         const run = await ctx.runs.getRun(cleared.runId);
         if (!run) throw codeError("INTERNAL", `run ${cleared.runId} vanished after being created`);
         return run;
       } catch (err) {
-        throw err instanceof TributaryError ? codeError(err.code, err.message) : err;
+        throw asGraphQLError(err);
       }
     },
   }),
 }));
-
-function servicesOf(ctx: ApiContext): ClearServices {
-  return {
-    graphs: { current: () => ctx.catalog.current() },
-    runs: ctx.runs,
-    definitions: { listDynamicPartitions: (name) => ctx.catalog.dynamicKeys(name) },
-  };
-}
-
-function codeError(code: string, message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code } });
-}

@@ -1,8 +1,7 @@
-import { GraphQLError } from "graphql";
 import { z } from "zod";
-import { TributaryError } from "../../errors/index.js";
 import type { RunDetail, RunSummary, StepRecord, StepTryRecord } from "../../storage/index.js";
 import { builder } from "./builder.js";
+import { asGraphQLError, codeError } from "./errors.js";
 
 const RUN_STATUSES = ["queued", "running", "success", "failed", "canceled"] as const;
 const RunStatusEnum = builder.enumType("RunStatus", { values: RUN_STATUSES });
@@ -156,12 +155,4 @@ builder.mutationType({
 
 function stripNulls(value: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined));
-}
-
-function codeError(code: string, message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code } });
-}
-
-function asGraphQLError(err: unknown): unknown {
-  return err instanceof TributaryError ? codeError(err.code, err.message) : err;
 }

@@ -1,9 +1,8 @@
-import { GraphQLError } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import { describePartitions } from "../../partitions/index.js";
 import { listPartitions, type PartitionRow } from "../partition-listing.js";
-import { TributaryError } from "../../errors/index.js";
 import { builder, type DefinitionFileView } from "./builder.js";
+import { asGraphQLError, codeError } from "./errors.js";
 
 const MAX_PAGE = 10_000;
 
@@ -86,7 +85,7 @@ AssetRef.implement({
       resolve: async (a, args, ctx) => {
         const first = args.first ?? 100;
         if (first < 0 || first > MAX_PAGE) {
-          throw userError("INPUT_INVALID", `partitions(first: ${first}): first must be between 0 and ${MAX_PAGE}`);
+          throw codeError("INPUT_INVALID", `partitions(first: ${first}): first must be between 0 and ${MAX_PAGE}`);
         }
         try {
           return await listPartitions(a, {
@@ -181,15 +180,6 @@ builder.queryType({
     }),
   }),
 });
-
-function userError(code: string, message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code } });
-}
-
-function asGraphQLError(err: unknown): unknown {
-  if (err instanceof TributaryError) return userError(err.code, err.message);
-  return err;
-}
 
 import "./runs.js";
 import "./dynamic-partitions.js";
