@@ -8,13 +8,13 @@
 //    from an upstream step's end to its downstream step's start (p50, p99).
 // W2 fan-out/fan-in: 1 root, 500 children, 1 join: wall time.
 // W3 burst: 5 000 ready root steps at once: steps/s.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql, type Kysely } from "kysely";
 import { launchRun } from "../src/api/index.js";
-import { syncDefinitions } from "../src/cli/definitions-sync.js";
+import { storeBenchDefinitions } from "./_definitions.js";
 import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
 import { buildDispatch, Reconciler } from "../src/reconciler/index.js";
 import type { SnapshotAsset } from "../src/graph/index.js";
@@ -25,8 +25,8 @@ import {
   GraphCache,
   migrate,
   openPostgres,
-  PgDefinitionStore,
   PgRunStore,
+  type PgDefinitionStore,
   type ClaimedStep,
   type Database,
 } from "../src/storage/index.js";
@@ -62,11 +62,7 @@ async function main(): Promise<void> {
   const stops: (() => Promise<void>)[] = [];
   try {
     await migrate(handle.db);
-    await writeFile(path.join(dir, "bench.ts"), DEFINITIONS);
-    const definitions = new PgDefinitionStore(handle.db);
-    const sync = await syncDefinitions(definitions, { dir, timeoutMs: 60_000 });
-    const failed = sync.result.files.find((f) => f.status === "error");
-    if (failed) throw new Error(`bench definitions failed to load: ${failed.error?.message}`);
+    const definitions = await storeBenchDefinitions(handle.db, dir, DEFINITIONS, 60_000);
     const runs = new PgRunStore(handle.db);
     if (process.env.BENCH_PROFILE) profile(runs, results);
     const graphs = new GraphCache(definitions);

@@ -60,6 +60,9 @@ const backend: ExecutionBackend = {
     else refill();
   },
   async addDynamicPartitions() {},
+  async materialized() {
+    return undefined;
+  },
 };
 
 function step(stepId: number): StepDispatch {

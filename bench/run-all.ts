@@ -11,6 +11,11 @@ const scripts: [string, ...string[]][] = [
   ["executor-overhead.ts"],
   ["execution.ts", "--reconcilers", "1"],
   ["execution.ts", "--reconcilers", "2"],
+  ["backfill.ts"],
+  ["automation-tick.ts"],
+  ["automation-loop.ts"],
+  ["deferred.ts"],
+  ["api.ts"],
 ];
 let failed = false;
 for (const [script, ...args] of scripts) {

@@ -26,13 +26,17 @@ CREATE TABLE public.alerts (
     next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
     last_error jsonb,
     sent_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    sent_to jsonb DEFAULT '[]'::jsonb NOT NULL
 );
 COMMENT ON TABLE public.alerts IS 'Outgoing notifications, deduplicated by cause_key (one alert per failure, deadline miss, ...).';
+COMMENT ON COLUMN public.alerts.next_attempt_at IS 'When the alert is due. A reconciler that claims it pushes this past its send time (a lease), so another reconciler does not send it meanwhile.';
+COMMENT ON COLUMN public.alerts.sent_to IS 'Names of the sinks that accepted the alert; a retry sends only to the routed sinks not listed here.';
 ALTER TABLE public.alerts ADD CONSTRAINT alerts_cause_key_key UNIQUE (cause_key);
 ALTER TABLE public.alerts ADD CONSTRAINT alerts_pkey PRIMARY KEY (id);
 ALTER TABLE public.alerts ADD CONSTRAINT alerts_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'sent'::text, 'failed'::text])));
 CREATE INDEX alerts_asset_idx ON public.alerts USING btree (asset_key, created_at DESC) WHERE (asset_key IS NOT NULL);
+CREATE INDEX alerts_created_idx ON public.alerts USING btree (created_at DESC, id DESC);
 CREATE INDEX alerts_due_idx ON public.alerts USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 
 CREATE TABLE public.assets (
@@ -68,15 +72,26 @@ CREATE TABLE public.automation_evaluations (
     reasons jsonb DEFAULT '[]'::jsonb NOT NULL,
     run_id uuid,
     snapshot_version integer,
-    evaluated_at timestamp with time zone DEFAULT now() NOT NULL
+    evaluated_at timestamp with time zone DEFAULT now() NOT NULL,
+    tick bigint DEFAULT 0 NOT NULL
 );
 COMMENT ON TABLE public.automation_evaluations IS 'Why did (or didn''t) this asset run: every automation decision with its reasons.';
 COMMENT ON COLUMN public.automation_evaluations.partition_subset IS 'The evaluated partitions, serialised as ranges.';
+COMMENT ON COLUMN public.automation_evaluations.tick IS 'The automation tick (a dense sequence) that made the decision; records are written only when a decision changes.';
 ALTER TABLE public.automation_evaluations ADD CONSTRAINT automation_evaluations_decision_check CHECK ((decision = ANY (ARRAY['requested'::text, 'declined'::text, 'skipped'::text])));
 ALTER TABLE public.automation_evaluations ADD CONSTRAINT automation_evaluations_pkey PRIMARY KEY (id);
 CREATE INDEX automation_evaluations_asset_idx ON public.automation_evaluations USING btree (asset_key, id DESC);
+CREATE INDEX automation_evaluations_asset_partition_idx ON public.automation_evaluations USING btree (asset_key, partition_subset, id DESC);
 CREATE INDEX automation_evaluations_run_idx ON public.automation_evaluations USING btree (run_id) WHERE (run_id IS NOT NULL);
 CREATE INDEX automation_evaluations_time_idx ON public.automation_evaluations USING btree (evaluated_at);
+
+CREATE TABLE public.automation_state (
+    asset_key text NOT NULL,
+    state jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+COMMENT ON TABLE public.automation_state IS 'Per asset: what automation remembers between ticks (when it last evaluated, cron ticks handled, upstream updates not yet acted on, the last decision''s fingerprint). Written only by the reconciler that holds the automation lease.';
+ALTER TABLE public.automation_state ADD CONSTRAINT automation_state_pkey PRIMARY KEY (asset_key);
 
 CREATE TABLE public.backfills (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -266,7 +281,7 @@ CREATE TABLE public.partition_status (
 );
 COMMENT ON TABLE public.partition_status IS 'Current status per (asset, partition); a partition without a row is missing.';
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_pkey PRIMARY KEY (asset_key, partition_key);
-ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text])));
+ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text, 'timed_out'::text])));
 CREATE INDEX partition_status_status_idx ON public.partition_status USING btree (asset_key, status, partition_key);
 
 CREATE TABLE public.pools (
@@ -419,7 +434,8 @@ CREATE TABLE public.steps (
     upstream_total integer DEFAULT 0 NOT NULL,
     tries_before integer DEFAULT 0 NOT NULL,
     max_concurrency integer,
-    depth integer DEFAULT 0 NOT NULL
+    depth integer DEFAULT 0 NOT NULL,
+    wait_started_at timestamp with time zone
 );
 COMMENT ON TABLE public.steps IS 'One (asset, partition[, map index]) inside a run: Airflow''s task instance. Clearing sets state back to pending; try_number keeps counting.';
 COMMENT ON COLUMN public.steps.pool IS 'Pool name; not a foreign key, so deleting a pool never blocks or cascades into history.';
@@ -428,6 +444,7 @@ COMMENT ON COLUMN public.steps.scheduled_at IS 'When the step last became runnab
 COMMENT ON COLUMN public.steps.tries_before IS 'Tries that do not count against the retry policy: those before the last clear, and hand-outs that never started.';
 COMMENT ON COLUMN public.steps.max_concurrency IS 'The asset''s maxConcurrency when the run was planned.';
 COMMENT ON COLUMN public.steps.depth IS 'Longest upstream path within the run. Among equal priorities deeper steps go first, so chains finish (and hand off) quickly instead of waiting behind every root.';
+COMMENT ON COLUMN public.steps.wait_started_at IS 'Reschedule-mode waits: when the current wait began (its timeout counts from here).';
 ALTER TABLE public.steps ADD CONSTRAINT steps_depth_check CHECK ((depth >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_index_check CHECK ((map_index >= '-1'::integer));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_concurrency_check CHECK ((max_concurrency > 0));
@@ -444,6 +461,7 @@ ALTER TABLE public.steps ADD CONSTRAINT steps_try_number_check CHECK ((try_numbe
 ALTER TABLE public.steps ADD CONSTRAINT steps_upstream_total_check CHECK ((upstream_total >= 0));
 CREATE INDEX steps_asset_active_idx ON public.steps USING btree (asset_key) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX steps_asset_partition_idx ON public.steps USING btree (asset_key, partition_key, id DESC);
+CREATE INDEX steps_asset_unfinished_idx ON public.steps USING btree (asset_key, partition_key) WHERE (state = ANY (ARRAY['pending'::text, 'scheduled'::text, 'queued'::text, 'running'::text, 'up_for_retry'::text, 'up_for_reschedule'::text, 'deferred'::text]));
 CREATE INDEX steps_queued_idx ON public.steps USING btree (queued_at) WHERE (state = 'queued'::text);
 CREATE INDEX steps_retry_due_idx ON public.steps USING btree (next_retry_at) WHERE (state = ANY (ARRAY['up_for_retry'::text, 'up_for_reschedule'::text]));
 CREATE INDEX steps_run_active_idx ON public.steps USING btree (run_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
@@ -470,16 +488,26 @@ CREATE TABLE public.triggers (
     error jsonb,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    ended_at timestamp with time zone
+    ended_at timestamp with time zone,
+    partition_window jsonb,
+    poll_interval_ms integer DEFAULT 5000 NOT NULL,
+    soft_fail boolean DEFAULT false NOT NULL,
+    try_number integer
 );
 COMMENT ON TABLE public.triggers IS 'Deferred async checks run by triggerers: a deferred step''s wait, or a source-asset observation. Leased to one triggerer at a time.';
+COMMENT ON COLUMN public.triggers.partition_window IS 'The partition''s time window {start, end} (ISO) for {start}/{end} templates; null when untimed.';
+COMMENT ON COLUMN public.triggers.try_number IS 'For a deferred step: the try that deferred.';
 ALTER TABLE public.triggers ADD CONSTRAINT triggers_lease_check CHECK (((lease_owner IS NULL) = (lease_expires_at IS NULL)));
 ALTER TABLE public.triggers ADD CONSTRAINT triggers_pkey PRIMARY KEY (id);
+ALTER TABLE public.triggers ADD CONSTRAINT triggers_poll_interval_ms_check CHECK ((poll_interval_ms > 0));
 ALTER TABLE public.triggers ADD CONSTRAINT triggers_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'fired'::text, 'failed'::text, 'timed_out'::text, 'canceled'::text])));
 ALTER TABLE public.triggers ADD CONSTRAINT triggers_step_id_fkey FOREIGN KEY (step_id) REFERENCES steps(id) ON DELETE CASCADE;
+ALTER TABLE public.triggers ADD CONSTRAINT triggers_try_number_check CHECK ((try_number >= 1));
 CREATE INDEX triggers_asset_idx ON public.triggers USING btree (asset_key, partition_key) WHERE (asset_key IS NOT NULL);
 CREATE INDEX triggers_claim_idx ON public.triggers USING btree (lease_expires_at NULLS FIRST, id) WHERE (status = 'waiting'::text);
 CREATE INDEX triggers_due_idx ON public.triggers USING btree (next_check_at) WHERE (status = 'waiting'::text);
 CREATE INDEX triggers_owner_idx ON public.triggers USING btree (lease_owner) WHERE (status = 'waiting'::text);
 CREATE INDEX triggers_step_idx ON public.triggers USING btree (step_id) WHERE (step_id IS NOT NULL);
 CREATE INDEX triggers_timeout_idx ON public.triggers USING btree (timeout_at) WHERE ((status = 'waiting'::text) AND (timeout_at IS NOT NULL));
+CREATE UNIQUE INDEX triggers_waiting_observation_key ON public.triggers USING btree (asset_key, COALESCE(partition_key, ''::text), kind) WHERE ((status = 'waiting'::text) AND (step_id IS NULL) AND (asset_key IS NOT NULL));
+CREATE UNIQUE INDEX triggers_waiting_step_key ON public.triggers USING btree (step_id) WHERE ((status = 'waiting'::text) AND (step_id IS NOT NULL));

@@ -1,11 +1,16 @@
-import { asset, daily, dep, eager, hourly, timeWindow } from "tributary";
+import { allOf, anyOf, asset, daily, dep, eager, hasFailed, hourly, inLatestWindow, isInProgress, isMissing, not, onCron, timeWindow } from "tributary";
 import { rng, writePartitionFile } from "./_synthetic.js";
 
-/** An hourly click feed in the shop's local time (DST days have 23 or 25 hours). */
+/**
+ * An hourly click feed in the shop's local time (DST days have 23 or 25 hours).
+ * Automation: five past every hour for the hour that just closed, and any of
+ * the last 48 hours that is missing.
+ */
 export const clickstream = asset(
   {
     key: "shop/clickstream",
     partitions: hourly({ start: "2025-01-01", timezone: "Europe/Berlin" }),
+    automation: anyOf(onCron("5 * * * *", { timezone: "Europe/Berlin" }), allOf(isMissing(), inLatestWindow(48), not(isInProgress()), not(hasFailed()))),
     owner: "team:web",
     priority: 10,
   },

@@ -1,14 +1,18 @@
-import { asset, daily, dep, eager, onCron, timeWindow, weekly } from "tributary";
+import { allOf, anyOf, asset, daily, dep, eager, hasFailed, inLatestWindow, isInProgress, isMissing, not, onCron, timeWindow, weekly } from "tributary";
 import { ordersBetween, writePartitionFile } from "./_synthetic.js";
 
 const days = daily({ start: "2025-01-01", timezone: "UTC" });
 
-/** Raw orders, one file per day; the function writes exactly its window. */
+/**
+ * Raw orders, one file per day; the function writes exactly its window.
+ * Automation: every night at 01:00 for the day that just closed, and any of
+ * the last 14 days that is missing (not while running, not after a failure).
+ */
 export const rawOrders = asset(
   {
     key: "shop/raw_orders",
     partitions: days,
-    automation: onCron("0 1 * * *"),
+    automation: anyOf(onCron("0 1 * * *"), allOf(isMissing(), inLatestWindow(14), not(isInProgress()), not(hasFailed()))),
     owner: "team:shop",
     description: "Orders placed during the day, as exported by the (synthetic) shop database",
     metadata: { pii: ["customer"] },

@@ -4,21 +4,44 @@ import { GraphQLError } from "graphql";
 import { schema } from "./graphql/schema.js";
 import type { ApiContext } from "./graphql/builder.js";
 import { TributaryError } from "../errors/index.js";
+import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js"; // Issue 6 part 4 (metrics, H5)
+import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js"; // Issue 6 part 3 (REST, H4)
+import { bodyLimit } from "hono/body-limit"; // Issue 6 part 1 (GraphQL limits, H7)
+import { useQueryLimits } from "./graphql/limits.js"; // Issue 6 part 1 (GraphQL limits, H7)
+import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js"; // Issue 6 part 1 (live logs, H8)
+import { runEventRoutes } from "./logs/run-events.js";
+import { uiRoutes } from "./ui-routes.js";
+
+// Issue 6 part 1 (GraphQL limits, H7)
+/** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
+export const MAX_GRAPHQL_BODY_BYTES = 1024 * 1024;
 
 export interface ApiOptions {
   context: ApiContext;
   /** Checks the database answers; /healthz reports it. */
   ping: () => Promise<void>;
   version: string;
+  // Issue 6 part 4 (metrics, H5): without it, /metrics and /readyz answer 404.
+  /** Metrics and migration checks behind `/metrics` and `/readyz` (see observabilityOf). */
+  observability?: Observability;
+  // Issue 6 part 3 (REST, H4): without it, /api/v1 answers 404.
+  /** What the Airflow-compatible REST API at `/api/v1` reads besides the context. */
+  rest?: AirflowApiServices;
+  // Issue 6 part 1 (live logs, H8): without it, /runs/:runId/steps/:stepId/logs answers 404.
+  /** Where the live step log routes read logs. */
+  logs?: StepLogServices;
+  /** The built web UI (default: ui/dist of this checkout). */
+  uiDir?: string;
 }
 
-/** The HTTP surface: health, GraphQL, and the UI's landing page. */
+/** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
 export function createApiApp(options: ApiOptions): Hono {
   const yoga = createYoga({
     schema,
     context: () => options.context,
     graphqlEndpoint: "/graphql",
     landingPage: false,
+    plugins: [useQueryLimits()], // Issue 6 part 1 (H7): depth and cost limits
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = error instanceof GraphQLError ? error.originalError : undefined;
@@ -39,28 +62,32 @@ export function createApiApp(options: ApiOptions): Hono {
       return c.json({ status: "unavailable", error: (err as Error).message }, 503);
     }
   });
-  app.on(["GET", "POST", "OPTIONS"], "/graphql", (c) => yoga.fetch(c.req.raw, {}));
-  app.get("/", (c) => c.html(LANDING));
+  // Issue 6 part 4 (metrics, H5): /metrics and /readyz.
+  if (options.observability) app.route("/", observabilityRoutes(options.ping, options.observability));
+  // Issue 6 part 3 (REST, H4): the Airflow-compatible REST API.
+  if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));
+  // Issue 6 part 1 (live logs, H8): step logs over SSE, or as plain text.
+  if (options.logs) app.route("/", stepLogRoutes(options.context.runs, options.logs));
+  // A run's progress as it changes (SSE), for the UI and scripts.
+  app.route("/", runEventRoutes(options.context.runs));
+  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) => yoga.fetch(c.req.raw, {}));
+  app.route("/", uiRoutes(options.uiDir));
   return app;
 }
 
-const LANDING = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Tributary</title>
-<style>body{font:15px system-ui,sans-serif;margin:2rem;max-width:60rem}code{background:#f3f3f3;padding:0 .3em}
-table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}</style></head>
-<body><h1>Tributary</h1>
-<p>GraphQL endpoint: <a href="/graphql"><code>/graphql</code></a> (GraphiQL in a browser).</p>
-<h2>Assets</h2><table id="assets"><thead><tr><th>key</th><th>group</th><th>partitions</th><th>upstream</th></tr></thead><tbody></tbody></table>
-<h2>Definition errors</h2><ul id="errors"></ul>
-<script type="module">
-const q = '{ assets { key group partitionsDescription upstream { key } } definitionErrors { path code message } }';
-const r = await fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: q }) });
-const { data, errors } = await r.json();
-if (errors) document.body.insertAdjacentHTML('beforeend', '<p style="color:#b00">' + errors.map(e => e.message).join('<br>') + '</p>');
-const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
-document.querySelector('#assets tbody').innerHTML = (data?.assets ?? []).map(a =>
-  '<tr><td>' + esc(a.key) + '</td><td>' + esc(a.group) + '</td><td>' + esc(a.partitionsDescription ?? 'unpartitioned') +
-  '</td><td>' + a.upstream.map(u => esc(u.key)).join(', ') + '</td></tr>').join('');
-document.querySelector('#errors').innerHTML = (data?.definitionErrors ?? []).map(e =>
-  '<li><code>' + esc(e.path) + '</code> ' + esc(e.code) + ': ' + esc(e.message) + '</li>').join('') || '<li>none</li>';
-</script></body></html>`;
+// Issue 6 part 1 (GraphQL limits, H7)
+const graphqlBodyLimit = bodyLimit({
+  maxSize: MAX_GRAPHQL_BODY_BYTES,
+  onError: (c) =>
+    c.json(
+      {
+        errors: [
+          {
+            message: `The request body is larger than ${MAX_GRAPHQL_BODY_BYTES} bytes; send a smaller query or fewer variables`,
+            extensions: { code: "BODY_TOO_LARGE", maxBytes: MAX_GRAPHQL_BODY_BYTES },
+          },
+        ],
+      },
+      413,
+    ),
+});

@@ -1,11 +1,18 @@
 export { createApiApp } from "./app.js";
 export type { ApiOptions } from "./app.js";
+// Issue 6 part 4 (metrics, H5): /metrics and /readyz.
+export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
+export type { Observability, ReadinessProblem } from "./metrics/observability-routes.js";
+export { TributaryMetrics } from "./metrics/tributary-metrics.js";
+export type { TributaryMetricsOptions, PassReport } from "./metrics/tributary-metrics.js";
 export { Catalog } from "./catalog.js";
 export type { CatalogView } from "./catalog.js";
 export type { ApiContext, DefinitionFileView } from "./graphql/builder.js";
 export { listPartitions } from "./partition-listing.js";
-export type { PartitionRow, PartitionListing } from "./partition-listing.js";
-export { launchRun, stepSettings } from "./commands/launch-run.js";
+export type { PartitionRow, PartitionListing, PartitionStatusRow } from "./partition-listing.js";
+export { partitionStatusSummary } from "./partition-status-summary.js";
+export type { PartitionStatusCounts, PartitionStatusRange, PartitionStatusSummary } from "./partition-status-summary.js";
+export { launchRun } from "./commands/launch-run.js";
 export type { LaunchRunRequest, LaunchedRun, LaunchServices } from "./commands/launch-run.js";
 export { reportAssetEvent, MAX_EVENT_METADATA_BYTES } from "./commands/report-event.js";
 export type { ReportAssetEventRequest, ReportedAssetEvent, ReportEventServices } from "./commands/report-event.js";
@@ -13,3 +20,20 @@ export { clearPartitions } from "./commands/clear-partitions.js";
 export type { ClearPartitionsRequest, ClearedRun, ClearedAsset, ClearServices } from "./commands/clear-partitions.js";
 export { addDynamicPartitions, MAX_DYNAMIC_KEYS_PER_CALL } from "./commands/add-dynamic-partitions.js";
 export type { AddedDynamicPartitions } from "./commands/add-dynamic-partitions.js";
+export { launchBackfill, retryBackfillFailures, failedPartitionRanges, DEFAULT_BACKFILL_PRIORITY } from "./commands/launch-backfill.js";
+export type { LaunchBackfillRequest, BackfillServices } from "./commands/launch-backfill.js";
+// H6: lineage and erasure impact.
+export { lineage, checkLineageDepth, DEFAULT_LINEAGE_DEPTH, MAX_LINEAGE_DEPTH, MAX_LINEAGE_NODES } from "./lineage/lineage.js";
+export type { Lineage, LineageRequest, LineageAsset, LineageDependency } from "./lineage/lineage.js";
+export { erasureImpact, MAX_ERASURE_IMPACT, MAX_ERASURE_SOURCE_PARTITIONS } from "./lineage/erasure-impact.js";
+export type { ErasureImpact, ErasureImpactRequest, ErasureImpactAsset, AssetPartitionKeys } from "./lineage/erasure-impact.js";
+export type { LineageServices } from "./lineage/lineage-services.js";
+export { automationEvaluations, formatKeyRanges, DEFAULT_EVALUATIONS_LIMIT, MAX_EVALUATIONS_LIMIT } from "./commands/automation-evaluations.js";
+export type {
+  AutomationEvaluations,
+  AutomationEvaluationsRequest,
+  AutomationEvaluationsServices,
+  AutomationEvaluationView,
+  EvaluationReasonView,
+  KeyRange,
+} from "./commands/automation-evaluations.js";

@@ -1,11 +1,17 @@
 import type { SnapshotAsset } from "../graph/index.js";
 import { InputError, PartitionError } from "../errors/index.js";
 import { loadPartitionSpace } from "../partitions/index.js";
+import type { PartitionStatusRecord } from "../storage/index.js";
 
 export interface PartitionRow {
   key: string;
   start: Date | undefined;
   end: Date | undefined;
+}
+
+/** A listed partition whose status is read on first use, for the whole page at once. */
+export interface PartitionStatusRow extends PartitionRow {
+  state(): Promise<PartitionStatusRecord | undefined>;
 }
 
 export interface PartitionListing {
@@ -79,4 +85,17 @@ export async function listPartitions(
     endCursor: lastIndex >= 0 ? String(lastIndex) : null,
     hasNextPage,
   };
+}
+
+/**
+ * Gives each row of a page its status, loaded once for the whole page on the
+ * first call (one query per page, none when no status is asked for).
+ */
+export function withStates(
+  nodes: readonly PartitionRow[],
+  load: (keys: string[]) => Promise<ReadonlyMap<string, PartitionStatusRecord>>,
+): PartitionStatusRow[] {
+  let page: Promise<ReadonlyMap<string, PartitionStatusRecord>> | undefined;
+  const states = () => (page ??= load(nodes.map((n) => n.key)));
+  return nodes.map((n) => ({ ...n, state: async () => (await states()).get(n.key) }));
 }

@@ -1,6 +1,19 @@
+import { randomUUID } from "node:crypto";
 import os from "node:os";
 import { LocalExecutor, StoreExecutionBackend, type Executor } from "../executor/index.js";
-import { buildDispatch, Reconciler } from "../reconciler/index.js";
+import {
+  AlertsTask,
+  AutomationTask,
+  BackfillTask,
+  buildDispatch,
+  lineageSinkFor,
+  ObservationsTask,
+  OpenLineageTask,
+  Reconciler,
+  type ReconcilerOptions,
+} from "../reconciler/index.js";
+import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerStore } from "../storage/index.js";
+import { startTriggerer } from "./commands/triggerer-start.js";
 import type { Runtime } from "./runtime.js";
 
 export interface ExecutionOptions {
@@ -10,6 +23,12 @@ export interface ExecutionOptions {
   readonly zombieAfterMs?: number;
   readonly queuedTimeoutMs?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+  /** Evaluate automation conditions (dev and reconciler; not the in-process run of a one-off command). */
+  readonly automation?: boolean;
+  /** Also check deferred steps' triggers here (a one-off in-process run has no `tributary triggerer` to do it). */
+  readonly triggerer?: boolean;
+  /** Called after every reconciler pass (issue 6: the API's /metrics). */
+  readonly onPass?: ReconcilerOptions["onPass"];
 }
 
 export interface Execution {
@@ -34,6 +53,55 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     definitionsDir: runtime.settings.definitionsDir,
     ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
   });
+  // Alerts: steps failed for good, partitions past their deadline, definitions files that stopped loading.
+  const alerts = new AlertsTask({
+    store: runtime.alerts,
+    graphs: runtime.graphs,
+    definitions: runtime.definitions,
+    config: runtime.settings.alerts,
+    ...(options.log ? { log: options.log, logLine: (line: string) => options.log?.("warn", line) } : {}),
+  });
+  // Backfills: each finished run wakes the reconciler, which creates the next chunks' runs.
+  const backfills = new BackfillTask({
+    backfills: runtime.backfills,
+    graphs: runtime.graphs,
+    definitions: runtime.definitions,
+    ...(options.log ? { log: options.log } : {}),
+  });
+  // Automation: one reconciler at a time holds its lease; the others take over when it stops or dies.
+  const automation = options.automation
+    ? new AutomationTask({
+        store: new PgAutomationStore(runtime.database.db),
+        runs: runtime.runs,
+        graphs: runtime.graphs,
+        definitions: runtime.definitions,
+        owner: `automation-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+        ...(options.log ? { log: options.log } : {}),
+      })
+    : undefined;
+  // Source assets: a waiting observation trigger on each due, unobserved partition (the triggerer checks them).
+  const observations = options.automation
+    ? new ObservationsTask({ store: new PgObservationStore(runtime.database.db), graphs: runtime.graphs, definitions: runtime.definitions })
+    : undefined;
+  // Waits past their timeout end even when no triggerer runs (any reconciler or triggerer may end them; it is idempotent).
+  const triggerStore = new PgTriggerStore(runtime.database.db);
+  const waitTimeouts = {
+    name: "wait-timeouts",
+    run: async (now: Date) => {
+      await triggerStore.expire(now);
+    },
+  };
+  // OpenLineage (H9): run events for the steps that ended, when TRIBUTARY_OPENLINEAGE_URL or _FILE is set; one reconciler at a time sends.
+  const openLineageConfig = runtime.settings.openLineage;
+  const openLineage = openLineageConfig
+    ? new OpenLineageTask({
+        store: new PgOpenLineageStore(runtime.database.db),
+        sink: lineageSinkFor(openLineageConfig),
+        namespace: openLineageConfig.namespace,
+        owner: `openlineage-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+        ...(options.log ? { log: options.log } : {}),
+      })
+    : undefined;
   const reconciler = new Reconciler({
     store: runtime.runs,
     database: runtime.database,
@@ -44,13 +112,26 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
     ...(options.queuedTimeoutMs ? { queuedTimeoutMs: options.queuedTimeoutMs } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(options.onPass ? { onPass: options.onPass } : {}),
+    tasks: [...(automation ? [automation] : []), ...(observations ? [observations] : []), backfills, waitTimeouts, alerts, ...(openLineage ? [openLineage] : [])],
   });
   await reconciler.start();
+  // Started in the background: importing the definitions for custom trigger kinds must not delay the run.
+  const triggerer = options.triggerer
+    ? startTriggerer(runtime, { log: options.log ?? (() => undefined) }).catch((err: unknown) => {
+        options.log?.("error", `the triggerer did not start, deferred steps wait until one runs: ${(err as Error).message}`);
+        return undefined;
+      })
+    : undefined;
   return {
     reconciler,
     executor,
     async stop(stopOptions = {}) {
+      await (await triggerer)?.stop();
       await reconciler.stop();
+      await automation?.stop().catch(() => undefined);
+      await alerts.stop();
+      await openLineage?.stop();
       await executor.close(stopOptions);
     },
   };

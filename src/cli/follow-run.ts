@@ -55,16 +55,7 @@ async function waitForRun(
   run: RunSummary,
   options: { progress: boolean; interrupted: () => boolean },
 ): Promise<RunDetail> {
-  const bar = options.progress
-    ? new cliProgress.SingleBar(
-        {
-          format: `${pc.cyan("{bar}")} {value}/{total} steps | ${pc.green("{ok} ok")} | ${pc.red("{failed} failed")} | {running} running | {duration_formatted}`,
-          hideCursor: true,
-          stream: process.stderr,
-        },
-        cliProgress.Presets.shades_classic,
-      )
-    : undefined;
+  const bar = options.progress ? progressBar("steps") : undefined;
   bar?.start(run.stepsTotal, 0, { ok: 0, failed: 0, running: 0 });
   let canceled = false;
   try {
@@ -88,4 +79,19 @@ async function waitForRun(
   } finally {
     bar?.stop();
   }
+}
+
+/**
+ * The live progress bar of `--wait` (on stderr): value/total `unit`, then the
+ * ok, failed and running counts passed to update(). Runs and backfills share it.
+ */
+export function progressBar(unit: string): cliProgress.SingleBar {
+  return new cliProgress.SingleBar(
+    {
+      format: `${pc.cyan("{bar}")} {value}/{total} ${unit} | ${pc.green("{ok} ok")} | ${pc.red("{failed} failed")} | {running} running | {duration_formatted}`,
+      hideCursor: true,
+      stream: process.stderr,
+    },
+    cliProgress.Presets.shades_classic,
+  );
 }

@@ -6,9 +6,16 @@ import { registerMigrate } from "./commands/migrate.js";
 import { registerPartitions } from "./commands/partitions.js";
 import { registerMaterialize } from "./commands/materialize.js";
 import { registerClear } from "./commands/clear.js";
+import { registerBackfill } from "./commands/backfill.js";
 import { registerReport } from "./commands/report.js";
+import { registerWhy } from "./commands/why.js";
+import { registerPause } from "./commands/pause.js";
 import { registerRuns } from "./commands/runs.js";
+import { registerTriggers } from "./commands/triggers.js";
 import { registerReconciler } from "./commands/reconciler.js";
+import { registerTriggerer } from "./commands/triggerer.js";
+import { registerLineage } from "./commands/lineage.js";
+import { registerApi } from "./commands/api.js"; // Issue 6 (H8)
 import { VERSION } from "./version.js";
 
 /** Builds the `tributary` command line; each command registers itself. */
@@ -27,10 +34,17 @@ export function buildProgram(): Command {
   registerPartitions(program);
   registerMaterialize(program);
   registerClear(program);
+  registerBackfill(program);
   registerReport(program);
+  registerWhy(program);
+  registerPause(program);
   registerRuns(program);
+  registerTriggers(program);
+  registerLineage(program);
   registerMigrate(program);
+  registerApi(program); // Issue 6 (H8)
   registerReconciler(program);
+  registerTriggerer(program);
   return program;
 }
 

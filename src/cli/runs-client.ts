@@ -1,11 +1,22 @@
 import type { ApiContext, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
-import type { RunDetail, RunStatus, RunSummary, StepRecord } from "../storage/index.js";
+import type { RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
+import { TRIGGER_FIELDS, triggerFromWire } from "./commands/triggers-client.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { startExecution, type Execution } from "./execution.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { graphql, serverIsUp } from "./server-client.js";
 import type { Settings } from "./settings.js";
+
+/** A step with its current trigger (what it waits for while deferred). */
+export interface StepView extends StepRecord {
+  readonly waitingFor?: TriggerView | null;
+}
+
+/** A run whose steps carry their current triggers. */
+export interface RunView extends RunDetail {
+  readonly steps: readonly StepView[];
+}
 
 /** Runs, through a running server's API or in this process: the commands don't care which. */
 export interface RunsClient {
@@ -13,7 +24,7 @@ export interface RunsClient {
   launch(request: LaunchRunRequest): Promise<RunSummary>;
   /** Clears chosen partitions (optionally with their downstream ones) and reruns them in one run. */
   clear(request: ClearPartitionsRequest): Promise<RunSummary>;
-  get(id: string): Promise<RunDetail | undefined>;
+  get(id: string): Promise<RunView | undefined>;
   list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]>;
   cancel(id: string): Promise<RunSummary>;
   close(): Promise<void>;
@@ -26,22 +37,34 @@ export interface RunsClient {
  */
 export async function connectRuns(settings: Settings, options: { execute?: boolean; processes?: number } = {}): Promise<RunsClient> {
   if (await serverIsUp(settings.serverUrl)) return new ServerRunsClient(settings.serverUrl);
+  const { runtime, execution } = await openInProcess(settings, options);
+  return new InProcessRunsClient(runtime, execution);
+}
+
+/**
+ * This process as the server: the database opened here, and with `execute`
+ * the definitions synced and a reconciler and the local executor running.
+ */
+export async function openInProcess(
+  settings: Settings,
+  options: { execute?: boolean; processes?: number } = {},
+): Promise<{ runtime: Runtime; execution: Execution | undefined }> {
   const runtime = await openRuntime(settings);
   try {
-    if (options.execute) {
-      const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
-      for (const f of sync.result.files) {
-        if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
-      }
-      const execution = await startExecution(runtime, {
-        ...(options.processes ? { processes: options.processes } : {}),
-        log: (level, message) => {
-          if (level !== "info") process.stderr.write(`[${level}] ${message}\n`);
-        },
-      });
-      return new InProcessRunsClient(runtime, execution);
+    if (!options.execute) return { runtime, execution: undefined };
+    const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
+    for (const f of sync.result.files) {
+      if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
     }
-    return new InProcessRunsClient(runtime, undefined);
+    const execution = await startExecution(runtime, {
+      ...(options.processes ? { processes: options.processes } : {}),
+      // Nothing else may be checking this run's waits (the embedded database is this process's alone).
+      triggerer: true,
+      log: (level, message) => {
+        if (level !== "info") process.stderr.write(`[${level}] ${message}\n`);
+      },
+    });
+    return { runtime, execution };
   } catch (err) {
     await runtime.close();
     throw err;
@@ -74,8 +97,11 @@ class InProcessRunsClient implements RunsClient {
     return (await this.runtime.runs.getRun(runId))!;
   }
 
-  get(id: string): Promise<RunDetail | undefined> {
-    return this.runtime.runs.getRun(id);
+  async get(id: string): Promise<RunView | undefined> {
+    const run = await this.runtime.runs.getRun(id);
+    if (!run) return undefined;
+    const triggers = await this.commands.triggers.currentTriggersOfSteps(run.steps.map((s) => s.id));
+    return { ...run, steps: run.steps.map((s) => ({ ...s, waitingFor: triggers.get(s.id) ?? null })) };
   }
 
   list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]> {
@@ -98,7 +124,8 @@ const RUN_FIELDS = `id status origin definitionsVersion jobName priority tags st
   createdAt startedAt endedAt cancelRequestedAt`;
 const STEP_FIELDS = `id assetKey partitionKey mapIndex state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
   endedAt nextRetryAt workerId skipReason error upstreamStepIds
-  tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error logRef }`;
+  tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error logRef }
+  waitingFor { ${TRIGGER_FIELDS} }`;
 
 type Wire = Record<string, unknown>;
 
@@ -127,7 +154,7 @@ class ServerRunsClient implements RunsClient {
     return toSummary(data.clearPartitions);
   }
 
-  async get(id: string): Promise<RunDetail | undefined> {
+  async get(id: string): Promise<RunView | undefined> {
     const data = await graphql<{ run: Wire | null }>(this.url, `query ($id: String!) { run(id: $id) { ${RUN_FIELDS} steps { ${STEP_FIELDS} } } }`, { id });
     if (!data.run) return undefined;
     return { ...toSummary(data.run), plan: null, steps: (data.run.steps as Wire[]).map(toStep) };
@@ -173,8 +200,9 @@ function toSummary(r: Wire): RunSummary {
   };
 }
 
-function toStep(s: Wire): StepRecord {
+function toStep(s: Wire): StepView {
   return {
+    waitingFor: s.waitingFor ? triggerFromWire(s.waitingFor as Wire) : null,
     id: Number(s.id),
     runId: "",
     assetKey: String(s.assetKey),

@@ -1,16 +1,26 @@
 import path from "node:path";
-import { addDynamicPartitions, Catalog, clearPartitions, launchRun, reportAssetEvent, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import { addDynamicPartitions, automationEvaluations, Catalog, clearPartitions, erasureImpact, launchBackfill, lineage, launchRun, reportAssetEvent, retryBackfillFailures, type ApiContext, type DefinitionFileView } from "../api/index.js";
 import {
   GraphCache,
   LocalDirOutputStore,
   migrate,
   openDatabase,
+  PgAlertStore,
+  PgAutomationStore,
+  PgBackfillStore,
   PgDefinitionStore,
   PgEventStore,
+  PgLineageStore,
+  PgPartitionStatusStore,
+  PgPauseStore,
+  PgPoolStore,
   PgRunStore,
+  PgTriggerQueryStore,
+  PgMaterializationQueryStore, // H10
   type DatabaseHandle,
   type OutputStore,
 } from "../storage/index.js";
+import { syncDefinitions } from "./definitions-sync.js";
 import type { Settings } from "./settings.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
@@ -19,6 +29,10 @@ export interface Runtime {
   readonly database: DatabaseHandle;
   readonly definitions: PgDefinitionStore;
   readonly runs: PgRunStore;
+  /** Backfills: launched through the API, advanced by the reconciler's backfill task. */
+  readonly backfills: PgBackfillStore;
+  /** Stored alerts: written by the run store and the reconciler's alerts task, listed by the API. */
+  readonly alerts: PgAlertStore;
   readonly graphs: GraphCache;
   readonly catalog: Catalog;
   /** Outputs over the inline limit; null when not configured (Postgres mode without TRIBUTARY_OUTPUT_DIR). */
@@ -46,16 +60,23 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
   }
   const definitions = new PgDefinitionStore(database.db);
   const runs = new PgRunStore(database.db);
+  const backfills = new PgBackfillStore(database.db);
+  const alerts = new PgAlertStore(database.db);
   const graphs = new GraphCache(definitions);
   const catalog = new Catalog(graphs, definitions);
   // Embedded mode keeps large outputs in the data directory; with Postgres they need a configured store.
   const outputDir = settings.outputDir ?? (settings.databaseUrl ? undefined : path.join(settings.dataDir, "outputs"));
   const outputStore = outputDir ? new LocalDirOutputStore(outputDir) : null;
+  const pauses = new PgPauseStore(database.db);
+  // H6: lineage and erasure queries.
+  const lineageServices = { graphs, definitions, lineage: new PgLineageStore(database.db) };
   return {
     settings,
     database,
     definitions,
     runs,
+    backfills,
+    alerts,
     graphs,
     catalog,
     outputStore,
@@ -66,7 +87,24 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       now: () => new Date(),
       launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
       clearPartitions: (request) => clearPartitions({ graphs, runs, definitions }, request, new Date()),
+      backfills,
+      launchBackfill: (request) => launchBackfill({ graphs, runs, definitions, backfills }, request, new Date()),
+      cancelBackfill: (id) => backfills.requestCancel(id, new Date()),
+      resumeBackfill: (id) => backfills.resume(id, new Date()),
+      retryBackfillFailures: (id) => retryBackfillFailures({ graphs, runs, definitions, backfills }, id, new Date()),
       addDynamicPartitions: (request) => addDynamicPartitions({ graphs, definitions }, request),
+      alerts,
+      partitionStatus: new PgPartitionStatusStore(database.db),
+      pauses,
+      triggers: new PgTriggerQueryStore(database.db),
+      pools: new PgPoolStore(database.db), // H7
+      lineage: (request) => lineage(lineageServices, request),
+      erasureImpact: (request) => erasureImpact(lineageServices, request),
+      reads: new PgMaterializationQueryStore(database.db), // H10: GraphQL reads
+      pauseAutomation: (target) => pauses.pause(target, new Date()),
+      resumeAutomation: (target) => pauses.resume(target, new Date()),
+      automationEvaluations: (request) =>
+        automationEvaluations({ graphs, definitions, evaluations: new PgAutomationStore(database.db), pauses }, request),
       reportAssetEvent: (request) => reportAssetEvent({ graphs, events: new PgEventStore(database.db), definitions }, request, new Date()),
       definitionFiles: async (): Promise<DefinitionFileView[]> =>
         (await definitions.listFiles()).map((f) => ({
@@ -81,4 +119,22 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
     }),
     close: () => database.close(),
   };
+}
+
+/**
+ * A one-off command's work in this process: opens the database, loads the
+ * current definitions (a file that fails to load is a warning; the others
+ * still count), runs `fn` with the API, and closes.
+ */
+export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: ApiContext, runtime: Runtime) => Promise<T>): Promise<T> {
+  const runtime = await openRuntime(settings);
+  try {
+    const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
+    for (const f of sync.result.files) {
+      if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
+    }
+    return await fn(runtime.apiContext(), runtime);
+  } finally {
+    await runtime.close();
+  }
 }

@@ -1,6 +1,15 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { InputError } from "../errors/index.js";
+import {
+  ALERTS_CONFIG_ENV,
+  DEFAULT_ALERTS_CONFIG,
+  parseAlertsConfig,
+  parseOpenLineageConfig,
+  type AlertsConfig,
+  type OpenLineageConfig,
+} from "../reconciler/index.js";
 import { parseDuration } from "../sdk/index.js";
 
 /** Options every command accepts, plus the environment. */
@@ -24,6 +33,10 @@ export interface Settings {
   outputDir: string | undefined;
   /** Step logs (TRIBUTARY_LOGS_DIR); default <data-dir>/logs. */
   logsDir: string | undefined;
+  /** Alert sinks and routes, from the JSON file TRIBUTARY_ALERTS names; default: all alerts to the log. */
+  alerts: AlertsConfig;
+  // OpenLineage (H9): TRIBUTARY_OPENLINEAGE_URL or _FILE (+ _NAMESPACE); absent when neither is set.
+  openLineage?: OpenLineageConfig;
 }
 
 const envSchema = z.object({
@@ -68,5 +81,30 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? "http://127.0.0.1:3000",
     outputDir: parsedEnv.data.TRIBUTARY_OUTPUT_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_OUTPUT_DIR) : undefined,
     logsDir: parsedEnv.data.TRIBUTARY_LOGS_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_LOGS_DIR) : undefined,
+    alerts: readAlertsConfig(env[ALERTS_CONFIG_ENV]),
+    ...optionalOpenLineage(env),
   };
+}
+
+// OpenLineage (H9): a bad URL or an unwritable file stops startup naming the variable.
+function optionalOpenLineage(env: NodeJS.ProcessEnv): { openLineage?: OpenLineageConfig } {
+  const openLineage = parseOpenLineageConfig(env);
+  return openLineage ? { openLineage } : {};
+}
+
+/** The alerts config file named by TRIBUTARY_ALERTS; a bad one stops startup with the file and field. */
+function readAlertsConfig(file: string | undefined): AlertsConfig {
+  if (!file) return DEFAULT_ALERTS_CONFIG;
+  const resolved = path.resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(resolved, "utf8");
+  } catch (cause) {
+    throw new InputError(
+      `alerts config ${resolved} (${ALERTS_CONFIG_ENV}): cannot be read: ${(cause as Error).message}; ` +
+        `point ${ALERTS_CONFIG_ENV} at a JSON file, or unset it to send alerts to the log`,
+      { code: "ALERTS_CONFIG_INVALID", location: { file: resolved }, cause },
+    );
+  }
+  return parseAlertsConfig(text, resolved);
 }

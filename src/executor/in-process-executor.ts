@@ -55,6 +55,7 @@ export class InProcessExecutor implements Executor {
     const runtime = new StepRuntime({
       importModule: options.importModule ?? (async (file) => (await import(pathToFileURL(file).href)) as Record<string, unknown>),
       addDynamicPartitions: (name, keys) => backend.addDynamicPartitions(name, keys),
+      materialized: (assetKey, partitionKey) => backend.materialized(assetKey, partitionKey),
     });
     this.scheduler.addLane(new InProcessLane(runtime, concurrency, this.scheduler));
     this.undo = [captureConsole(), guardProcessExit("exit").undo];

@@ -4,6 +4,7 @@ import { describeTry, serializedStepError, STEP_ERROR_CODES } from "./step-error
 import { StepScheduler } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor, StepDispatch } from "./types.js";
 import { describeExit, WorkerProcess, type WorkerExit } from "./worker-process.js";
+import type { HostCall } from "./worker-protocol.js";
 
 export interface LocalExecutorOptions {
   /** Worker child processes kept running. Default: os.availableParallelism(). */
@@ -167,7 +168,7 @@ export class LocalExecutor implements Executor {
           this.scheduler.finished(w, stepId, tryNumber, outcome, startedAt, endedAt);
           if (w.isRetiring) this.retireIfIdle(w);
         },
-        addDynamicPartitions: (name, keys) => this.backend.addDynamicPartitions(name, keys),
+        call: (call) => answerHostCall(this.backend, call),
         exited: (w, exit) => this.onExit(w, exit),
       },
     );
@@ -245,4 +246,10 @@ function positive(value: number, name: string): number {
     throw new RangeError(`LocalExecutor: ${name} must be a positive integer, got ${value}`);
   }
   return value;
+}
+
+/** Answers a worker child's host call through the backend. */
+function answerHostCall(backend: ExecutionBackend, call: HostCall): Promise<unknown> {
+  if (call.method === "addDynamicPartitions") return backend.addDynamicPartitions(call.name, call.keys);
+  return backend.materialized(call.assetKey, call.partitionKey);
 }

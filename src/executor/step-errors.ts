@@ -28,8 +28,8 @@ export const STEP_ERROR_CODES = {
   exportNotFound: "STEP_EXPORT_NOT_FOUND",
   /** `ctx.secrets.get(name)` for an environment variable that is not set. */
   secretMissing: "SECRET_MISSING",
-  /** `ctx.defer()` before the triggerer exists. */
-  deferUnsupported: "DEFER_UNSUPPORTED",
+  /** A poke or reschedule wait (ctx.waitFor) ran past its timeout (deferrable ones time out in the trigger store). */
+  waitTimedOut: "TRIGGER_TIMED_OUT",
   /** `backend.loadInputs` failed or returned nothing for the step. */
   inputsFailed: "STEP_INPUTS_FAILED",
   /** The same step id was submitted while a try of it is still in the executor. */

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { InputError, TributaryError, serializeError, type SerializedError } from "../errors/index.js";
-import { definitionKind, findNonJson, type AssetContext, type AssetDefinition } from "../sdk/index.js";
+import { definitionKind, findNonJson, PERMANENT_TRIGGER_ERRORS, type AssetContext, type AssetDefinition } from "../sdk/index.js";
+import type { MaterializedLookup } from "../triggerer/index.js";
 import {
   describeTry,
   STEP_ERROR_CODES,
@@ -8,14 +9,18 @@ import {
   withoutStack,
   wrapUserError,
 } from "./step-errors.js";
+import { runStepCallbacks } from "./step-callbacks.js";
 import { StepLog, type LogLevel } from "./step-log.js";
 import type { StepDispatch, StepOutcome } from "./types.js";
+import { makeWaits, type WaitEnd } from "./step-waits.js";
 
 /** What the runtime needs from where it runs: a worker child process, or the test process. */
 export interface RuntimeHost {
   /** Imports a definitions file; the runtime calls it once per file. */
   importModule(file: string): Promise<Record<string, unknown>>;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+  /** For assetMaterialized checks in poke and reschedule waits (the worker has no database of its own). */
+  readonly materialized: MaterializedLookup;
 }
 
 /** How one try ended, with its own clock readings (epoch ms). */
@@ -34,6 +39,10 @@ export interface ActiveTry {
   skipReason: string | undefined;
   /** Set by the process.exit guard: honoured even if user code catches the error. */
   exitError: TributaryError | undefined;
+  /** Set by ctx.defer / ctx.waitFor(reschedule): honoured even if user code catches the signal. */
+  waitEnd: WaitEnd | undefined;
+  /** The asset's definition once its file was imported: its callbacks run after the try. */
+  definition: AssetDefinition | undefined;
   ended: boolean;
   /** Ends the try; `quiet` when the caller already logged why. */
   settle(outcome: StepOutcome, quiet?: boolean): void;
@@ -71,6 +80,8 @@ export class StepRuntime {
         controller: new AbortController(),
         skipReason: undefined,
         exitError: undefined,
+        waitEnd: undefined,
+        definition: undefined,
         ended: false,
         settle: (outcome, quiet = false) => {
           if (active.ended) return;
@@ -84,8 +95,8 @@ export class StepRuntime {
       this.tries.set(dispatch.stepId, active);
       tryStorage.run(active, () => {
         void this.execute(active, inputs).then(
-          (outcome) => active.settle(outcome),
-          (err: unknown) => active.settle(failed(err, true)),
+          (outcome) => this.finish(active, outcome),
+          (err: unknown) => this.finish(active, failed(err, true)),
         );
       });
     });
@@ -117,7 +128,30 @@ export class StepRuntime {
     }
     const error = wrapUserError(active.dispatch, err, `${what}: `);
     if (!active.controller.signal.aborted) active.controller.abort(error);
-    active.settle(failed(error, true));
+    this.finish(active, failed(error, true));
+  }
+
+  /**
+   * Ends the try, then runs the asset's onSuccess/onFailure/onRetry: after
+   * the outcome is reported, so a slow or failing callback cannot change it
+   * (nor hold the step past its timeout). A try already ended (abandoned)
+   * runs none.
+   */
+  private finish(active: ActiveTry, outcome: StepOutcome): void {
+    if (active.ended) return;
+    active.settle(outcome);
+    const def = active.definition;
+    if (!def || (!def.callbacks.onSuccess && !def.callbacks.onFailure && !def.callbacks.onRetry)) return;
+    void runStepCallbacks(
+      {
+        dispatch: active.dispatch,
+        log: active.log,
+        callbacks: def.callbacks,
+        retriesMax: def.spec.retries.max,
+        context: (signal) => makeContext(active, this.host, signal),
+      },
+      outcome,
+    );
   }
 
   private async execute(active: ActiveTry, inputs: Readonly<Record<string, unknown>>): Promise<StepOutcome> {
@@ -125,8 +159,9 @@ export class StepRuntime {
     let value: unknown;
     let thrown: { error: unknown } | undefined;
     try {
-      const fn = await this.assetFunction(d);
-      value = await fn(makeContext(active, this.host), inputs as Record<string, unknown>);
+      const def = await this.assetDefinition(d);
+      active.definition = def;
+      value = await def.fn!(makeContext(active, this.host, active.controller.signal), inputs as Record<string, unknown>);
     } catch (err) {
       thrown = { error: err };
     }
@@ -141,16 +176,18 @@ export class StepRuntime {
     }
     if (active.skipReason !== undefined) return { kind: "skipped", reason: active.skipReason };
     if (active.exitError) return failed(active.exitError, true);
+    if (active.waitEnd) return active.waitEnd;
     if (thrown) {
       if (thrown.error instanceof SkipSignal) return { kind: "skipped", reason: thrown.error.reason };
       const err = thrown.error;
-      const retryable = !(err instanceof TributaryError && err.code === STEP_ERROR_CODES.deferUnsupported);
+      // A wait that timed out or was written wrong fails the same way on every try.
+      const retryable = !(err instanceof TributaryError && NOT_RETRYABLE.has(err.code));
       return failed(wrapUserError(d, err), retryable);
     }
     return serializeOutput(d, value);
   }
 
-  private async assetFunction(d: StepDispatch): Promise<AssetDefinition["fn"] & {}> {
+  private async assetDefinition(d: StepDispatch): Promise<AssetDefinition & { fn: NonNullable<AssetDefinition["fn"]> }> {
     let loading = this.modules.get(d.file);
     if (!loading) {
       loading = this.host.importModule(d.file);
@@ -183,9 +220,11 @@ export class StepRuntime {
           `the definitions changed since the step was planned: reload them and run the step again`,
       );
     }
-    return def.fn;
+    return def as AssetDefinition & { fn: NonNullable<AssetDefinition["fn"]> };
   }
 }
+
+const NOT_RETRYABLE = new Set([STEP_ERROR_CODES.waitTimedOut, "WAIT_OPTIONS_INVALID", "TRIGGER_INVALID", ...PERMANENT_TRIGGER_ERRORS]);
 
 function assetExports(namespace: Record<string, unknown>): string {
   return Object.keys(namespace)
@@ -219,6 +258,13 @@ function serializeOutput(d: StepDispatch, value: unknown): StepOutcome {
 
 function writeOutcome(log: StepLog, outcome: StepOutcome): void {
   if (outcome.kind === "skipped") log.write("info", `step skipped: ${outcome.reason}`);
+  else if (outcome.kind === "deferred") {
+    log.write("info", `step deferred: waiting on ${outcome.trigger.kind} ${JSON.stringify(outcome.trigger.args)} without a slot`, {
+      timeoutMs: outcome.trigger.timeoutMs,
+    });
+  } else if (outcome.kind === "rescheduled") {
+    log.write("info", `not there yet: the step is rescheduled to check again at ${new Date(outcome.nextCheckAt).toISOString()}`);
+  }
   else if (outcome.kind === "failed") log.write("error", `step failed: ${outcome.error.message}`, errorFields(outcome.error));
 }
 
@@ -235,7 +281,7 @@ function rootCause(error: SerializedError): SerializedError {
   return e;
 }
 
-function makeContext(active: ActiveTry, host: RuntimeHost): AssetContext {
+function makeContext(active: ActiveTry, host: RuntimeHost, signal: AbortSignal): AssetContext {
   const d = active.dispatch;
   const log = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) =>
     active.log.write(level, String(message), fields);
@@ -250,7 +296,7 @@ function makeContext(active: ActiveTry, host: RuntimeHost): AssetContext {
     run: Object.freeze({ id: d.runId }),
     tryNumber: d.tryNumber,
     log: Object.freeze({ debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") }),
-    signal: active.controller.signal,
+    signal,
     secrets: Object.freeze({
       get: async (name: string): Promise<string> => {
         const value = typeof name === "string" && name !== "" ? process.env[name] : undefined;
@@ -270,15 +316,7 @@ function makeContext(active: ActiveTry, host: RuntimeHost): AssetContext {
       active.skipReason = String(reason);
       throw new SkipSignal(active.skipReason);
     },
-    defer(): never {
-      throw stepError(
-        STEP_ERROR_CODES.deferUnsupported,
-        d,
-        `${describeTry(d)}: ctx.defer() is not available yet: the triggerer that runs deferred triggers arrives ` +
-          `in a later version of Tributary. Until then, wait inside the function (poll, honouring ctx.signal) ` +
-          `or model the upstream as a sourceAsset with observe`,
-      );
-    },
+    ...makeWaits(active, host, signal),
     addDynamicPartitions: async (name: string, keys: readonly string[]): Promise<void> => {
       if (typeof name !== "string" || name === "" || !Array.isArray(keys) || keys.some((k) => typeof k !== "string")) {
         throw new InputError(

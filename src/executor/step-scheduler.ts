@@ -240,7 +240,11 @@ export class StepScheduler {
     if (onLane) {
       for (const entry of [...onLane]) {
         if (entry.state !== "running") continue;
-        const { error, retryable } = failureOf(entry.dispatch);
+        // A step that was being stopped itself (canceled, timed out) ends for its own reason,
+        // not as a bystander of the kill: a canceled step stays STEP_CANCELED and is not retried.
+        const { error, retryable } = entry.stopping
+          ? { error: withoutStack(entry.stopping), retryable: entry.stopping.code !== STEP_ERROR_CODES.canceled }
+          : failureOf(entry.dispatch);
         appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
         this.complete(entry, { kind: "failed", error, retryable }, Date.now());
       }

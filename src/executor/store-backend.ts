@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { serializeError, StorageError, TributaryError } from "../errors/index.js";
 import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.js";
 import { loadPartitionContext, partitionSpace, UNPARTITIONED, upstreamPartitions } from "../partitions/index.js";
@@ -13,6 +12,7 @@ import {
   type RunStore,
   type StepCompletion,
 } from "../storage/index.js";
+import { dataVersionOf, type VersionedInput } from "./data-version.js";
 import { STEP_ERROR_CODES } from "./step-errors.js";
 import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "./types.js";
 
@@ -50,8 +50,8 @@ export const OUTPUT_STORE_SETTING = "TRIBUTARY_OUTPUT_DIR";
  */
 export class StoreExecutionBackend implements ExecutionBackend {
   private readonly clock: () => Date;
-  /** Each try in flight: its asset and what it read (lineage), from loadInputs to finished. */
-  private readonly inFlight = new Map<string, { assetKey: string; lineage: LineageInput[] }>();
+  /** Each try in flight: its asset and partition window, what it read (lineage) and those inputs' data versions, from loadInputs to finished. */
+  private readonly inFlight = new Map<string, InFlight>();
 
   constructor(private readonly options: StoreBackendOptions) {
     this.clock = options.clock ?? (() => new Date());
@@ -74,7 +74,9 @@ export class StoreExecutionBackend implements ExecutionBackend {
   private async loadInputsOnce(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
     const out = new Map<number, StepInputs>();
     if (steps.length === 0) return out;
-    for (const step of steps) this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, lineage: [] });
+    for (const step of steps) {
+      this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, window: step.partition.window, lineage: [], versions: [] });
+    }
     const { graph } = await this.options.graphs.current();
     const involved = steps.flatMap((step) => {
       const asset = graph.get(step.assetKey);
@@ -112,6 +114,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
       try {
         const inputs: Record<string, unknown> = {};
         const lineage: LineageInput[] = [];
+        const versions: VersionedInput[] = [];
         // Under any rule but all_success a step may run although an upstream
         // failed or was skipped: that upstream's value is then absent (null).
         const mayLackInputs = w.asset.triggerRule !== "all_success";
@@ -130,11 +133,12 @@ export class StoreExecutionBackend implements ExecutionBackend {
               );
             }
             lineage.push({ assetKey: read.assetKey, partitionKey: key, eventId: rec.eventId });
+            versions.push({ assetKey: read.assetKey, partitionKey: key, dataVersion: rec.dataVersion, eventId: rec.eventId });
             values.push(await this.valueOf(rec, valueCache));
           }
           inputs[read.name] = read.many ? values : (values[0] ?? null);
         }
-        this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, lineage });
+        this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, window: step.partition.window, lineage, versions });
         out.set(step.stepId, { ok: true, inputs });
       } catch (err) {
         out.set(step.stepId, { ok: false, error: serializeError(err) });
@@ -183,6 +187,11 @@ export class StoreExecutionBackend implements ExecutionBackend {
     await this.options.definitions.addDynamicPartitions(name, keys);
   }
 
+  async materialized(assetKey: string, partitionKey: string): Promise<{ eventId: number } | undefined> {
+    const [latest] = await this.options.runs.latestOutputs([{ assetKey, partitionKey }]);
+    return latest?.eventId != null ? { eventId: latest.eventId } : undefined;
+  }
+
   private async toCompletion(r: StepResult, graph: AssetGraph): Promise<StepCompletion> {
     const base = {
       stepId: r.stepId,
@@ -202,9 +211,22 @@ export class StoreExecutionBackend implements ExecutionBackend {
     }
     if (o.kind === "skipped") return { ...base, outcome: "skipped", reason: o.reason };
     const flight = this.inFlight.get(tryKey(r.stepId, r.tryNumber));
+    if (o.kind === "rescheduled") {
+      return { ...base, outcome: "rescheduled", nextCheckAt: new Date(o.nextCheckAt), waitStartedAt: new Date(o.waitStartedAt) };
+    }
+    if (o.kind === "deferred") {
+      const { timeoutMs, ...trigger } = o.trigger;
+      return {
+        ...base,
+        outcome: "deferred",
+        trigger: { ...trigger, timeoutAt: new Date(r.endedAt.getTime() + timeoutMs), partitionWindow: flight?.window ?? null },
+      };
+    }
     const asset = flight ? graph.get(flight.assetKey) : undefined;
     const limit = this.options.inlineLimitBytes ?? INLINE_OUTPUT_LIMIT_BYTES;
-    const dataVersion = createHash("sha256").update(o.outputJson).digest("hex").slice(0, 16);
+    // Two dependencies may read the same upstream partition: it is one input.
+    const inputs = new Map((flight?.versions ?? []).map((v) => [`${v.assetKey}\u0000${v.partitionKey}`, v]));
+    const dataVersion = dataVersionOf(asset?.codeVersion ?? null, [...inputs.values()], o.outputJson);
     let output: { inline: string; sizeBytes: number } | { ref: string; sizeBytes: number };
     if (o.sizeBytes <= limit) {
       output = { inline: o.outputJson, sizeBytes: o.sizeBytes };
@@ -251,6 +273,13 @@ export class StoreExecutionBackend implements ExecutionBackend {
     cache.set(rec.ref, value);
     return value;
   }
+}
+
+interface InFlight {
+  assetKey: string;
+  window: StepDispatch["partition"]["window"];
+  lineage: LineageInput[];
+  versions: VersionedInput[];
 }
 
 function tryKey(stepId: number, tryNumber: number): string {

@@ -9,6 +9,12 @@ export interface StepDispatch {
   readonly runId: string;
   /** 1-based; counts across retries and clears. */
   readonly tryNumber: number;
+  /**
+   * The last try the step may reach: a retryable failure of an earlier try is
+   * retried (onRetry), of this one it is final (onFailure). Absent: the
+   * asset's `retries.max + 1`, right for a step never cleared.
+   */
+  readonly lastTry?: number;
   readonly assetKey: string;
   /** `""` for an unpartitioned asset. */
   readonly partitionKey: string;
@@ -25,6 +31,26 @@ export interface StepDispatch {
   readonly timeoutMs: number | null;
   /** Where this try's log goes (a file path in local mode). */
   readonly logRef: string;
+  /** Triggers this step deferred on that have fired, oldest first: ctx.defer on the same trigger returns the payload. */
+  readonly resumed?: readonly ResumedTrigger[];
+  /** A reschedule-mode wait in progress: when it began (ISO), its timeout counts from here. */
+  readonly waitStartedAt?: string | null;
+}
+
+/** A fired trigger of a deferred step, handed back to the re-entered function. */
+export interface ResumedTrigger {
+  readonly kind: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly payload: unknown;
+}
+
+/** What a deferring try asks the triggerer to wait for. */
+export interface DeferRequest {
+  readonly kind: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly timeoutMs: number;
+  readonly pollIntervalMs: number;
+  readonly softFail: boolean;
 }
 
 export interface StepStarted {
@@ -39,7 +65,11 @@ export interface StepStarted {
 export type StepOutcome =
   | { readonly kind: "success"; readonly outputJson: string; readonly sizeBytes: number }
   | { readonly kind: "failed"; readonly error: SerializedError; readonly retryable: boolean }
-  | { readonly kind: "skipped"; readonly reason: string };
+  | { readonly kind: "skipped"; readonly reason: string }
+  /** ctx.defer / waitFor deferrable: the try ends, the step waits on a trigger without a slot. */
+  | { readonly kind: "deferred"; readonly trigger: DeferRequest }
+  /** waitFor reschedule: not there yet; the step is checked again in a new try at `nextCheckAt` (epoch ms). */
+  | { readonly kind: "rescheduled"; readonly nextCheckAt: number; readonly waitStartedAt: number };
 
 export interface StepResult {
   readonly stepId: number;
@@ -78,6 +108,8 @@ export interface ExecutionBackend {
    */
   finished(results: readonly StepResult[], options?: { readonly freeSlots: number }): Promise<readonly StepDispatch[] | void>;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+  /** The latest materialisation of an asset partition, for assetMaterialized checks in a worker. */
+  materialized(assetKey: string, partitionKey: string): Promise<{ eventId: number } | undefined>;
 }
 
 /** Runs step tries somewhere. Results flow back through the ExecutionBackend. */

@@ -9,7 +9,7 @@ import { MessageChannel } from "node:worker_threads";
 import { TributaryError } from "../errors/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime, tryStorage } from "./step-runtime.js";
-import type { FromWorker, ToWorker, WorkerEvent } from "./worker-protocol.js";
+import type { FromWorker, HostCall, ToWorker, WorkerEvent } from "./worker-protocol.js";
 
 const sdkUrl = process.argv[2];
 const definitionsDir = process.argv[3] || undefined;
@@ -83,22 +83,29 @@ function flush(): void {
   process.send!({ t: "events", events } satisfies FromWorker);
 }
 
-// --- addDynamicPartitions round trips ---------------------------------------
+// --- host calls (round trips to the parent) ---------------------------------
 
-let nextDynId = 0;
-const dynWaiting = new Map<number, { resolve: () => void; reject: (err: unknown) => void }>();
+let nextCallId = 0;
+const callsWaiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: unknown) => void }>();
+
+function callParent(call: HostCall): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const id = nextCallId++;
+    callsWaiting.set(id, { resolve, reject });
+    emit({ t: "call", id, call });
+  });
+}
 
 const runtime = new StepRuntime({
   importModule: async (file) => {
     await ensureRoot(file);
     return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   },
-  addDynamicPartitions: (name, keys) =>
-    new Promise<void>((resolve, reject) => {
-      const id = nextDynId++;
-      dynWaiting.set(id, { resolve, reject });
-      emit({ t: "dyn", id, name, keys: [...keys] });
-    }),
+  addDynamicPartitions: async (name, keys) => {
+    await callParent({ method: "addDynamicPartitions", name, keys: [...keys] });
+  },
+  materialized: async (assetKey, partitionKey) =>
+    (await callParent({ method: "materialized", assetKey, partitionKey })) as { eventId: number } | undefined,
 });
 
 // --- stray errors ------------------------------------------------------------
@@ -145,12 +152,12 @@ process.on("message", (message: ToWorker) => {
       runtime.abort(message.stepId, error);
       break;
     }
-    case "dyn-done": {
-      const waiting = dynWaiting.get(message.id);
-      dynWaiting.delete(message.id);
+    case "call-done": {
+      const waiting = callsWaiting.get(message.id);
+      callsWaiting.delete(message.id);
       if (!waiting) break;
       if (message.error) waiting.reject(new TributaryError(message.error.code, message.error.message));
-      else waiting.resolve();
+      else waiting.resolve(message.value ?? undefined);
       break;
     }
   }

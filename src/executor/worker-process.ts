@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { serializeError, type TributaryError } from "../errors/index.js";
 import type { Lane, LaneStep } from "./step-scheduler.js";
 import type { StepOutcome } from "./types.js";
-import type { FromWorker, ToWorker } from "./worker-protocol.js";
+import type { FromWorker, HostCall, ToWorker } from "./worker-protocol.js";
 
 // Plain JS: registers tsx, then runs worker-child.ts.
 const ENTRY = fileURLToPath(new URL("./worker-entry.mjs", import.meta.url));
@@ -32,7 +32,8 @@ export interface WorkerProcessEvents {
   batch(handle: () => void): void;
   started(worker: WorkerProcess, stepId: number, tryNumber: number, at: number): void;
   finished(worker: WorkerProcess, stepId: number, tryNumber: number, outcome: StepOutcome, startedAt: number, endedAt: number): void;
-  addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+  /** Answers a host call of a step's code (ctx.addDynamicPartitions, assetMaterialized checks). */
+  call(call: HostCall): Promise<unknown>;
   /** The process ended without being told to (not after kill() or shutdown()). */
   exited(worker: WorkerProcess, exit: WorkerExit): void;
 }
@@ -173,10 +174,10 @@ export class WorkerProcess implements Lane {
         else if (e.t === "done") this.events.finished(this, e.stepId, e.tryNumber, e.outcome, e.startedAt, e.endedAt);
         else {
           Promise.resolve()
-            .then(() => this.events.addDynamicPartitions(e.name, e.keys))
+            .then(() => this.events.call(e.call))
             .then(
-              () => this.send({ t: "dyn-done", id: e.id }),
-              (err: unknown) => this.send({ t: "dyn-done", id: e.id, error: serializeError(err) }),
+              (value) => this.send({ t: "call-done", id: e.id, value: value ?? null }),
+              (err: unknown) => this.send({ t: "call-done", id: e.id, error: serializeError(err) }),
             );
         }
       }

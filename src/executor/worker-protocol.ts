@@ -16,8 +16,8 @@ export type ToWorker =
       readonly message: string;
       readonly location: ErrorLocation | undefined;
     }
-  /** The answer to a `dyn` request. */
-  | { readonly t: "dyn-done"; readonly id: number; readonly error?: SerializedError };
+  /** The answer to a `call`: its value, or the error it failed with. */
+  | { readonly t: "call-done"; readonly id: number; readonly value?: unknown; readonly error?: SerializedError };
 
 /** One event inside a child's batch. Times are epoch milliseconds. */
 export type WorkerEvent =
@@ -30,8 +30,13 @@ export type WorkerEvent =
       readonly startedAt: number;
       readonly endedAt: number;
     }
-  /** ctx.addDynamicPartitions, forwarded to the backend; answered by `dyn-done`. */
-  | { readonly t: "dyn"; readonly id: number; readonly name: string; readonly keys: readonly string[] };
+  /** A RuntimeHost method the parent answers through its backend; answered by `call-done`. */
+  | { readonly t: "call"; readonly id: number; readonly call: HostCall };
+
+/** What a step's code asks of the parent: ctx.addDynamicPartitions, and assetMaterialized checks of poke/reschedule waits. */
+export type HostCall =
+  | { readonly method: "addDynamicPartitions"; readonly name: string; readonly keys: readonly string[] }
+  | { readonly method: "materialized"; readonly assetKey: string; readonly partitionKey: string };
 
 /** Child → parent. */
 export type FromWorker = { readonly t: "ready" } | { readonly t: "events"; readonly events: readonly WorkerEvent[] };

@@ -143,6 +143,7 @@ function describeExports(namespace: Record<string, unknown>, request: LoadReques
   const checks: ExportedSpec<CheckSpec>[] = [];
   const warnings: string[] = [];
   const seen = new Map<unknown, string>();
+  let triggerKinds = 0;
   // Named exports first, so `export default orders` next to `export const orders` counts as "orders".
   const names = Object.keys(namespace).sort((a, b) => Number(a === "default") - Number(b === "default"));
   for (const exportName of names) {
@@ -150,6 +151,11 @@ function describeExports(namespace: Record<string, unknown>, request: LoadReques
     const value = namespace[exportName];
     const kind = sdk.definitionKind(value);
     if (!kind) continue;
+    // Custom trigger kinds are the triggerer's: it imports the file itself.
+    if (kind === "trigger") {
+      triggerKinds++;
+      continue;
+    }
     const def = value as { spec: AssetSpec | CheckSpec; definedIn: string | undefined };
     const what = kind === "check" ? `check "${(def.spec as CheckSpec).name}"` : `asset "${(def.spec as AssetSpec).key}"`;
     const first = seen.get(value);
@@ -176,9 +182,9 @@ function describeExports(namespace: Record<string, unknown>, request: LoadReques
     if (kind === "check") checks.push({ exportName, spec: def.spec as CheckSpec });
     else assets.push({ exportName, spec: def.spec as AssetSpec });
   }
-  if (assets.length === 0 && checks.length === 0) {
+  if (assets.length === 0 && checks.length === 0 && triggerKinds === 0) {
     warnings.push(
-      "the file exports no assets, source assets or checks of its own; definitions must be exported " +
+      "the file exports no assets, source assets, checks or trigger kinds of its own; definitions must be exported " +
         "(export const orders = asset(...)) for Tributary to see them",
     );
   }

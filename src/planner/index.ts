@@ -1,8 +1,8 @@
 // The planner: graph + partition selection + current state → run plan; the
 // trigger rules, retry delays and step/run state rules the reconciler
 // applies to it. Pure: no I/O, no clock, no randomness of its own.
-export { planRun } from "./plan-run.js";
-export type { PlanRunRequest } from "./plan-run.js";
+export { planRun, planPartitions } from "./plan-run.js";
+export type { PlanRunRequest, PlannedPartitions } from "./plan-run.js";
 export { resolveSelection, describeExisting } from "./resolve-selection.js";
 export type { PartitionSelection, SelectionScope } from "./resolve-selection.js";
 export type { RunPlan, PlannedStep, MissingUpstream } from "./run-plan.js";
@@ -15,3 +15,11 @@ export { STEP_STATES, TERMINAL_STEP_STATES, STEP_TRANSITIONS, isTerminal, canTra
 export type { StepState } from "./step-states.js";
 export { deriveRunState } from "./run-state.js";
 export type { DerivedRunState } from "./run-state.js";
+export { stepSettings, runShape } from "./run-settings.js";
+export type { StepSettings, RunShape } from "./run-settings.js";
+export { planBackfill } from "./plan-backfill.js";
+export type { BackfillPlanRequest, BackfillPlan } from "./plan-backfill.js";
+export { BackfillChunks } from "./backfill-chunks.js";
+export type { AssetSubsets } from "./backfill-chunks.js";
+export { serializeLayout, parseLayout, layoutVersion } from "./backfill-layout.js";
+export type { BackfillLayout, SerializedBackfillLayout } from "./backfill-layout.js";

@@ -17,6 +17,7 @@ export function buildDispatch(
     stepId: claim.stepId,
     runId: claim.runId,
     tryNumber: claim.tryNumber,
+    lastTry: claim.lastTry,
     assetKey: claim.assetKey,
     partitionKey: claim.partitionKey,
     mapIndex: claim.mapIndex,
@@ -25,6 +26,8 @@ export function buildDispatch(
     exportName: asset.exportName,
     timeoutMs: claim.timeoutMs,
     logRef: path.join(dirs.logsDir, claim.runId, `${claim.stepId}-${claim.tryNumber}.log`),
+    ...(claim.resumed.length > 0 ? { resumed: claim.resumed } : {}),
+    ...(claim.waitStartedAt ? { waitStartedAt: claim.waitStartedAt.toISOString() } : {}),
   };
 }
 

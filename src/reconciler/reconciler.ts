@@ -24,6 +24,30 @@ export interface ReconcilerOptions {
   /** Most steps claimed per transaction (default 512). */
   readonly claimBatch?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+  /**
+   * Work done at the start of every pass, in order, before steps are handed
+   * out: automation, backfills, alerts. Each decides for itself whether it
+   * has anything to do; one that throws is logged and does not stop the others.
+   */
+  readonly tasks?: readonly ReconcilerTask[];
+  /** Called after every pass, failed ones included (metrics: pass duration, steps handed out). */
+  readonly onPass?: (durationMs: number, stats: ReconcilerPassStats) => void;
+}
+
+/** What one reconciler pass did (see ReconcilerOptions.onPass). */
+export interface ReconcilerPassStats {
+  /** Steps claimed and handed to executors (or failed for a removed asset). */
+  readonly dispatched: number;
+  /** The pass threw (it is retried by the loop). */
+  readonly failed: boolean;
+  /** How long each task of the pass took, in the order they ran (a task that threw has `failed`). */
+  readonly tasks?: readonly { readonly name: string; readonly durationMs: number; readonly failed: boolean }[];
+}
+
+/** One part of a reconciler pass (see ReconcilerOptions.tasks). */
+export interface ReconcilerTask {
+  readonly name: string;
+  run(now: Date): Promise<void>;
 }
 
 /**
@@ -102,6 +126,20 @@ export class Reconciler {
 
   /** One pass: housekeeping (rate-limited), then dispatch until no capacity or no runnable step is left. */
   async pass(): Promise<void> {
+    const started = performance.now();
+    let dispatched = 0;
+    let failed = true;
+    const tasks: { name: string; durationMs: number; failed: boolean }[] = [];
+    try {
+      dispatched = await this.passOnce(tasks);
+      failed = false;
+    } finally {
+      this.options.onPass?.(performance.now() - started, { dispatched, failed, tasks });
+    }
+  }
+
+  /** The pass itself; returns the number of steps claimed. */
+  private async passOnce(timings: { name: string; durationMs: number; failed: boolean }[]): Promise<number> {
     const now = this.clock();
     const sinceHousekeeping = now.getTime() - this.lastHousekeeping;
     // A clock that went backwards (NTP step, injected clock) must not pause housekeeping until it catches up.
@@ -115,10 +153,22 @@ export class Reconciler {
       for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
       if (hk.zombies > 0) this.log("warn", `${hk.zombies} zombie step(s) failed (no heartbeat)`);
     }
-    await this.dispatch();
+    for (const task of this.options.tasks ?? []) {
+      const taskStarted = performance.now();
+      let taskFailed = false;
+      try {
+        await task.run(this.clock());
+      } catch (err) {
+        taskFailed = true;
+        this.log("error", `reconciler task ${task.name} failed: ${(err as Error).stack ?? String(err)}`);
+      }
+      timings.push({ name: task.name, durationMs: performance.now() - taskStarted, failed: taskFailed });
+    }
+    return this.dispatch();
   }
 
-  private async dispatch(): Promise<void> {
+  private async dispatch(): Promise<number> {
+    let dispatched = 0;
     for (;;) {
       const capacity: Record<string, number> = {};
       for (const [kind, ex] of Object.entries(this.options.executors)) capacity[kind] = ex.freeSlots();
@@ -127,7 +177,8 @@ export class Reconciler {
         capacity,
         limit: this.options.claimBatch ?? 512,
       });
-      if (claims.length === 0) return;
+      if (claims.length === 0) return dispatched;
+      dispatched += claims.length;
       let { graph } = await this.options.graphs.current();
       if (claims.some((c) => !graph.has(c.assetKey))) ({ graph } = await this.options.graphs.current({ fresh: true }));
       const byExecutor = new Map<string, StepDispatch[]>();
@@ -160,7 +211,7 @@ export class Reconciler {
         const executor = this.options.executors[kind];
         if (executor) executor.submit(steps);
       }
-      if (claims.length < (this.options.claimBatch ?? 512)) return;
+      if (claims.length < (this.options.claimBatch ?? 512)) return dispatched;
     }
   }
 }

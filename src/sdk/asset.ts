@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { DefinitionError } from "../errors/index.js";
 import type { PartitionMappingSpec, PartitionsSpec } from "../partitions/index.js";
-import type { AutomationSpec } from "./automation.js";
+import { validateAutomation, type AutomationSpec } from "./automation.js";
+import { DEFAULT_CALLBACK_TIMEOUT_MS, type AssetCallbacks, type DefinitionCallbacks } from "./callbacks.js";
 import type { AssetContext } from "./context.js";
 import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
 import { parseDuration, type Duration } from "./duration.js";
@@ -25,6 +26,8 @@ export interface AssetDefinition<TOut = unknown> extends Branded {
   readonly fn: AssetFunction | undefined;
   /** The file whose code created this definition. */
   readonly definedIn: string | undefined;
+  /** onSuccess / onFailure / onRetry (never serialised: they run in the worker that ran the try). */
+  readonly callbacks: DefinitionCallbacks;
   /** A copy with some config changed (definitions are frozen). */
   with(changes: Partial<AssetConfigBase>): AssetDefinition<TOut>;
   /** Phantom: the output type downstream functions receive. */
@@ -79,7 +82,7 @@ export interface RetryConfig {
   jitter?: boolean;
 }
 
-export interface AssetConfigBase {
+export interface AssetConfigBase extends AssetCallbacks {
   /** `sales/orders`: segments of letters, digits, `_` and `-`, joined by `/`. */
   key: string;
   partitions?: PartitionsSpec;
@@ -109,6 +112,8 @@ export interface AssetConfigBase {
   codeVersion?: string;
   /** Alert when a partition is not materialised this long after its window closed. */
   deadline?: Duration;
+  /** Time limit of each of onSuccess, onFailure and onRetry (default 30 s). */
+  callbackTimeout?: Duration;
 }
 
 export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | undefined> extends AssetConfigBase {
@@ -121,6 +126,9 @@ const keySchema = z
   .regex(KEY_RE, "must be segments of letters, digits, '_', '.' and '-' joined by '/', e.g. \"sales/orders\"");
 const nameSchema = z.string().min(1).max(200);
 const durationField = z.union([z.number(), z.string()]);
+const callbackField = z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
+  error: "must be a function, e.g. async (ctx, error) => { … }",
+});
 
 const baseShape = {
   key: keySchema,
@@ -157,6 +165,10 @@ const baseShape = {
   queue: nameSchema.optional(),
   codeVersion: z.string().min(1).max(200).optional(),
   deadline: durationField.optional(),
+  onSuccess: callbackField.optional(),
+  onFailure: callbackField.optional(),
+  onRetry: callbackField.optional(),
+  callbackTimeout: durationField.optional(),
 };
 
 const assetConfigSchema = z.strictObject({
@@ -239,6 +251,7 @@ export function buildSpec(
   const key = c.key;
   try {
     if (c.metadata !== undefined) assertJson(c.metadata, "metadata");
+    if (c.automation !== undefined) validateAutomation(c.automation);
     const spec: AssetSpec = {
       key,
       kind,
@@ -285,6 +298,7 @@ function makeDefinition<TOut>(
   fn: AssetFunction | undefined,
   definedIn: string | undefined,
   rebuild: (changes: Partial<AssetConfigBase>) => AssetDefinition<TOut>,
+  callbacks: DefinitionCallbacks = NO_CALLBACKS,
 ): AssetDefinition<TOut> {
   const def = {
     [DEFINITION_BRAND]: brand,
@@ -292,9 +306,24 @@ function makeDefinition<TOut>(
     spec,
     fn,
     definedIn,
+    callbacks,
     with: rebuild,
   };
   return Object.freeze(def) as unknown as AssetDefinition<TOut>;
+}
+
+const NO_CALLBACKS: DefinitionCallbacks = Object.freeze({ timeoutMs: DEFAULT_CALLBACK_TIMEOUT_MS });
+
+/** The hooks of a (validated) config; buildSpec has checked they are functions. */
+function callbacksOf(config: AssetConfigBase): DefinitionCallbacks {
+  const { onSuccess, onFailure, onRetry, callbackTimeout } = config;
+  if (!onSuccess && !onFailure && !onRetry && callbackTimeout === undefined) return NO_CALLBACKS;
+  return Object.freeze({
+    ...(onSuccess ? { onSuccess } : {}),
+    ...(onFailure ? { onFailure } : {}),
+    ...(onRetry ? { onRetry } : {}),
+    timeoutMs: callbackTimeout === undefined ? DEFAULT_CALLBACK_TIMEOUT_MS : parseDurationAt(config.key, callbackTimeout, "callbackTimeout"),
+  });
 }
 
 /**
@@ -326,9 +355,15 @@ export function asset<const D extends DepsRecord | undefined, T>(
       fn as AssetFunction,
       definedIn,
       (changes) => build({ ...cfg, ...changes }),
+      callbacksOf(cfg),
     );
-  return makeDefinition<Awaited<T>>("asset", spec, fn as AssetFunction, definedIn, (changes) =>
-    build({ ...config, ...changes }),
+  return makeDefinition<Awaited<T>>(
+    "asset",
+    spec,
+    fn as AssetFunction,
+    definedIn,
+    (changes) => build({ ...config, ...changes }),
+    callbacksOf(config),
   );
 }
 
@@ -386,9 +421,34 @@ export function sourceAsset(config: SourceAssetConfig): AssetDefinition<SourceOb
         observeTimeoutMs: timeout === undefined ? null : parseDurationAt(cfg.key, timeout, "timeout"),
       },
     );
+    checkObserveTemplates(spec);
     return makeDefinition<SourceObservation>("source", spec, undefined, definedIn, (changes) =>
       build({ ...cfg, ...(changes as Partial<SourceAssetConfig>) }),
     );
   };
   return build(config);
+}
+
+/**
+ * The triggerer fills `{partition}`, `{start}` and `{end}` in an observe
+ * trigger's string args from the partition it observes: a field the asset's
+ * partitions cannot give would fail every check, so it fails the definition.
+ */
+function checkObserveTemplates(spec: AssetSpec): void {
+  if (!spec.observe) return;
+  const p = spec.partitions;
+  const timed = p !== null && (p.kind === "time" || (p.kind === "multi" && p.dimensions.some((d) => d.partitions.kind === "time")));
+  for (const [arg, value] of Object.entries(spec.observe.args)) {
+    if (typeof value !== "string") continue;
+    for (const [, name] of value.replace(/\{\{|\}\}/g, "").matchAll(/\{\s*(partition|start|end)\s*\}/g)) {
+      const missing = name === "partition" ? p === null : !timed;
+      if (!missing) continue;
+      const has = p === null ? "it is not partitioned" : `its partitions (${p.kind}) have no time window`;
+      throw new DefinitionError(
+        `asset "${spec.key}": field "observe.args.${arg}": the template "${value}" uses {${name}}, but ${has}; ` +
+          `remove {${name}} or give the asset ${name === "partition" ? "partitions" : "time partitions"}`,
+        { code: "OBSERVE_TEMPLATE_FIELD_MISSING", location: { assetKey: spec.key, field: `observe.args.${arg}` } },
+      );
+    }
+  }
 }

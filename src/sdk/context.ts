@@ -1,5 +1,6 @@
 import type { TimeWindow } from "../partitions/index.js";
-import type { DeferOptions, TriggerSpec } from "./triggers.js";
+import type { TriggerSpec } from "./triggers.js";
+import type { WaitForOptions, WaitOptions } from "./wait.js";
 
 export interface PartitionContext {
   /** The partition key, `""` for an unpartitioned asset. */
@@ -34,7 +35,16 @@ export interface AssetContext {
   readonly secrets: Secrets;
   /** Ends the step as `skipped` with a reason; downstream follows its trigger rule. */
   skip(reason: string): never;
-  /** Frees the worker slot until the trigger fires; resolves with the trigger's payload. */
-  defer<T = unknown>(trigger: TriggerSpec, options?: DeferOptions): Promise<T>;
+  /**
+   * Frees the worker slot until the trigger fires (checked by the triggerer), then re-enters the function: this call
+   * then resolves at once with the trigger's payload. Code before it runs again, so keep it cheap and idempotent.
+   * @example const file = await ctx.defer(fileExists("/landing/{partition}.csv"), { timeout: "6h" });
+   */
+  defer<T = unknown>(trigger: TriggerSpec, options?: WaitOptions): Promise<T>;
+  /**
+   * A sensor: waits for the trigger in the chosen mode (`deferrable` as ctx.defer, `reschedule`: one check per try with
+   * the slot freed in between, `poke`: checks every interval holding the slot); resolves with the payload.
+   */
+  waitFor<T = unknown>(trigger: TriggerSpec, options?: WaitForOptions): Promise<T>;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
 }

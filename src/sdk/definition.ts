@@ -4,7 +4,8 @@
  */
 export const DEFINITION_BRAND: unique symbol = Symbol.for("tributary.definition") as never;
 
-export type DefinitionKind = "asset" | "source" | "check";
+/** `trigger`: a custom trigger kind (triggerKind()), which the triggerer loads rather than the graph. */
+export type DefinitionKind = "asset" | "source" | "check" | "trigger";
 
 export interface Branded {
   readonly [DEFINITION_BRAND]: DefinitionKind;
@@ -13,7 +14,7 @@ export interface Branded {
 export function definitionKind(value: unknown): DefinitionKind | undefined {
   if (value === null || (typeof value !== "object" && typeof value !== "function")) return undefined;
   const kind = (value as Partial<Branded>)[DEFINITION_BRAND];
-  return kind === "asset" || kind === "source" || kind === "check" ? kind : undefined;
+  return kind === "asset" || kind === "source" || kind === "check" || kind === "trigger" ? kind : undefined;
 }
 
 /**

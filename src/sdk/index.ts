@@ -16,15 +16,49 @@ export type {
 } from "./asset.js";
 export { check } from "./check.js";
 export type { CheckDefinition, CheckResult } from "./check.js";
-export { onCron, eager, onMissing, allOf, anyOf, not, validateCron } from "./automation.js";
-export type { AutomationSpec } from "./automation.js";
-export { at, fileExists, s3ObjectExists, httpOk, sqlReturnsRows, assetMaterialized } from "./triggers.js";
-export type { TriggerSpec, DeferOptions } from "./triggers.js";
+export {
+  onCron,
+  eager,
+  onMissing,
+  allOf,
+  anyOf,
+  not,
+  isMissing,
+  isInProgress,
+  hasFailed,
+  upstreamUpdated,
+  upstreamsReady,
+  cronTickPassed,
+  inLatestWindow,
+  codeVersionChanged,
+  validateCron,
+  validateAutomation,
+} from "./automation.js";
+export type { AutomationSpec, AutomationOperand } from "./automation.js";
+export { describeCondition } from "./describe-condition.js";
+export {
+  at,
+  fileExists,
+  s3ObjectExists,
+  httpOk,
+  sqlReturnsRows,
+  assetMaterialized,
+  triggerKind,
+  isTriggerKindKnown,
+  definedTriggerKinds,
+  BUILT_IN_TRIGGER_KINDS,
+  PERMANENT_TRIGGER_ERRORS,
+} from "./triggers.js";
+export type { TriggerSpec, TriggerKindConfig, TriggerKindContext, TriggerKindDefinition, TriggerKindResult } from "./triggers.js";
+export { resolveWait, WAIT_MODES, DEFAULT_WAIT_TIMEOUT_MS } from "./wait.js";
+export type { WaitMode, WaitOptions, WaitOptions as DeferOptions, WaitForOptions, ResolvedWait } from "./wait.js";
 export { parseDuration } from "./duration.js";
 export type { Duration } from "./duration.js";
 export { definitionKind, DEFINITION_BRAND } from "./definition.js";
 export type { DefinitionKind } from "./definition.js";
 export type { AssetContext, PartitionContext, StepLogger, Secrets } from "./context.js";
+export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";
+export type { AssetCallbacks, DefinitionCallbacks, RetryInfo, StepFailure } from "./callbacks.js";
 export { TRIGGER_RULES, EXECUTORS } from "./spec.js";
 export type { AssetSpec, CheckSpec, DepSpec, RetryPolicySpec, TriggerRule, ExecutorKind } from "./spec.js";
 export type { JsonValue } from "./json.js";

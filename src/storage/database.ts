@@ -45,7 +45,8 @@ export type TriggerRule =
 export type RunStatus = "queued" | "running" | "success" | "failed" | "canceled";
 export type RunOrigin = "manual" | "schedule" | "automation" | "backfill" | "rerun";
 export type BackfillStatus = "requested" | "running" | "completed" | "failed" | "canceling" | "canceled";
-export type PartitionState = "missing" | "materializing" | "materialized" | "failed" | "stale";
+/** `timed_out`: a source partition whose observation gave up before it appeared. */
+export type PartitionState = "missing" | "materializing" | "materialized" | "failed" | "stale" | "timed_out";
 export type EventKind = "materialization" | "observation" | "external" | "check_result" | "planned" | "failure" | "wipe";
 export type TriggerStatus = "waiting" | "fired" | "failed" | "timed_out" | "canceled";
 export type EvaluationDecision = "requested" | "declined" | "skipped";
@@ -189,6 +190,7 @@ export interface StepsTable {
   tries_before: Generated<number>;
   max_concurrency: number | null;
   depth: Generated<number>;
+  wait_started_at: NullableTimestamp;
 }
 
 export interface StepDepsTable {
@@ -313,6 +315,10 @@ export interface TriggersTable {
   created_at: GeneratedTimestamp;
   updated_at: GeneratedTimestamp;
   ended_at: NullableTimestamp;
+  partition_window: NullableJson;
+  poll_interval_ms: Generated<number>;
+  soft_fail: Generated<boolean>;
+  try_number: number | null;
 }
 
 export interface AutomationEvaluationsTable {
@@ -325,6 +331,13 @@ export interface AutomationEvaluationsTable {
   run_id: string | null;
   snapshot_version: number | null;
   evaluated_at: GeneratedTimestamp;
+  tick: GeneratedInt8;
+}
+
+export interface AutomationStateTable {
+  asset_key: string;
+  state: Json;
+  updated_at: GeneratedTimestamp;
 }
 
 export interface CursorsTable {
@@ -358,6 +371,8 @@ export interface AlertsTable {
   last_error: NullableJson;
   sent_at: NullableTimestamp;
   created_at: GeneratedTimestamp;
+  /** Sinks that accepted the alert (migration 0005). */
+  sent_to: GeneratedJson<string[]>;
 }
 
 /** The Kysely view of the schema in migrations/ (docs/schema.sql is the reference). */
@@ -381,6 +396,7 @@ export interface Database {
   triggers: TriggersTable;
   automation_evaluations: AutomationEvaluationsTable;
   cursors: CursorsTable;
+  automation_state: AutomationStateTable;
   component_heartbeats: ComponentHeartbeatsTable;
   alerts: AlertsTable;
 }

@@ -17,6 +17,7 @@ export { PgliteDialect, type PgliteDialectConfig } from "./pglite-dialect.js";
 export { lockDataDir, readLockHolder, LOCK_FILE_NAME, type DataDirLock, type LockHolder } from "./data-dir-lock.js";
 export { migrate, type MigrateOptions, type MigrateResult } from "./migrate.js";
 export { readMigrationFiles, migrationsHash, DEFAULT_MIGRATIONS_DIR, type MigrationFile } from "./migration-files.js";
+export { migrationStatus, type MigrationStatus } from "./migration-status.js";
 export { dumpSchema, SCHEMA_DUMP_COMMAND } from "./schema-dump.js";
 export { createDatabase, dropDatabase, withAdminClient } from "./pg-admin.js";
 export { databaseNameOf, databaseUrlWithName, redactDatabaseUrl } from "./pg-url.js";
@@ -36,10 +37,11 @@ export type {
 export { PgDefinitionStore } from "./pg-definition-store.js";
 export { PgRunStore, WAKE_CHANNEL } from "./pg-run-store.js";
 export { removedAssetCompletion } from "./run-store.js";
+export type { StepSettings } from "../planner/index.js";
 export type {
   RunStore,
   NewRun,
-  StepSettings,
+
   ClaimedStep,
   ClaimOptions,
   StepStart,
@@ -58,5 +60,133 @@ export type {
 } from "./run-store.js";
 export { GraphCache, type CurrentGraph } from "./graph-cache.js";
 export { LocalDirOutputStore, INLINE_OUTPUT_LIMIT_BYTES, type OutputStore } from "./output-store.js";
-export { PgEventStore } from "./pg-event-store.js";
+export { PgEventStore, reportEventsIn } from "./pg-event-store.js";
+export { PgObservationStore, recordObservationsIn, recordObservationTimeoutsIn } from "./pg-observation-store.js";
+export type {
+  ObservationStore,
+  ObservationTarget,
+  ObservedSource,
+  FiredObservation,
+  TimedOutObservation,
+  EnsureObservationsResult,
+} from "./observation-store.js";
+export { PgBackfillStore, initialCursor } from "./pg-backfill-store.js";
+export type {
+  BackfillStore,
+  BackfillRecord,
+  BackfillSelection,
+  BackfillCursor,
+  BackfillTransaction,
+  BackfillUpdate,
+  NewBackfill,
+  AssetPartitionRef,
+  RunProgress,
+  UnsuccessfulStep,
+} from "./backfill-store.js";
+export { PgAlertStore } from "./pg-alert-store.js";
+export { deadlineCursorName } from "./alert-store.js";
+export type { AlertStore, AlertRecord, AlertKind, AlertSettlement, DeadlineCandidate, ListAlertsOptions } from "./alert-store.js";
 export type { EventStore, EventRecord, ListEventsOptions, ReportedEvent, ReportedEventKind } from "./event-store.js";
+export { PgPartitionStatusStore } from "./pg-partition-status-store.js";
+export { MAX_STALE_REASONS, UNFINISHED_STEP_STATES } from "./partition-status-store.js";
+export type {
+  AssetCodeVersion,
+  PartitionStatusRecord,
+  PartitionStatusStore,
+  RecordedPartitionState,
+  RecordedStatusCounts,
+  StaleReason,
+} from "./partition-status-store.js";
+export { PgPauseStore } from "./pg-pause-store.js";
+export type { AssetPauseState, PauseStore, PauseTarget } from "./pause-store.js";
+// Pools (H7): occupancy for the `pools` query, and setPoolSlots.
+export { PgPoolStore } from "./pg-pool-store.js";
+export type { PoolRecord, PoolStore, SetPoolSlots } from "./pool-store.js";
+export { PgAutomationStore } from "./pg-automation-store.js";
+export type {
+  AutomationStore,
+  AutomationLease,
+  EventCursor,
+  StreamEvent,
+  PartitionRef,
+  StalePartition,
+  PartitionStates,
+  StoredEvaluation,
+  EvaluationRow,
+  ListEvaluationsOptions,
+  TickCommit,
+} from "./automation-store.js";
+// OpenLineage emission (H9): a leased cursor over step outcomes.
+export { PgOpenLineageStore } from "./pg-openlineage-store.js";
+export type {
+  LineageCursor,
+  LineageDatasetRecord,
+  LineageEventRecord,
+  LineageLease,
+  LineageLiveStep,
+  LineageStepRecord,
+  LineageTry,
+  LineageTryMark,
+  OpenLineageStore,
+} from "./openlineage-store.js";
+export { PgTriggerStore, TRIGGER_MAX_BACKOFF_MS, TRIGGERS_CHANNEL, triggerBackoffMs } from "./pg-trigger-store.js";
+export type {
+  TriggerStore,
+  NewTrigger,
+  CreatedTrigger,
+  ClaimedTrigger,
+  TriggerCheckResult,
+  RecordChecksResult,
+  ExpireResult,
+  TriggerRecord,
+  TriggerWindow,
+} from "./trigger-store.js";
+export { PgTriggerQueryStore } from "./pg-trigger-query-store.js";
+// Lineage (H6): run-level lineage walks and erasure impact.
+export { PgLineageStore } from "./pg-lineage-store.js";
+export { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
+export type {
+  LineageStore,
+  LineageDirection,
+  LineageEvent,
+  LineageEdge,
+  RunLineage,
+  RunLineageQuery,
+  ImpactedPartition,
+  StoredOutputLocation,
+  ErasureQuery,
+  ErasureRows,
+} from "./lineage-store.js";
+export { TRIGGER_STATUSES, MAX_TRIGGER_PAGE } from "./trigger-query-store.js";
+export type { TriggerQueryStore, TriggerView, TriggerFilter, ListTriggersOptions, TriggerPage, TriggerCounts } from "./trigger-query-store.js";
+// Issue 6 (live logs): one step try's state, read by log followers.
+export { PgStepTryStateStore } from "./pg-step-try-state-store.js";
+export type { StepTryState, StepTryStateStore } from "./step-try-state-store.js";
+// Issue 6 (metrics): bounded queries behind /metrics.
+export { PgMetricsQueryStore } from "./pg-metrics-query-store.js";
+export type {
+  MetricsQueryStore,
+  MetricsSnapshot,
+  DispatchLatencies,
+  DispatchLatencyOptions,
+  UnfinishedStepState,
+  ActiveRunStatus,
+  TriggerStatusCounts,
+} from "./metrics-query-store.js";
+// Airflow-compatible REST API reads (issue 6, REST /api/v1).
+export { PgAirflowQueryStore } from "./pg-airflow-query-store.js";
+export { MAX_AIRFLOW_PAGE } from "./airflow-query-store.js";
+export type { AirflowQueryStore, JobRunRow, AirflowPage, StepOutputRow, JobRunFilter, InstantRange, StepAttributesRow, PartitionRunRow } from "./airflow-query-store.js";
+// Issue 6 part 1 (GraphQL reads, H10): materialisation history and run pages.
+export { PgMaterializationQueryStore } from "./pg-materialization-query-store.js";
+export { MAX_READ_PAGE, MATERIALIZATION_KINDS } from "./materialization-query-store.js";
+export type {
+  MaterializationQueryStore,
+  MaterializationView,
+  MaterializationKind,
+  MaterializationQuery,
+  ReadPage,
+  RunFilter,
+  RunPageQuery,
+  RunAssetSummary,
+} from "./materialization-query-store.js";

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import type { EventRecord, EventStore, ListEventsOptions, ReportedEvent } from "./event-store.js";
@@ -6,8 +6,59 @@ import { toJson } from "./json.js";
 import { WAKE_CHANNEL } from "./pg-run-store.js";
 
 /**
+ * Appends events inside the caller's transaction and marks each partition
+ * `materialized` with its latest event, then wakes the reconciler (on commit).
+ * One JSON parameter and one statement whatever the batch size. Shared by
+ * reported events and the triggerer's source observations. Returns the new
+ * event ids in input order.
+ */
+export async function reportEventsIn(trx: Transaction<Database>, events: readonly ReportedEvent[], now: Date): Promise<number[]> {
+  if (events.length === 0) return [];
+  const rows = events.map((e, i) => ({
+    ord: i,
+    kind: e.kind,
+    asset_key: e.assetKey,
+    partition_key: e.partitionKey,
+    data_version: e.dataVersion ?? null,
+    metadata: e.metadata,
+  }));
+  const { rows: inserted } = await sql<{ id: string | number }>`
+    with x as (
+      select * from jsonb_to_recordset(${toJson(rows)}::jsonb)
+        as x(ord int, kind text, asset_key text, partition_key text, data_version text, metadata jsonb)
+    ), ev as (
+      insert into events (kind, asset_key, partition_key, data_version, metadata, created_at)
+      select kind, asset_key, partition_key, data_version, coalesce(metadata, '{}'::jsonb), ${now}
+      from x order by ord
+      returning id, asset_key, partition_key, data_version
+    ), st as (
+      insert into partition_status as ps (asset_key, partition_key, status, last_materialization_event_id,
+                                          data_version, code_version, materialized_at, updated_at)
+      -- One row per partition (ON CONFLICT cannot touch a row twice): the latest event wins.
+      select distinct on (asset_key, partition_key)
+             asset_key, partition_key, 'materialized', id, data_version, null, ${now}::timestamptz, ${now}::timestamptz
+      from ev
+      order by asset_key, partition_key, id desc
+      on conflict (asset_key, partition_key) do update set
+        status = excluded.status,
+        last_materialization_event_id = excluded.last_materialization_event_id,
+        -- The data now in the partition came from no step: the previous step's
+        -- output is no longer its value (inputs read from it arrive as null).
+        last_step_id = null,
+        data_version = excluded.data_version,
+        code_version = null,
+        materialized_at = excluded.materialized_at,
+        updated_at = excluded.updated_at
+    )
+    -- ids are drawn in ord order, so ascending ids are the events in input order.
+    select id from ev order by id`.execute(trx);
+  await notifyIn(trx, WAKE_CHANNEL, "event");
+  return inserted.map((r) => Number(r.id));
+}
+
+/**
  * EventStore in Postgres SQL (server Postgres and PGlite). A batch is one JSON
- * parameter and one statement: events, then partition status.
+ * parameter and one statement: events, then partition status (see reportEventsIn).
  */
 export class PgEventStore implements EventStore {
   readonly #db: Kysely<Database>;
@@ -18,48 +69,7 @@ export class PgEventStore implements EventStore {
 
   async reportEvents(events: readonly ReportedEvent[], now: Date): Promise<number[]> {
     if (events.length === 0) return [];
-    const rows = events.map((e, i) => ({
-      ord: i,
-      kind: e.kind,
-      asset_key: e.assetKey,
-      partition_key: e.partitionKey,
-      data_version: e.dataVersion ?? null,
-      metadata: e.metadata,
-    }));
-    return this.#db.transaction().execute(async (trx) => {
-      const { rows: inserted } = await sql<{ id: string | number }>`
-        with x as (
-          select * from jsonb_to_recordset(${toJson(rows)}::jsonb)
-            as x(ord int, kind text, asset_key text, partition_key text, data_version text, metadata jsonb)
-        ), ev as (
-          insert into events (kind, asset_key, partition_key, data_version, metadata, created_at)
-          select kind, asset_key, partition_key, data_version, coalesce(metadata, '{}'::jsonb), ${now}
-          from x order by ord
-          returning id, asset_key, partition_key, data_version
-        ), st as (
-          insert into partition_status as ps (asset_key, partition_key, status, last_materialization_event_id,
-                                              data_version, code_version, materialized_at, updated_at)
-          -- One row per partition (ON CONFLICT cannot touch a row twice): the latest event wins.
-          select distinct on (asset_key, partition_key)
-                 asset_key, partition_key, 'materialized', id, data_version, null, ${now}::timestamptz, ${now}::timestamptz
-          from ev
-          order by asset_key, partition_key, id desc
-          on conflict (asset_key, partition_key) do update set
-            status = excluded.status,
-            last_materialization_event_id = excluded.last_materialization_event_id,
-            -- The data now in the partition came from no step: the previous step's
-            -- output is no longer its value (inputs read from it arrive as null).
-            last_step_id = null,
-            data_version = excluded.data_version,
-            code_version = null,
-            materialized_at = excluded.materialized_at,
-            updated_at = excluded.updated_at
-        )
-        -- ids are drawn in ord order, so ascending ids are the events in input order.
-        select id from ev order by id`.execute(trx);
-      await notifyIn(trx, WAKE_CHANNEL, "event");
-      return inserted.map((r) => Number(r.id));
-    });
+    return this.#db.transaction().execute((trx) => reportEventsIn(trx, events, now));
   }
 
   async listEvents(options: ListEventsOptions): Promise<EventRecord[]> {

@@ -9,6 +9,7 @@ import type {
   ClaimedStep,
   ClaimOptions,
   CompletionSummary,
+  FiredTrigger,
   FollowUp,
   HousekeepingOptions,
   HousekeepingResult,
@@ -80,87 +81,15 @@ export class PgRunStore implements RunStore {
   // ── runs ────────────────────────────────────────────────────────────────
 
   async createRun(run: NewRun, now: Date): Promise<{ runId: string; created: boolean }> {
-    const steps = run.plan.steps;
+    return this.#db.transaction().execute((trx) => insertRun(trx, run, now));
+  }
+
+  async createRuns(runs: readonly NewRun[], now: Date): Promise<{ runId: string; created: boolean }[]> {
+    if (runs.length === 0) return [];
     return this.#db.transaction().execute(async (trx) => {
-      const inserted = await trx
-        .insertInto("runs")
-        .values({
-          status: "queued",
-          origin: run.origin,
-          backfill_id: run.backfillId ?? null,
-          idempotency_key: run.idempotencyKey ?? null,
-          snapshot_version: run.snapshotVersion,
-          plan: toJson(serializePlan(run.plan)),
-          job_name: run.jobName ?? null,
-          priority: run.priority ?? 0,
-          tags: toJson(run.tags ?? {}),
-          max_active_steps: run.maxActiveSteps ?? null,
-          max_active_runs: run.maxActiveRuns ?? null,
-          steps_total: steps.length,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) => oc.column("idempotency_key").doNothing())
-        .returning("id")
-        .executeTakeFirst();
-      if (!inserted) {
-        const existing = await trx
-          .selectFrom("runs")
-          .select("id")
-          .where("idempotency_key", "=", run.idempotencyKey ?? "")
-          .executeTakeFirstOrThrow();
-        return { runId: existing.id, created: false };
-      }
-      const runId = inserted.id;
-      if (steps.length > 0) {
-        const { rows: idRows } = await sql<{ id: number }>`
-          select nextval('steps_id_seq') as id from generate_series(1, ${steps.length}::int)`.execute(trx);
-        const ids = idRows.map((r) => Number(r.id)).sort((a, b) => a - b);
-        // Plan steps come in topological order: every upstream index is smaller.
-        const depth: number[] = [];
-        steps.forEach((s, i) => (depth[i] = s.upstream.reduce((d, up) => Math.max(d, (depth[up] ?? 0) + 1), 0)));
-        const stepRows = steps.map((s, i) => {
-          const cfg = run.settings(s.assetKey);
-          return {
-            id: ids[i],
-            asset_key: s.assetKey,
-            partition_key: s.partitionKey,
-            trigger_rule: cfg.triggerRule,
-            max_tries: cfg.retries.max + 1,
-            retry_policy: cfg.retries,
-            priority: cfg.priority + (run.priority ?? 0),
-            pool: cfg.pool ?? DEFAULT_POOL,
-            pool_slots: cfg.poolSlots,
-            executor: cfg.executor,
-            queue: cfg.queue,
-            timeout_ms: cfg.timeoutMs,
-            max_concurrency: cfg.maxConcurrency,
-            upstream_total: s.upstream.length,
-            depth: depth[i],
-          };
-        });
-        await sql`
-          insert into steps (id, run_id, asset_key, partition_key, trigger_rule, max_tries, retry_policy, priority, pool,
-                             pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, created_at, updated_at)
-          select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
-                 x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, x.depth, ${now}, ${now}
-          from jsonb_to_recordset(${toJson(stepRows)}::jsonb) as x(
-            id bigint, asset_key text, partition_key text, trigger_rule text, max_tries int, retry_policy jsonb,
-            priority int, pool text, pool_slots int, executor text, queue text, timeout_ms bigint, max_concurrency int,
-            upstream_total int, depth int)`.execute(trx);
-        const edges: [number, number][] = [];
-        steps.forEach((s, i) => {
-          for (const up of s.upstream) edges.push([ids[i]!, ids[up]!]);
-        });
-        if (edges.length > 0) {
-          await sql`
-            insert into step_deps (step_id, upstream_step_id)
-            select (e->>0)::bigint, (e->>1)::bigint from jsonb_array_elements(${toJson(edges)}::jsonb) e`.execute(trx);
-        }
-      }
-      await startRun(trx, runId, now);
-      await notifyIn(trx, WAKE_CHANNEL, "run");
-      return { runId, created: true };
+      const created: { runId: string; created: boolean }[] = [];
+      for (const run of runs) created.push(await insertRun(trx, run, now));
+      return created;
     });
   }
 
@@ -247,9 +176,10 @@ export class PgRunStore implements RunStore {
     return row && toRunSummary(row);
   }
 
-  async listRuns(options: { limit?: number; status?: RunStatus; before?: Date } = {}): Promise<RunSummary[]> {
+  async listRuns(options: { limit?: number; status?: RunStatus; before?: Date; backfillId?: string } = {}): Promise<RunSummary[]> {
     let q = this.#db.selectFrom("runs").select(SUMMARY_COLUMNS).orderBy("created_at", "desc").orderBy("id").limit(options.limit ?? 50);
     if (options.status) q = q.where("status", "=", options.status);
+    if (options.backfillId !== undefined) q = isUuid(options.backfillId) ? q.where("backfill_id", "=", options.backfillId) : q.where(sql<boolean>`false`);
     if (options.before) q = q.where("created_at", "<", options.before);
     return (await q.execute()).map(toRunSummary);
   }
@@ -348,8 +278,8 @@ export class PgRunStore implements RunStore {
         (
           await sql<{ id: number }>`
             update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
-            where id in (select id from steps where state = 'up_for_retry' and next_retry_at <= ${now}
-                         order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
+            where id in (select id from steps where state in ('up_for_retry', 'up_for_reschedule') and next_retry_at <= ${now}
+                         order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
             returning id`.execute(trx)
         ).rows.length,
       (n) => n > 0,
@@ -362,7 +292,7 @@ export class PgRunStore implements RunStore {
         const { rows } = await sql<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }>`
           select id, try_number, worker_id, heartbeat_at from steps
           where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
-          order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked`.execute(trx);
+          order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked`.execute(trx);
         if (rows.length > 0) {
           await completeIn(
             trx,
@@ -402,7 +332,7 @@ export class PgRunStore implements RunStore {
         const stuck = await sql<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }>`
           update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
           where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
-                       order by id limit ${HOUSEKEEPING_BATCH}::int for update skip locked)
+                       order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
           returning id, run_id, try_number, pool, pool_slots`.execute(trx);
         if (stuck.rows.length > 0) {
           const err: SerializedError = {
@@ -428,7 +358,7 @@ export class PgRunStore implements RunStore {
       async (trx) => {
         const queuedRuns = await sql<{ id: string }>`
           select id from runs where status = 'queued' and cancel_requested_at is null
-          order by priority desc, created_at limit 100 for update skip locked`.execute(trx);
+          order by priority desc, created_at limit 100 for no key update skip locked`.execute(trx);
         let started = 0;
         for (const r of queuedRuns.rows) if (await startRun(trx, r.id, now)) started++;
         return started;
@@ -447,11 +377,14 @@ export class PgRunStore implements RunStore {
         const toAbort: { stepId: number; executor: string }[] = [];
         if (canceling.rows.length === 0) return { runsCanceled: 0, toAbort };
         const runIds = canceling.rows.map((r) => r.id);
+        const { rows: deferred } = await sql<{ id: string }>`
+          select id from steps where run_id = any(${runIds}::uuid[]) and state = 'deferred' order by id for no key update`.execute(trx);
+        await releaseDeferredPoolSlotsIn(trx, deferred.map((r) => Number(r.id)));
         const skipped = await sql<{ run_id: string; n: number }>`
           with locked as (
             select id from steps
             where run_id = any(${runIds}::uuid[]) and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
-            order by id for update
+            order by id for no key update
           ), s as (
             update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = ${now}, next_retry_at = null,
                              updated_at = ${now}
@@ -480,6 +413,21 @@ export class PgRunStore implements RunStore {
       (r) => r.runsCanceled > 0,
     );
 
+    // Waits nobody needs any more (their step was canceled or cleared meanwhile): stop checking them. Triggers are
+    // locked before steps are read, as the trigger store does, and steps are only read.
+    await chore(
+      async (trx) =>
+        (
+          await sql`
+            update triggers set status = 'canceled', ended_at = ${now}, lease_owner = null, lease_expires_at = null,
+                                updated_at = ${now}
+            where id in (select t.id from triggers t join steps s on s.id = t.step_id
+                         where t.status = 'waiting' and s.state <> 'deferred'
+                         order by t.id limit ${HOUSEKEEPING_BATCH}::int for no key update of t skip locked)`.execute(trx)
+        ).numAffectedRows,
+      () => false,
+    );
+
     return { retriesDue, zombies, requeued, runsStarted, toAbort, runsCanceled };
   }
 
@@ -498,13 +446,19 @@ export class PgRunStore implements RunStore {
       has_output: boolean;
     }>`
       select ps.asset_key, ps.partition_key, ps.last_materialization_event_id as event_id, ps.data_version,
-             o.inline_value, o.storage_ref, (o.id is not null) as has_output
+             coalesce(o.inline_value, obs.value) as inline_value, o.storage_ref, (o.id is not null or obs.value is not null) as has_output
       from jsonb_to_recordset(${input}::jsonb) as x(asset_key text, partition_key text)
       join partition_status ps on ps.asset_key = x.asset_key and ps.partition_key = x.partition_key
       left join lateral (
         select id, inline_value, storage_ref from outputs
         where outputs.step_id = ps.last_step_id order by try_number desc limit 1
       ) o on true
+      -- A source partition's value is its latest observation: SourceObservation { observedAt, payload }.
+      left join lateral (
+        select jsonb_build_object('observedAt', to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                  'payload', coalesce(e.metadata->'payload', 'null'::jsonb)) as value
+        from events e where e.id = ps.last_materialization_event_id and e.kind = 'observation'
+      ) obs on ps.last_step_id is null
       where ps.last_materialization_event_id is not null`.execute(this.#db);
     return rows.map((r) => ({
       assetKey: r.asset_key,
@@ -544,6 +498,95 @@ export class PgRunStore implements RunStore {
 
 // ── transaction bodies ─────────────────────────────────────────────────────
 
+/**
+ * Creates a run, its steps and their edges, and starts it, inside the
+ * caller's transaction (a backfill creates its runs in the transaction that
+ * moves its cursor). With an idempotency key that exists already, returns
+ * that run (created: false) and writes nothing.
+ */
+export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ runId: string; created: boolean }> {
+  const steps = run.plan.steps;
+  const inserted = await trx
+    .insertInto("runs")
+    .values({
+      status: "queued",
+      origin: run.origin,
+      backfill_id: run.backfillId ?? null,
+      idempotency_key: run.idempotencyKey ?? null,
+      snapshot_version: run.snapshotVersion,
+      plan: toJson(serializePlan(run.plan)),
+      job_name: run.jobName ?? null,
+      priority: run.priority ?? 0,
+      tags: toJson(run.tags ?? {}),
+      max_active_steps: run.maxActiveSteps ?? null,
+      max_active_runs: run.maxActiveRuns ?? null,
+      steps_total: steps.length,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.column("idempotency_key").doNothing())
+    .returning("id")
+    .executeTakeFirst();
+  if (!inserted) {
+    const existing = await trx
+      .selectFrom("runs")
+      .select("id")
+      .where("idempotency_key", "=", run.idempotencyKey ?? "")
+      .executeTakeFirstOrThrow();
+    return { runId: existing.id, created: false };
+  }
+  const runId = inserted.id;
+  if (steps.length > 0) {
+    const { rows: idRows } = await sql<{ id: number }>`
+      select nextval('steps_id_seq') as id from generate_series(1, ${steps.length}::int)`.execute(trx);
+    const ids = idRows.map((r) => Number(r.id)).sort((a, b) => a - b);
+    // Plan steps come in topological order: every upstream index is smaller.
+    const depth: number[] = [];
+    steps.forEach((s, i) => (depth[i] = s.upstream.reduce((d, up) => Math.max(d, (depth[up] ?? 0) + 1), 0)));
+    const stepRows = steps.map((s, i) => {
+      const cfg = run.settings(s.assetKey);
+      return {
+        id: ids[i],
+        asset_key: s.assetKey,
+        partition_key: s.partitionKey,
+        trigger_rule: cfg.triggerRule,
+        max_tries: cfg.retries.max + 1,
+        retry_policy: cfg.retries,
+        priority: cfg.priority + (run.priority ?? 0),
+        pool: cfg.pool ?? DEFAULT_POOL,
+        pool_slots: cfg.poolSlots,
+        executor: cfg.executor,
+        queue: cfg.queue,
+        timeout_ms: cfg.timeoutMs,
+        max_concurrency: cfg.maxConcurrency,
+        upstream_total: s.upstream.length,
+        depth: depth[i],
+      };
+    });
+    await sql`
+      insert into steps (id, run_id, asset_key, partition_key, trigger_rule, max_tries, retry_policy, priority, pool,
+                         pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, created_at, updated_at)
+      select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
+             x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, x.depth, ${now}, ${now}
+      from jsonb_to_recordset(${toJson(stepRows)}::jsonb) as x(
+        id bigint, asset_key text, partition_key text, trigger_rule text, max_tries int, retry_policy jsonb,
+        priority int, pool text, pool_slots int, executor text, queue text, timeout_ms bigint, max_concurrency int,
+        upstream_total int, depth int)`.execute(trx);
+    const edges: [number, number][] = [];
+    steps.forEach((s, i) => {
+      for (const up of s.upstream) edges.push([ids[i]!, ids[up]!]);
+    });
+    if (edges.length > 0) {
+      await sql`
+        insert into step_deps (step_id, upstream_step_id)
+        select (e->>0)::bigint, (e->>1)::bigint from jsonb_array_elements(${toJson(edges)}::jsonb) e`.execute(trx);
+    }
+  }
+  await startRun(trx, runId, now);
+  await notifyIn(trx, WAKE_CHANNEL, "run");
+  return { runId, created: true };
+}
+
 /** Starts a queued run if its job has room: its root steps become scheduled. */
 async function startRun(trx: Trx, runId: string, now: Date): Promise<boolean> {
   const run = await trx
@@ -576,6 +619,20 @@ async function startRun(trx: Trx, runId: string, now: Date): Promise<boolean> {
   return true;
 }
 
+/**
+ * completeSteps inside the caller's transaction (the trigger store ends timed-out
+ * deferred steps in the same transaction that marks their triggers).
+ */
+export async function completeStepsIn(
+  trx: Trx,
+  completions: readonly StepCompletion[],
+  now: Date,
+  random: () => number = Math.random,
+): Promise<CompletionSummary> {
+  if (completions.length === 0) return { applied: 0, ignored: [], scheduled: 0, finishedRuns: [], claimed: [] };
+  return completeIn(trx, completions, now, random);
+}
+
 async function completeIn(
   trx: Trx,
   completions: readonly StepCompletion[],
@@ -588,7 +645,7 @@ async function completeIn(
     select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
            s.partition_key, s.map_index, (r.cancel_requested_at is not null) as cancel_requested
     from steps s join runs r on r.id = s.run_id
-    where s.id = any(${ids}::bigint[]) order by s.id for update of s`.execute(trx);
+    where s.id = any(${ids}::bigint[]) order by s.id for no key update of s`.execute(trx);
   const byId = new Map(locked.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
 
   const ignored: { stepId: number; tryNumber: number; reason: string }[] = [];
@@ -600,7 +657,9 @@ async function completeIn(
       ignored.push({ stepId: c.stepId, tryNumber: c.tryNumber, reason: "no such step" });
       continue;
     }
-    const expected: readonly StepState[] = c.outcome === "removed" ? [...ACTIVE, "scheduled", "pending"] : ACTIVE;
+    // A deferred step ends without a worker only when its trigger store says so (timeout).
+    const expected: readonly StepState[] =
+      c.deferred === true ? ["deferred"] : c.outcome === "removed" ? [...ACTIVE, "scheduled", "pending"] : ACTIVE;
     if (step.try_number !== c.tryNumber || !expected.includes(step.state) || claimedTwice.has(c.stepId)) {
       ignored.push({
         stepId: c.stepId,
@@ -613,7 +672,11 @@ async function completeIn(
     let state: StepState;
     let nextRetryAt: Date | null = null;
     if (c.outcome === "success") state = "success";
-    else if (c.outcome === "skipped") state = "skipped";
+    else if (c.outcome === "deferred") state = "deferred";
+    else if (c.outcome === "rescheduled") {
+      state = "up_for_reschedule";
+      nextRetryAt = c.nextCheckAt;
+    } else if (c.outcome === "skipped") state = "skipped";
     else if (c.outcome === "removed") state = "removed";
     else if (c.outcome === "released" && step.state === "queued") state = "scheduled";
     else {
@@ -629,14 +692,19 @@ async function completeIn(
   }
   if (applied.length === 0) return { applied: 0, ignored, scheduled: 0, finishedRuns: [], claimed: [] };
 
+  // Before the steps are updated: a second update of a row this transaction already updated re-checks its
+  // foreign key, which would lock the run (KEY SHARE) ahead of the pools and deadlock with claims.
+  const triggerOf = await createStepTriggers(trx, applied, now);
   const stepUpdates = applied.map(({ c, state, nextRetryAt }) => ({
     id: c.stepId,
     state,
-    ended_at: state === "up_for_retry" || state === "scheduled" ? null : c.endedAt.toISOString(),
+    ended_at: WAITING_AGAIN.includes(state) ? null : c.endedAt.toISOString(),
     next_retry_at: nextRetryAt?.toISOString() ?? null,
     error: errorOf(c),
-    // Released unstarted: handed out again, and the try is not counted.
-    released: state === "scheduled",
+    // Released unstarted, deferred or rescheduled: the try does not count against the retry policy.
+    released: state === "scheduled" || state === "deferred" || state === "up_for_reschedule",
+    wait_started_at: c.outcome === "rescheduled" ? c.waitStartedAt.toISOString() : null,
+    trigger_id: triggerOf.get(c.stepId) ?? null,
     skip_reason: c.outcome === "skipped" || c.outcome === "removed" ? c.reason : null,
     worker_id: c.workerId,
     started_at: c.startedAt?.toISOString() ?? null,
@@ -646,16 +714,17 @@ async function completeIn(
                      skip_reason = x.skip_reason, worker_id = coalesce(x.worker_id, steps.worker_id),
                      started_at = coalesce(steps.started_at, x.started_at), heartbeat_at = null, updated_at = ${now},
                      tries_before = steps.tries_before + (case when x.released then 1 else 0 end),
-                     scheduled_at = case when x.released then ${now}::timestamptz else steps.scheduled_at end
+                     scheduled_at = case when x.state = 'scheduled' then ${now}::timestamptz else steps.scheduled_at end,
+                     wait_started_at = x.wait_started_at, trigger_id = coalesce(x.trigger_id, steps.trigger_id)
     from jsonb_to_recordset(${toJson(stepUpdates)}::jsonb)
       as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, released boolean,
-           skip_reason text, worker_id text, started_at timestamptz)
+           skip_reason text, worker_id text, started_at timestamptz, wait_started_at timestamptz, trigger_id bigint)
     where steps.id = x.id`.execute(trx);
 
   const tryUpdates = applied.filter((a) => a.wasActive).map(({ c }) => ({
     step_id: c.stepId,
     try_number: c.tryNumber,
-    state: c.outcome === "released" ? "failed" : c.outcome,
+    state: c.outcome === "released" ? "failed" : c.outcome === "rescheduled" ? "up_for_reschedule" : c.outcome,
     ended_at: c.endedAt.toISOString(),
     started_at: c.startedAt?.toISOString() ?? null,
     error: errorOf(c),
@@ -692,7 +761,11 @@ async function completeIn(
   );
   // Pool and run rows are shared by every transaction that moves steps: they
   // are touched last, so their locks are held only until the commit.
-  const released = applied.filter((a) => a.wasActive).map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots }));
+  // A deferred step keeps its pool slot where the pool counts deferred steps, until the wait ends.
+  const holding = await poolsCountingDeferred(trx, applied.map((a) => a.step.pool));
+  const released = applied
+    .filter((a) => (a.wasActive ? !(a.state === "deferred" && holding.has(a.step.pool)) : a.c.deferred === true && holding.has(a.step.pool)))
+    .map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots }));
   const followUpIds = followUp && followUp.limit > 0 ? scheduled : [];
   if (followUpIds.length > 0) {
     // Every pool this transaction will touch, locked at once in name order:
@@ -701,7 +774,7 @@ async function completeIn(
     const { rows } = await sql<{ pool: string }>`
       select distinct pool from steps where id = any(${followUpIds}::bigint[])`.execute(trx);
     const pools = [...new Set([...released.map((r) => r.pool), ...rows.map((r) => r.pool)])].sort();
-    await sql`select name from pools where name = any(${pools}::text[]) order by name for update`.execute(trx);
+    await sql`select name from pools where name = any(${pools}::text[]) order by name for no key update`.execute(trx);
   }
   await adjustPools(trx, released, -1);
   // The mini-scheduler: hand the steps these results made runnable straight
@@ -722,6 +795,79 @@ async function completeIn(
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.
   await notifyIn(trx, WAKE_CHANNEL, "steps");
   return { applied: applied.length, ignored, scheduled: scheduled.length, finishedRuns, claimed };
+}
+
+/** States a completion leaves a step in that are not an end: the step runs again. */
+const WAITING_AGAIN: readonly StepState[] = ["up_for_retry", "scheduled", "deferred", "up_for_reschedule"];
+
+/** Triggerers listen here: a new waiting trigger is checked at once, not at the next poll. */
+export const TRIGGERS_CHANNEL = "tributary_triggers";
+
+/**
+ * The triggers of deferring tries, in the transaction that moves their steps
+ * to `deferred`: a step is never deferred without its trigger. At most one
+ * waiting trigger per step (unique index), so a repeated report adds none.
+ * Returns the new trigger of each step, for steps.trigger_id.
+ */
+async function createStepTriggers(
+  trx: Trx,
+  applied: readonly { c: StepCompletion; step: LockedStep; state: StepState }[],
+  now: Date,
+): Promise<Map<number, number>> {
+  const rows = applied.flatMap(({ c, step }) =>
+    c.outcome === "deferred"
+      ? [
+          {
+            kind: c.trigger.kind,
+            args: c.trigger.args,
+            step_id: step.id,
+            asset_key: step.asset_key,
+            partition_key: step.partition_key,
+            partition_window: c.trigger.partitionWindow,
+            poll_interval_ms: Math.max(1, Math.round(c.trigger.pollIntervalMs)),
+            soft_fail: c.trigger.softFail,
+            timeout_at: c.trigger.timeoutAt.toISOString(),
+            try_number: c.tryNumber,
+          },
+        ]
+      : [],
+  );
+  if (rows.length === 0) return new Map();
+  const { rows: created } = await sql<{ id: string; step_id: string }>`
+    insert into triggers (kind, args, step_id, asset_key, partition_key, partition_window, poll_interval_ms, soft_fail,
+                          timeout_at, try_number, next_check_at, created_at, updated_at)
+    select kind, args, step_id, asset_key, partition_key, partition_window, poll_interval_ms, soft_fail,
+           timeout_at, try_number, ${now}, ${now}, ${now}
+    from jsonb_to_recordset(${toJson(rows)}::jsonb)
+      as x(kind text, args jsonb, step_id bigint, asset_key text, partition_key text, partition_window jsonb,
+           poll_interval_ms int, soft_fail boolean, timeout_at timestamptz, try_number int)
+    order by step_id
+    on conflict (step_id) where status = 'waiting' and step_id is not null do nothing
+    returning id, step_id`.execute(trx);
+  await notifyIn(trx, TRIGGERS_CHANNEL, "deferred");
+  return new Map(created.map((r) => [Number(r.step_id), Number(r.id)]));
+}
+
+/** Of these pools, the ones whose slots deferred steps keep holding (include_deferred). */
+async function poolsCountingDeferred(trx: Trx, pools: readonly string[]): Promise<Set<string>> {
+  const names = [...new Set(pools)];
+  if (names.length === 0) return new Set();
+  const { rows } = await sql<{ name: string }>`
+    select name from pools where name = any(${names}::text[]) and include_deferred`.execute(trx);
+  return new Set(rows.map((r) => r.name));
+}
+
+/**
+ * Deferred steps leaving their wait (their trigger fired): gives back the
+ * pool slots they held in pools that count deferred steps. Call before the
+ * steps leave `deferred`, in the same transaction.
+ */
+export async function releaseDeferredPoolSlotsIn(trx: Trx, stepIds: readonly number[]): Promise<void> {
+  if (stepIds.length === 0) return;
+  const { rows } = await sql<{ pool: string; slots: number }>`
+    select s.pool, s.pool_slots as slots from steps s join pools p on p.name = s.pool and p.include_deferred
+    where s.id = any(${[...stepIds]}::bigint[]) and s.state = 'deferred'`.execute(trx);
+  await adjustPools(trx, rows, -1);
 }
 
 async function recordMaterializations(
@@ -805,12 +951,28 @@ async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; st
     step_id: step.id,
     try_number: c.tryNumber,
     metadata: { error: c.outcome === "failed" || c.outcome === "released" ? { code: c.error.code, message: c.error.message } : null },
+    // A step of a canceled run failing is what the user asked for, not news.
+    alert: !step.cancel_requested,
   }));
+  // The failure event and the alert (routed by the asset's owner) in one
+  // statement; cause_key makes a second report of the same try a no-op.
   await sql`
-    insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, metadata, created_at)
-    select 'failure', x.asset_key, x.partition_key, x.run_id, x.step_id, x.try_number, x.metadata, ${now}
-    from jsonb_to_recordset(${toJson(rows)}::jsonb)
-      as x(asset_key text, partition_key text, run_id uuid, step_id bigint, try_number int, metadata jsonb)`.execute(trx);
+    with x as (
+      select * from jsonb_to_recordset(${toJson(rows)}::jsonb)
+        as x(asset_key text, partition_key text, run_id uuid, step_id bigint, try_number int, metadata jsonb, alert boolean)
+    ), ev as (
+      insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, metadata, created_at)
+      select 'failure', x.asset_key, x.partition_key, x.run_id, x.step_id, x.try_number, x.metadata, ${now} from x
+    )
+    insert into alerts (cause_key, kind, asset_key, partition_key, run_id, owner, payload, next_attempt_at, created_at)
+    select 'step_failed:' || x.step_id || ':' || x.try_number, 'step_failed', x.asset_key, nullif(x.partition_key, ''),
+           x.run_id, a.owner,
+           jsonb_build_object('asset', x.asset_key, 'partition', nullif(x.partition_key, ''), 'run', x.run_id,
+                              'step', x.step_id, 'try', x.try_number, 'error', x.metadata->'error'),
+           ${now}, ${now}
+    from x left join assets a on a.key = x.asset_key
+    where x.alert
+    on conflict (cause_key) do nothing`.execute(trx);
   await upsertPartitionStatus(
     trx,
     rows.map((r) => ({ asset_key: r.asset_key, partition_key: r.partition_key, run_id: r.run_id, step_id: r.step_id, event_id: null, data_version: null, code_version: null })),
@@ -872,7 +1034,7 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
     const locked = await sql<{ id: number }>`
       select s.id from steps s
       where s.state = 'pending' and s.id in (select d.step_id from step_deps d where d.upstream_step_id = any(${frontier}::bigint[]))
-      order by s.id for update of s`.execute(trx);
+      order by s.id for no key update of s`.execute(trx);
     if (locked.rows.length === 0) break;
     const { rows } = await sql<{
       id: number;
@@ -1005,7 +1167,7 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
                false as aged, r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
         from steps s join runs r on r.id = s.run_id
         where s.state = 'scheduled' and s.id = any(${o.onlyIds}::bigint[]) and s.executor = any(${kindNames}::text[])
-        for update of s skip locked`.execute(trx)
+        for no key update of s skip locked`.execute(trx)
     : await sql<Candidate>`
         select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
                (s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
@@ -1017,7 +1179,7 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
                    order by priority desc, depth desc, id limit ${limit}::int)
           or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
                       order by scheduled_at, id limit ${agingLimit}::int))
-        for update of s skip locked`.execute(trx);
+        for no key update of s skip locked`.execute(trx);
   if (candidates.rows.length === 0) return { foundWork: false, steps: [] };
   const order = candidates.rows
     .map((c) => ({ ...c, id: Number(c.id) }))
@@ -1048,13 +1210,17 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
     executor: string;
     queue: string | null;
     timeout_ms: number | null;
+    last_try: number;
     snapshot_version: number;
+    wait_started_at: Date | null;
+    resumed: FiredTrigger[] | null;
   }>`
     with upd as (
       update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
                        error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
       where id = any(${admitted}::bigint[]) and state = 'scheduled'
-      returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots
+      returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots,
+                max_tries + tries_before as last_try, trigger_id, wait_started_at
     ), tries as (
       insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
       select id, run_id, try_number, 'queued', executor, ${now} from upd
@@ -1067,7 +1233,11 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
       returning runs.id, runs.snapshot_version
     )
     select upd.id, upd.run_id, upd.try_number, upd.asset_key, upd.partition_key, upd.map_index, upd.executor, upd.queue,
-           upd.timeout_ms, run_use.snapshot_version
+           upd.timeout_ms, upd.last_try, run_use.snapshot_version, upd.wait_started_at,
+           -- A step that deferred gets back what its fired triggers found.
+           case when upd.trigger_id is null then null else (
+             select jsonb_agg(jsonb_build_object('kind', t.kind, 'args', t.args, 'payload', t.payload) order by t.id)
+             from triggers t where t.step_id = upd.id and t.status = 'fired') end as resumed
     from upd join run_use on run_use.id = upd.run_id`.execute(trx);
   const steps = rows
     .map(
@@ -1081,7 +1251,10 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
         executor: r.executor,
         queue: r.queue,
         timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+        lastTry: r.last_try,
         snapshotVersion: r.snapshot_version,
+        resumed: r.resumed ?? [],
+        waitStartedAt: r.wait_started_at,
       }),
     )
     .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
@@ -1142,7 +1315,7 @@ function admit(
 async function lockPools(trx: Trx, names: readonly string[], defaultSlots: number): Promise<Map<string, number>> {
   const sorted = [...names].sort();
   const select = () => sql<{ name: string; slots: number; occupied_slots: number }>`
-    select name, slots, occupied_slots from pools where name = any(${sorted}::text[]) order by name for update`.execute(trx);
+    select name, slots, occupied_slots from pools where name = any(${sorted}::text[]) order by name for no key update`.execute(trx);
   let { rows } = await select();
   if (rows.length < sorted.length) {
     await sql`
@@ -1159,17 +1332,21 @@ async function lockPools(trx: Trx, names: readonly string[], defaultSlots: numbe
  * completions, housekeeping) lock them this way first, after their steps and
  * pools: taken in the order an UPDATE … FROM happens to visit them, two
  * transactions touching the same runs deadlock (as pools, locked by name).
+ * Row locks throughout are FOR NO KEY UPDATE, never FOR UPDATE: updating a step
+ * a second time in one transaction (propagated, then claimed) re-checks its
+ * foreign key and takes KEY SHARE on the run, which FOR UPDATE waits for; two
+ * completions in one run would each hold that and wait for the other.
  */
 async function lockRuns(trx: Trx, runIds: readonly string[]): Promise<void> {
   if (runIds.length === 0) return;
-  await sql`select id from runs where id = any(${[...new Set(runIds)]}::uuid[]) order by id for update`.execute(trx);
+  await sql`select id from runs where id = any(${[...new Set(runIds)]}::uuid[]) order by id for no key update`.execute(trx);
 }
 
 async function adjustPools(trx: Trx, taken: readonly { pool: string; slots: number }[], sign: 1 | -1): Promise<void> {
   if (taken.length === 0) return;
   const perPool = new Map<string, number>();
   for (const t of taken) perPool.set(t.pool, (perPool.get(t.pool) ?? 0) + t.slots);
-  await sql`select name from pools where name = any(${[...perPool.keys()]}::text[]) order by name for update`.execute(trx);
+  await sql`select name from pools where name = any(${[...perPool.keys()]}::text[]) order by name for no key update`.execute(trx);
   const input = toJson([...perPool].map(([name, n]) => ({ name, n: n * sign })));
   await sql`
     update pools set occupied_slots = greatest(0, occupied_slots + x.n), updated_at = now()

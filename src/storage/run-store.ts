@@ -1,20 +1,6 @@
 import type { SerializedError } from "../errors/index.js";
-import type { RunPlan } from "../planner/index.js";
-import type { RetryPolicySpec, TriggerRule } from "../sdk/index.js";
+import type { RunPlan, StepSettings } from "../planner/index.js";
 import type { PartitionState, RunOrigin, RunStatus, StepState } from "./database.js";
-
-/** How the steps of one asset behave, fixed when the run is planned. */
-export interface StepSettings {
-  readonly triggerRule: TriggerRule;
-  readonly retries: RetryPolicySpec;
-  readonly pool: string | null;
-  readonly poolSlots: number;
-  readonly priority: number;
-  readonly executor: string;
-  readonly queue: string | null;
-  readonly timeoutMs: number | null;
-  readonly maxConcurrency: number | null;
-}
 
 export interface NewRun {
   readonly plan: RunPlan;
@@ -44,7 +30,13 @@ export interface ClaimedStep {
   readonly executor: string;
   readonly queue: string | null;
   readonly timeoutMs: number | null;
+  /** The last try number the step may reach: a failure of this try is not retried. */
+  readonly lastTry: number;
   readonly snapshotVersion: number;
+  /** The step's fired triggers, oldest first (empty unless it deferred). */
+  readonly resumed: readonly FiredTrigger[];
+  /** A reschedule-mode wait in progress: when it began. */
+  readonly waitStartedAt: Date | null;
 }
 
 export interface ClaimOptions {
@@ -87,6 +79,8 @@ export type StepCompletion = {
   /** Where the try ran, when its start was not reported separately. */
   readonly hostname?: string | null | undefined;
   readonly pid?: number | null | undefined;
+  /** Ends a `deferred` step (its trigger timed out) instead of a queued or running one. */
+  readonly deferred?: boolean | undefined;
 } & (
   | {
       readonly outcome: "success";
@@ -99,6 +93,10 @@ export type StepCompletion = {
   | { readonly outcome: "skipped"; readonly reason: string }
   /** The asset left the definitions while the run was open. */
   | { readonly outcome: "removed"; readonly reason: string }
+  /** The try deferred: the step waits on this trigger (created in the same transaction) without a slot. */
+  | { readonly outcome: "deferred"; readonly trigger: DeferredTrigger }
+  /** A reschedule-mode wait: not there yet; the step is `up_for_reschedule` until `nextCheckAt`. */
+  | { readonly outcome: "rescheduled"; readonly nextCheckAt: Date; readonly waitStartedAt: Date }
   /**
    * The executor gave the try back before it started (it was closing): the
    * step is handed out again, and the try does not count against its retry
@@ -106,6 +104,24 @@ export type StepCompletion = {
    */
   | { readonly outcome: "released"; readonly error: SerializedError }
 );
+
+/** The trigger a deferring try leaves behind; templates are rendered by the triggerer with the partition. */
+export interface DeferredTrigger {
+  readonly kind: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly timeoutAt: Date;
+  readonly pollIntervalMs: number;
+  readonly softFail: boolean;
+  /** The partition's window (ISO), for `{start}`/`{end}` templates. */
+  readonly partitionWindow: { readonly start: string; readonly end: string } | null;
+}
+
+/** A fired trigger of a step, handed back when the step runs again. */
+export interface FiredTrigger {
+  readonly kind: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly payload: unknown;
+}
 
 export interface CompletionSummary {
   /** Completions applied (stale ones — an older try, a step no longer active — are ignored). */
@@ -224,6 +240,8 @@ export interface OutputRecord {
  */
 export interface RunStore {
   createRun(run: NewRun, now: Date): Promise<{ runId: string; created: boolean }>;
+  /** Several runs in one transaction: all are created, or (on any error) none. In the order given. */
+  createRuns(runs: readonly NewRun[], now: Date): Promise<{ runId: string; created: boolean }[]>;
   claimRunnable(options: ClaimOptions): Promise<ClaimedStep[]>;
   markStarted(starts: readonly StepStart[], now: Date): Promise<void>;
   heartbeat(steps: readonly { stepId: number; tryNumber: number }[], now: Date): Promise<void>;
@@ -233,7 +251,7 @@ export interface RunStore {
   getRun(runId: string): Promise<RunDetail | undefined>;
   /** The run without its steps and plan: cheap enough to poll. */
   getRunSummary(runId: string): Promise<RunSummary | undefined>;
-  listRuns(options?: { limit?: number; status?: RunStatus; before?: Date }): Promise<RunSummary[]>;
+  listRuns(options?: { limit?: number; status?: RunStatus; before?: Date; backfillId?: string }): Promise<RunSummary[]>;
   /** The latest materialisation (event and output) of each (asset, partition). */
   latestOutputs(partitions: readonly { assetKey: string; partitionKey: string }[]): Promise<OutputRecord[]>;
   /** Materialised partition keys per asset. */

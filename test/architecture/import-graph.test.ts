@@ -16,7 +16,8 @@ const ALLOWED: Record<Module, readonly Module[]> = {
   planner: ["errors", "partitions", "sdk", "graph"],
   storage: ["errors", "partitions", "sdk", "graph", "planner"],
   loader: ["errors", "partitions", "sdk", "graph", "index"],
-  executor: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "index"],
+  // Poke and reschedule waits run trigger checks inside the worker.
+  executor: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "triggerer", "index"],
   reconciler: ["errors", "partitions", "sdk", "graph", "planner", "storage"],
   triggerer: ["errors", "partitions", "sdk", "graph", "planner", "storage"],
   api: ["errors", "partitions", "sdk", "graph", "planner", "storage"],

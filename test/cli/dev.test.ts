@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parsePrometheusText, sample } from "../api/metrics-text.js";
 import { eventually, freePort, graphqlAt, runCli, startCli } from "./run-cli.js";
 
 // `tributary dev` as a user runs it: a real process, real HTTP, the embedded database.
@@ -66,6 +67,12 @@ describe("tributary dev", () => {
 
       const runs = await runCli(["runs", "--json", "--url", `http://127.0.0.1:${port}`]);
       expect((JSON.parse(runs.stdout) as { runs: unknown[] }).runs).toHaveLength(1);
+
+      // Its reconciler's passes and tasks are on the API port's /metrics, with the database-wide series.
+      const metrics = parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+      expect(sample(metrics, "tributary_reconciler_pass_duration_seconds_count", { outcome: "ok" })).toBeGreaterThan(0);
+      expect(sample(metrics, "tributary_reconciler_task_duration_seconds_count", { task: "automation", outcome: "ok" })).toBeGreaterThan(0);
+      expect(sample(metrics, "tributary_runs", { status: "running" })).toBe(0);
     } finally {
       dev.kill("SIGTERM");
     }

@@ -80,5 +80,6 @@ describe("materialising on top of reported upstream partitions", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { ok: boolean; run: { status: string; stepsTotal: number } };
     expect(out).toMatchObject({ ok: true, run: { status: "success", stepsTotal: 1 } });
-  });
+    // Nine CLI processes, each opening the embedded database and loading the demo.
+  }, 180_000);
 });

@@ -44,13 +44,17 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
   return Object.assign(child, { output: () => output });
 }
 
-export async function graphqlAt<T>(port: number, query: string): Promise<{ data?: T; errors?: { message: string }[] }> {
+export async function graphqlAt<T>(
+  port: number,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<{ data?: T; errors?: { message: string; extensions?: { code?: string } }[] }> {
   const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ query }),
+    body: JSON.stringify({ query, variables }),
   });
-  return (await res.json()) as { data?: T; errors?: { message: string }[] };
+  return (await res.json()) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
 }
 
 /** Polls until `check` returns a value, or fails after `timeoutMs`. */
@@ -71,4 +75,67 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
 
 export function freePort(): number {
   return 20_000 + Math.floor(Math.random() * 20_000);
+}
+
+export interface DevServer {
+  readonly port: number;
+  readonly url: string;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `tributary dev` on the given definitions (default: the demo in asset-definitions/), with the embedded database in
+ * `dataDir` or with Postgres at `databaseUrl`. Resolves once GraphQL answers with the definitions loaded.
+ */
+export async function startDev(options: { dataDir?: string; databaseUrl?: string; definitionsDir?: string; processes?: number; env?: NodeJS.ProcessEnv }): Promise<DevServer> {
+  // A random port can be taken by another suite's server: another one then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevOn(freePort(), options);
+    } catch (err) {
+      if (attempt >= 3 || !/already in use/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startDevOn(port: number, options: { dataDir?: string; databaseUrl?: string; definitionsDir?: string; processes?: number; env?: NodeJS.ProcessEnv }): Promise<DevServer> {
+  const args = ["dev", "--port", String(port), "--definitions", options.definitionsDir ?? path.join(ROOT, "asset-definitions"), "--processes", String(options.processes ?? 1)];
+  if (options.dataDir) args.push("--data-dir", options.dataDir);
+  const child = startCli(args, { env: { ...options.env, ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}) } });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // Serving, or exited (a taken port, a crash): whichever comes first, with the process's output when it failed.
+  const serving = eventually(
+    async () => {
+      const r = await graphqlAt<{ definitionsVersion: { version: number } | null }>(port, "{ definitionsVersion { version } }");
+      return r.data?.definitionsVersion ? true : undefined;
+    },
+    120_000,
+    "tributary dev to serve its definitions",
+  );
+  const died = exited.then(() => {
+    throw new Error(`tributary dev exited with ${child.exitCode}:\n${child.output()}`);
+  });
+  try {
+    await Promise.race([serving, died]);
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw new Error(`${(err as Error).message}\n${child.output()}`);
+  } finally {
+    died.catch(() => undefined);
+    serving.catch(() => undefined);
+  }
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    output: () => child.output(),
+    stop: async () => {
+      if (child.exitCode === null) {
+        child.kill("SIGINT");
+        const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+        await exited;
+        clearTimeout(killer);
+      }
+    },
+  };
 }

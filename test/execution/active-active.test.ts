@@ -1,7 +1,8 @@
 import { sql } from "kysely";
+import pg from "pg";
 import { afterEach, expect, it } from "vitest";
 import { describePostgres } from "../support/pg.js";
-import { Harness, type Harness as H } from "./harness.js";
+import { Harness, sleep, type Harness as H } from "./harness.js";
 
 const DEFS = `
 import { asset, daily } from "tributary";
@@ -198,5 +199,46 @@ describePostgres("execution: two reconcilers, one database", () => {
       expect(s.maxTries).toBe(2);
     }
     await expectNoDrift(h, [runId]);
+  });
+  it("completes a step while another transaction holds a key-share lock on its run (no lock cycle through the run row)", async () => {
+    h = await Harness.create({ files: { "burst.ts": DEFS }, nodes: 1, start: false });
+    const runId = await h.launch(["b/root"], { from: dayKey(0), to: dayKey(1) });
+    const { rows: steps } = await sql<{ id: string; executor: string }>`select id, executor from steps where run_id = ${runId} order by id`.execute(h.db);
+    const claimed = await h.runs.claimRunnable({ now: new Date(), capacity: { [steps[0]!.executor]: 2 }, limit: 2 });
+    expect(claimed.map((c) => c.stepId).sort()).toEqual(steps.map((s) => Number(s.id)).sort());
+    const [mine, theirs] = steps.map((s) => Number(s.id));
+    // Another transaction updates a step of the same run twice: the second update re-checks the foreign key and
+    // holds KEY SHARE on the run until it commits (as a completion whose follow-up claim re-updates a step does).
+    const other = new pg.Client({ connectionString: h.url });
+    await other.connect();
+    try {
+      await other.query("begin");
+      await other.query("update steps set updated_at = now() where id = $1", [theirs]);
+      await other.query("update steps set updated_at = now() where id = $1", [theirs]);
+      const completion = h.runs.completeSteps(
+        [
+          {
+            stepId: mine!,
+            tryNumber: 1,
+            startedAt: null,
+            endedAt: new Date(),
+            workerId: null,
+            logRef: null,
+            outcome: "failed",
+            retryable: false,
+            error: { name: "Error", code: "STEP_FAILED", message: "boom" },
+          },
+        ],
+        new Date(),
+      );
+      // Before FOR NO KEY UPDATE, the completion's run lock waited here for the other transaction to end.
+      const settled = await Promise.race([completion.then(() => "completed"), sleep(10_000).then(() => "blocked")]);
+      expect(settled).toBe("completed");
+      await other.query("commit");
+    } finally {
+      await other.end();
+    }
+    const { rows } = await sql<{ steps_done: number; steps_failed: number }>`select steps_done, steps_failed from runs where id = ${runId}`.execute(h.db);
+    expect(rows[0]).toEqual({ steps_done: 1, steps_failed: 1 });
   });
 });

@@ -20,7 +20,7 @@ import {
   type StepResult,
   type StepStarted,
 } from "../../src/executor/index.js";
-import { buildDispatch, Reconciler } from "../../src/reconciler/index.js";
+import { buildDispatch, Reconciler, type ReconcilerTask } from "../../src/reconciler/index.js";
 import {
   createDatabase,
   databaseUrlWithName,
@@ -69,6 +69,18 @@ export interface HarnessOptions {
   readonly claimBatch?: number;
   /** Start the reconcilers at once (default true); otherwise call startNodes(). */
   readonly start?: boolean;
+  /** Pass tasks of each node's reconciler (automation, backfills, alerts), built from that node's services. */
+  readonly tasks?: (services: NodeServices) => readonly ReconcilerTask[];
+}
+
+/** What a node's pass tasks are built from: its own database handle and stores, and the harness clock. */
+export interface NodeServices {
+  readonly index: number;
+  readonly handle: PostgresHandle;
+  readonly runs: PgRunStore;
+  readonly definitions: PgDefinitionStore;
+  readonly graphs: GraphCache;
+  readonly clock: () => Date;
 }
 
 export interface Node {
@@ -192,6 +204,20 @@ export class Harness {
     for (const n of this.nodes) await n.reconciler.start();
   }
 
+  /**
+   * A restart: every node stops (reconciler, executor, connections; steps in
+   * flight are given `graceMs` to finish), then as many new nodes start,
+   * knowing only what is in the database.
+   */
+  async restartNodes(graceMs = 2_000): Promise<void> {
+    const old = this.nodes.splice(0, this.nodes.length);
+    for (const n of old) if (!n.crashed) await n.reconciler.stop();
+    await Promise.all(old.map((n) => (n.crashed ? undefined : n.executor.close({ graceMs }).catch(() => undefined))));
+    await Promise.all(old.map((n) => (n.crashed ? undefined : n.handle.close().catch(() => undefined))));
+    for (let i = 0; i < old.length; i++) this.nodes.push(await this.makeNode(i));
+    await this.startNodes();
+  }
+
   private async makeNode(index: number): Promise<Node> {
     const o = this.options;
     const nodeOptions = o.node ?? {};
@@ -251,6 +277,18 @@ export class Harness {
       zombieAfterMs: o.zombieAfterMs ?? 60_000,
       queuedTimeoutMs: o.queuedTimeoutMs ?? 60_000,
       ...(o.claimBatch ? { claimBatch: o.claimBatch } : {}),
+      ...(o.tasks
+        ? {
+            tasks: o.tasks({
+              index,
+              handle,
+              runs,
+              definitions: new PgDefinitionStore(handle.db),
+              graphs,
+              clock: () => new Date(Date.now() + this.clockShiftMs),
+            }),
+          }
+        : {}),
       log: (level, message) => {
         if (level !== "info") errors.push(`${level}: ${message}`);
       },
@@ -423,6 +461,9 @@ export class KillableBackend implements ExecutionBackend {
   }
   async addDynamicPartitions(name: string, keys: readonly string[]): Promise<void> {
     if (!this.dead) await this.inner.addDynamicPartitions(name, keys);
+  }
+  materialized(assetKey: string, partitionKey: string): Promise<{ eventId: number } | undefined> {
+    return this.inner.materialized(assetKey, partitionKey);
   }
 }
 

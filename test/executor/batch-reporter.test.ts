@@ -27,6 +27,7 @@ function recordingBackend(options: { failures?: number } = {}) {
     loadInputs: async () => new Map(),
     heartbeat: async () => {},
     addDynamicPartitions: async () => {},
+    materialized: async () => undefined,
     started: async (events) => {
       calls.push(["started", events.map((e) => e.stepId)]);
     },
@@ -74,6 +75,7 @@ describe("BatchReporter", () => {
       loadInputs: async () => new Map(),
       heartbeat: async () => {},
       addDynamicPartitions: async () => {},
+    materialized: async () => undefined,
       started: async (events) => {
         await new Promise<void>((r) => (releaseStart = r));
         order.push(...events.map((e) => `started:${e.stepId}`));

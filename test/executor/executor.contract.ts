@@ -1,3 +1,6 @@
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Executor, StepDispatch } from "../../src/executor/index.js";
 import { dispatch, errorOf, FakeBackend, readLog, removeTempDirs, SDK_PATH, tempDir, waitUntil } from "./helpers.js";
@@ -15,9 +18,12 @@ export type MakeExecutor = (backend: FakeBackend, options: ContractOptions) => E
 process.env["TRIBUTARY_TEST_SECRET"] = "s3cret";
 delete process.env["TRIBUTARY_TEST_NO_SUCH_SECRET"];
 
+/** Where poke and reschedule waits look for files (worker processes start before the test runs, so not from the env). */
+const POKE_DIR = path.join(os.tmpdir(), `tributary-poke-${process.pid}`);
+
 /** Asset functions for every behaviour the contract checks. The SDK is imported by path, so both executors can load it. */
 const DEFINITIONS = `
-import { asset, at } from ${JSON.stringify(SDK_PATH)};
+import { asset, at, fileExists, assetMaterialized, triggerKind } from ${JSON.stringify(SDK_PATH)};
 
 export const echo = asset({ key: "t/echo" }, async (ctx, inputs) => ({
   inputs,
@@ -71,7 +77,28 @@ export const ignoresSignal = asset({ key: "t/ignores_signal" }, async (ctx) => {
 });
 export const secret = asset({ key: "t/secret" }, async (ctx) => ctx.secrets.get("TRIBUTARY_TEST_SECRET"));
 export const missingSecret = asset({ key: "t/missing_secret" }, async (ctx) => ctx.secrets.get("TRIBUTARY_TEST_NO_SUCH_SECRET"));
-export const defers = asset({ key: "t/defers" }, async (ctx) => ctx.defer(at("2030-01-01T00:00:00Z")));
+export const defers = asset({ key: "t/defers" }, async (ctx) => {
+  const first = await ctx.defer(at("2030-01-01T00:00:00Z"), { timeout: "2h", interval: "30s", softFail: true });
+  const second = await ctx.defer(fileExists("/landing/{partition}.csv"));
+  return { first, second };
+});
+export const defersCaught = asset({ key: "t/defers_caught" }, async (ctx) => {
+  try { await ctx.defer(at("2030-01-01T00:00:00Z")); } catch { /* user code swallowing everything */ }
+  return "not deferred?";
+});
+export const defersBadly = asset({ key: "t/defers_badly" }, async (ctx) => ctx.defer(at("2030-01-01T00:00:00Z"), { timeout: "soon" }));
+export const alwaysThere = triggerKind({ kind: "alwaysThere", check: async (args) => ({ fired: true, payload: { seen: args.name } }) });
+export const pokesCustom = asset({ key: "t/pokes_custom" }, async (ctx) => ctx.waitFor(alwaysThere({ name: "x" }), { mode: "poke" }));
+export const defersUnknown = asset({ key: "t/defers_unknown" }, async (ctx) => ctx.defer({ kind: "partnerReady", args: {} }));
+export const defersNothing = asset({ key: "t/defers_nothing" }, async (ctx) => ctx.defer("a file" as never));
+export const pokes = asset({ key: "t/pokes" }, async (ctx) =>
+  ctx.waitFor(fileExists(${JSON.stringify(POKE_DIR)} + "/{partition}.csv"), { mode: "poke", interval: "100ms", timeout: "20s" }));
+export const pokesInVain = asset({ key: "t/pokes_in_vain" }, async (ctx) =>
+  ctx.waitFor(assetMaterialized("t/never"), { mode: "poke", interval: "100ms", timeout: "350ms", softFail: true }));
+export const pokesUpstream = asset({ key: "t/pokes_upstream" }, async (ctx) =>
+  ctx.waitFor(assetMaterialized("t/up", { partition: "p1" }), { mode: "poke", interval: "100ms", timeout: "5s" }));
+export const reschedules = asset({ key: "t/reschedules" }, async (ctx) =>
+  ctx.waitFor(fileExists(${JSON.stringify(POKE_DIR)} + "/{partition}.csv"), { mode: "reschedule", interval: "1m", timeout: "1h" }));
 export const dynamic = asset({ key: "t/dynamic" }, async (ctx) => {
   await ctx.addDynamicPartitions("customers", ["c-1", "c-2"]);
   return "added";
@@ -224,10 +251,70 @@ export function executorContract(name: string, make: MakeExecutor): void {
         expect(error.message).toContain("set TRIBUTARY_TEST_NO_SUCH_SECRET in the environment");
       });
 
-      it("refuses ctx.defer() until the triggerer exists", async () => {
-        const error = errorOf(await run(d("defers", "t/defers")));
-        expect(error).toMatchObject({ code: "DEFER_UNSUPPORTED", retryable: false });
-        expect(error.message).toContain("triggerer");
+      it("ends a deferring try with its trigger, and a re-entered try passes fired waits with their payloads", async () => {
+        const first = await run(d("defers", "t/defers", { partitionKey: "2025-03-01" }));
+        expect(first.outcome).toEqual({
+          kind: "deferred",
+          trigger: { kind: "at", args: { at: "2030-01-01T00:00:00Z" }, timeoutMs: 7_200_000, pollIntervalMs: 30_000, softFail: true },
+        });
+        // Re-entered after the first fired: it passes the first wait and defers on the second (default options).
+        const resumedOnce = [{ kind: "at", args: { at: "2030-01-01T00:00:00Z" }, payload: { at: "fired" } }];
+        const second = await run(d("defers", "t/defers", { partitionKey: "2025-03-01", tryNumber: 2, resumed: resumedOnce }));
+        expect(second.outcome).toMatchObject({
+          kind: "deferred",
+          trigger: { kind: "fileExists", args: { path: "/landing/{partition}.csv" }, timeoutMs: 7 * 86_400_000, softFail: false },
+        });
+        const both = [...resumedOnce, { kind: "fileExists", args: { path: "/landing/{partition}.csv" }, payload: { size: 3 } }];
+        const third = await run(d("defers", "t/defers", { partitionKey: "2025-03-01", tryNumber: 3, resumed: both }));
+        expect(third.outcome).toEqual({ kind: "success", outputJson: '{"first":{"at":"fired"},"second":{"size":3}}', sizeBytes: 44 });
+      });
+
+      it("defers even when user code catches the signal", async () => {
+        expect((await run(d("defersCaught", "t/defers_caught"))).outcome).toMatchObject({ kind: "deferred" });
+      });
+
+      it("fails a wait written wrong at once, naming the option or the trigger, without retries", async () => {
+        const badOption = errorOf(await run(d("defersBadly", "t/defers_badly")));
+        expect(badOption).toMatchObject({ code: "WAIT_OPTIONS_INVALID", retryable: false });
+        expect(badOption.message).toContain('option "timeout" is not a duration');
+        expect(badOption.message).toContain('asset "t/defers_badly"');
+        const unknown = errorOf(await run(d("defersUnknown", "t/defers_unknown")));
+        expect(unknown).toMatchObject({ code: "TRIGGER_KIND_UNKNOWN", retryable: false });
+        expect(unknown.message).toContain('trigger kind "partnerReady" is not registered');
+        const badTrigger = errorOf(await run(d("defersNothing", "t/defers_nothing")));
+        expect(badTrigger).toMatchObject({ code: "TRIGGER_INVALID", retryable: false });
+        expect(badTrigger.message).toContain('takes a trigger such as fileExists');
+      });
+
+      it("pokes inside the try until the file appears, and skips a soft-failing poke at its timeout", async () => {
+        await rm(POKE_DIR, { recursive: true, force: true });
+        await mkdir(POKE_DIR, { recursive: true });
+        const step = d("pokes", "t/pokes", { partitionKey: "p1" });
+        const poking = run(step);
+        await new Promise((resolve) => setTimeout(resolve, 350));
+        await writeFile(path.join(POKE_DIR, "p1.csv"), "a,b\n");
+        expect((await poking).outcome).toMatchObject({ kind: "success" });
+        const skipped = (await run(d("pokesInVain", "t/pokes_in_vain"))).outcome;
+        expect(skipped).toMatchObject({ kind: "skipped" });
+        expect(skipped.kind === "skipped" && skipped.reason).toContain("trigger timed out (softFail)");
+        expect((await run(d("pokesCustom", "t/pokes_custom"))).outcome).toMatchObject({ kind: "success", outputJson: '{"seen":"x"}' });
+        backend.materializedPartitions.set("t/up|p1", 42);
+        expect((await run(d("pokesUpstream", "t/pokes_upstream"))).outcome).toEqual({
+          kind: "success",
+          outputJson: '{"assetKey":"t/up","partition":"p1","eventId":42}',
+          sizeBytes: 49,
+        });
+      });
+
+      it("ends a reschedule-mode try that found nothing with its next check, keeping when the wait began", async () => {
+        const began = Date.now() - 60_000;
+        const result = await run(d("reschedules", "t/reschedules", { partitionKey: "p9", waitStartedAt: new Date(began).toISOString() }));
+        expect(result.outcome).toMatchObject({ kind: "rescheduled", waitStartedAt: began });
+        const next = result.outcome.kind === "rescheduled" ? result.outcome.nextCheckAt : 0;
+        expect(next - Date.now()).toBeGreaterThan(50_000);
+        const late = errorOf(await run(d("reschedules", "t/reschedules", { partitionKey: "p9", waitStartedAt: new Date(Date.now() - 3_600_000).toISOString() })));
+        expect(late).toMatchObject({ code: "TRIGGER_TIMED_OUT", retryable: false });
+        expect(late.message).toContain("past its timeout of 3600000 ms");
       });
 
       it("forwards ctx.addDynamicPartitions to the backend", async () => {

@@ -110,6 +110,14 @@ export class FakeBackend implements ExecutionBackend {
     this.dynamicPartitions.push({ name, keys });
   }
 
+  /** Asset partitions tests declare materialised, for assetMaterialized checks in poke and reschedule waits. */
+  readonly materializedPartitions = new Map<string, number>();
+
+  async materialized(assetKey: string, partitionKey: string): Promise<{ eventId: number } | undefined> {
+    const eventId = this.materializedPartitions.get(`${assetKey}|${partitionKey}`);
+    return eventId === undefined ? undefined : { eventId };
+  }
+
   waitFor(ids: readonly number[], timeoutMs = 30_000): Promise<StepResult[]> {
     const done = (): StepResult[] => ids.map((id) => this.results.get(id)!);
     if (ids.every((id) => this.results.has(id))) return Promise.resolve(done());

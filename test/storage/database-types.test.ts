@@ -16,6 +16,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     id: "not null", cause_key: "not null", kind: "not null", asset_key: "null", partition_key: "null",
     run_id: "null", owner: "null", payload: "not null", status: "not null", attempts: "not null",
     next_attempt_at: "not null", last_error: "null", sent_at: "null", created_at: "not null",
+    sent_to: "not null",
   },
   assets: {
     key: "not null", file: "not null", spec: "not null", group_name: "null", owner: "null",
@@ -26,8 +27,9 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
   automation_evaluations: {
     id: "not null", asset_key: "not null", partition_subset: "not null", decision: "not null",
     condition: "not null", reasons: "not null", run_id: "null", snapshot_version: "null",
-    evaluated_at: "not null",
+    evaluated_at: "not null", tick: "not null",
   },
+  automation_state: { asset_key: "not null", state: "not null", updated_at: "not null" },
   backfills: {
     id: "not null", status: "not null", selection: "not null", partitions: "not null",
     max_concurrent_runs: "not null", max_partitions_per_run: "not null", priority: "not null",
@@ -107,14 +109,15 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     scheduled_at: "null", queued_at: "null", started_at: "null", ended_at: "null", heartbeat_at: "null",
     worker_id: "null", trigger_id: "null", skip_reason: "null", error: "null", created_at: "not null",
     updated_at: "not null", upstream_total: "not null",
-    tries_before: "not null", max_concurrency: "null", depth: "not null",
+    tries_before: "not null", max_concurrency: "null", depth: "not null", wait_started_at: "null",
   },
   triggers: {
     id: "not null", kind: "not null", args: "not null", step_id: "null", asset_key: "null",
     partition_key: "null", status: "not null", next_check_at: "not null", timeout_at: "null",
     lease_owner: "null", lease_expires_at: "null", attempts: "not null", last_checked_at: "null",
     last_result: "null", payload: "null", error: "null", created_at: "not null", updated_at: "not null",
-    ended_at: "null",
+    ended_at: "null", partition_window: "null", poll_interval_ms: "not null", soft_fail: "not null",
+    try_number: "null",
   },
 };
 

@@ -141,10 +141,12 @@ describe("GraphQL reportAssetEvent", () => {
     const ok = await post({ assetKey: "t/daily", partition: "2025-03-01", metadata: { rows: 1 } });
     expect(ok.errors).toBeUndefined();
     expect(ok.data?.reportAssetEvent).toMatchObject({ assetKey: "t/daily", partitionKey: "2025-03-01", createdAt: NOW.toISOString() });
-    // Error codes are not asserted here: under vitest, app.ts's `instanceof GraphQLError` sees a second
-    // copy of graphql and masks them; through a real server they arrive with their code.
-    expect((await post({ assetKey: "t/daily", partition: "2099-01-01" })).errors).toHaveLength(1);
-    expect((await post({ assetKey: "", kind: "wipe" })).errors).toHaveLength(1);
+    const outside = (await post({ assetKey: "t/daily", partition: "2099-01-01" })).errors;
+    expect(outside).toHaveLength(1);
+    expect(outside?.[0]?.extensions?.code, JSON.stringify(outside)).toBe("EVENT_PARTITION_NOT_EXISTING");
+    const empty = (await post({ assetKey: "", kind: "wipe" })).errors;
+    expect(empty).toHaveLength(1);
+    expect(empty?.[0]?.extensions?.code, JSON.stringify(empty)).toBe("INPUT_INVALID");
     expect(await eventCount()).toBe(1);
   });
 });

@@ -11,7 +11,7 @@ import {
 } from "../../partitions/index.js";
 import { planRun, resolveSelection, type MissingUpstream, type PartitionSelection, type PlannedStep, type RunPlan } from "../../planner/index.js";
 import type { DefinitionStore, RunStore } from "../../storage/index.js";
-import { createPlannedRun, materializedSubsets, missingUpstreamError } from "./launch-run.js";
+import { createPlannedRun, materializedSubsets, missingUpstreamError, plannedRun, type PlannedRunOptions } from "./launch-run.js";
 
 const SAMPLE_SIZE = 5;
 
@@ -28,10 +28,15 @@ export interface ClearPartitionsRequest {
   readonly onlyFailed?: boolean | undefined;
 }
 
-export interface ClearServices {
+/** What planning a clear reads (nothing is written). */
+export interface ClearPlanServices {
   readonly graphs: { current(options?: { fresh?: boolean }): Promise<{ readonly version: number; readonly graph: AssetGraph }> };
-  readonly runs: Pick<RunStore, "createRun" | "materializedKeys" | "partitionKeysWithStatus">;
+  readonly runs: Pick<RunStore, "materializedKeys" | "partitionKeysWithStatus">;
   readonly definitions: Pick<DefinitionStore, "listDynamicPartitions">;
+}
+
+export interface ClearServices extends ClearPlanServices {
+  readonly runs: Pick<RunStore, "createRun" | "materializedKeys" | "partitionKeysWithStatus">;
 }
 
 export interface ClearedAsset {
@@ -71,6 +76,26 @@ export interface ClearedRun {
  * partition failed). No run is created on any error.
  */
 export async function clearPartitions(services: ClearServices, request: ClearPartitionsRequest, now: Date): Promise<ClearedRun> {
+  const planned = await planClear(services, request, now);
+  const runId = await createPlannedRun(services.runs, planned.graph, planned.plan, rerunOptions(planned), now);
+  return clearedRun(runId, planned);
+}
+
+/** What a clear would rerun, planned but not written: the one selection path of {@link clearPartitions}. */
+export interface ClearPlan {
+  /** The asset whose partitions were chosen. */
+  readonly assetKey: string;
+  readonly graph: AssetGraph;
+  readonly plan: RunPlan;
+  readonly cleared: readonly ClearedAsset[];
+}
+
+/**
+ * Plans a clear without writing anything: the same selection, validation and
+ * errors as {@link clearPartitions} (which is this plus creating the rerun),
+ * so a preview (Airflow's dry_run) and the clear itself cannot disagree.
+ */
+export async function planClear(services: ClearPlanServices, request: ClearPartitionsRequest, now: Date): Promise<ClearPlan> {
   if (!request.assetKey) throw new InputError("name the asset whose partitions to clear", { code: "PLAN_SELECTION_EMPTY" });
   if (request.partition !== undefined && (request.from !== undefined || request.to !== undefined)) {
     throw new InputError("give either a partition or a range (from/to), not both");
@@ -123,13 +148,6 @@ export async function clearPartitions(services: ClearServices, request: ClearPar
   if (plan.missing.length > 0) {
     throw missingUpstreamError(plan.missing, "materialise them first (`tributary materialize`), then clear again");
   }
-  const runId = await createPlannedRun(
-    services.runs,
-    graph,
-    plan,
-    { origin: "rerun", priority: 0, tags: { "tributary/cleared": root.key }, maxActiveSteps: null },
-    now,
-  );
   const summary: ClearedAsset[] = [];
   for (const key of graph.topologicalOrder([...cleared.keys()])) {
     const a = graph.get(key)!;
@@ -140,12 +158,33 @@ export async function clearPartitions(services: ClearServices, request: ClearPar
       sample: a.partitions ? [...partitionSpace(a.partitions, ctx).keys(subset.take(SAMPLE_SIZE))] : [""],
     });
   }
-  return { runId, steps: plan.steps.length, cleared: summary, plan };
+  return { assetKey: root.key, graph, plan, cleared: summary };
+}
+
+/**
+ * Creates the reruns of several planned clears in ONE transaction: all of
+ * them, or (on any error) none. Plan them all first with {@link planClear},
+ * so bad input fails before anything is written.
+ */
+export async function createClearRuns(runs: Pick<RunStore, "createRuns">, plans: readonly ClearPlan[], now: Date): Promise<ClearedRun[]> {
+  const created = await runs.createRuns(
+    plans.map((p) => plannedRun(p.graph, p.plan, rerunOptions(p))),
+    now,
+  );
+  return plans.map((p, i) => clearedRun(created[i]!.runId, p));
+}
+
+function rerunOptions(planned: ClearPlan): PlannedRunOptions {
+  return { origin: "rerun", priority: 0, tags: { "tributary/cleared": planned.assetKey }, maxActiveSteps: null };
+}
+
+function clearedRun(runId: string, planned: ClearPlan): ClearedRun {
+  return { runId, steps: planned.plan.steps.length, cleared: planned.cleared, plan: planned.plan };
 }
 
 /** The root asset's selected partitions, validated by the planner's selection rules; with onlyFailed, the failed ones among them. */
 async function selectRoot(
-  services: ClearServices,
+  services: ClearPlanServices,
   root: SnapshotAsset,
   request: ClearPartitionsRequest,
   graph: AssetGraph,

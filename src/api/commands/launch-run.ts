@@ -1,8 +1,8 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import { planRun, type PartitionSelection, type RunPlan } from "../../planner/index.js";
-import type { DefinitionStore, GraphCache, RunOrigin, RunStore, StepSettings } from "../../storage/index.js";
+import { planRun, runShape, type PartitionSelection, type RunPlan } from "../../planner/index.js";
+import type { DefinitionStore, GraphCache, NewRun, RunOrigin, RunStore } from "../../storage/index.js";
 
 export interface LaunchRunRequest {
   readonly assetKeys: readonly string[];
@@ -120,22 +120,21 @@ export async function createPlannedRun(
   options: PlannedRunOptions,
   now: Date,
 ): Promise<string> {
-  const limits = involvedLimits(plan, graph.get.bind(graph));
-  const { runId } = await runs.createRun(
-    {
-      plan,
-      snapshotVersion: plan.version,
-      origin: options.origin,
-      priority: options.priority,
-      tags: options.tags,
-      jobName: limits.jobName,
-      maxActiveRuns: limits.maxActiveRuns,
-      maxActiveSteps: options.maxActiveSteps,
-      settings: (key) => stepSettings(graph.require(key)),
-    },
-    now,
-  );
+  const { runId } = await runs.createRun(plannedRun(graph, plan, options), now);
   return runId;
+}
+
+/** The new run that stores a plan (createPlannedRun; createRuns for several in one transaction). */
+export function plannedRun(graph: AssetGraph, plan: RunPlan, options: PlannedRunOptions): NewRun {
+  return {
+    plan,
+    snapshotVersion: plan.version,
+    origin: options.origin,
+    priority: options.priority,
+    tags: options.tags,
+    maxActiveSteps: options.maxActiveSteps,
+    ...runShape(graph, plan),
+  };
 }
 
 function selectionOf(
@@ -154,31 +153,4 @@ function selectionOf(
   const count = space.count(now);
   if (count === 0) throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
   return { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
-}
-
-/** The asset's run-time settings, fixed into its steps when the run is created. */
-export function stepSettings(asset: SnapshotAsset): StepSettings {
-  return {
-    triggerRule: asset.triggerRule,
-    retries: asset.retries,
-    pool: asset.pool,
-    poolSlots: asset.poolSlots,
-    priority: asset.priority,
-    executor: asset.executor,
-    queue: asset.queue,
-    timeoutMs: asset.timeoutMs,
-    maxConcurrency: asset.maxConcurrency,
-  };
-}
-
-/**
- * A run belongs to the job of its first asset (group + partitions): with
- * maxActiveRuns on any of its assets, runs of that job wait their turn.
- */
-function involvedLimits(plan: RunPlan, get: (key: string) => SnapshotAsset | undefined): { jobName: string | null; maxActiveRuns: number | null } {
-  const keys = [...new Set(plan.steps.map((s) => s.assetKey))];
-  const limits = keys.map((k) => get(k)?.maxActiveRuns).filter((n): n is number => typeof n === "number");
-  if (limits.length === 0) return { jobName: null, maxActiveRuns: null };
-  const first = get(keys[0]!);
-  return { jobName: first ? `${first.group}:${first.key}` : null, maxActiveRuns: Math.min(...limits) };
 }

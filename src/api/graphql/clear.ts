@@ -3,7 +3,7 @@
 import { z } from "zod";
 import type { RunDetail, RunSummary } from "../../storage/index.js";
 import { builder } from "./builder.js";
-import { asGraphQLError, codeError } from "./errors.js";
+import { asGraphQLError, codeError, parseInput } from "./errors.js";
 
 const clearInput = z.strictObject({
   assetKey: z.string().min(1, "name the asset whose partitions to clear"),
@@ -35,13 +35,9 @@ builder.mutationFields((t) => ({
       "Clears chosen partitions of an asset (optionally all their downstream partitions) and reruns them in one run (origin rerun); upstream results stay",
     args: { input: t.arg({ type: ClearPartitionsInput, required: true }) },
     resolve: async (_root, args, ctx) => {
-      const parsed = clearInput.safeParse(Object.fromEntries(Object.entries(args.input).filter(([, v]) => v !== null && v !== undefined)));
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw codeError("INPUT_INVALID", `clearPartitions: input.${issue?.path.join(".") || ""}: ${issue?.message}`);
-      }
+      const input = parseInput(clearInput, args.input, "clearPartitions");
       try {
-        const cleared = await ctx.clearPartitions(parsed.data);
+        const cleared = await ctx.clearPartitions(input);
         const run = await ctx.runs.getRun(cleared.runId);
         if (!run) throw codeError("INTERNAL", `run ${cleared.runId} vanished after being created`);
         return run;

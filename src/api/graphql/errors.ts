@@ -1,5 +1,6 @@
 import { GraphQLError } from "graphql";
-import { TributaryError } from "../../errors/index.js";
+import type { z } from "zod";
+import { InputError, TributaryError } from "../../errors/index.js";
 
 /** A GraphQL error whose `extensions.code` clients can match on. */
 export function codeError(code: string, message: string): GraphQLError {
@@ -9,4 +10,19 @@ export function codeError(code: string, message: string): GraphQLError {
 /** Our own errors keep their code and message; anything else is left for masking. */
 export function asGraphQLError(err: unknown): unknown {
   return err instanceof TributaryError ? codeError(err.code, err.message) : err;
+}
+
+/**
+ * Validates a mutation's input object (nulls and absent fields alike left out)
+ * with its zod schema; the first problem becomes INPUT_INVALID naming the
+ * mutation and the field, e.g. `launchRun: input.maxActiveSteps: …`. A query's
+ * arguments pass `root = ""`: `triggers: status: …`.
+ */
+export function parseInput<T>(schema: z.ZodType<T>, input: unknown, mutation: string, root = "input"): T {
+  const present = Object.fromEntries(Object.entries(input as Record<string, unknown>).filter(([, v]) => v !== null && v !== undefined));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = [root, issue?.path.join(".") ?? ""].filter(Boolean).join(".");
+  throw new InputError(`${mutation}: ${field}: ${issue?.message}`, { code: "INPUT_INVALID" });
 }

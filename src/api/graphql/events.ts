@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { InputError } from "../../errors/index.js";
+
 import type { ReportedAssetEvent } from "../commands/report-event.js";
 import { builder } from "./builder.js";
+import { parseInput } from "./errors.js";
 
 const ReportedAssetEventRef = builder.objectRef<ReportedAssetEvent>("ReportedAssetEvent").implement({
   description: "An event a producer outside Tributary reported; the partition now counts as materialised",
@@ -38,13 +39,9 @@ builder.mutationFields((t) => ({
     description: "Records that a producer outside Tributary wrote (or observed) a partition of an asset",
     args: { input: t.arg({ type: ReportAssetEventInput, required: true }) },
     resolve: async (_root, args, ctx) => {
-      const parsed = reportInput.safeParse(Object.fromEntries(Object.entries(args.input).filter(([, v]) => v !== null && v !== undefined)));
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new InputError(`reportAssetEvent: input.${issue?.path.join(".") || ""}: ${issue?.message}`, { code: "INPUT_INVALID" });
-      }
+      const input = parseInput(reportInput, args.input, "reportAssetEvent");
       // TributaryErrors reach the client with their code (see maskError in app.ts).
-      return ctx.reportAssetEvent(parsed.data);
+      return ctx.reportAssetEvent(input);
     },
   }),
 }));

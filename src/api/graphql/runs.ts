@@ -1,7 +1,17 @@
 import { z } from "zod";
-import type { RunDetail, RunSummary, StepRecord, StepTryRecord } from "../../storage/index.js";
-import { builder } from "./builder.js";
-import { asGraphQLError, codeError } from "./errors.js";
+import {
+  MAX_READ_PAGE,
+  type ReadPage,
+  type RunAssetSummary,
+  type RunDetail,
+  type RunSummary,
+  type StepRecord,
+  type StepTryRecord,
+} from "../../storage/index.js";
+import { batched, perContext } from "./batch.js";
+import { builder, type ApiContext } from "./builder.js";
+import { asGraphQLError, codeError, parseInput } from "./errors.js";
+import { currentTriggerOf, TriggerRef } from "./triggers.js";
 
 const RUN_STATUSES = ["queued", "running", "success", "failed", "canceled"] as const;
 const RunStatusEnum = builder.enumType("RunStatus", { values: RUN_STATUSES });
@@ -45,8 +55,28 @@ const StepRef = builder.objectRef<StepRecord>("Step").implement({
     error: t.field({ type: "JSON", nullable: true, resolve: (s) => s.error }),
     upstreamStepIds: t.stringList({ resolve: (s) => s.upstream.map(String) }),
     tries: t.field({ type: [StepTryRef], resolve: (s) => [...s.tries] }),
+    waitingFor: t.field({
+      type: TriggerRef,
+      nullable: true,
+      description:
+        "The step's current trigger: what a deferred step waits for, or (once resumed or timed out) the wait it ended; null when it never deferred",
+      resolve: async (s, _args, ctx) => (await currentTriggerOf(ctx)(s.id)) ?? null,
+    }),
   }),
 });
+
+const RunAssetRef = builder.objectRef<RunAssetSummary>("RunAsset").implement({
+  description: "One asset's share of a run",
+  fields: (t) => ({
+    assetKey: t.exposeString("assetKey"),
+    steps: t.exposeInt("steps", { description: "Its steps in the run: one per partition (and per mapped item)" }),
+    minPartition: t.exposeString("minPartition", { description: "The smallest partition key in text order (\"\" when unpartitioned)" }),
+    maxPartition: t.exposeString("maxPartition", { description: "The largest partition key in text order" }),
+  }),
+});
+
+/** One statement for every run of a list asking for its assets. */
+const runAssetsLoader = perContext((ctx: ApiContext) => batched((ids: string[]) => ctx.reads.runAssets(ids)));
 
 const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>("Run").implement({
   fields: (t) => ({
@@ -67,23 +97,108 @@ const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>
     cancelRequestedAt: t.field({ type: "DateTime", nullable: true, resolve: (r) => r.cancelRequestedAt }),
     steps: t.field({
       type: [StepRef],
+      description: "Every step with its tries (a run page); a run list should ask for `assets` instead",
       resolve: async (r, _args, ctx) => [...(r.steps ?? (await ctx.runs.getRun(r.id))?.steps ?? [])],
+    }),
+    assets: t.field({
+      type: [RunAssetRef],
+      description: "The assets the run materialises, by key, with how many partitions of each and their key range (batched over a list)",
+      resolve: async (r, _args, ctx) => [...((await runAssetsLoader(ctx)(r.id)) ?? [])],
     }),
   }),
 });
 
+const RUN_ORIGINS = ["manual", "schedule", "automation", "backfill", "rerun"] as const;
+const RunOriginEnum = builder.enumType("RunOrigin", { values: RUN_ORIGINS });
+
+const RunFilterInput = builder.inputType("RunFilter", {
+  description: "Which runs to list; fields left out do not filter",
+  fields: (t) => ({
+    status: t.field({ type: RunStatusEnum }),
+    assetKey: t.string({ description: "Runs with a step of this asset" }),
+    backfillId: t.string(),
+    origin: t.field({ type: RunOriginEnum }),
+    createdAfter: t.field({ type: "DateTime", description: "Created at or after this instant" }),
+    createdBefore: t.field({ type: "DateTime", description: "Created before this instant" }),
+  }),
+});
+
+const RunConnectionRef = builder.objectRef<ReadPage<RunSummary>>("RunConnection").implement({
+  description: "A page of runs, newest first",
+  fields: (t) => ({
+    nodes: t.field({ type: [RunRef], resolve: (p) => [...p.nodes] }),
+    endCursor: t.exposeString("endCursor", { nullable: true, description: "Pass as `after` for the next page" }),
+    hasNextPage: t.exposeBoolean("hasNextPage"),
+  }),
+});
+
+const runFilter = z
+  .strictObject({
+    status: z.enum(RUN_STATUSES).optional(),
+    assetKey: z.string().min(1, "must not be empty").optional(),
+    backfillId: z.uuid("must be a backfill id (a UUID)").optional(),
+    origin: z.enum(RUN_ORIGINS).optional(),
+    createdAfter: z.date().optional(),
+    createdBefore: z.date().optional(),
+  })
+  .refine((f) => !f.createdAfter || !f.createdBefore || f.createdAfter < f.createdBefore, {
+    message: "createdAfter must be before createdBefore",
+    path: ["createdAfter"],
+  });
+
+const runsArgs = z.strictObject({
+  filter: runFilter.optional(),
+  status: z.enum(RUN_STATUSES).optional(),
+  first: z.number(),
+  after: z.string().min(1, "must not be empty").optional(),
+});
+
+/** Resolves `runs` and `runsConnection`: validates the arguments, checks the asset exists, reads one page. */
+async function runPage(field: string, rawArgs: Record<string, unknown>, ctx: ApiContext): Promise<ReadPage<RunSummary>> {
+  const args = parseInput(runsArgs, { ...rawArgs, filter: rawArgs.filter ? withoutNulls(rawArgs.filter) : undefined }, field, "");
+  checkFirst(field, args.first);
+  try {
+    const filter = { ...args.filter, ...(args.status ? { status: args.status } : {}) };
+    if (filter.assetKey !== undefined) (await ctx.catalog.current()).graph.require(filter.assetKey);
+    return await ctx.reads.runPage({ ...filter, first: args.first, after: args.after });
+  } catch (err) {
+    throw asGraphQLError(err);
+  }
+}
+
+/** INPUT_INVALID unless 1 ≤ first ≤ MAX_READ_PAGE (message kept as clients already match it). */
+export function checkFirst(field: string, first: number): void {
+  if (!Number.isInteger(first) || first < 1 || first > MAX_READ_PAGE) {
+    throw codeError("INPUT_INVALID", `${field}(first: ${first}): first must be between 1 and ${MAX_READ_PAGE}`);
+  }
+}
+
+/** An input object without its null fields (GraphQL sends null for fields set to null; zod takes them as absent). */
+export function withoutNulls(input: unknown): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(input as Record<string, unknown>).filter(([, v]) => v !== null && v !== undefined));
+}
+
 builder.queryFields((t) => ({
   runs: t.field({
     type: [RunRef],
+    description: "Runs, newest first: the nodes of runsConnection, for clients that need no cursor",
     args: {
-      status: t.arg({ type: RunStatusEnum }),
+      filter: t.arg({ type: RunFilterInput }),
+      status: t.arg({ type: RunStatusEnum, description: "Same as filter.status (kept for older clients)" }),
       first: t.arg.int({ defaultValue: 50 }),
+      after: t.arg.string({ description: "endCursor of a runsConnection page" }),
     },
-    resolve: async (_root, args, ctx) => {
-      const first = args.first ?? 50;
-      if (first < 1 || first > 1000) throw codeError("INPUT_INVALID", `runs(first: ${first}): first must be between 1 and 1000`);
-      return ctx.runs.listRuns({ limit: first, ...(args.status ? { status: args.status } : {}) });
+    resolve: async (_root, args, ctx) => [...(await runPage("runs", args, ctx)).nodes],
+  }),
+  runsConnection: t.field({
+    type: RunConnectionRef,
+    description: "Runs matching the filter, newest first, a page at a time",
+    args: {
+      filter: t.arg({ type: RunFilterInput }),
+      first: t.arg.int({ defaultValue: 50 }),
+      after: t.arg.string({ description: "endCursor of the previous page" }),
     },
+    resolve: (_root, args, ctx) => runPage("runsConnection", args, ctx),
   }),
   run: t.field({
     type: RunRef,
@@ -124,13 +239,9 @@ builder.mutationType({
       description: "Plans and starts a run materialising the selected partitions of the selected assets",
       args: { input: t.arg({ type: LaunchRunInput, required: true }) },
       resolve: async (_root, args, ctx) => {
-        const parsed = launchInput.safeParse(stripNulls(args.input));
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0];
-          throw codeError("INPUT_INVALID", `launchRun: input.${issue?.path.join(".") || ""}: ${issue?.message}`);
-        }
+        const input = parseInput(launchInput, args.input, "launchRun");
         try {
-          const launched = await ctx.launchRun(parsed.data);
+          const launched = await ctx.launchRun(input);
           const run = await ctx.runs.getRun(launched.runId);
           if (!run) throw codeError("INTERNAL", `run ${launched.runId} vanished after being created`);
           return run;
@@ -152,7 +263,3 @@ builder.mutationType({
     }),
   }),
 });
-
-function stripNulls(value: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined));
-}

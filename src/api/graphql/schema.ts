@@ -1,8 +1,11 @@
 import type { SnapshotAsset } from "../../graph/index.js";
 import { describePartitions } from "../../partitions/index.js";
-import { listPartitions, type PartitionRow } from "../partition-listing.js";
+import { listPartitions, withStates, type PartitionStatusRow } from "../partition-listing.js";
 import { builder, type DefinitionFileView } from "./builder.js";
 import { asGraphQLError, codeError } from "./errors.js";
+import { AssetPartitionStatusRef, PartitionStatusEnum, partitionStateOf, resolvePartitionStatus, staleReasonsOf, StaleReasonRef } from "./partition-status.js";
+import { pauseStateOf } from "./pause.js";
+import { MaterializationConnectionRef, MaterializationRef, resolveLatestMaterialization, resolveMaterializations } from "./materializations.js"; // H10
 
 const MAX_PAGE = 10_000;
 
@@ -15,16 +18,32 @@ const DepRef = builder.objectRef<{ name: string; assetKey: string; mapping: unkn
   }),
 });
 
-const PartitionRef = builder.objectRef<PartitionRow>("Partition").implement({
+const PartitionRef = builder.objectRef<PartitionStatusRow>("Partition").implement({
   fields: (t) => ({
     key: t.exposeString("key"),
     start: t.field({ type: "DateTime", nullable: true, resolve: (p) => p.start ?? null }),
     end: t.field({ type: "DateTime", nullable: true, resolve: (p) => p.end ?? null }),
+    status: t.field({ type: PartitionStatusEnum, resolve: partitionStateOf }),
+    staleReasons: t.field({
+      type: [StaleReasonRef],
+      description: "Why the partition is stale (also while a rerun is in flight); empty otherwise",
+      resolve: staleReasonsOf,
+    }),
+    dataVersion: t.string({
+      nullable: true,
+      description: "Data version of its latest materialisation",
+      resolve: async (p) => (await p.state())?.dataVersion ?? null,
+    }),
+    materializedAt: t.field({ type: "DateTime", nullable: true, resolve: async (p) => (await p.state())?.materializedAt ?? null }),
+    staleReasonsTruncated: t.boolean({
+      description: "More upstream partitions are newer than staleReasons lists",
+      resolve: async (p) => (await p.state())?.moreStaleUpstreams ?? false,
+    }),
   }),
 });
 
 const PartitionPage = builder
-  .objectRef<{ totalCount: number; nodes: PartitionRow[]; endCursor: string | null; hasNextPage: boolean }>("PartitionPage")
+  .objectRef<{ totalCount: number; nodes: PartitionStatusRow[]; endCursor: string | null; hasNextPage: boolean }>("PartitionPage")
   .implement({
     fields: (t) => ({
       totalCount: t.exposeInt("totalCount"),
@@ -64,6 +83,38 @@ AssetRef.implement({
     triggerRule: t.exposeString("triggerRule"),
     executor: t.exposeString("executor"),
     codeVersion: t.exposeString("codeVersion", { nullable: true }),
+    paused: t.boolean({
+      description: "Automation and schedules start no runs for it (manual and backfill runs still do)",
+      resolve: async (a, _args, ctx) => (await pauseStateOf(ctx)(a.key))?.paused ?? false,
+    }),
+    pausedAt: t.field({
+      type: "DateTime",
+      nullable: true,
+      resolve: async (a, _args, ctx) => (await pauseStateOf(ctx)(a.key))?.pausedAt ?? null,
+    }),
+    partitionStatus: t.field({
+      type: AssetPartitionStatusRef,
+      description: "Existing partitions by status: counts, and ranges of consecutive partitions with one status",
+      resolve: (a, _args, ctx, info) => resolvePartitionStatus(a, ctx, info),
+    }),
+    // H10: materialisation history.
+    materializations: t.field({
+      type: MaterializationConnectionRef,
+      description: "Materialisations, external reports and observations of the asset (or of one partition), newest first",
+      args: {
+        partition: t.arg.string({ description: "Only this partition" }),
+        first: t.arg.int({ defaultValue: 20 }),
+        after: t.arg.string({ description: "endCursor of the previous page" }),
+      },
+      resolve: (a, args, ctx) => resolveMaterializations(a, args, ctx),
+    }),
+    latestMaterialization: t.field({
+      type: MaterializationRef,
+      nullable: true,
+      description: "The newest materialisation, report or observation of the asset (or of one partition); null when none",
+      args: { partition: t.arg.string() },
+      resolve: (a, args, ctx) => resolveLatestMaterialization(a, args.partition, ctx),
+    }),
     deps: t.field({ type: [DepRef], resolve: (a) => [...a.deps] }),
     upstream: t.field({
       type: [AssetRef],
@@ -88,7 +139,7 @@ AssetRef.implement({
           throw codeError("INPUT_INVALID", `partitions(first: ${first}): first must be between 0 and ${MAX_PAGE}`);
         }
         try {
-          return await listPartitions(a, {
+          const page = await listPartitions(a, {
             from: args.from ?? undefined,
             to: args.to ?? undefined,
             first,
@@ -96,6 +147,8 @@ AssetRef.implement({
             now: ctx.now(),
             dynamicKeys: (name) => ctx.catalog.dynamicKeys(name),
           });
+          const version = { assetKey: a.key, codeVersion: a.codeVersion };
+          return { ...page, nodes: withStates(page.nodes, (keys) => ctx.partitionStatus.partitionStates(version, keys)) };
         } catch (err) {
           throw asGraphQLError(err);
         }
@@ -185,5 +238,12 @@ import "./runs.js";
 import "./dynamic-partitions.js";
 import "./clear.js";
 import "./events.js";
+import "./backfills.js";
+import "./alerts.js";
+import "./pause.js";
+import "./automation.js";
+import "./triggers.js";
+import "./pools.js"; // H7: pools and setPoolSlots
+import "./lineage.js"; // H6: lineage and erasureImpact
 
 export const schema = builder.toSchema();

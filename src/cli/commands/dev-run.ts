@@ -1,15 +1,12 @@
-import { serve, type ServerType } from "@hono/node-server";
-import { sql } from "kysely";
 import pc from "picocolors";
-import { createApiApp } from "../../api/index.js";
-import { InputError } from "../../errors/index.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
 import { persistLoad, previousGoodFromStore } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
-import { VERSION } from "../version.js";
+import { startTriggerer, type RunningTriggerer } from "./triggerer-start.js";
+import { parsePort, startApiServer } from "./api-server.js"; // Issue 6 (H8): the server `tributary api` shares
 
 export interface DevOptions {
   port: string;
@@ -21,10 +18,7 @@ export interface DevOptions {
 /** `tributary dev`: the database, the definitions watcher and the HTTP server in one process. */
 export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
-  const port = Number(opts.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new InputError(`--port: "${opts.port}" is not a port number (0–65535)`);
-  }
+  const port = parsePort(opts.port);
   const processes = positiveInt(opts.processes, "--processes");
   const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
@@ -35,25 +29,13 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   // Until the first definitions load is stored, GraphQL waits rather than answering with an empty graph.
   let resolveInitialLoad!: (ready: Promise<void>) => void;
   runtime.catalog.waitFor(new Promise<void>((resolve) => (resolveInitialLoad = (ready) => void ready.then(resolve, resolve))));
-  const app = createApiApp({
-    context: runtime.apiContext(),
-    version: VERSION,
-    ping: async () => {
-      await sql`select 1`.execute(runtime.database.db);
-    },
-  });
-  let server: ServerType;
-  try {
-    server = await listen(app.fetch, port, opts.host);
-  } catch (err) {
-    await runtime.close();
-    throw err;
-  }
-  const address = server.address();
-  const boundPort = typeof address === "object" && address ? address.port : port;
-  log(`serving UI and GraphQL at http://${opts.host}:${boundPort} (GraphQL at /graphql)`);
+  const server = await startApiServer(runtime, { port, host: opts.host });
+  log(`serving UI and GraphQL at http://${opts.host}:${server.port} (GraphQL at /graphql)`);
 
+  // Triggerer (issue 5): started below; reimports the definitions for custom trigger kinds when they change.
+  let triggerer: RunningTriggerer | undefined;
   const onChange = async (change: DefinitionsChange) => {
+    if (!change.initial) void triggerer?.reloadKinds();
     const saved = await persistLoad(runtime.definitions, change.result, {
       ...(change.initial ? {} : { reloaded: change.reloaded }),
       removed: change.removed,
@@ -75,10 +57,13 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   });
   resolveInitialLoad(watcher.ready);
   const execution = await startExecution(runtime, {
+    automation: true,
+    onPass: server.observability.metrics.observeReconcilerPass, // Issue 6: /metrics reports the reconciler's passes
     ...(processes ? { processes } : {}),
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`) });
   log(`reconciler ${execution.reconciler.id} and the local executor are running`);
+  triggerer = await startTriggerer(runtime, { log: (level, message) => log(`${level === "error" ? pc.red(level) : level} triggerer: ${message}`) });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -86,25 +71,13 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     stopping = true;
     log(`${signal}: stopping`);
     await watcher.close();
+    await triggerer?.stop();
     await execution.stop({ graceMs: 5_000 });
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
     await runtime.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
   await watcher.ready;
-}
-
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port, hostname }, () => resolve(server));
-    server.once("error", (err: NodeJS.ErrnoException) => {
-      reject(
-        err.code === "EADDRINUSE"
-          ? new InputError(`port ${port} on ${hostname} is already in use; pass --port to choose another`)
-          : err,
-      );
-    });
-  });
 }

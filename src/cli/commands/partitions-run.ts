@@ -1,6 +1,7 @@
 import { listPartitions, type PartitionRow } from "../../api/index.js";
 import { describePartitions } from "../../partitions/index.js";
 import type { PartitionsSpec } from "../../partitions/index.js";
+import { PgPartitionStatusStore, type PartitionState } from "../../storage/index.js";
 import { syncDefinitions } from "../definitions-sync.js";
 import { printJson, table } from "../output.js";
 import { openRuntime } from "../runtime.js";
@@ -16,7 +17,7 @@ interface Listing {
   partitionsDefinition: PartitionsSpec | null;
   description: string;
   totalCount: number;
-  partitions: PartitionRow[];
+  partitions: (PartitionRow & { status: PartitionState })[];
 }
 
 export async function runPartitions(key: string, opts: { from?: string; to?: string; json?: boolean }, globals: GlobalOptions): Promise<void> {
@@ -32,6 +33,7 @@ export async function runPartitions(key: string, opts: { from?: string; to?: str
         key: p.key,
         start: p.start?.toISOString() ?? null,
         end: p.end?.toISOString() ?? null,
+        status: p.status,
       })),
     });
     return;
@@ -39,8 +41,8 @@ export async function runPartitions(key: string, opts: { from?: string; to?: str
   process.stdout.write(`${listing.asset}: ${listing.description}, ${listing.totalCount} partition(s)\n`);
   process.stdout.write(
     `${table(
-      ["key", "start (UTC)", "end (UTC)"],
-      listing.partitions.map((p) => [p.key || "(unpartitioned)", p.start?.toISOString() ?? "", p.end?.toISOString() ?? ""]),
+      ["key", "start (UTC)", "end (UTC)", "status"],
+      listing.partitions.map((p) => [p.key || "(unpartitioned)", p.start?.toISOString() ?? "", p.end?.toISOString() ?? "", p.status.replace("_", " ")]),
     )}\n`,
   );
 }
@@ -53,7 +55,8 @@ async function inProcess(settings: Settings, key: string, range: Range): Promise
     await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
     const { graph } = await runtime.catalog.current();
     const asset = graph.require(key);
-    const partitions: PartitionRow[] = [];
+    const statusStore = new PgPartitionStatusStore(runtime.database.db);
+    const partitions: Listing["partitions"] = [];
     let after: string | undefined;
     let totalCount = 0;
     for (;;) {
@@ -65,7 +68,11 @@ async function inProcess(settings: Settings, key: string, range: Range): Promise
         dynamicKeys: (name) => runtime.catalog.dynamicKeys(name),
       });
       totalCount = page.totalCount;
-      partitions.push(...page.nodes);
+      const states = await statusStore.partitionStates(
+        { assetKey: asset.key, codeVersion: asset.codeVersion },
+        page.nodes.map((n) => n.key),
+      );
+      partitions.push(...page.nodes.map((n) => ({ ...n, status: states.get(n.key)?.status ?? "missing" })));
       if (!page.hasNextPage || page.endCursor === null) break;
       after = page.endCursor;
     }
@@ -84,7 +91,7 @@ async function inProcess(settings: Settings, key: string, range: Range): Promise
 const QUERY = `query ($key: String!, $from: String, $to: String, $first: Int, $after: String) {
   asset(key: $key) {
     partitionsDefinition partitionsDescription
-    partitions(from: $from, to: $to, first: $first, after: $after) { totalCount endCursor hasNextPage nodes { key start end } }
+    partitions(from: $from, to: $to, first: $first, after: $after) { totalCount endCursor hasNextPage nodes { key start end status } }
   }
 }`;
 
@@ -93,10 +100,15 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
     asset: {
       partitionsDefinition: PartitionsSpec | null;
       partitionsDescription: string | null;
-      partitions: { totalCount: number; endCursor: string | null; hasNextPage: boolean; nodes: { key: string; start: string | null; end: string | null }[] };
+      partitions: {
+        totalCount: number;
+        endCursor: string | null;
+        hasNextPage: boolean;
+        nodes: { key: string; start: string | null; end: string | null; status: string }[];
+      };
     } | null;
   };
-  const partitions: PartitionRow[] = [];
+  const partitions: Listing["partitions"] = [];
   let after: string | null = null;
   for (;;) {
     const data: Page = await graphql<Page>(url, QUERY, { key, ...range, first: PAGE, after });
@@ -113,6 +125,8 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
         key: n.key,
         start: n.start ? new Date(n.start) : undefined,
         end: n.end ? new Date(n.end) : undefined,
+        // GraphQL spells the enum in capitals.
+        status: n.status.toLowerCase() as PartitionState,
       })),
     );
     if (!page.hasNextPage || !page.endCursor) {

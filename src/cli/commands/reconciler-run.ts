@@ -1,11 +1,20 @@
+import type { Server } from "node:http";
+import { serve, type ServerType } from "@hono/node-server";
+import { sql } from "kysely";
 import pc from "picocolors";
+import { metricsApp, observabilityOf, type Observability } from "../../api/index.js";
+import { InputError } from "../../errors/index.js";
 import { watchDefinitions } from "../../loader/index.js";
 import { persistLoad, previousGoodFromStore, syncDefinitions } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { durationMs, positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
+import { VERSION } from "../version.js";
 import type { ReconcilerCommandOptions } from "./reconciler.js";
+
+/** The environment variable that sets `--metrics-port` when the flag is not given. */
+export const METRICS_PORT_ENV = "TRIBUTARY_METRICS_PORT";
 
 /** `tributary reconciler`: loads the definitions, then schedules and runs steps until SIGINT/SIGTERM. */
 export async function runReconciler(opts: ReconcilerCommandOptions, globals: GlobalOptions): Promise<void> {
@@ -14,6 +23,7 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
   const zombieAfterMs = durationMs(opts.zombieAfter, "--zombie-after");
   const queuedTimeoutMs = durationMs(opts.queuedTimeout, "--queued-timeout");
+  const metricsPort = metricsPortOf(opts.metricsPort, process.env[METRICS_PORT_ENV]);
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
   const runtime = await openRuntime(settings);
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
@@ -34,7 +44,11 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
     log(`definitions: ${result.snapshot.assets.length} assets, version ${version}${changed ? " (new)" : ""}`);
     for (const f of result.files) if (f.status === "error") log(`${pc.red("error")} ${f.error?.message ?? f.file}`);
   }
+  const metrics = metricsPort === undefined ? undefined : await serveMetrics(runtime, metricsPort, opts.metricsHost);
+  if (metrics) log(`serving metrics at http://${opts.metricsHost}:${metrics.port}/metrics`);
   const execution = await startExecution(runtime, {
+    automation: true,
+    ...(metrics ? { onPass: metrics.observability.metrics.observeReconcilerPass } : {}),
     ...(processes ? { processes } : {}),
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
     ...(zombieAfterMs ? { zombieAfterMs } : {}),
@@ -52,5 +66,54 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   });
   await watcher?.close();
   await execution.stop({ graceMs: 30_000 });
+  await metrics?.close();
   await runtime.close();
+}
+
+/** `--metrics-port`, else the environment's TRIBUTARY_METRICS_PORT, else undefined (not served). */
+function metricsPortOf(flag: string | undefined, env: string | undefined): number | undefined {
+  const [value, source] = flag !== undefined ? [flag, "--metrics-port"] : env ? [env, METRICS_PORT_ENV] : [undefined, ""];
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535) throw new InputError(`${source}: "${value}" is not a port number (0–65535; 0: any free port)`);
+  return port;
+}
+
+/**
+ * This reconciler's /metrics, /healthz and /readyz. Only what this process
+ * knows is rendered (its passes and tasks, process metrics): the
+ * database-wide gauges are the API's, so several reconcilers do not repeat them.
+ */
+async function serveMetrics(
+  runtime: Awaited<ReturnType<typeof openRuntime>>,
+  port: number,
+  hostname: string,
+): Promise<{ port: number; observability: Observability; close(): Promise<void> }> {
+  const observability = observabilityOf(runtime.database.db, { processMetrics: true, databaseMetrics: false });
+  const ping = async () => {
+    await sql`select 1`.execute(runtime.database.db);
+  };
+  const app = metricsApp(ping, observability, VERSION);
+  let server: ServerType;
+  try {
+    server = await new Promise<ServerType>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));
+      s.once("error", (err: NodeJS.ErrnoException) =>
+        reject(err.code === "EADDRINUSE" ? new InputError(`--metrics-port: port ${port} on ${hostname} is already in use; choose another`) : err),
+      );
+    });
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  const bound = server.address();
+  return {
+    port: typeof bound === "object" && bound ? bound.port : port,
+    observability,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as Server).closeAllConnections();
+      }),
+  };
 }

@@ -7,6 +7,8 @@ export interface ReconcilerCommandOptions {
   watch?: boolean;
   zombieAfter?: string;
   queuedTimeout?: string;
+  metricsPort?: string;
+  metricsHost: string;
 }
 
 export function registerReconciler(program: Command): void {
@@ -20,6 +22,12 @@ export function registerReconciler(program: Command): void {
     .option("--watch", "reload the definitions when a file changes")
     .option("--zombie-after <duration>", "fail (and retry) running steps without a heartbeat for this long", "60s")
     .option("--queued-timeout <duration>", "hand out again steps not started this long after being queued", "5m")
+    .option(
+      "--metrics-port <port>",
+      "serve this reconciler's /metrics (pass and task durations, process metrics), /healthz and /readyz on this port " +
+        "(default: $TRIBUTARY_METRICS_PORT; unset: not served)",
+    )
+    .option("--metrics-host <host>", "host the metrics port listens on", "127.0.0.1")
     .action(async (opts: ReconcilerCommandOptions, cmd: Command) => {
       const { runReconciler } = await import("./reconciler-run.js");
       await runReconciler(opts, cmd.optsWithGlobals<GlobalOptions>());

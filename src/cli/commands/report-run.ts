@@ -1,8 +1,7 @@
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
-import { syncDefinitions } from "../definitions-sync.js";
 import { printJson } from "../output.js";
-import { openRuntime } from "../runtime.js";
+import { withCurrentDefinitions } from "../runtime.js";
 import { graphql, serverIsUp } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { ReportOptions } from "./report.js";
@@ -37,16 +36,7 @@ function parseMetadata(text: string | undefined): unknown {
 }
 
 async function inProcess(settings: Settings, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {
-  const runtime = await openRuntime(settings);
-  try {
-    const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
-    for (const f of sync.result.files) {
-      if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
-    }
-    return await runtime.apiContext().reportAssetEvent(request);
-  } finally {
-    await runtime.close();
-  }
+  return withCurrentDefinitions(settings, (api) => api.reportAssetEvent(request));
 }
 
 async function viaServer(url: string, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {

@@ -1,9 +1,10 @@
 import pc from "picocolors";
 import { InputError } from "../../errors/index.js";
-import type { RunDetail, RunStatus, RunSummary } from "../../storage/index.js";
+import type { RunStatus, RunSummary } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
-import { connectRuns, requireRun } from "../runs-client.js";
+import { connectRuns, requireRun, type RunView } from "../runs-client.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
+import { describeWait } from "./triggers-format.js";
 
 const STATUSES: readonly RunStatus[] = ["queued", "running", "success", "failed", "canceled"];
 
@@ -40,8 +41,8 @@ export async function runRun(id: string, opts: { json?: boolean }, globals: Glob
   }
 }
 
-/** A run with its steps, for people. */
-export function printRun(run: RunDetail): void {
+/** A run with its steps, for people; a deferred step also says what it waits for. */
+export function printRun(run: RunView): void {
   process.stdout.write(
     `run ${run.id}: ${colorStatus(run.status)} — ${run.stepsDone}/${run.stepsTotal} steps done, ${run.stepsFailed} failed, ` +
       `${duration(run)}\n`,
@@ -60,6 +61,12 @@ export function printRun(run: RunDetail): void {
       ]),
     )}\n`,
   );
+  const now = new Date();
+  for (const s of run.steps) {
+    if (s.state !== "deferred" || !s.waitingFor) continue;
+    const step = s.partitionKey ? `${s.assetKey} ${s.partitionKey}` : s.assetKey;
+    process.stdout.write(`${step}: ${colorStatus("deferred")} — ${describeWait(s.waitingFor, now)}\n`);
+  }
 }
 
 function errorLine(error: unknown): string | undefined {

@@ -1,0 +1,239 @@
+// The GraphQL API at scale, through the real Hono app in-process
+// (`createApiApp(...).request("/graphql")`) on the local Postgres, one fresh
+// database per scenario (dropped after). History is seeded with bulk SQL:
+// events, event_inputs (what each materialisation read) and partition_status,
+// so that statuses, staleness and lineage are derived as in production.
+//
+// 1. `asset(key) { partitionStatus { counts ranges } }` and the first page of
+//    `partitions(first: 100)` (with status) for hourly assets with 10 000 and
+//    100 000 partitions; statuses mixed in runs and scattered: materialised,
+//    failed, missing, stale (upstream re-materialised, or code version changed).
+// 2. `assets { key group upstream { key } partitionStatus { counts } }` over
+//    10 000 generated assets with 24 recent partitions each.
+// 3. `erasureImpact` over a 5-level graph (2 assets a level, each reading
+//    both of the level above) with 10 000 derived partitions.
+// Prints one JSON object: p50/p95/max per query, over --requests requests
+// after one warm-up.
+//
+//   npx tsx bench/api.ts [--requests 30] [--assets 10000]
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { storeBenchDefinitions } from "./_definitions.js";
+import { createApiApp } from "../src/api/index.js";
+import { openRuntime } from "../src/cli/runtime.js";
+import { resolveSettings } from "../src/cli/settings.js";
+import { partitionSpace, type PartitionsSpec } from "../src/partitions/index.js";
+import { createDatabase, databaseUrlWithName, dropDatabase } from "../src/storage/index.js";
+import { hourlyStart, mixedStatuses, now, random, resetRandom, seedHistory, type SeedAsset } from "./_seed-history.js";
+
+const { values } = parseArgs({
+  options: { requests: { type: "string", default: "30" }, assets: { type: "string", default: "10000" } },
+});
+const REQUESTS = Number(values.requests);
+const ASSETS = Number(values.assets);
+const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+type Request = (query: string, variables?: Record<string, unknown>) => Promise<{ ms: number; data: Record<string, unknown> }>;
+
+/**
+ * A fresh database with these definitions and history, the API app over it
+ * (the same ApiContext `tributary dev` builds, with the clock at `now`), then
+ * the database is dropped.
+ */
+async function withApi<T>(
+  name: string,
+  source: string,
+  assets: (specs: ReadonlyMap<string, PartitionsSpec>) => SeedAsset[],
+  run: (request: Request, seeded: object, specs: ReadonlyMap<string, PartitionsSpec>) => Promise<T>,
+): Promise<T> {
+  const dbName = `tributary_bench_api_${name}_${process.pid}`;
+  await createDatabase(adminUrl, dbName);
+  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-api-"));
+  const url = databaseUrlWithName(adminUrl, dbName);
+  const runtime = await openRuntime(resolveSettings({ definitions: dir, dataDir: dir }, { DATABASE_URL: url }));
+  try {
+    const loadStarted = performance.now();
+    await storeBenchDefinitions(runtime.database.db, dir, source, 300_000);
+    const loadDefinitionsMs = Math.round(performance.now() - loadStarted);
+    const { graph } = await runtime.graphs.current();
+    const specs = new Map(graph.assets.filter((a) => a.partitions).map((a) => [a.key, a.partitions!]));
+    const seedStarted = performance.now();
+    const seeded = await seedHistory(runtime.database.db, assets(specs));
+    const seedMs = Math.round(performance.now() - seedStarted);
+    const app = createApiApp({ context: { ...runtime.apiContext(), now: () => now }, ping: async () => {}, version: "bench" });
+    const request: Request = async (query, variables) => {
+      const started = performance.now();
+      const res = await app.request("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query, variables }),
+      });
+      const body = (await res.json()) as { data?: Record<string, unknown>; errors?: { message: string }[] };
+      const ms = performance.now() - started;
+      if (body.errors?.length || !body.data) throw new Error(`bench query failed: ${JSON.stringify(body.errors ?? body)}`);
+      return { ms, data: body.data };
+    };
+    return await run(request, { ...seeded, loadDefinitionsMs, seedMs }, specs);
+  } finally {
+    await runtime.close();
+    await dropDatabase(adminUrl, dbName);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** One warm-up, then `times` timed requests: p50/p95/max in ms, and the last answer. */
+async function measure(request: Request, query: string, variables: Record<string, unknown>, times: number) {
+  await request(query, variables);
+  const ms: number[] = [];
+  let data: Record<string, unknown> = {};
+  for (let i = 0; i < times; i++) ({ ms: ms[i]!, data } = await request(query, variables));
+  ms.sort((a, b) => a - b);
+  const pick = (q: number) => Math.round(ms[Math.min(ms.length - 1, Math.ceil(q * ms.length) - 1)]! * 10) / 10;
+  return { stats: { requests: times, p50: pick(0.5), p95: pick(0.95), max: pick(1) }, data };
+}
+
+const STATUS_QUERY = `query($key: String!) { asset(key: $key) { partitionStatus {
+  counts { missing materialized failed stale total } ranges { status from to count } } } }`;
+const PAGE_QUERY = `query($key: String!) { asset(key: $key) { partitions(first: 100) {
+  totalCount endCursor nodes { key start status staleReasons { kind } } } } }`;
+
+async function partitionsScenario() {
+  resetRandom();
+  const sizes = [10_000, 100_000];
+  const source = [
+    `import { asset, dep, hourly } from "tributary";`,
+    `const noop = async () => null;`,
+    `export const raw = asset({ key: "bench/raw", partitions: hourly({ start: "${hourlyStart(100_000)}" }) }, noop);`,
+    ...sizes.map(
+      (n) =>
+        `export const p${n} = asset({ key: "bench/p${n}", codeVersion: "v2", partitions: hourly({ start: "${hourlyStart(n)}" }), deps: { raw: dep(raw) } }, noop);`,
+    ),
+  ].join("\n");
+  return withApi(
+    "parts",
+    source,
+    (specs) => [
+      { key: "bench/raw", partitions: specs.get("bench/raw")!, from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
+      ...sizes.map((n): SeedAsset => {
+        const statuses = mixedStatuses(n);
+        const key = `bench/p${n}`;
+        return { key, partitions: specs.get(key)!, from: () => 0, status: (i) => statuses[i]!, upstreams: ["bench/raw"], codeVersion: "v2" };
+      }),
+    ],
+    async (request, seeded) => {
+      const out: Record<string, unknown> = { seeded };
+      for (const n of sizes) {
+        const variables = { key: `bench/p${n}` };
+        const status = await measure(request, STATUS_QUERY, variables, REQUESTS);
+        const page = await measure(request, PAGE_QUERY, variables, REQUESTS);
+        const summary = (status.data.asset as { partitionStatus: { counts: object; ranges: unknown[] } }).partitionStatus;
+        out[`partitions${n}`] = {
+          partitionStatus: status.stats,
+          counts: summary.counts,
+          ranges: summary.ranges.length,
+          responseBytes: JSON.stringify(status.data).length,
+          firstPage: page.stats,
+        };
+      }
+      return out;
+    },
+  );
+}
+
+/** 10 000 assets as one definitions file: half daily, half hourly, up to 3 deps of the same cadence, 20 groups. */
+function manyAssets(): { source: string; upstreams: Map<string, string[]> } {
+  const upstreams = new Map<string, string[]>();
+  const lines = [
+    `import { asset, daily, dep, hourly } from "tributary";`,
+    `const days = daily({ start: "2024-01-01" });`,
+    `const hours = hourly({ start: "2025-01-01T00:00" });`,
+    `const noop = async () => null;`,
+  ];
+  const pools: [number[], number[]] = [[], []];
+  for (let i = 0; i < ASSETS; i++) {
+    const pool = pools[i % 2]!;
+    const deps = new Set<number>();
+    for (let d = 0; d < 3 && pool.length > 0; d++) deps.add(pool[Math.floor(random() * pool.length)]!);
+    const depList = [...deps].map((j) => `d${j}: dep(a${j})`).join(", ");
+    lines.push(`export const a${i} = asset({ key: "bench/a${i}", group: "g${i % 20}", partitions: ${i % 2 ? "hours" : "days"}, deps: { ${depList} } }, noop);`);
+    upstreams.set(`bench/a${i}`, [...deps].map((j) => `bench/a${j}`));
+    pool.push(i);
+  }
+  return { source: lines.join("\n") + "\n", upstreams };
+}
+
+async function assetsScenario() {
+  resetRandom();
+  const { source, upstreams } = manyAssets();
+  const recent = 24;
+  return withApi(
+    "assets",
+    source,
+    (specs) =>
+      [...upstreams].map(([key, ups]): SeedAsset => {
+        const statuses = mixedStatuses(recent);
+        const status = (i: number) => statuses[i % recent]!;
+        return { key, partitions: specs.get(key)!, from: (count) => count - recent, status, upstreams: ups, codeVersion: null };
+      }),
+    async (request, seeded) => {
+      const query = `{ assets { key group upstream { key } partitionStatus { counts { missing materialized failed stale total } } } }`;
+      const { stats, data } = await measure(request, query, {}, Math.min(REQUESTS, 10));
+      return { seeded, assets: (data.assets as unknown[]).length, responseBytes: JSON.stringify(data).length, query: stats };
+    },
+  );
+}
+
+/** A source and 5 levels of 2 assets, each reading both assets of the level above (the source for level 1); `history` hourly partitions each. */
+async function erasureScenario() {
+  const history = 5_000;
+  const asked = 1_000;
+  const levels = 5;
+  const lines = [
+    `import { asset, dep, hourly } from "tributary";`,
+    `const hours = hourly({ start: "${hourlyStart(history)}" });`,
+    `const noop = async () => null;`,
+    `export const l0a = asset({ key: "bench/customers", partitions: hours, metadata: { pii: ["email", "name"] } }, noop);`,
+  ];
+  const order: { key: string; upstreams: string[] }[] = [{ key: "bench/customers", upstreams: [] }];
+  for (let l = 1; l <= levels; l++) {
+    const ups = l === 1 ? ["l0a"] : [`l${l - 1}a`, `l${l - 1}b`];
+    for (const side of ["a", "b"]) {
+      const pii = side === "a" ? `, metadata: { pii: true }` : "";
+      const deps = ups.map((u) => `${u}: dep(${u})`).join(", ");
+      lines.push(`export const l${l}${side} = asset({ key: "bench/l${l}${side}", partitions: hours${pii}, deps: { ${deps} } }, noop);`);
+      order.push({ key: `bench/l${l}${side}`, upstreams: ups.map((u) => (u === "l0a" ? "bench/customers" : `bench/${u}`)) });
+    }
+  }
+  return withApi(
+    "erasure",
+    lines.join("\n") + "\n",
+    (specs) => order.map((a) => ({ ...a, partitions: specs.get(a.key)!, from: () => 0, status: () => "materialized", codeVersion: null })),
+    async (request, seeded, specs) => {
+      const space = partitionSpace(specs.get("bench/customers")!);
+      const partitionKeys = Array.from({ length: asked }, (_, i) => space.keyAt(history - asked - 500 + i));
+      const query = `query($key: String!, $keys: [String!]!) { erasureImpact(assetKey: $key, partitionKeys: $keys) {
+        assets { assetKey hasPii partitionCount } partitions { assetKey partitionKey eventId runId output { storageRef } } } }`;
+      const { stats, data } = await measure(request, query, { key: "bench/customers", keys: partitionKeys }, Math.min(REQUESTS, 10));
+      const impact = data.erasureImpact as { partitions: unknown[]; assets: unknown[] };
+      return {
+        seeded,
+        levels,
+        sourcePartitionsAsked: asked,
+        impactedPartitions: impact.partitions.length,
+        assets: impact.assets.length,
+        responseBytes: JSON.stringify(data).length,
+        query: stats,
+      };
+    },
+  );
+}
+
+async function main(): Promise<void> {
+  const partitions = await partitionsScenario();
+  const assets = await assetsScenario();
+  const erasure = await erasureScenario();
+  process.stdout.write(`${JSON.stringify({ bench: "api", database: "postgres (local)", requests: REQUESTS, partitions, assets, erasure })}\n`);
+}
+
+await main();

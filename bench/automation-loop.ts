@@ -1,0 +1,157 @@
+// The automation loop through Postgres: the same 10 000-asset graph as
+// bench/automation-tick.ts (half daily, half hourly, ~5 deps, eager / onCron /
+// onMissing), stored as real definitions, with recent history in
+// partition_status (30 days of the daily assets, 72 hours of the hourly ones:
+// ~510 000 rows). Measures AutomationTask ticks end to end (lease, event
+// cursor, views, evaluation, run creation, commit): the first one (loads the
+// partition states into memory), a steady full one, and an incremental one
+// after 50 reported events. Prints one JSON object.
+//
+//   npx tsx bench/automation-loop.ts [--assets 10000]
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { sql } from "kysely";
+import { storeBenchDefinitions } from "./_definitions.js";
+import { partitionSpace } from "../src/partitions/index.js";
+import { AutomationTask } from "../src/reconciler/index.js";
+import {
+  createDatabase,
+  databaseUrlWithName,
+  dropDatabase,
+  GraphCache,
+  migrate,
+  openPostgres,
+  PgAutomationStore,
+  PgEventStore,
+  PgRunStore,
+  toJson,
+} from "../src/storage/index.js";
+
+const { values } = parseArgs({ options: { assets: { type: "string", default: "10000" } } });
+const N = Number(values.assets);
+const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+const now = new Date("2026-01-01T00:30:00Z");
+
+// Same shape as bench/automation-tick.ts: one definitions file, one export per asset.
+function definitionsSource(): string {
+  let seed = 42;
+  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const lines = [
+    `import { asset, daily, dep, eager, hourly, onCron, onMissing } from "tributary";`,
+    `const days = daily({ start: "2025-01-01" });`,
+    `const hours = hourly({ start: "2025-01-01T00:00" });`,
+    `const noop = async () => null;`,
+  ];
+  const pools: [number[], number[]] = [[], []];
+  for (let i = 0; i < N; i++) {
+    const isHourly = i % 2 === 1;
+    const pool = pools[isHourly ? 1 : 0];
+    const deps: string[] = [];
+    for (let d = 0; d < 5 && pool.length > 0; d++) deps.push(`d${d}: dep(a${pool[Math.floor(random() * pool.length)]})`);
+    const r = random();
+    const cron = isHourly ? `"5 * * * *"` : `"0 1 * * *"`;
+    const automation = pool.length < 50 ? `onCron(${cron})` : r < 0.7 ? "eager()" : r < 0.9 ? `onCron(${cron})` : "onMissing()";
+    lines.push(`export const a${i} = asset({ key: "bench/a${i}", partitions: ${isHourly ? "hours" : "days"}, automation: ${automation}, deps: { ${deps.join(", ")} } }, noop);`);
+    pool.push(i);
+  }
+  return lines.join("\n") + "\n";
+}
+
+async function main(): Promise<void> {
+  const dbName = `tributary_bench_auto_${process.pid}`;
+  await createDatabase(adminUrl, dbName);
+  const url = databaseUrlWithName(adminUrl, dbName);
+  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-auto-"));
+  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 4 });
+  try {
+    await migrate(handle.db);
+    const loadStarted = performance.now();
+    const definitions = await storeBenchDefinitions(handle.db, dir, definitionsSource(), 120_000);
+    const loadMs = performance.now() - loadStarted;
+    const graphs = new GraphCache(definitions, 0);
+    const { graph } = await graphs.current();
+
+    // Recent history, as if the last month had been materialised.
+    const seedStarted = performance.now();
+    let rows: { asset_key: string; partition_key: string; event_id: number }[] = [];
+    let eventId = 1;
+    let seeded = 0;
+    const flush = async () => {
+      if (rows.length === 0) return;
+      await sql`insert into partition_status (asset_key, partition_key, status, last_materialization_event_id, materialized_at, updated_at)
+                select x.asset_key, x.partition_key, 'materialized', x.event_id, ${now}, ${now}
+                from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(asset_key text, partition_key text, event_id bigint)`.execute(handle.db);
+      seeded += rows.length;
+      rows = [];
+    };
+    for (const a of graph.assets) {
+      const space = partitionSpace(a.partitions!);
+      const count = space.count(now);
+      const depth = space.describe().startsWith("hourly") ? 72 : 30;
+      for (let i = Math.max(0, count - depth); i < count - 1; i++) rows.push({ asset_key: a.key, partition_key: space.keyAt(i), event_id: eventId++ });
+      if (rows.length >= 20_000) await flush();
+    }
+    await flush();
+    await sql`analyze`.execute(handle.db);
+    const seedMs = performance.now() - seedStarted;
+
+    const runs = new PgRunStore(handle.db);
+    const task = new AutomationTask({
+      store: new PgAutomationStore(handle.db),
+      runs,
+      graphs,
+      definitions,
+      owner: "bench",
+      minIntervalMs: 0,
+    });
+    const first = await task.tick(now);
+    task.requestFullEvaluation();
+    const steady = await task.tick(new Date(now.getTime() + 1_000));
+
+    // 50 external events on random partitions of the recent history.
+    let s = 7;
+    const random = () => ((s = (s * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const events = [];
+    for (let e = 0; e < 50; e++) {
+      const a = graph.assets[Math.floor(random() * graph.assets.length)]!;
+      const space = partitionSpace(a.partitions!);
+      events.push({ assetKey: a.key, partitionKey: space.keyAt(space.count(now) - 2 - Math.floor(random() * 10)), kind: "external" as const, metadata: {} });
+    }
+    await new PgEventStore(handle.db).reportEvents(events, now);
+    // Events are read once no older transaction in the cluster is open (see events.tx_id): tick until they are.
+    let incremental = await task.tick(new Date(now.getTime() + 2_000));
+    for (let i = 1; i < 100 && (incremental?.events ?? 0) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      incremental = await task.tick(new Date(now.getTime() + 2_000 + i));
+    }
+    const runsCreated = Number((await sql<{ n: string }>`select count(*) as n from runs`.execute(handle.db)).rows[0]!.n);
+    const records = Number((await sql<{ n: string }>`select count(*) as n from automation_evaluations`.execute(handle.db)).rows[0]!.n);
+    process.stdout.write(
+      `${JSON.stringify({
+        bench: "automation-loop",
+        database: "postgres (local)",
+        assets: N,
+        partitionStatusRows: seeded,
+        loadDefinitionsMs: Math.round(loadMs),
+        seedMs: Math.round(seedMs),
+        firstTick: round(first),
+        steadyFullTick: round(steady),
+        incrementalAfter50Events: round(incremental),
+        runsCreated,
+        evaluationRecords: records,
+      })}\n`,
+    );
+  } finally {
+    await handle.close();
+    await dropDatabase(adminUrl, dbName);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function round<T extends { ms: number } | undefined>(s: T): T {
+  return (s ? { ...s, ms: Math.round(s.ms) } : s) as T;
+}
+
+await main();

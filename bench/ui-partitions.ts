@@ -1,0 +1,121 @@
+// The asset page's partition bar in a real headless Chromium against a real `tributary dev` on the local
+// Postgres: time from navigation to the bar drawn (the PartitionBar's `data-ready`), for hourly assets with
+// 10 000 and 100 000 partitions whose statuses are seeded as bench/api.ts seeds them (mixed, in runs, with
+// scattered failures: thousands of status ranges).
+//
+// Each measurement opens a fresh page (new browser context: no cache) and reads, in the page,
+// performance.now() once `data-ready` is set (navigation start = 0), plus the draw time the bar records
+// (performance.measure "partition-bar-draw").
+//
+//   npx tsx bench/ui-partitions.ts [--runs 10]
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { chromium } from "playwright-core";
+import { hourlyStart, mixedStatuses, resetRandom, seedHistory, type SeedAsset } from "./_seed-history.js";
+import { hourly } from "../src/partitions/index.js";
+import { createDatabase, databaseUrlWithName, dropDatabase, migrate, openPostgres } from "../src/storage/index.js";
+import { startDev, stats } from "./_ui-bench.js";
+
+const { values } = parseArgs({ options: { runs: { type: "string", default: "10" } } });
+const RUNS = Number(values.runs);
+const SIZES = [10_000, 100_000];
+const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const END = "2026-01-01T00:00";
+
+const source = [
+  `import { asset, dep, hourly } from "tributary";`,
+  `const noop = async () => null;`,
+  `export const raw = asset({ key: "bench/raw", partitions: hourly({ start: "${hourlyStart(100_000)}", end: "${END}" }) }, noop);`,
+  ...SIZES.map((n) => `export const p${n} = asset({ key: "bench/p${n}", codeVersion: "v2", partitions: hourly({ start: "${hourlyStart(n)}", end: "${END}" }), deps: { raw: dep(raw) } }, noop);`),
+].join("\n");
+
+async function seed(url: string): Promise<object> {
+  const handle = await openPostgres({ kind: "postgres", url });
+  try {
+    await migrate(handle.db);
+    resetRandom();
+    const assets: SeedAsset[] = [
+      { key: "bench/raw", partitions: hourly({ start: hourlyStart(100_000), end: END }), from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
+      ...SIZES.map((n): SeedAsset => {
+        const statuses = mixedStatuses(n);
+        return { key: `bench/p${n}`, partitions: hourly({ start: hourlyStart(n), end: END }), from: () => 0, status: (i) => statuses[i]!, upstreams: ["bench/raw"], codeVersion: "v2" };
+      }),
+    ];
+    return await seedHistory(handle.db, assets);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `tributary dev` on the bench definitions; resolves once GraphQL serves them. */
+async function main(): Promise<void> {
+  const dbName = `tributary_bench_ui_parts_${process.pid}`;
+  await createDatabase(adminUrl, dbName);
+  const url = databaseUrlWithName(adminUrl, dbName);
+  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-ui-"));
+  let dev: { port: number; stop: () => Promise<void> } | undefined;
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"] });
+  try {
+    await writeFile(path.join(dir, "bench.ts"), source);
+    const seeded = await seed(url);
+    dev = await startDev(url, dir);
+    const out: Record<string, unknown> = {};
+    const phases: Record<number, string[]> = {};
+    for (const n of SIZES) {
+      const ready: number[] = [];
+      const draw: number[] = [];
+      let ranges = 0;
+      const problems: string[] = [];
+      for (let i = 0; i <= RUNS; i++) {
+        const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+        const page = await context.newPage();
+        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+        page.on("pageerror", (e) => problems.push(e.message));
+        await page.goto(`http://127.0.0.1:${dev.port}/assets/bench/p${n}`);
+        await page.locator('[data-testid="partition-bar"][data-ready="true"]').waitFor({ timeout: 60_000 });
+        const m = await page.evaluate(() => ({
+          readyMs: performance.now(),
+          // Where the time went: the page's own files and each GraphQL request, [start, end] since navigation.
+          phases: [
+            ["html", 0, (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).responseEnd],
+            ...(performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((r) => [r.name.replace(/^https?:\/\/[^/]+/, ""), r.startTime, r.responseEnd]),
+          ].map(([name, start, end]) => `${name as string} ${Math.round(start as number)}–${Math.round(end as number)}`),
+          drawMs: performance.getEntriesByName("partition-bar-draw")[0]?.duration ?? NaN,
+          drawnAtMs: performance.getEntriesByName("partition-bar-draw")[0]?.startTime ?? NaN,
+        }));
+        const total = await page.getByTestId("partition-bar").getAttribute("data-total");
+        if (Number(total) !== n) throw new Error(`bench/p${n}: the bar shows ${total} partitions`);
+        if (i === RUNS) phases[n] = m.phases;
+        if (i > 0) {
+          // The first load warms the server (and Chromium's compile caches): not counted.
+          ready.push(m.drawnAtMs + m.drawMs);
+          draw.push(m.drawMs);
+        }
+        ranges = await page.evaluate(async (key) => {
+          const res = await fetch("/graphql", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ query: `{ asset(key: "${key}") { partitionStatus { ranges { count } } } }` }),
+          });
+          return ((await res.json()) as { data: { asset: { partitionStatus: { ranges: unknown[] } } } }).data.asset.partitionStatus.ranges.length;
+        }, `bench/p${n}`);
+        await context.close();
+      }
+      if (problems.length > 0) throw new Error(`bench/p${n}: console errors:\n${problems.join("\n")}`);
+      out[`partitions${n}`] = { ranges, navigationToBarDrawnMs: stats(ready), drawMs: stats(draw), lastLoad: phases[n] };
+    }
+    // The machine's 1-minute load average at the end: the figures move with it on a shared machine.
+    const load = Math.round(loadavg()[0]! * 10) / 10;
+    process.stdout.write(`${JSON.stringify({ bench: "ui-partitions", browser: "chromium (headless)", viewport: "1280x800", database: "postgres (local)", loadAverage1m: load, seeded, ...out })}\n`);
+  } finally {
+    await browser.close();
+    await dev?.stop();
+    await dropDatabase(adminUrl, dbName);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,153 @@
+// Partition status of assets: Asset.partitionStatus (counts and ranges by
+// status) and the status and stale reasons of each listed partition.
+import type { GraphQLResolveInfo, SelectionSetNode } from "graphql";
+import type { SnapshotAsset } from "../../graph/index.js";
+import type { AssetCodeVersion, PartitionStatusRecord, RecordedStatusCounts, StaleReason } from "../../storage/index.js";
+import type { PartitionStatusRow } from "../partition-listing.js";
+import { partitionStatusSummary, type PartitionStatusCounts, type PartitionStatusRange, type PartitionStatusSummary } from "../partition-status-summary.js";
+import { batched, perContext } from "./batch.js";
+import { builder, type ApiContext } from "./builder.js";
+import { asGraphQLError } from "./errors.js";
+
+export const PartitionStatusEnum = builder.enumType("PartitionStatus", {
+  description: "Status of one partition of an asset",
+  values: {
+    MISSING: { value: "missing", description: "Never materialised (or cleared)" },
+    MATERIALIZING: { value: "materializing", description: "A step for it is unfinished in a queued or running run" },
+    MATERIALIZED: { value: "materialized", description: "Materialised and up to date" },
+    FAILED: { value: "failed", description: "Its latest step failed for good" },
+    STALE: {
+      value: "stale",
+      description: "Materialised, but an upstream partition it read was materialised again since, or the asset's code version changed",
+    },
+    TIMED_OUT: { value: "timed_out", description: "A source partition whose observation timed out before it appeared" },
+  } as const,
+});
+
+const StaleReasonKindEnum = builder.enumType("StaleReasonKind", {
+  values: {
+    CODE_VERSION_CHANGED: { value: "code_version_changed" },
+    UPSTREAM_UPDATED: { value: "upstream_updated" },
+  } as const,
+});
+
+export const StaleReasonRef = builder.objectRef<StaleReason>("StaleReason").implement({
+  description: "Why a materialised partition is stale",
+  fields: (t) => ({
+    kind: t.field({ type: StaleReasonKindEnum, resolve: (r) => r.kind }),
+    message: t.string({ resolve: staleMessage }),
+    materializedCodeVersion: t.string({ nullable: true, resolve: (r) => (r.kind === "code_version_changed" ? r.materializedWith : null) }),
+    currentCodeVersion: t.string({ nullable: true, resolve: (r) => (r.kind === "code_version_changed" ? r.current : null) }),
+    upstreamAssetKey: t.string({ nullable: true, resolve: (r) => (r.kind === "upstream_updated" ? r.upstreamAssetKey : null) }),
+    upstreamPartitionKey: t.string({ nullable: true, resolve: (r) => (r.kind === "upstream_updated" ? r.upstreamPartitionKey : null) }),
+    readEventId: t.string({
+      nullable: true,
+      description: "The upstream event the materialisation read",
+      resolve: (r) => (r.kind === "upstream_updated" && r.readEventId !== null ? String(r.readEventId) : null),
+    }),
+    latestEventId: t.string({
+      nullable: true,
+      description: "The upstream partition's latest event",
+      resolve: (r) => (r.kind === "upstream_updated" ? String(r.latestEventId) : null),
+    }),
+  }),
+});
+
+const PartitionStatusCountsRef = builder.objectRef<PartitionStatusCounts>("PartitionStatusCounts").implement({
+  description: "Existing partitions of an asset by status",
+  fields: (t) => ({
+    missing: t.exposeInt("missing"),
+    materializing: t.exposeInt("materializing"),
+    materialized: t.exposeInt("materialized"),
+    failed: t.exposeInt("failed"),
+    stale: t.exposeInt("stale"),
+    timedOut: t.exposeInt("timed_out", { description: "Source partitions whose observation timed out" }),
+    total: t.exposeInt("total", { description: "Partitions that exist now (1 for an unpartitioned asset)" }),
+  }),
+});
+
+const PartitionStatusRangeRef = builder.objectRef<PartitionStatusRange>("PartitionStatusRange").implement({
+  description: "Consecutive partitions (in the partitions definition's order) with the same status",
+  fields: (t) => ({
+    status: t.field({ type: PartitionStatusEnum, resolve: (r) => r.status }),
+    from: t.exposeString("from", { description: "First key of the range ('' for an unpartitioned asset)" }),
+    to: t.exposeString("to", { description: "Last key of the range, included" }),
+    count: t.exposeInt("count"),
+  }),
+});
+
+export const AssetPartitionStatusRef = builder.objectRef<PartitionStatusSummary>("AssetPartitionStatus").implement({
+  fields: (t) => ({
+    counts: t.field({ type: PartitionStatusCountsRef, resolve: (s) => s.counts }),
+    ranges: t.field({
+      type: [PartitionStatusRangeRef],
+      description: "Every existing partition, oldest first, folded into ranges of one status",
+      resolve: (s) => s.ranges ?? [],
+    }),
+  }),
+});
+
+/**
+ * A per-request loader of one value per asset (at its code version) that
+ * asks the store once per GraphQL level for all the assets resolved there.
+ */
+function perAssetLoader<V>(
+  load: (ctx: ApiContext, assets: AssetCodeVersion[]) => Promise<ReadonlyMap<string, V>>,
+): (ctx: ApiContext) => (asset: AssetCodeVersion) => Promise<V | undefined> {
+  return perContext((ctx: ApiContext) => {
+    const loader = batched(async (keys: string[]) => {
+      const assets = keys.map((k) => JSON.parse(k) as [string, string | null]).map(([assetKey, codeVersion]) => ({ assetKey, codeVersion }));
+      const byAsset = await load(ctx, assets);
+      return new Map(assets.map((a) => [JSON.stringify([a.assetKey, a.codeVersion]), byAsset.get(a.assetKey)!]));
+    });
+    return (asset) => loader(JSON.stringify([asset.assetKey, asset.codeVersion]));
+  });
+}
+
+/** Recorded counts of many assets in one aggregate query per GraphQL level (`assets { partitionStatus { counts } }`). */
+const countsLoader = perAssetLoader((ctx, assets) => ctx.partitionStatus.countByStatus(assets));
+
+/** Keys by status of many assets in one query per GraphQL level (`assets { partitionStatus { ranges } }`). */
+const keysLoader = perAssetLoader((ctx, assets) => ctx.partitionStatus.keysByStatusOfMany(assets));
+
+/** Resolver of Asset.partitionStatus. */
+export async function resolvePartitionStatus(asset: SnapshotAsset, ctx: ApiContext, info: GraphQLResolveInfo): Promise<PartitionStatusSummary> {
+  try {
+    const counts = countsLoader(ctx);
+    const keys = keysLoader(ctx);
+    return await partitionStatusSummary(asset, {
+      store: { keysByStatus: async (a) => (await keys(a)) ?? new Map() },
+      counts: async () => (await counts({ assetKey: asset.key, codeVersion: asset.codeVersion })) as RecordedStatusCounts,
+      withRanges: info.fieldNodes.some((n) => asksFor(n.selectionSet, "ranges")),
+      now: ctx.now(),
+      dynamicKeys: (name) => ctx.catalog.dynamicKeys(name),
+    });
+  } catch (err) {
+    throw asGraphQLError(err);
+  }
+}
+
+/** Status of a listed partition (the page's statuses load on first use). */
+export async function partitionStateOf(row: PartitionStatusRow): Promise<PartitionStatusRecord["status"]> {
+  return (await row.state())?.status ?? "missing";
+}
+
+export async function staleReasonsOf(row: PartitionStatusRow): Promise<readonly StaleReason[]> {
+  return (await row.state())?.staleReasons ?? [];
+}
+
+/** Whether a selection asks for `field` (fragments count as asking: they are not expanded here). */
+function asksFor(selection: SelectionSetNode | undefined, field: string): boolean {
+  return (selection?.selections ?? []).some((s) => s.kind !== "Field" || s.name.value === field);
+}
+
+function staleMessage(r: StaleReason): string {
+  if (r.kind === "code_version_changed") {
+    return `materialised with code version "${r.materializedWith}"; the asset's code version is now "${r.current}"`;
+  }
+  const p = r.upstreamPartitionKey === "" ? "" : ` partition "${r.upstreamPartitionKey}"`;
+  return (
+    `upstream "${r.upstreamAssetKey}"${p} was materialised again (event ${r.latestEventId}) after ` +
+    (r.readEventId === null ? "this partition read it before it had any event" : `this partition read event ${r.readEventId}`)
+  );
+}

@@ -1,0 +1,54 @@
+// pauseAutomation / resumeAutomation, and the pause state behind Asset.paused.
+import { z } from "zod";
+import type { AssetPauseState, PauseTarget } from "../../storage/index.js";
+import { batched, perContext } from "./batch.js";
+import { builder, type ApiContext } from "./builder.js";
+import { parseInput } from "./errors.js";
+
+const AutomationPauseRef = builder.objectRef<AssetPauseState>("AutomationPauseState").implement({
+  description: "An asset a pauseAutomation or resumeAutomation call targeted, and its state afterwards",
+  fields: (t) => ({
+    assetKey: t.exposeString("assetKey"),
+    group: t.exposeString("group", { nullable: true }),
+    paused: t.exposeBoolean("paused"),
+    pausedAt: t.field({ type: "DateTime", nullable: true, resolve: (s) => s.pausedAt }),
+    changed: t.exposeBoolean("changed", { description: "false when it already was in the requested state" }),
+  }),
+});
+
+const PauseAutomationInput = builder.inputType("PauseAutomationInput", {
+  fields: (t) => ({
+    assetKeys: t.stringList({ description: "Assets to target" }),
+    group: t.string({ description: "Also every asset of this group" }),
+  }),
+});
+
+const pauseInput = z.strictObject({
+  assetKeys: z.array(z.string().min(1, "must not be empty")).max(10_000, "at most 10 000 keys per call").optional(),
+  group: z.string().min(1, "must not be empty").optional(),
+});
+
+function parseTarget(field: string, input: unknown): PauseTarget {
+  return parseInput(pauseInput, input, field);
+}
+
+builder.mutationFields((t) => ({
+  pauseAutomation: t.field({
+    type: [AutomationPauseRef],
+    description:
+      "Stops automation and schedules from starting runs for these assets (and/or every asset of a group). " +
+      "Runs already started, manual runs and backfills are not affected",
+    args: { input: t.arg({ type: PauseAutomationInput, required: true }) },
+    // TributaryErrors reach the client with their code (see maskError in app.ts).
+    resolve: (_root, args, ctx) => ctx.pauseAutomation(parseTarget("pauseAutomation", args.input)),
+  }),
+  resumeAutomation: t.field({
+    type: [AutomationPauseRef],
+    description: "Lets automation and schedules start runs for these assets again; each follows its catchup setting",
+    args: { input: t.arg({ type: PauseAutomationInput, required: true }) },
+    resolve: (_root, args, ctx) => ctx.resumeAutomation(parseTarget("resumeAutomation", args.input)),
+  }),
+}));
+
+/** Pause state of an asset; sibling assets of one query share one lookup. */
+export const pauseStateOf = perContext((ctx: ApiContext) => batched((keys: string[]) => ctx.pauses.pauseStates(keys)));

@@ -1,0 +1,131 @@
+import { Hono } from "hono";
+import type { Kysely } from "kysely";
+import { migrationStatus, PgMetricsQueryStore, readMigrationFiles, type Database, type MigrationFile, type MigrationStatus } from "../../storage/index.js";
+import { TributaryMetrics } from "./tributary-metrics.js";
+
+/** What `/metrics` and `/readyz` read. */
+export interface Observability {
+  readonly metrics: TributaryMetrics;
+  /** The database's applied migrations compared with this code's files. */
+  readonly migrations: () => Promise<MigrationStatus>;
+}
+
+/** A reason `/readyz` answers 503, with a stable code. */
+export interface ReadinessProblem {
+  readonly code: "DATABASE_UNREACHABLE" | "MIGRATIONS_PENDING" | "MIGRATIONS_UNKNOWN" | "MIGRATIONS_CHANGED" | "MIGRATIONS_UNCHECKED";
+  readonly message: string;
+}
+
+/**
+ * Metrics and migration checks over one database.
+ *
+ * @example
+ * const app = createApiApp({ context, ping, version, observability: observabilityOf(handle.db, { processMetrics: true }) });
+ */
+export function observabilityOf(
+  db: Kysely<Database>,
+  options: {
+    readonly processMetrics?: boolean;
+    readonly migrationsDir?: string;
+    /** Read database-wide gauges, trigger counts and dispatch latencies at scrape time (default true; a reconciler process serves only its own). */
+    readonly databaseMetrics?: boolean;
+  } = {},
+): Observability {
+  // The files this code was shipped with: read once, they do not change under a running process.
+  let files: Promise<MigrationFile[]> | undefined;
+  return {
+    metrics: new TributaryMetrics({
+      ...(options.databaseMetrics === false ? {} : { store: new PgMetricsQueryStore(db) }),
+      ...(options.processMetrics ? { processMetrics: true } : {}),
+    }),
+    migrations: async () => {
+      files ??= readMigrationFiles(options.migrationsDir).catch((err: unknown) => {
+        files = undefined;
+        throw err;
+      });
+      return migrationStatus(db, await files);
+    },
+  };
+}
+
+/**
+ * The HTTP surface of a process that serves no API (`tributary reconciler
+ * --metrics-port`): `GET /healthz`, `/metrics` and `/readyz`, as the API serves them.
+ *
+ * @example
+ * serve({ fetch: metricsApp(ping, observabilityOf(db, { databaseMetrics: false }), VERSION).fetch, port: 9464 });
+ */
+export function metricsApp(ping: () => Promise<void>, observability: Observability, version: string): Hono {
+  const app = new Hono();
+  app.get("/healthz", async (c) => {
+    try {
+      await ping();
+      return c.json({ status: "ok", version });
+    } catch (err) {
+      return c.json({ status: "unavailable", error: errorMessage(err) }, 503);
+    }
+  });
+  app.route("/", observabilityRoutes(ping, observability));
+  app.notFound((c) => c.json({ error: { code: "NOT_FOUND", message: `${c.req.path} is not served here: this process serves /metrics, /healthz and /readyz` } }, 404));
+  return app;
+}
+
+/**
+ * `GET /metrics` (Prometheus text; 503 when the database does not answer) and
+ * `GET /readyz`: 200 when the database answers and its migrations are exactly
+ * this code's, else 503 with a JSON body listing each problem.
+ */
+export function observabilityRoutes(ping: () => Promise<void>, observability: Observability): Hono {
+  const app = new Hono();
+  app.get("/metrics", async (c) => {
+    try {
+      const text = await observability.metrics.render();
+      return c.body(text, 200, { "content-type": observability.metrics.contentType });
+    } catch (err) {
+      return c.text(`# metrics unavailable: the database did not answer: ${errorMessage(err)}\n`, 503);
+    }
+  });
+  app.get("/readyz", async (c) => {
+    const problems = await readinessProblems(ping, observability.migrations);
+    return problems.length === 0 ? c.json({ status: "ready", problems }) : c.json({ status: "not_ready", problems }, 503);
+  });
+  return app;
+}
+
+async function readinessProblems(ping: () => Promise<void>, migrations: () => Promise<MigrationStatus>): Promise<ReadinessProblem[]> {
+  try {
+    await ping();
+  } catch (err) {
+    return [{ code: "DATABASE_UNREACHABLE", message: `the database did not answer: ${errorMessage(err)}` }];
+  }
+  let status: MigrationStatus;
+  try {
+    status = await migrations();
+  } catch (err) {
+    return [{ code: "MIGRATIONS_UNCHECKED", message: `could not compare the applied migrations with the files: ${errorMessage(err)}` }];
+  }
+  const problems: ReadinessProblem[] = [];
+  if (status.pending.length > 0) {
+    problems.push({
+      code: "MIGRATIONS_PENDING",
+      message: `migration(s) not applied: ${status.pending.join(", ")}; run \`tributary migrate\` (or restart a server, which migrates on start)`,
+    });
+  }
+  if (status.unknown.length > 0) {
+    problems.push({
+      code: "MIGRATIONS_UNKNOWN",
+      message: `the database has migration(s) this version does not know: ${status.unknown.join(", ")}; a newer Tributary migrated it, upgrade this one`,
+    });
+  }
+  if (status.changed.length > 0) {
+    problems.push({
+      code: "MIGRATIONS_CHANGED",
+      message: `applied migration file(s) changed since: ${status.changed.join(", ")}; restore them and put changes in a new numbered migration`,
+    });
+  }
+  return problems;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

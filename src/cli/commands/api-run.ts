@@ -1,0 +1,27 @@
+import pc from "picocolors";
+import { embeddedDbDir, openRuntime } from "../runtime.js";
+import { resolveSettings, type GlobalOptions } from "../settings.js";
+import type { ApiCommandOptions } from "./api.js";
+import { parsePort, startApiServer } from "./api-server.js";
+
+/**
+ * `tributary api`: the HTTP server alone over the stored definitions and
+ * state (no definitions loader, reconciler, executor or triggerer), until
+ * SIGINT/SIGTERM.
+ */
+export async function runApi(opts: ApiCommandOptions, globals: GlobalOptions): Promise<void> {
+  const settings = resolveSettings(globals);
+  const port = parsePort(opts.port);
+  const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
+  const runtime = await openRuntime(settings);
+  log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
+  const server = await startApiServer(runtime, { port, host: opts.host });
+  log(`serving the API at http://${opts.host}:${server.port} (GraphQL at /graphql, REST at /api/v1)`);
+  const signal = await new Promise<string>((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });
+  log(`${signal}: stopping`);
+  await server.close();
+  await runtime.close();
+}

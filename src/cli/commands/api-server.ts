@@ -1,0 +1,83 @@
+import type { Server } from "node:http";
+import { serve, type ServerType } from "@hono/node-server";
+import { sql } from "kysely";
+import { createApiApp, observabilityOf, type Observability } from "../../api/index.js";
+import { InputError } from "../../errors/index.js";
+import { PgAirflowQueryStore, PgStepTryStateStore, WAKE_CHANNEL } from "../../storage/index.js";
+import type { Runtime } from "../runtime.js";
+import { VERSION } from "../version.js";
+
+/** The HTTP server of `tributary dev` and `tributary api`, listening. */
+export interface RunningApiServer {
+  /** The port it listens on (the one chosen by the system with --port 0). */
+  readonly port: number;
+  /** Its metrics: a reconciler in the same process reports its passes there. */
+  readonly observability: Observability;
+  /** Stops listening and ends open connections (followed logs too). */
+  close(): Promise<void>;
+}
+
+/** `--port`: a port number, 0–65535 (0: any free port). */
+export function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isInteger(port) || port > 65535) {
+    throw new InputError(`--port: "${value}" is not a port number (0–65535)`);
+  }
+  return port;
+}
+
+/**
+ * Serves the whole HTTP surface over the runtime's database: GraphQL, the
+ * Airflow-compatible REST API, /metrics and /readyz, live step logs and the
+ * UI's landing page. When it cannot listen (the port is taken), it closes the
+ * runtime and throws.
+ */
+export async function startApiServer(runtime: Runtime, address: { port: number; host: string }): Promise<RunningApiServer> {
+  const observability = observabilityOf(runtime.database.db, { processMetrics: true });
+  const app = createApiApp({
+    context: runtime.apiContext(),
+    observability,
+    rest: { queries: new PgAirflowQueryStore(runtime.database.db), logsDir: runtime.logsDir },
+    logs: {
+      logsDir: runtime.logsDir,
+      tries: new PgStepTryStateStore(runtime.database.db),
+      // Finished steps NOTIFY the reconcilers' wake channel: followers see their try end without polling the run.
+      subscribe: (handler) => runtime.database.listen(WAKE_CHANNEL, () => handler()),
+    },
+    version: VERSION,
+    ping: async () => {
+      await sql`select 1`.execute(runtime.database.db);
+    },
+  });
+  let server: ServerType;
+  try {
+    server = await listen(app.fetch, address.port, address.host);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  const bound = server.address();
+  return {
+    port: typeof bound === "object" && bound ? bound.port : address.port,
+    observability,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Followed logs keep their connections open for as long as their steps run.
+        (server as Server).closeAllConnections();
+      }),
+  };
+}
+
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port, hostname }, () => resolve(server));
+    server.once("error", (err: NodeJS.ErrnoException) => {
+      reject(
+        err.code === "EADDRINUSE"
+          ? new InputError(`port ${port} on ${hostname} is already in use; pass --port to choose another`)
+          : err,
+      );
+    });
+  });
+}

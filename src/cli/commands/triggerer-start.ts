@@ -1,0 +1,82 @@
+import { discoverDefinitionFiles } from "../../loader/index.js";
+import { PgTriggerStore } from "../../storage/index.js";
+import { builtInTriggers, envSqlConnections, pgMaterializedLookup, Triggerer, TriggerKindProcess } from "../../triggerer/index.js";
+import type { Runtime } from "../runtime.js";
+
+export interface StartTriggererOptions {
+  readonly concurrency?: number;
+  readonly capacity?: number;
+  readonly checkTimeoutMs?: number;
+  readonly leaseMs?: number;
+  readonly log: (level: "info" | "warn" | "error", message: string) => void;
+}
+
+export interface RunningTriggerer {
+  readonly triggerer: Triggerer;
+  /** Custom trigger kinds the definitions export (checked in a child process). */
+  readonly customKinds: readonly string[];
+  /** The definitions changed: imports them again for their custom trigger kinds. */
+  reloadKinds(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a triggerer on the runtime's database: the built-in trigger kinds
+ * run in this process, the custom kinds the definitions define run in a child
+ * process that imports them (kept only while there are some).
+ */
+export async function startTriggerer(runtime: Runtime, options: StartTriggererOptions): Promise<RunningTriggerer> {
+  const definitionsDir = runtime.settings.definitionsDir;
+  const sql = envSqlConnections(process.env);
+  const builtIns = builtInTriggers({ materialized: pgMaterializedLookup(runtime.database.db), connections: sql.connections });
+  let kinds: TriggerKindProcess | undefined;
+  let reloading = Promise.resolve();
+
+  const loadKinds = async (): Promise<void> => {
+    const files = await discoverDefinitionFiles(definitionsDir).catch((err: unknown) => {
+      options.log("warn", `no custom trigger kinds: ${(err as Error).message}`);
+      return [];
+    });
+    if (kinds) await kinds.reload(files);
+    else if (files.length > 0) {
+      kinds = await TriggerKindProcess.start({ definitionsDir, files }).catch((err: unknown) => {
+        options.log("error", `custom trigger kinds are unavailable: ${(err as Error).message}`);
+        return undefined;
+      });
+    }
+    for (const e of kinds?.loadErrors ?? []) options.log("error", e.message);
+    if (kinds && kinds.kinds.length === 0) {
+      await kinds.close();
+      kinds = undefined;
+    }
+  };
+
+  await loadKinds();
+  const triggerer = new Triggerer({
+    store: new PgTriggerStore(runtime.database.db),
+    registry: () => (kinds ? { ...builtIns, ...kinds.registry } : builtIns),
+    listen: (channel, handler) => runtime.database.listen(channel, handler),
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...(options.capacity ? { capacity: options.capacity } : {}),
+    ...(options.checkTimeoutMs ? { checkTimeoutMs: options.checkTimeoutMs } : {}),
+    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    onError: (err, what) => options.log("warn", `${what}: ${(err as Error)?.message ?? String(err)}`),
+  });
+  await triggerer.start();
+  return {
+    triggerer,
+    get customKinds() {
+      return kinds?.kinds ?? [];
+    },
+    reloadKinds() {
+      reloading = reloading.then(loadKinds).catch((err: unknown) => options.log("error", `reloading custom trigger kinds: ${(err as Error).message}`));
+      return reloading;
+    },
+    async stop() {
+      await reloading;
+      await triggerer.stop();
+      await kinds?.close();
+      await sql.close();
+    },
+  };
+}

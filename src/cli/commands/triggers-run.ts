@@ -1,0 +1,70 @@
+import pc from "picocolors";
+import { InputError } from "../../errors/index.js";
+import { MAX_TRIGGER_PAGE, TRIGGER_STATUSES, type TriggerCounts, type TriggerStatus, type TriggerView } from "../../storage/index.js";
+import { printJson, table } from "../output.js";
+import { resolveSettings, type GlobalOptions } from "../settings.js";
+import type { TriggersOptions } from "./triggers.js";
+import { connectTriggers } from "./triggers-client.js";
+import { inTime, lastResultLine, triggerCall, triggerFor } from "./triggers-format.js";
+
+/** `tributary triggers`: a summary by status, then the triggers, waiting ones first. */
+export async function runTriggers(opts: TriggersOptions, globals: GlobalOptions): Promise<void> {
+  const filter = parseOptions(opts);
+  const client = await connectTriggers(resolveSettings(globals));
+  try {
+    const { status, limit, ...countFilter } = filter;
+    const [page, counts] = await Promise.all([client.list(filter), client.counts(countFilter)]);
+    if (opts.json) return printJson({ ok: true, counts, triggers: page.nodes, hasMore: page.hasNextPage });
+    process.stdout.write(`${summary(counts)}\n`);
+    if (page.nodes.length === 0) return void process.stdout.write(`no ${status ? `${status} ` : ""}triggers\n`);
+    const now = new Date();
+    process.stdout.write(`${table(["id", "kind", "for", "status", "checks", "last check", "next check", "timeout", "last result"], page.nodes.map((t) => row(t, now)))}\n`);
+    if (page.hasNextPage) process.stdout.write(pc.dim(`more than ${limit}: narrow with --status/--asset/--kind or raise --limit\n`));
+  } finally {
+    await client.close();
+  }
+}
+
+function parseOptions(opts: TriggersOptions): { status?: TriggerStatus; assetKey?: string; kind?: string; limit: number } {
+  const limit = Number(opts.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_TRIGGER_PAGE) {
+    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to ${MAX_TRIGGER_PAGE}`);
+  }
+  if (opts.status !== undefined && !(TRIGGER_STATUSES as readonly string[]).includes(opts.status)) {
+    throw new InputError(`--status: "${opts.status}" is not a trigger status; use one of ${TRIGGER_STATUSES.join(", ")}`);
+  }
+  for (const [flag, value] of [["--asset", opts.asset], ["--kind", opts.kind]] as const) {
+    if (value === "") throw new InputError(`${flag}: must not be empty; leave it out to see all`);
+  }
+  return {
+    limit,
+    ...(opts.status ? { status: opts.status as TriggerStatus } : {}),
+    ...(opts.asset ? { assetKey: opts.asset } : {}),
+    ...(opts.kind ? { kind: opts.kind } : {}),
+  };
+}
+
+function summary(c: TriggerCounts): string {
+  return TRIGGER_STATUSES.map((s) => `${c[s]} ${s.replace("_", " ")}`).join(", ");
+}
+
+function row(t: TriggerView, now: Date): string[] {
+  return [
+    String(t.id),
+    triggerCall(t),
+    triggerFor(t),
+    colorStatus(t.status),
+    String(t.attempts),
+    t.lastCheckedAt?.toISOString() ?? "",
+    t.nextCheckAt ? inTime(t.nextCheckAt, now) : "",
+    t.timeoutAt?.toISOString() ?? "",
+    lastResultLine(t),
+  ];
+}
+
+function colorStatus(s: TriggerStatus): string {
+  if (s === "fired") return pc.green(s);
+  if (s === "failed" || s === "timed_out") return pc.red(s);
+  if (s === "waiting") return pc.cyan(s);
+  return pc.yellow(s);
+}

@@ -1,0 +1,49 @@
+import { PartitionSubset, type PartitionSpace } from "../../partitions/index.js";
+
+/** Partitions as inclusive key ranges: stable across definition changes, unlike indices. */
+export type KeyRanges = readonly (readonly [string, string])[];
+
+/** What automation remembers about one asset between ticks (stored as JSON in automation_state). */
+export interface AssetAutomationState {
+  readonly firstEvaluatedAt: string;
+  readonly lastEvaluatedAt: string;
+  /**
+   * Partitions that were due before this instant count as history: without
+   * `catchup` only the latest of them is requested for being missing. Moved
+   * to "now" on the first evaluation, on resume, and after a gap in
+   * evaluation (reconciler down, clock jump).
+   */
+  readonly horizon: string;
+  readonly paused: boolean;
+  /** Per cron node (path in the condition tree): partitions a tick made due that were not requested yet (waiting on upstreams). */
+  readonly owed: Readonly<Record<string, KeyRanges>>;
+  /** Partitions an upstream event touched whose freshness is still to be settled (see upstream_updated). */
+  readonly pendingUpdates: KeyRanges;
+  /** Per cron node: its next tick after the last evaluation (until then, nothing to compute). */
+  readonly nextCron?: Readonly<Record<string, string>>;
+  /** Fingerprint of the last stored evaluation: only changes are stored. */
+  readonly fingerprint: string | null;
+}
+
+/** Key ranges of a subset (an unpartitioned asset: [["", ""]] or []). */
+export function toKeyRanges(space: PartitionSpace | null, subset: PartitionSubset): KeyRanges {
+  if (subset.isEmpty()) return [];
+  if (!space) return [["", ""]];
+  const out: [string, string][] = [];
+  for (const [a, b] of subset.ranges()) out.push([space.keyAt(a), space.keyAt(b - 1)]);
+  return out;
+}
+
+/** The subset of key ranges in the current space; ranges whose keys left the definition are dropped. */
+export function fromKeyRanges(space: PartitionSpace | null, ranges: KeyRanges | undefined): PartitionSubset {
+  if (!ranges || ranges.length === 0) return PartitionSubset.EMPTY;
+  if (!space) return PartitionSubset.range(0, 1);
+  const parts: [number, number][] = [];
+  for (const [from, to] of ranges) {
+    if (!space.has(from) || !space.has(to)) continue;
+    const a = space.indexOf(from);
+    const b = space.indexOf(to);
+    if (b >= a) parts.push([a, b + 1]);
+  }
+  return PartitionSubset.fromRanges(parts);
+}

@@ -1,0 +1,3 @@
+// Backfills: the reconciler task that turns a backfill's chunks into paced runs.
+export { BackfillTask } from "./backfill-task.js";
+export type { BackfillTaskOptions } from "./backfill-task.js";

@@ -1,0 +1,116 @@
+/** Where the automation loop is in the event stream: events are read in (txId, id) order. */
+export interface EventCursor {
+  /** Inserting transaction (xid8 as text); "0" before the first event. */
+  readonly txId: string;
+  readonly id: number;
+}
+
+export interface AutomationLease {
+  readonly acquired: boolean;
+  /** The tick to run next (dense, from 1). */
+  readonly tick: number;
+  readonly cursor: EventCursor;
+  /** Whether this owner held the lease at its previous tick too (its in-memory caches are current). */
+  readonly continued: boolean;
+}
+
+export interface StreamEvent {
+  readonly id: number;
+  readonly txId: string;
+  readonly kind: string;
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly runId: string | null;
+}
+
+export interface PartitionRef {
+  readonly assetKey: string;
+  readonly partitionKey: string;
+}
+
+/** A partition whose latest materialisation read an upstream version that has been replaced since (or that never materialised). */
+export interface StalePartition extends PartitionRef {
+  readonly upstream: string | null;
+  readonly upstreamPartition: string | null;
+  readonly eventId: number | null;
+}
+
+export interface PartitionStates {
+  /** Per asset: partition keys with a materialisation. */
+  readonly materialized: Map<string, string[]>;
+  /** Per asset: partition keys whose latest try failed for good. */
+  readonly failed: Map<string, string[]>;
+}
+
+export interface StoredEvaluation {
+  readonly assetKey: string;
+  readonly decision: "requested" | "declined" | "skipped";
+  /** JSON array of inclusive [from, to] key ranges ('' for none). */
+  readonly partitions: string;
+  readonly condition: string;
+  readonly reasons: readonly unknown[];
+  readonly runId: string | null;
+}
+
+export interface EvaluationRow extends StoredEvaluation {
+  readonly id: number;
+  readonly tick: number;
+  readonly snapshotVersion: number | null;
+  readonly evaluatedAt: Date;
+}
+
+export interface TickCommit {
+  readonly tick: number;
+  readonly cursor: EventCursor;
+  readonly snapshotVersion: number;
+  /** New state per evaluated asset (JSON). */
+  readonly states: ReadonlyMap<string, unknown>;
+  readonly evaluations: readonly StoredEvaluation[];
+}
+
+/**
+ * What the automation loop reads and writes. One reconciler at a time holds
+ * the automation lease; everything a tick decides (cursor, states, records)
+ * commits in one transaction that first checks the lease is still held.
+ */
+export interface AutomationStore {
+  acquireLease(owner: string, now: Date, ttlMs: number): Promise<AutomationLease>;
+  /** Gives the lease up (a reconciler stopping), so another one takes over at once. */
+  releaseLease(owner: string): Promise<void>;
+  /**
+   * Events after the cursor in (txId, id) order, only from transactions that
+   * no running transaction precedes, so a late commit is never skipped.
+   */
+  readEvents(after: EventCursor, limit: number): Promise<StreamEvent[]>;
+  /** Materialised and failed partitions of every asset. */
+  partitionStates(): Promise<PartitionStates>;
+  /** Partitions with a step in an active run, per asset. */
+  inProgress(): Promise<Map<string, string[]>>;
+  /** Of these partitions, those whose latest materialisation is behind an upstream (or that never materialised). */
+  staleByUpstream(partitions: readonly PartitionRef[]): Promise<StalePartition[]>;
+  /** Materialised partitions whose code version is not the asset's current one, for the assets given. */
+  codeVersionChanged(assets: readonly { assetKey: string; codeVersion: string }[]): Promise<Map<string, string[]>>;
+  pausedAssets(): Promise<Set<string>>;
+  loadStates(): Promise<Map<string, unknown>>;
+  /** Fails (returns false) when the lease was lost meanwhile: nothing is written then. */
+  commitTick(owner: string, commit: TickCommit, now: Date): Promise<boolean>;
+  /**
+   * Latest evaluation records (of an asset), newest first. `partitionSets`
+   * keeps only records whose stored partition set is one of these strings
+   * (as {@link evaluationPartitionSets} returns them).
+   */
+  listEvaluations(options: ListEvaluationsOptions): Promise<EvaluationRow[]>;
+  /**
+   * The distinct stored partition sets of an asset's records ('' for records
+   * about no partition), so a caller can tell which concern a partition
+   * without reading every record.
+   */
+  evaluationPartitionSets(assetKey: string): Promise<string[]>;
+}
+
+export interface ListEvaluationsOptions {
+  readonly assetKey?: string | undefined;
+  readonly limit: number;
+  readonly beforeId?: number | undefined;
+  readonly partitionSets?: readonly string[] | undefined;
+}

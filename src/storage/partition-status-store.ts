@@ -1,0 +1,91 @@
+import type { PartitionState } from "./database.js";
+
+/** An asset and its code version in the current definitions (staleness compares against it). */
+export interface AssetCodeVersion {
+  readonly assetKey: string;
+  readonly codeVersion: string | null;
+}
+
+/** A status a partition can only have with a record: every partition without one is `missing`. */
+export type RecordedPartitionState = Exclude<PartitionState, "missing">;
+
+/** Partitions of one asset per recorded status (missing ones are the rest of its partition space). */
+export type RecordedStatusCounts = Record<RecordedPartitionState, number>;
+
+/** Why a materialised partition is stale. */
+export type StaleReason =
+  | {
+      readonly kind: "code_version_changed";
+      /** The code version the partition was materialised with. */
+      readonly materializedWith: string;
+      readonly current: string;
+    }
+  | {
+      readonly kind: "upstream_updated";
+      readonly upstreamAssetKey: string;
+      readonly upstreamPartitionKey: string;
+      /** The upstream event the materialisation read (null: the upstream had none then). */
+      readonly readEventId: number | null;
+      /** The upstream partition's latest materialisation or external event. */
+      readonly latestEventId: number;
+    };
+
+export interface PartitionStatusRecord {
+  readonly partitionKey: string;
+  readonly status: PartitionState;
+  /** Empty unless the partition is stale (a partition being re-materialised reports its reasons too). */
+  readonly staleReasons: readonly StaleReason[];
+  /** More stale upstream partitions than staleReasons lists (it lists at most MAX_STALE_REASONS). */
+  readonly moreStaleUpstreams: boolean;
+  readonly lastMaterializationEventId: number | null;
+  /** The data version of its latest materialisation (see docs/glossary.md). */
+  readonly dataVersion: string | null;
+  readonly materializedAt: Date | null;
+  readonly lastRunId: string | null;
+}
+
+/**
+ * Derived partition status: what partition_status records (materialised,
+ * failed), what is in flight (steps of active runs) and staleness, decided in
+ * SQL so that an asset with 100 000 partitions is one aggregate, not a loop.
+ *
+ * Status of a partition, first match wins:
+ * 1. `materializing`: a step for it is unfinished (pending, scheduled, queued,
+ *    running, up_for_retry, up_for_reschedule, deferred) in a queued or running run;
+ * 2. `failed`: its latest step failed for good; `timed_out`: a source
+ *    partition whose observation trigger timed out before it appeared;
+ * 3. `stale`: it is materialised, and either it was materialised with a code
+ *    version (not null) other than the asset's current one (not null), or an
+ *    upstream partition its latest materialisation read (event_inputs) has a
+ *    newer materialisation or external event than the one it read;
+ * 4. `materialized`;
+ * 5. `missing` (no record).
+ *
+ * Staleness is one level deep: when an upstream is re-materialised its direct
+ * readers become stale; theirs only once those re-materialise.
+ */
+export interface PartitionStatusStore {
+  /**
+   * Per asset, the materialised partitions that are stale (whether or not a
+   * rerun is in flight), sorted by key. One query for all assets.
+   */
+  staleKeys(assets: readonly AssetCodeVersion[]): Promise<Map<string, string[]>>;
+  /** Per asset, partitions with a record by derived status. One aggregate query for all assets. */
+  countByStatus(assets: readonly AssetCodeVersion[]): Promise<Map<string, RecordedStatusCounts>>;
+  /**
+   * Keys of one asset by derived status (missing ones are not listed: they are
+   * the rest of its partition space). One query; callers fold the keys into
+   * ranges over the asset's partition space.
+   */
+  keysByStatus(asset: AssetCodeVersion): Promise<Map<RecordedPartitionState, string[]>>;
+  /** {@link keysByStatus} of many assets in one query (`assets { partitionStatus { ranges } }`), by asset key. */
+  keysByStatusOfMany(assets: readonly AssetCodeVersion[]): Promise<Map<string, Map<RecordedPartitionState, string[]>>>;
+  /** Status and stale reasons of the given partitions of one asset (a page of a listing), in the order given. */
+  partitionStates(asset: AssetCodeVersion, partitionKeys: readonly string[]): Promise<Map<string, PartitionStatusRecord>>;
+}
+
+/** Step states of a step that has not finished: its partition is being materialised. */
+export const UNFINISHED_STEP_STATES = ["pending", "scheduled", "queued", "running", "up_for_retry", "up_for_reschedule", "deferred"] as const;
+
+/** Stale upstream partitions listed per partition in staleReasons. */
+export const MAX_STALE_REASONS = 10;

@@ -1,0 +1,236 @@
+import { sql, type Kysely } from "kysely";
+import type {
+  AutomationLease,
+  AutomationStore,
+  EvaluationRow,
+  EventCursor,
+  ListEvaluationsOptions,
+  PartitionRef,
+  PartitionStates,
+  StalePartition,
+  StreamEvent,
+  TickCommit,
+} from "./automation-store.js";
+import { releaseCursorLease, takeCursorLease } from "./cursor-lease.js";
+import type { Database } from "./database.js";
+import { toJson } from "./json.js";
+
+const CURSOR = "automation";
+
+interface CursorValue {
+  tick: number;
+  txId: string;
+  id: number;
+  owner?: string | null;
+  until?: string | null;
+}
+
+const ACTIVE_STEP_STATES = ["pending", "scheduled", "queued", "running", "up_for_retry", "up_for_reschedule", "deferred"] as const;
+
+/** AutomationStore in Postgres SQL (server Postgres and PGlite). */
+export class PgAutomationStore implements AutomationStore {
+  readonly #db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  async acquireLease(owner: string, now: Date, ttlMs: number): Promise<AutomationLease> {
+    const initial: CursorValue = { tick: 1, txId: "0", id: 0 };
+    // SKIP LOCKED: while another reconciler commits a tick, this one simply skips automation for this pass.
+    const row = await takeCursorLease<CursorValue>(this.#db, CURSOR, initial, owner, now, ttlMs);
+    if (!row) return { acquired: false, tick: 0, cursor: { txId: "0", id: 0 }, continued: false };
+    const continued = row.previousOwner === owner && row.previousUntil !== null && new Date(row.previousUntil) >= now;
+    return { acquired: true, tick: Number(row.value.tick), cursor: { txId: String(row.value.txId), id: Number(row.value.id) }, continued };
+  }
+
+  async releaseLease(owner: string): Promise<void> {
+    await releaseCursorLease(this.#db, CURSOR, owner);
+  }
+
+  async readEvents(after: EventCursor, limit: number): Promise<StreamEvent[]> {
+    const { rows } = await sql<{ id: string; tx_id: string; kind: string; asset_key: string; partition_key: string; run_id: string | null }>`
+      select id, tx_id::text as tx_id, kind, asset_key, partition_key, run_id
+      from events
+      where (tx_id, id) > (${after.txId}::xid8, ${after.id}::bigint)
+        and tx_id < pg_snapshot_xmin(pg_current_snapshot())
+      order by tx_id, id
+      limit ${limit}`.execute(this.#db);
+    return rows.map((r) => ({
+      id: Number(r.id),
+      txId: r.tx_id,
+      kind: r.kind,
+      assetKey: r.asset_key,
+      partitionKey: r.partition_key,
+      runId: r.run_id,
+    }));
+  }
+
+  async partitionStates(): Promise<PartitionStates> {
+    const rows = await this.#db
+      .selectFrom("partition_status")
+      .select(["asset_key", "partition_key", "status", "last_materialization_event_id"])
+      .where((eb) => eb.or([eb("last_materialization_event_id", "is not", null), eb("status", "=", "failed")]))
+      .execute();
+    const materialized = new Map<string, string[]>();
+    const failed = new Map<string, string[]>();
+    for (const r of rows) {
+      if (r.last_materialization_event_id !== null) push(materialized, r.asset_key, r.partition_key);
+      if (r.status === "failed") push(failed, r.asset_key, r.partition_key);
+    }
+    return { materialized, failed };
+  }
+
+  async inProgress(): Promise<Map<string, string[]>> {
+    const rows = await this.#db
+      .selectFrom("runs as r")
+      .innerJoin("steps as s", "s.run_id", "r.id")
+      .select(["s.asset_key", "s.partition_key"])
+      .distinct()
+      .where("r.status", "in", ["queued", "running"])
+      .where("s.state", "in", [...ACTIVE_STEP_STATES])
+      .execute();
+    const out = new Map<string, string[]>();
+    for (const r of rows) push(out, r.asset_key, r.partition_key);
+    return out;
+  }
+
+  async staleByUpstream(partitions: readonly PartitionRef[]): Promise<StalePartition[]> {
+    if (partitions.length === 0) return [];
+    const input = partitions.map((p) => ({ asset_key: p.assetKey, partition_key: p.partitionKey }));
+    const { rows } = await sql<{
+      asset_key: string;
+      partition_key: string;
+      upstream: string | null;
+      upstream_partition: string | null;
+      event_id: string | null;
+    }>`
+      with x as (
+        select * from jsonb_to_recordset(${toJson(input)}::jsonb) as x(asset_key text, partition_key text)
+      )
+      select distinct on (x.asset_key, x.partition_key)
+             x.asset_key, x.partition_key, ei.upstream_asset_key as upstream, ei.upstream_partition_key as upstream_partition,
+             ups.last_materialization_event_id as event_id
+      from x
+      left join partition_status ps on ps.asset_key = x.asset_key and ps.partition_key = x.partition_key
+      left join event_inputs ei on ei.event_id = ps.last_materialization_event_id
+      left join partition_status ups on ups.asset_key = ei.upstream_asset_key and ups.partition_key = ei.upstream_partition_key
+      where ps.last_materialization_event_id is null
+         or (ups.last_materialization_event_id is not null
+             and ups.last_materialization_event_id is distinct from ei.upstream_event_id)
+         -- Written without lineage (reported by an outside producer): what it read is unknown,
+         -- so an upstream update after it counts.
+         or ei.event_id is null
+      order by x.asset_key, x.partition_key, ups.last_materialization_event_id desc nulls last`.execute(this.#db);
+    return rows.map((r) => ({
+      assetKey: r.asset_key,
+      partitionKey: r.partition_key,
+      upstream: r.upstream,
+      upstreamPartition: r.upstream_partition,
+      eventId: r.event_id === null ? null : Number(r.event_id),
+    }));
+  }
+
+  async codeVersionChanged(assets: readonly { assetKey: string; codeVersion: string }[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    if (assets.length === 0) return out;
+    const input = assets.map((a) => ({ asset_key: a.assetKey, code_version: a.codeVersion }));
+    const { rows } = await sql<{ asset_key: string; partition_key: string }>`
+      with x as (select * from jsonb_to_recordset(${toJson(input)}::jsonb) as x(asset_key text, code_version text))
+      select ps.asset_key, ps.partition_key
+      from x join partition_status ps on ps.asset_key = x.asset_key
+      where ps.last_materialization_event_id is not null and ps.code_version is not null and ps.code_version <> x.code_version`.execute(
+      this.#db,
+    );
+    for (const r of rows) push(out, r.asset_key, r.partition_key);
+    return out;
+  }
+
+  async pausedAssets(): Promise<Set<string>> {
+    const rows = await this.#db.selectFrom("assets").select("key").where("paused", "=", true).where("removed_at", "is", null).execute();
+    return new Set(rows.map((r) => r.key));
+  }
+
+  async loadStates(): Promise<Map<string, unknown>> {
+    const rows = await this.#db.selectFrom("automation_state").select(["asset_key", "state"]).execute();
+    return new Map(rows.map((r) => [r.asset_key, r.state as unknown]));
+  }
+
+  async commitTick(owner: string, commit: TickCommit, now: Date): Promise<boolean> {
+    return this.#db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ value: CursorValue }>`select value from cursors where name = ${CURSOR} for no key update`.execute(trx);
+      const value = rows[0]?.value;
+      if (!value || value.owner !== owner || Number(value.tick) !== commit.tick) return false;
+      if (commit.states.size > 0) {
+        const states = [...commit.states].map(([asset_key, state]) => ({ asset_key, state }));
+        await sql`
+          insert into automation_state (asset_key, state, updated_at)
+          select x.asset_key, x.state, ${now}
+          from jsonb_to_recordset(${toJson(states)}::jsonb) as x(asset_key text, state jsonb)
+          on conflict (asset_key) do update set state = excluded.state, updated_at = excluded.updated_at`.execute(trx);
+      }
+      if (commit.evaluations.length > 0) {
+        const evaluations = commit.evaluations.map((e) => ({
+          asset_key: e.assetKey,
+          partition_subset: e.partitions,
+          decision: e.decision,
+          condition: e.condition,
+          reasons: e.reasons,
+          run_id: e.runId,
+        }));
+        await sql`
+          insert into automation_evaluations (asset_key, partition_subset, decision, condition, reasons, run_id, snapshot_version, tick, evaluated_at)
+          select x.asset_key, x.partition_subset, x.decision, x.condition, x.reasons, x.run_id, ${commit.snapshotVersion}, ${commit.tick}, ${now}
+          from jsonb_to_recordset(${toJson(evaluations)}::jsonb)
+            as x(asset_key text, partition_subset text, decision text, condition text, reasons jsonb, run_id uuid)`.execute(trx);
+      }
+      const next: CursorValue = { ...value, tick: commit.tick + 1, txId: commit.cursor.txId, id: commit.cursor.id };
+      await sql`update cursors set value = ${toJson(next)}::jsonb, updated_at = ${now} where name = ${CURSOR}`.execute(trx);
+      return true;
+    });
+  }
+
+  async listEvaluations(options: ListEvaluationsOptions): Promise<EvaluationRow[]> {
+    const sets = options.partitionSets;
+    if (sets && sets.length === 0) return [];
+    let q = this.#db
+      .selectFrom("automation_evaluations")
+      .select(["id", "asset_key", "partition_subset", "decision", "condition", "reasons", "run_id", "snapshot_version", "tick", "evaluated_at"])
+      .orderBy("id", "desc")
+      .limit(options.limit);
+    if (options.assetKey !== undefined) q = q.where("asset_key", "=", options.assetKey);
+    if (options.beforeId !== undefined) q = q.where("id", "<", options.beforeId);
+    // One JSON parameter however many sets (a long IN list would hit the parameter limit).
+    if (sets) q = q.where(sql<boolean>`partition_subset in (select jsonb_array_elements_text(${toJson(sets)}::jsonb))`);
+    const rows = await q.execute();
+    return rows.map((r) => ({
+      id: Number(r.id),
+      assetKey: r.asset_key,
+      decision: r.decision,
+      partitions: r.partition_subset,
+      condition: r.condition,
+      reasons: r.reasons as unknown[],
+      runId: r.run_id,
+      snapshotVersion: r.snapshot_version,
+      tick: Number(r.tick),
+      evaluatedAt: r.evaluated_at,
+    }));
+  }
+
+  async evaluationPartitionSets(assetKey: string): Promise<string[]> {
+    // Served by the (asset_key, partition_subset, id desc) index.
+    const rows = await this.#db
+      .selectFrom("automation_evaluations")
+      .select("partition_subset")
+      .distinct()
+      .where("asset_key", "=", assetKey)
+      .execute();
+    return rows.map((r) => r.partition_subset);
+  }
+}
+
+function push(map: Map<string, string[]>, key: string, value: string): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}

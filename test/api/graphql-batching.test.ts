@@ -1,0 +1,87 @@
+import { sql } from "kysely";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { Catalog, createApiApp, type ApiContext } from "../../src/api/index.js";
+import { GraphCache, PgDefinitionStore, PgPartitionStatusStore, PgPauseStore } from "../../src/storage/index.js";
+import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { chainSource, countingStatements, storeDefinitions } from "./graphql-fixture.js";
+
+type GraphQLResult<T> = { data?: T; errors?: { message: string }[] };
+type AssetRow = { key: string; paused: boolean; upstream: { key: string; paused: boolean }[]; downstream: { key: string }[] };
+
+const COUNTS = "partitionStatus { counts { materialized failed missing total } }";
+const RANGES = "partitionStatus { counts { total } ranges { status from to count } }";
+
+describePostgres("GraphQL batching: statements per query do not grow with the assets asked for", () => {
+  const database = useTestDatabase();
+  let removeDefinitions: () => Promise<void>;
+  let counted: ReturnType<typeof countingStatements>;
+  let app: ReturnType<typeof createApiApp>;
+
+  beforeAll(async () => {
+    removeDefinitions = await storeDefinitions(database.db, chainSource(100));
+    // Some recorded statuses and paused assets, so every loader has rows to return.
+    await sql`
+      insert into partition_status (asset_key, partition_key, status, last_materialization_event_id, materialized_at)
+      select 'chain/a' || lpad(a::text, 3, '0'), to_char(date '2025-01-01' + d, 'YYYY-MM-DD'),
+             case when d % 7 = 0 then 'failed' else 'materialized' end, case when d % 7 <> 0 then a * 100 + d + 1 end, now()
+      from generate_series(0, 99) a, generate_series(0, 29) d`.execute(database.db);
+    await new PgPauseStore(database.db).pause({ assetKeys: ["chain/a003", "chain/a050"] }, new Date());
+
+    counted = countingStatements(database.db);
+    const db = counted.db;
+    const definitions = new PgDefinitionStore(db);
+    const context = {
+      catalog: new Catalog(new GraphCache(definitions, 0), definitions),
+      partitionStatus: new PgPartitionStatusStore(db),
+      pauses: new PgPauseStore(db),
+      now: () => new Date(),
+    } as unknown as ApiContext;
+    app = createApiApp({ context, ping: async () => {}, version: "test" });
+    // Loads the snapshot into the graph cache: later requests only check its version.
+    await count(`{ assets(search: "nothing") { key } }`);
+  }, 90_000);
+
+  afterAll(() => removeDefinitions?.());
+
+  async function count<T>(query: string): Promise<{ data: T; statements: number }> {
+    counted.reset();
+    const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) });
+    const body = (await res.json()) as GraphQLResult<T>;
+    expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
+    return { data: body.data!, statements: counted.statements };
+  }
+
+  const assetsQuery = (search: string, status: string) =>
+    `{ assets(search: "${search}") { key paused upstream { key paused } downstream { key } ${status} } }`;
+
+  it("answers 100 assets with upstream, downstream, paused and status counts in a few statements, as for 1 asset", async () => {
+    const all = await count<{ assets: (AssetRow & { partitionStatus: { counts: Record<string, number> } })[] }>(assetsQuery("chain/", COUNTS));
+    expect(all.data.assets).toHaveLength(100);
+    const a050 = all.data.assets.find((a) => a.key === "chain/a050")!;
+    expect(a050.paused).toBe(true);
+    expect(a050.upstream.map((u) => u.key).sort()).toEqual(["chain/a000", "chain/a049"]);
+    expect(all.data.assets.find((a) => a.key === "chain/a004")!.upstream).toEqual([{ key: "chain/a003", paused: true }]);
+    expect(a050.downstream.map((d) => d.key)).toEqual(["chain/a051"]);
+    expect(a050.partitionStatus.counts).toMatchObject({ materialized: 25, failed: 5 });
+    const one = await count(assetsQuery("chain/a050", COUNTS));
+    // The snapshot version (checked again by upstream/downstream: this graph cache has no max age), then one statement per
+    // loader and GraphQL level: pauses of the assets, their status counts, pauses of their upstreams.
+    expect(all.statements).toBe(5);
+    expect(one.statements).toBe(5);
+  });
+
+  it("also batches status ranges", async () => {
+    const all = await count<{ assets: { key: string; partitionStatus: { ranges: { status: string; count: number }[] } }[] }>(assetsQuery("chain/", RANGES));
+    expect(all.data.assets).toHaveLength(100);
+    const ranges = all.data.assets.find((a) => a.key === "chain/a050")!.partitionStatus.ranges;
+    expect(ranges.slice(0, 3)).toEqual([
+      { status: "FAILED", from: "2025-01-01", to: "2025-01-01", count: 1 },
+      { status: "MATERIALIZED", from: "2025-01-02", to: "2025-01-07", count: 6 },
+      { status: "FAILED", from: "2025-01-08", to: "2025-01-08", count: 1 },
+    ].map((r) => expect.objectContaining(r)));
+    const one = await count(assetsQuery("chain/a050", RANGES));
+    // The keys by status of all 100 assets (which give the counts too) in one statement, not one per asset.
+    expect(all.statements).toBe(5);
+    expect(one.statements).toBe(5);
+  });
+});

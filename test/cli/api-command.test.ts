@@ -1,0 +1,99 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { launchRun } from "../../src/api/index.js";
+import { GraphCache, PgDefinitionStore, PgRunStore } from "../../src/storage/index.js";
+import { storeDefinitions, chainSource } from "../api/graphql-fixture.js";
+import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { eventually, graphqlAt, runCli, startCli } from "./run-cli.js";
+
+// `tributary api`: the HTTP server alone, as a real child process over a test Postgres database.
+describePostgres("tributary api", () => {
+  const database = useTestDatabase();
+  let removeDefinitions: () => Promise<void>;
+  let logsDir: string;
+
+  beforeAll(async () => {
+    removeDefinitions = await storeDefinitions(database.db, chainSource(3));
+    logsDir = await mkdtemp(path.join(tmpdir(), "tributary-api-logs-"));
+  }, 60_000);
+  afterAll(async () => {
+    await removeDefinitions?.();
+    await rm(logsDir, { recursive: true, force: true });
+  });
+
+  /** A step that is running as far as the database knows (claimed and started here), with one log line written. */
+  async function runningStep(): Promise<{ runId: string; stepId: number }> {
+    const definitions = new PgDefinitionStore(database.db);
+    const runs = new PgRunStore(database.db);
+    const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["chain/a000"], partition: "2025-01-02" }, new Date());
+    const [claim] = await runs.claimRunnable({ now: new Date(), capacity: { local: 1 }, limit: 1 });
+    await runs.markStarted([{ stepId: claim!.stepId, tryNumber: 1, workerId: "test", hostname: "test", pid: 1, startedAt: new Date() }], new Date());
+    await mkdir(path.join(logsDir, runId), { recursive: true });
+    await writeFile(path.join(logsDir, runId, `${claim!.stepId}-1.log`), "2025-01-02T00:00:00.000Z INFO hello from the step\n");
+    return { runId, stepId: claim!.stepId };
+  }
+
+  it("serves /healthz, /graphql, /api/v1, /readyz, /metrics and step logs; exits 0 on SIGTERM", async () => {
+    const child = startCli(["api", "--port", "0"], { env: { DATABASE_URL: database.url, TRIBUTARY_LOGS_DIR: logsDir } });
+    try {
+      const port = await eventually(
+        async () => Number(/serving the API at http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output())?.[1]) || undefined,
+        60_000,
+        `the server to listen\n${child.output()}`,
+      );
+      const base = `http://127.0.0.1:${port}`;
+      const health = await fetch(`${base}/healthz`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ status: "ok" });
+
+      const { data, errors } = await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }");
+      expect(errors).toBeUndefined();
+      expect(data!.assets.map((a) => a.key)).toEqual(["chain/a000", "chain/a001", "chain/a002"]);
+
+      const dags = await fetch(`${base}/api/v1/dags`);
+      expect(dags.status).toBe(200);
+      expect(((await dags.json()) as { total_entries: number }).total_entries).toBeGreaterThan(0);
+
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      expect(await (await fetch(`${base}/metrics`)).text()).toContain("tributary_");
+
+      const logs = await fetch(`${base}/runs/00000000-0000-4000-8000-000000000000/steps/1/logs`);
+      expect(logs.status).toBe(404);
+      expect(((await logs.json()) as { error: { code: string } }).error.code).toBe("RUN_NOT_FOUND");
+      // No reconciler in this process: it serves, it does not schedule.
+      expect(child.output()).not.toMatch(/reconciler .* is running/);
+
+      // A followed log of a running step keeps its connection open; SIGTERM still stops the server.
+      const { runId, stepId } = await runningStep();
+      const follow = await fetch(`${base}/runs/${runId}/steps/${stepId}/logs`);
+      expect(follow.headers.get("content-type")).toContain("text/event-stream");
+      const reader = follow.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(first).toContain("event: log\ndata: 2025-01-02T00:00:00.000Z INFO hello from the step\n");
+      child.kill("SIGTERM");
+      // The stream ends (the server closed it) instead of hanging.
+      await reader.read().then(
+        async function drain(r): Promise<void> {
+          if (!r.done) return reader.read().then(drain);
+        },
+        () => undefined,
+      );
+    } finally {
+      if (!child.killed) child.kill("SIGTERM");
+    }
+    const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", resolve)));
+    expect(code, child.output()).toBe(0);
+    expect(child.output()).toContain("SIGTERM: stopping");
+  }, 90_000);
+
+  it("refuses a --port that is not a port number, naming the option", async () => {
+    const ports = ["http", "70000"];
+    const results = await Promise.all(ports.map((port) => runCli(["api", "--port", port], { env: { DATABASE_URL: database.url } })));
+    results.forEach((result, i) => {
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(`--port: "${ports[i]}" is not a port number`);
+    });
+  }, 60_000);
+});

@@ -1,0 +1,79 @@
+import { sql } from "kysely";
+import { afterEach, expect, it } from "vitest";
+import { PgTriggerStore } from "../../src/storage/index.js";
+import { builtInTriggers, pgMaterializedLookup, Triggerer } from "../../src/triggerer/index.js";
+import { describePostgres } from "../support/pg.js";
+import { Harness } from "./harness.js";
+
+// The seed's poke deadlock: every worker slot is held by sensors poking for
+// data whose producer cannot start because there is no free slot. In poke
+// mode the sensors can only time out; in deferrable mode they give their
+// slots back, the producer runs, and the sensors resume.
+
+const defs = (mode: "poke" | "deferrable") => `
+import { asset, assetMaterialized, daily } from "tributary";
+const days = daily({ start: "2025-03-01" });
+export const producer = asset({ key: "k/producer", partitions: days }, async (ctx) => ctx.partition.key);
+export const sensor = asset({ key: "k/sensor", partitions: days }, async (ctx) =>
+  ctx.waitFor(assetMaterialized("k/producer"), { mode: ${JSON.stringify(mode)}, interval: "200ms", timeout: "4s" }));
+`;
+
+interface StepTimes {
+  asset_key: string;
+  state: string;
+  first_start: Date | null;
+  last_end: Date | null;
+}
+
+async function times(h: Harness, runIds: string[]): Promise<StepTimes[]> {
+  const { rows } = await sql<StepTimes>`
+    select s.asset_key, s.state, min(t.started_at) as first_start, max(t.ended_at) as last_end
+    from steps s left join step_tries t on t.step_id = s.id
+    where s.run_id = any(${runIds}::uuid[]) group by s.id, s.asset_key, s.state order by s.id`.execute(h.db);
+  return rows;
+}
+
+describePostgres("execution: sensors holding every slot", () => {
+  let h: Harness | undefined;
+  let triggerer: Triggerer | undefined;
+  afterEach(async () => {
+    await triggerer?.stop();
+    triggerer = undefined;
+    await h?.stop();
+    h = undefined;
+  });
+
+  it("poke mode: sensors holding both slots starve their producer until they time out", async () => {
+    h = await Harness.create({ files: { "k.ts": defs("poke") }, node: { capacity: 2 } });
+    const sensors = await h.launch(["k/sensor"], { from: "2025-03-01", to: "2025-03-02" });
+    const producers = await h.launch(["k/producer"], { from: "2025-03-01", to: "2025-03-02" });
+    const [sensorRun, producerRun] = await h.waitForRuns([sensors, producers], 30_000);
+    expect(sensorRun!.status).toBe("failed");
+    for (const s of sensorRun!.steps) expect(s.error).toMatchObject({ code: "TRIGGER_TIMED_OUT" });
+    expect(producerRun!.status).toBe("success");
+    const all = await times(h, [sensors, producers]);
+    const sensorsEnded = Math.max(...all.filter((s) => s.asset_key === "k/sensor").map((s) => s.last_end!.getTime()));
+    const producerStarted = Math.min(...all.filter((s) => s.asset_key === "k/producer").map((s) => s.first_start!.getTime()));
+    // The producer could not start before the sensors gave up.
+    expect(producerStarted).toBeGreaterThanOrEqual(sensorsEnded - 50);
+  });
+
+  it("deferrable mode: the same sensors free their slots, the producer runs, and the sensors finish", async () => {
+    h = await Harness.create({ files: { "k.ts": defs("deferrable") }, node: { capacity: 2 } });
+    triggerer = new Triggerer({
+      store: new PgTriggerStore(h.db),
+      registry: builtInTriggers({ materialized: pgMaterializedLookup(h.db) }),
+      listen: (channel, handler) => h!.handle.listen(channel, handler),
+    });
+    await triggerer.start();
+    const sensors = await h.launch(["k/sensor"], { from: "2025-03-01", to: "2025-03-02" });
+    const producers = await h.launch(["k/producer"], { from: "2025-03-01", to: "2025-03-02" });
+    const [sensorRun, producerRun] = await h.waitForRuns([sensors, producers], 30_000);
+    expect(producerRun!.status).toBe("success");
+    expect(sensorRun!.status).toBe("success");
+    for (const s of sensorRun!.steps) expect(s.tries.map((t) => t.state)).toEqual(["deferred", "success"]);
+    const { rows } = await sql<{ inline_value: { assetKey: string; partition: string } }>`
+      select inline_value from outputs where run_id = ${sensors} order by partition_key`.execute(h.db);
+    expect(rows.map((r) => r.inline_value.partition)).toEqual(["2025-03-01", "2025-03-02"]);
+  });
+});

@@ -1,0 +1,45 @@
+import { expect, it } from "vitest";
+import { describeBrowser, expectNoProblems, openPage, useUi } from "./browser.js";
+
+// The shell every page shares: served at every page URL, navigation, not-found pages, the API-unreachable banner.
+describeBrowser("UI shell", () => {
+  const ui = useUi();
+
+  it("serves the UI at every page URL, its files for good, and leaves API paths to the API", async () => {
+    const page = await fetch(`${ui.dev.url}/runs/123`, { headers: { accept: "text/html" } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get("cache-control")).toBe("no-cache");
+    const html = await page.text();
+    const script = /src="(\/_ui\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const js = await fetch(`${ui.dev.url}${script}`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("cache-control")).toContain("immutable");
+    const api = await fetch(`${ui.dev.url}/api/v1/nothing-here`, { headers: { accept: "*/*" } });
+    expect(api.headers.get("content-type") ?? "").not.toContain("text/html");
+    expect((await fetch(`${ui.dev.url}/_ui/missing.js`)).status).toBe(404);
+  });
+
+  it("navigates between pages, shows not-found pages, and a banner while the API is unreachable", async () => {
+    const { page, problems } = await openPage(ui.browser, ui.dev.url);
+    await page.goto("/");
+    await page.waitForURL("**/assets");
+    await page.getByRole("link", { name: "Runs", exact: true }).click();
+    await page.waitForURL("**/runs");
+    await page.goto("/no/such/page");
+    await expect(page.getByTestId("not-found").textContent()).resolves.toContain("not found");
+    expectNoProblems(problems);
+
+    // The API goes away: requests fail, the banner says so and offers a retry.
+    await page.route("**/graphql", (route) => route.abort("connectionrefused"));
+    await page.route("**/healthz", (route) => route.abort("connectionrefused"));
+    await page.goto("/assets");
+    await page.getByTestId("api-banner").waitFor();
+    // It comes back: the banner goes and the page loads.
+    await page.unroute("**/graphql");
+    await page.unroute("**/healthz");
+    await page.getByRole("button", { name: "Retry now" }).click();
+    await page.getByTestId("api-banner").waitFor({ state: "detached" });
+    await page.context().close();
+  });
+});

@@ -1,0 +1,110 @@
+// Small pieces the runs and backfills pages share: URL query-string state, progress bars, run timing.
+import { useCallback, useEffect, useMemo, useState } from "react";
+import { useLocation, useSearch } from "wouter";
+import { formatCount } from "../format";
+import { stateColor } from "../status";
+
+/**
+ * The page's query string as a record, and a setter that merges changes into it (undefined or "" removes a key);
+ * `replace` keeps the back button for real navigation rather than every keystroke of a filter.
+ */
+export function useUrlParams(): [Readonly<Record<string, string>>, (changes: Record<string, string | undefined>, options?: { replace?: boolean }) => void] {
+  const search = useSearch();
+  const [location, navigate] = useLocation();
+  const params = useMemo(() => Object.fromEntries(new URLSearchParams(search)), [search]);
+  const set = useCallback(
+    (changes: Record<string, string | undefined>, options: { replace?: boolean } = {}) => {
+      const next = new URLSearchParams(search);
+      for (const [k, v] of Object.entries(changes)) {
+        if (v === undefined || v === "") next.delete(k);
+        else next.set(k, v);
+      }
+      const qs = next.toString();
+      navigate(qs ? `${location}?${qs}` : location, { replace: options.replace ?? false });
+    },
+    [search, location, navigate],
+  );
+  return [params, set];
+}
+
+export const ACTIVE_RUN_STATUSES: ReadonlySet<string> = new Set(["queued", "running"]);
+export const ACTIVE_BACKFILL_STATUSES: ReadonlySet<string> = new Set(["requested", "running", "canceling"]);
+
+/** The current time, ticking every `everyMs` while `active` (for running durations and the Gantt's "now" line). */
+export function useNow(active: boolean, everyMs = 1_000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!active) return;
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(timer);
+  }, [active, everyMs]);
+  return now;
+}
+
+/** From start to end, or to now while it has not ended; undefined before it starts. */
+export function elapsedMs(startedAt: string | null | undefined, endedAt: string | null | undefined, now: number): number | undefined {
+  if (!startedAt) return undefined;
+  return (endedAt ? new Date(endedAt).getTime() : now) - new Date(startedAt).getTime();
+}
+
+/** Segments of a progress bar: each a count, a colour and a name (for the tooltip); the rest of `total` stays grey. */
+export function ProgressBar({ total, parts, testId }: { total: number; parts: readonly { count: number; color: string; label: string }[]; testId?: string }) {
+  const title = parts.map((p) => `${formatCount(p.count)} ${p.label}`).join(", ") + ` of ${formatCount(total)}`;
+  return (
+    <div className="progress" title={title} data-testid={testId}>
+      {parts.map((p) =>
+        p.count > 0 && total > 0 ? <span key={p.label} style={{ width: `${(100 * p.count) / total}%`, background: p.color }} /> : null,
+      )}
+    </div>
+  );
+}
+
+/** A run's steps: ended well / failed / active of the total (stepsDone counts every ended step, failed ones too). */
+export function StepsProgress({ run }: { run: { stepsTotal: number; stepsDone: number; stepsFailed: number; stepsActive: number } }) {
+  return (
+    <div className="steps-progress">
+      <ProgressBar
+        total={run.stepsTotal}
+        parts={[
+          { count: Math.max(run.stepsDone - run.stepsFailed, 0), color: stateColor("success"), label: "ended well" },
+          { count: run.stepsFailed, color: stateColor("failed"), label: "failed" },
+          { count: run.stepsActive, color: stateColor("running"), label: "active" },
+        ]}
+      />
+      <span className="muted">
+        {formatCount(run.stepsDone)}/{formatCount(run.stepsTotal)} ended
+        {run.stepsFailed > 0 ? <span className="failed-count"> · {formatCount(run.stepsFailed)} failed</span> : null}
+      </span>
+    </div>
+  );
+}
+
+/** A backfill's partitions: done / failed / in progress of those requested. */
+export function BackfillProgress({ backfill, testId }: { backfill: { requested: number; done: number; failed: number; inProgress: number }; testId?: string }) {
+  return (
+    <div className="steps-progress">
+      <ProgressBar
+        total={backfill.requested}
+        {...(testId ? { testId } : {})}
+        parts={[
+          { count: backfill.done, color: stateColor("success"), label: "done" },
+          { count: backfill.failed, color: stateColor("failed"), label: "failed" },
+          { count: backfill.inProgress, color: stateColor("running"), label: "in progress" },
+        ]}
+      />
+      <span className="muted">
+        {formatCount(backfill.done)}/{formatCount(backfill.requested)}
+        {backfill.failed > 0 ? <span className="failed-count"> · {formatCount(backfill.failed)} failed</span> : null}
+        {backfill.inProgress > 0 ? <span> · {formatCount(backfill.inProgress)} running</span> : null}
+      </span>
+    </div>
+  );
+}
+
+/** A datetime-local input's value ("2026-01-02T03:04") as an ISO instant, or undefined when empty or invalid. */
+export function localToIso(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}

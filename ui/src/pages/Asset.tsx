@@ -1,0 +1,111 @@
+// The asset page: definition, partition status (bar or matrix) with materialise/clear of a selection, the
+// partitions of a status, materialisation history, lineage of a partition and automation decisions. What is
+// selected (partition, range, tab, status) lives in the URL query, so a link shows the same view.
+import { Link } from "wouter";
+import { useQuery } from "../api";
+import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
+import { formatAgo } from "../format";
+import { usePageParams } from "./asset-common";
+import { AutomationTab } from "./asset-automation";
+import { DefinitionCard, type AssetDefinition } from "./asset-definition";
+import { HistoryTab } from "./asset-history";
+import { LineageTab } from "./asset-lineage";
+import { PartitionsTab } from "./asset-partitions-list";
+import { STATUS_QUERY, StatusSection, useRangeIndex, type StatusData } from "./asset-status";
+import "./Asset.css";
+
+const ASSET_QUERY = `query($key: String!) { asset(key: $key) {
+  key kind group owner description file tags metadata partitionsDefinition partitionsDescription automation
+  pool priority retries timeoutMs triggerRule executor codeVersion paused pausedAt
+  deps { assetKey name mapping } upstream { key } downstream { key }
+  latestMaterialization { createdAt runId partitionKey kind }
+} }`;
+
+const TABS = [
+  ["partitions", "Partitions"],
+  ["history", "Materialisations"],
+  ["lineage", "Lineage"],
+  ["automation", "Automation"],
+] as const;
+type Tab = (typeof TABS)[number][0];
+
+const EVENT_KIND: Record<string, string> = { MATERIALIZATION: "materialisation", EXTERNAL: "report", OBSERVATION: "observation" };
+
+export function AssetPage({ assetKey }: { assetKey: string }) {
+  const state = useQuery<{ asset: AssetDefinition | null }>(ASSET_QUERY, { key: assetKey });
+  const params = usePageParams();
+  // Asked for at once, alongside the definition (not after it: the bar is what takes longest). Polled: statuses
+  // change as runs progress. The ranges are shared by the bar and the partition list.
+  const status = useQuery<StatusData>(STATUS_QUERY, { key: assetKey }, { pollMs: 15_000 });
+  const ranges = useRangeIndex(status);
+  const tab: Tab = TABS.some(([t]) => t === params.get("tab")) ? (params.get("tab") as Tab) : "partitions";
+
+  if (state.error && !state.data) return <ErrorView error={state.error} />;
+  if (!state.data) return <Loading what="the asset" />;
+  const asset = state.data.asset;
+  if (!asset) return <NotFound what="Asset" id={assetKey} />;
+  const partitioned = asset.partitionsDefinition != null;
+  const partition = params.get("partition");
+
+  return (
+    <div className="asset-page" data-testid="asset-page">
+      <div className="asset-header">
+        <div>
+          <div className="muted asset-crumbs">
+            <Link href="/assets">Assets</Link> / {asset.group}
+          </div>
+          <h1 data-testid="asset-key">{asset.key}</h1>
+        </div>
+        <div className="asset-header-side">
+          {asset.paused ? <StateBadge state="paused" /> : null}
+          <span className="muted">
+            last {asset.latestMaterialization ? (EVENT_KIND[asset.latestMaterialization.kind ?? ""] ?? "event") : "materialisation"}:{" "}
+            {asset.latestMaterialization ? (
+              <>
+                {formatAgo(asset.latestMaterialization.createdAt)}
+                {asset.latestMaterialization.runId ? (
+                  <>
+                    {" "}
+                    (<Link href={`/runs/${asset.latestMaterialization.runId}`}>run</Link>)
+                  </>
+                ) : null}
+              </>
+            ) : (
+              "never"
+            )}
+          </span>
+        </div>
+      </div>
+      {state.error ? <ErrorView error={state.error} /> : null}
+      <DefinitionCard asset={asset} />
+      <StatusSection asset={asset} params={params} status={status} ranges={ranges} />
+      <div className="tabs" role="tablist">
+        {TABS.map(([id, label]) => (
+          <button key={id} type="button" role="tab" aria-selected={tab === id} className={tab === id ? "tab active" : "tab"} data-testid={`tab-${id}`} onClick={() => params.set({ tab: id })}>
+            {label}
+          </button>
+        ))}
+        {partitioned ? (
+          <span className="muted tab-partition">
+            {partition ? (
+              <>
+                partition <code data-testid="selected-partition">{partition}</code>{" "}
+                <button type="button" className="link-button" onClick={() => params.set({ partition: undefined })}>
+                  ×
+                </button>
+              </>
+            ) : (
+              "click a partition to choose one"
+            )}
+          </span>
+        ) : null}
+      </div>
+      <div className="tab-body">
+        {tab === "partitions" ? <PartitionsTab asset={asset} params={params} ranges={ranges} /> : null}
+        {tab === "history" ? <HistoryTab assetKey={asset.key} partition={partition} /> : null}
+        {tab === "lineage" ? <LineageTab assetKey={asset.key} partitioned={partitioned} partition={partition} params={params} /> : null}
+        {tab === "automation" ? <AutomationTab assetKey={asset.key} partition={partition} /> : null}
+      </div>
+    </div>
+  );
+}
