@@ -6,6 +6,7 @@ import { Harness } from "./harness.js";
 const KEEP = `
 import { asset } from "tributary";
 export const keep = asset({ key: "d/keep", priority: 10 }, async () => {
+  globalThis.__tributaryKeepEntered = true;
   await new Promise((resolve) => setTimeout(resolve, 1500));
   return "kept";
 });
@@ -31,13 +32,16 @@ describePostgres("execution: definitions changing mid-run", () => {
     const before = await h.graphs.current({ fresh: true });
     const runId = await h.launch(["d/keep", "d/gone", "d/after_gone", "d/gone_root"]);
     // d/keep (higher priority) holds the only slot; d/gone_root waits scheduled, d/gone and d/after_gone pending.
-    await h.until(async () => (await h!.runs.getRun(runId))!.steps.find((s) => s.assetKey === "d/keep")!.state === "running", 10_000, "d/keep to run");
+    // Inside the function, not only "running": the file is imported after the try starts, and the directory is
+    // about to be rewritten (an import racing that would fail the try, as it should).
+    const entered = () => (globalThis as { __tributaryKeepEntered?: boolean }).__tributaryKeepEntered === true;
+    await h.until(async () => entered() && (await h!.runs.getRun(runId))!.steps.find((s) => s.assetKey === "d/keep")!.state === "running", 10_000, "d/keep to run");
     const version = await h.redefine({ "keep.ts": KEEP });
     expect(version).toBeGreaterThan(before.version);
 
     const run = await h.waitForRun(runId, 20_000);
     const byKey = Object.fromEntries(run.steps.map((s) => [s.assetKey, s]));
-    expect(byKey["d/keep"]!.state).toBe("success");
+    expect(byKey["d/keep"]!.state, JSON.stringify(byKey["d/keep"]!.error)).toBe("success");
     for (const k of ["d/gone", "d/after_gone", "d/gone_root"]) {
       expect(byKey[k]!.state).toBe("removed");
       expect(byKey[k]!.skipReason).toContain(`asset "${k}" is no longer in the definitions`);
