@@ -24,7 +24,7 @@ export function benchLocalExecutor(
   dirs: { definitionsDir: string; logsDir: string },
   concurrencyPerProcess: number,
 ): LocalExecutor {
-  const followUp = { executor: "local", dispatchOf: (claim: ClaimedStep, asset: SnapshotAsset) => buildDispatch(claim, asset, dirs) };
+  const followUp = { executor: "local", dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset }) => buildDispatch(claim, def, dirs) };
   const backend = new StoreExecutionBackend({ ...stores, outputStore: null, followUp });
   return new LocalExecutor(backend, { processes: 2, concurrencyPerProcess, definitionsDir: dirs.definitionsDir });
 }

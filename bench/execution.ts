@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < reconcilerCount; i++) {
       const followUp = process.env.BENCH_NO_FAST_PATH
         ? undefined
-        : { executor: "local", dispatchOf: (claim: ClaimedStep, asset: SnapshotAsset) => buildDispatch(claim, asset, { definitionsDir: dir, logsDir }) };
+        : { executor: "local", dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset }) => buildDispatch(claim, def, { definitionsDir: dir, logsDir }) };
       const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null, ...(followUp ? { followUp } : {}) });
       const executor = new LocalExecutor(backend, {
         processes: reconcilerCount === 1 ? 2 : 1,

@@ -135,13 +135,17 @@ CREATE TABLE public.check_results (
     severity text DEFAULT 'error'::text NOT NULL,
     blocking boolean DEFAULT false NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    try_number integer,
+    error jsonb
 );
 COMMENT ON TABLE public.check_results IS 'Results of data-quality checks; the latest per (asset, partition, check) decides blocking.';
 ALTER TABLE public.check_results ADD CONSTRAINT check_results_pkey PRIMARY KEY (id);
 ALTER TABLE public.check_results ADD CONSTRAINT check_results_severity_check CHECK ((severity = ANY (ARRAY['warn'::text, 'error'::text])));
+ALTER TABLE public.check_results ADD CONSTRAINT check_results_try_number_check CHECK ((try_number >= 1));
 CREATE INDEX check_results_latest_idx ON public.check_results USING btree (asset_key, partition_key, check_name, id DESC);
 CREATE INDEX check_results_run_idx ON public.check_results USING btree (run_id) WHERE (run_id IS NOT NULL);
+CREATE UNIQUE INDEX check_results_step_try_key ON public.check_results USING btree (step_id, try_number) WHERE (step_id IS NOT NULL);
 
 CREATE TABLE public.component_heartbeats (
     id text NOT NULL,
@@ -277,9 +281,11 @@ CREATE TABLE public.partition_status (
     data_version text,
     code_version text,
     materialized_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    failed_check text
 );
 COMMENT ON TABLE public.partition_status IS 'Current status per (asset, partition); a partition without a row is missing.';
+COMMENT ON COLUMN public.partition_status.failed_check IS 'Name of a blocking check that failed on the latest materialisation; null when none did.';
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_pkey PRIMARY KEY (asset_key, partition_key);
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text, 'timed_out'::text])));
 CREATE INDEX partition_status_status_idx ON public.partition_status USING btree (asset_key, status, partition_key);
@@ -435,7 +441,8 @@ CREATE TABLE public.steps (
     tries_before integer DEFAULT 0 NOT NULL,
     max_concurrency integer,
     depth integer DEFAULT 0 NOT NULL,
-    wait_started_at timestamp with time zone
+    wait_started_at timestamp with time zone,
+    check_name text
 );
 COMMENT ON TABLE public.steps IS 'One (asset, partition[, map index]) inside a run: Airflow''s task instance. Clearing sets state back to pending; try_number keeps counting.';
 COMMENT ON COLUMN public.steps.pool IS 'Pool name; not a foreign key, so deleting a pool never blocks or cascades into history.';
@@ -445,13 +452,13 @@ COMMENT ON COLUMN public.steps.tries_before IS 'Tries that do not count against 
 COMMENT ON COLUMN public.steps.max_concurrency IS 'The asset''s maxConcurrency when the run was planned.';
 COMMENT ON COLUMN public.steps.depth IS 'Longest upstream path within the run. Among equal priorities deeper steps go first, so chains finish (and hand off) quickly instead of waiting behind every root.';
 COMMENT ON COLUMN public.steps.wait_started_at IS 'Reschedule-mode waits: when the current wait began (its timeout counts from here).';
+COMMENT ON COLUMN public.steps.check_name IS 'Set on the step of an asset check (the check''s name); null on an asset''s own step.';
 ALTER TABLE public.steps ADD CONSTRAINT steps_depth_check CHECK ((depth >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_index_check CHECK ((map_index >= '-1'::integer));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_concurrency_check CHECK ((max_concurrency > 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_tries_check CHECK ((max_tries >= 1));
 ALTER TABLE public.steps ADD CONSTRAINT steps_pkey PRIMARY KEY (id);
 ALTER TABLE public.steps ADD CONSTRAINT steps_pool_slots_check CHECK ((pool_slots >= 1));
-ALTER TABLE public.steps ADD CONSTRAINT steps_run_id_asset_key_partition_key_map_index_key UNIQUE (run_id, asset_key, partition_key, map_index);
 ALTER TABLE public.steps ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE;
 ALTER TABLE public.steps ADD CONSTRAINT steps_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'scheduled'::text, 'queued'::text, 'running'::text, 'success'::text, 'failed'::text, 'skipped'::text, 'up_for_retry'::text, 'up_for_reschedule'::text, 'deferred'::text, 'upstream_failed'::text, 'removed'::text])));
 ALTER TABLE public.steps ADD CONSTRAINT steps_timeout_ms_check CHECK ((timeout_ms > 0));
@@ -465,6 +472,7 @@ CREATE INDEX steps_asset_unfinished_idx ON public.steps USING btree (asset_key, 
 CREATE INDEX steps_queued_idx ON public.steps USING btree (queued_at) WHERE (state = 'queued'::text);
 CREATE INDEX steps_retry_due_idx ON public.steps USING btree (next_retry_at) WHERE (state = ANY (ARRAY['up_for_retry'::text, 'up_for_reschedule'::text]));
 CREATE INDEX steps_run_active_idx ON public.steps USING btree (run_id) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE UNIQUE INDEX steps_run_asset_partition_map_check_key ON public.steps USING btree (run_id, asset_key, partition_key, map_index, COALESCE(check_name, ''::text));
 CREATE INDEX steps_running_heartbeat_idx ON public.steps USING btree (heartbeat_at) WHERE (state = 'running'::text);
 CREATE INDEX steps_scheduled_age_idx ON public.steps USING btree (scheduled_at, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_scheduled_idx ON public.steps USING btree (priority DESC, depth DESC, id) WHERE (state = 'scheduled'::text);

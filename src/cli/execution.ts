@@ -45,7 +45,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     definitions: runtime.definitions,
     graphs: runtime.graphs,
     outputStore: runtime.outputStore,
-    followUp: { executor: "local", dispatchOf: (claim, asset) => buildDispatch(claim, asset, dirs) },
+    followUp: { executor: "local", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
   });
   const executor = new LocalExecutor(backend, {
     processes: options.processes ?? os.availableParallelism(),

@@ -122,7 +122,7 @@ class InProcessRunsClient implements RunsClient {
 
 const RUN_FIELDS = `id status origin definitionsVersion jobName priority tags stepsTotal stepsDone stepsFailed stepsActive
   createdAt startedAt endedAt cancelRequestedAt`;
-const STEP_FIELDS = `id assetKey partitionKey mapIndex state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
+const STEP_FIELDS = `id assetKey partitionKey mapIndex checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
   endedAt nextRetryAt workerId skipReason error upstreamStepIds
   tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error logRef }
   waitingFor { ${TRIGGER_FIELDS} }`;
@@ -208,6 +208,7 @@ function toStep(s: Wire): StepView {
     assetKey: String(s.assetKey),
     partitionKey: String(s.partitionKey),
     mapIndex: Number(s.mapIndex),
+    checkName: typeof s.checkName === "string" ? s.checkName : null,
     state: s.state as StepRecord["state"],
     tryNumber: Number(s.tryNumber),
     maxTries: Number(s.maxTries),

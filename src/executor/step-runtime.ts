@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { InputError, TributaryError, serializeError, type SerializedError } from "../errors/index.js";
-import { definitionKind, findNonJson, PERMANENT_TRIGGER_ERRORS, type AssetContext, type AssetDefinition } from "../sdk/index.js";
+import { definitionKind, findNonJson, PERMANENT_TRIGGER_ERRORS, type AssetContext, type AssetDefinition, type CheckDefinition } from "../sdk/index.js";
 import type { MaterializedLookup } from "../triggerer/index.js";
 import {
   describeTry,
@@ -159,9 +159,13 @@ export class StepRuntime {
     let value: unknown;
     let thrown: { error: unknown } | undefined;
     try {
-      const def = await this.assetDefinition(d);
-      active.definition = def;
-      value = await def.fn!(makeContext(active, this.host, active.controller.signal), inputs as Record<string, unknown>);
+      if (d.check) {
+        value = await this.runCheck(active, inputs);
+      } else {
+        const def = await this.assetDefinition(d);
+        active.definition = def;
+        value = await def.fn!(makeContext(active, this.host, active.controller.signal), inputs as Record<string, unknown>);
+      }
     } catch (err) {
       thrown = { error: err };
     }
@@ -187,18 +191,60 @@ export class StepRuntime {
     return serializeOutput(d, value);
   }
 
-  private async assetDefinition(d: StepDispatch): Promise<AssetDefinition & { fn: NonNullable<AssetDefinition["fn"]> }> {
+  /**
+   * Runs the check of a check's step on the asset's value (`inputs.value`). What the check says is the step's
+   * output, `{ passed, metadata }`; a check that throws (or answers something else) is a failed check carrying
+   * the error, not a failed step: whether that blocks anything is decided where the result is recorded.
+   */
+  private async runCheck(active: ActiveTry, inputs: Readonly<Record<string, unknown>>): Promise<CheckOutput> {
+    const d = active.dispatch;
+    const check = d.check!;
+    const namespace = await this.namespaceOf(d);
+    const value = namespace[d.exportName];
+    const def = value as CheckDefinition | undefined;
+    if (definitionKind(value) !== "check" || !def || def.spec.assetKey !== d.assetKey || def.spec.name !== check.name) {
+      throw stepError(
+        STEP_ERROR_CODES.exportNotFound,
+        d,
+        `${describeTry(d)}: export "${d.exportName}" of ${d.file} is not check "${check.name}" of asset "${d.assetKey}"; ` +
+          `the definitions changed since the step was planned: reload them and run the step again`,
+      );
+    }
+    const ctx = makeContext(active, this.host, active.controller.signal);
+    let answer: unknown;
+    try {
+      answer = await def.fn(ctx, inputs["value"] ?? null);
+    } catch (err) {
+      if (active.controller.signal.aborted) throw err;
+      const error = serializeError(wrapUserError(d, err, `check "${check.name}" threw: `));
+      active.log.write("error", `check "${check.name}" failed: it threw ${error.message}`, errorFields(error));
+      return { passed: false, metadata: {}, error };
+    }
+    const result = normalizeCheckAnswer(answer);
+    if ("problem" in result) {
+      const error = serializeError(stepError("CHECK_RESULT_INVALID", d, `${describeTry(d)}: check "${check.name}" ${result.problem}`));
+      active.log.write("error", error.message);
+      return { passed: false, metadata: {}, error };
+    }
+    active.log.write(result.passed ? "info" : "warn", `check "${check.name}" ${result.passed ? "passed" : "failed"}`, { metadata: result.metadata });
+    return { passed: result.passed, metadata: result.metadata, error: null };
+  }
+
+  private async namespaceOf(d: StepDispatch): Promise<Record<string, unknown>> {
     let loading = this.modules.get(d.file);
     if (!loading) {
       loading = this.host.importModule(d.file);
       this.modules.set(d.file, loading);
     }
-    let namespace: Record<string, unknown>;
     try {
-      namespace = await loading;
+      return await loading;
     } catch (err) {
       throw wrapUserError(d, err, `importing ${d.file} failed: `);
     }
+  }
+
+  private async assetDefinition(d: StepDispatch): Promise<AssetDefinition & { fn: NonNullable<AssetDefinition["fn"]> }> {
+    const namespace = await this.namespaceOf(d);
     const value = namespace[d.exportName];
     const kind = definitionKind(value);
     const def = value as AssetDefinition | undefined;
@@ -222,6 +268,28 @@ export class StepRuntime {
     }
     return def as AssetDefinition & { fn: NonNullable<AssetDefinition["fn"]> };
   }
+}
+
+/** What a check's step outputs: the check's verdict, or a failed verdict with the error it threw. */
+export interface CheckOutput {
+  readonly passed: boolean;
+  readonly metadata: Record<string, unknown>;
+  readonly error: SerializedError | null;
+}
+
+/** A check's answer as `{ passed, metadata }`, or what is wrong with it. */
+function normalizeCheckAnswer(answer: unknown): { passed: boolean; metadata: Record<string, unknown> } | { problem: string } {
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) {
+    return { problem: `must return { passed: boolean, metadata? }, but returned ${answer === null ? "null" : Array.isArray(answer) ? "an array" : typeof answer}` };
+  }
+  const { passed, metadata } = answer as { passed?: unknown; metadata?: unknown };
+  if (typeof passed !== "boolean") return { problem: `must return { passed: boolean, metadata? }, but "passed" is ${passed === undefined ? "missing" : typeof passed}` };
+  if (metadata !== undefined && (typeof metadata !== "object" || metadata === null || Array.isArray(metadata))) {
+    return { problem: `returned "metadata" that is not an object` };
+  }
+  const bad = metadata === undefined ? undefined : findNonJson(metadata, "metadata");
+  if (bad) return { problem: `returned metadata that cannot be stored as JSON: value at ${bad}` };
+  return { passed, metadata: (metadata ?? {}) as Record<string, unknown> };
 }
 
 const NOT_RETRYABLE = new Set([STEP_ERROR_CODES.waitTimedOut, "WAIT_OPTIONS_INVALID", "TRIGGER_INVALID", ...PERMANENT_TRIGGER_ERRORS]);

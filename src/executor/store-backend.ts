@@ -1,5 +1,5 @@
 import { serializeError, StorageError, TributaryError } from "../errors/index.js";
-import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.js";
+import { readsMany, type AssetGraph, type SnapshotAsset, type SnapshotCheck } from "../graph/index.js";
 import { loadPartitionContext, partitionSpace, UNPARTITIONED, upstreamPartitions } from "../partitions/index.js";
 import {
   INLINE_OUTPUT_LIMIT_BYTES,
@@ -14,6 +14,7 @@ import {
 } from "../storage/index.js";
 import { dataVersionOf, type VersionedInput } from "./data-version.js";
 import { STEP_ERROR_CODES } from "./step-errors.js";
+import type { CheckOutput } from "./step-runtime.js";
 import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "./types.js";
 
 export interface StoreBackendOptions {
@@ -33,7 +34,7 @@ export interface StoreBackendOptions {
    */
   readonly followUp?: {
     readonly executor: string;
-    readonly dispatchOf: (claim: ClaimedStep, asset: SnapshotAsset) => StepDispatch;
+    readonly dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset; check?: SnapshotCheck | undefined }) => StepDispatch;
   };
 }
 
@@ -90,6 +91,13 @@ export class StoreExecutionBackend implements ExecutionBackend {
     for (const step of steps) {
       try {
         const asset = graph.require(step.assetKey);
+        if (step.check) {
+          // A check reads the partition of its own asset: its latest materialisation (this run's, when the run
+          // materialised it; otherwise the one before, for a check run alone).
+          needed.set(`${step.assetKey}\u0000${step.partitionKey}`, { assetKey: step.assetKey, partitionKey: step.partitionKey });
+          wanted.set(step.stepId, { asset, reads: [{ name: "value", many: false, assetKey: step.assetKey, keys: [step.partitionKey] }] });
+          continue;
+        }
         const reads = asset.deps.map((dep) => {
           const up = graph.require(dep.assetKey);
           const downSubset = asset.partitions ? partitionSpace(asset.partitions, ctx).subset([step.partitionKey]) : UNPARTITIONED;
@@ -117,7 +125,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
         const versions: VersionedInput[] = [];
         // Under any rule but all_success a step may run although an upstream
         // failed or was skipped: that upstream's value is then absent (null).
-        const mayLackInputs = w.asset.triggerRule !== "all_success";
+        const mayLackInputs = !step.check && w.asset.triggerRule !== "all_success";
         for (const read of w.reads) {
           const values: unknown[] = [];
           for (const key of read.keys) {
@@ -138,7 +146,13 @@ export class StoreExecutionBackend implements ExecutionBackend {
           }
           inputs[read.name] = read.many ? values : (values[0] ?? null);
         }
-        this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, window: step.partition.window, lineage, versions });
+        this.inFlight.set(tryKey(step.stepId, step.tryNumber), {
+          assetKey: step.assetKey,
+          window: step.partition.window,
+          lineage,
+          versions,
+          ...(step.check ? { check: step.check } : {}),
+        });
         out.set(step.stepId, { ok: true, inputs });
       } catch (err) {
         out.set(step.stepId, { ok: false, error: serializeError(err) });
@@ -173,8 +187,9 @@ export class StoreExecutionBackend implements ExecutionBackend {
     const unrunnable: StepCompletion[] = [];
     for (const claim of summary.claimed) {
       const asset = graph.get(claim.assetKey);
-      if (asset) {
-        dispatches.push(followUp.dispatchOf(claim, asset));
+      const check = claim.checkName === null ? undefined : graph.checksFor(claim.assetKey).find((c) => c.name === claim.checkName);
+      if (asset && (claim.checkName === null || check)) {
+        dispatches.push(followUp.dispatchOf(claim, { asset, check }));
         continue;
       }
       unrunnable.push(removedAssetCompletion(claim, this.clock()));
@@ -211,6 +226,13 @@ export class StoreExecutionBackend implements ExecutionBackend {
     }
     if (o.kind === "skipped") return { ...base, outcome: "skipped", reason: o.reason };
     const flight = this.inFlight.get(tryKey(r.stepId, r.tryNumber));
+    if (flight?.check) {
+      if (o.kind !== "success") {
+        return { ...base, outcome: "failed", retryable: false, error: serializeError(new TributaryError("CHECK_RESULT_INVALID", `a check's step cannot ${o.kind === "deferred" ? "defer" : "wait"}: checks run to a verdict in one try`)) };
+      }
+      const verdict = JSON.parse(o.outputJson) as CheckOutput;
+      return { ...base, outcome: "check", check: flight.check, passed: verdict.passed, metadata: verdict.metadata, error: verdict.error, eventId: flight.lineage[0]?.eventId ?? null };
+    }
     if (o.kind === "rescheduled") {
       return { ...base, outcome: "rescheduled", nextCheckAt: new Date(o.nextCheckAt), waitStartedAt: new Date(o.waitStartedAt) };
     }
@@ -277,6 +299,8 @@ export class StoreExecutionBackend implements ExecutionBackend {
 
 interface InFlight {
   assetKey: string;
+  /** A check's step: its output is a verdict, not a materialisation. */
+  check?: NonNullable<StepDispatch["check"]>;
   window: StepDispatch["partition"]["window"];
   lineage: LineageInput[];
   versions: VersionedInput[];

@@ -24,9 +24,11 @@ export interface StepDispatch {
     readonly window: { readonly start: string; readonly end: string } | null;
     readonly dimensions: Readonly<Record<string, string>> | null;
   };
-  /** Absolute path of the definitions file that exports the asset, and the export name. */
+  /** Absolute path of the definitions file that exports the asset (or the check), and the export name. */
   readonly file: string;
   readonly exportName: string;
+  /** Set when the step runs an asset check on the partition instead of the asset's function. */
+  readonly check?: { readonly name: string; readonly blocking: boolean; readonly severity: "warn" | "error" };
   /** Aborts ctx.signal after this long, then kills the step's process after the grace period. */
   readonly timeoutMs: number | null;
   /** Where this try's log goes (a file path in local mode). */

@@ -75,7 +75,54 @@ export interface PlanRunRequest {
  */
 export function planRun(request: PlanRunRequest): RunPlan {
   const { planned, missing, ctx } = planPartitions(request);
-  return { version: request.version, steps: buildSteps(request.graph, planned, ctx, request.now), missing };
+  return { version: request.version, steps: withChecks(request.graph, buildSteps(request.graph, planned, ctx, request.now)), missing };
+}
+
+/**
+ * Adds the steps of the assets' checks: after each asset's block of steps, one
+ * step per (check, partition) reading the partition's step. A blocking
+ * check's step becomes an upstream of every step that reads that partition,
+ * so a failure there ends them upstream_failed. Indices move; the order stays
+ * topological (steps of one asset are contiguous and come before readers).
+ */
+export function withChecks(graph: AssetGraph, steps: readonly PlannedStep[]): PlannedStep[] {
+  if (!steps.some((s) => s.check === undefined && graph.checksFor(s.assetKey).length > 0)) return [...steps];
+  const moved = new Int32Array(steps.length);
+  const blockers = new Map<number, number[]>();
+  const out: PlannedStep[] = [];
+  let i = 0;
+  while (i < steps.length) {
+    const key = steps[i]!.assetKey;
+    let end = i;
+    while (end < steps.length && steps[end]!.assetKey === key && steps[end]!.check === undefined) end++;
+    if (end === i) end = i + 1; // a check step already planned (a stored plan read back): kept as it is
+    for (let k = i; k < end; k++) {
+      const s = steps[k]!;
+      const upstream: number[] = [];
+      for (const u of s.upstream) {
+        upstream.push(moved[u]!);
+        for (const b of blockers.get(u) ?? []) upstream.push(b);
+      }
+      upstream.sort((x, y) => x - y);
+      moved[k] = out.length;
+      out.push({ ...s, index: out.length, upstream });
+    }
+    if (steps[i]!.check === undefined) {
+      for (const c of graph.checksFor(key)) {
+        for (let k = i; k < end; k++) {
+          const index = out.length;
+          out.push({ index, assetKey: key, partitionKey: steps[k]!.partitionKey, upstream: [moved[k]!], check: c.name });
+          if (c.blocking) {
+            const list = blockers.get(k);
+            if (list) list.push(index);
+            else blockers.set(k, [index]);
+          }
+        }
+      }
+    }
+    i = end;
+  }
+  return out;
 }
 
 /** The partitions a plan would hold per asset (upstream ones added with includeUpstream), without building steps. */

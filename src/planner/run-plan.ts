@@ -9,6 +9,12 @@ export interface PlannedStep {
   /** `''` for an unpartitioned asset. */
   readonly partitionKey: string;
   readonly upstream: readonly number[];
+  /**
+   * Set on the step of an asset check: it runs the check of that name on the
+   * partition right after the asset's step (its only upstream). A blocking
+   * check's step is also an upstream of every step that reads the partition.
+   */
+  readonly check?: string;
 }
 
 /**

@@ -15,7 +15,8 @@ export const PLAN_FORMAT = 1;
  *   "missing": [{ "assetKey": "…", "neededBy": "…", "reason": "not_materialized", "count": 5, "sample": ["…"], "detail": "…" }] }
  * ```
  *
- * A step is `[asset index, partition key, upstream]`; its index is its
+ * A step is `[asset index, partition key, upstream]` (a check's step adds its
+ * name: `[asset index, partition key, upstream, check]`); its index is its
  * position. `upstream` lists the steps it reads as half-open ranges, flat:
  * `[0, 2]` is steps 0 and 1, `[0, 7, 9, 10]` steps 0–6 and 9, so a step
  * reading a week of dailies costs two numbers, not seven.
@@ -28,7 +29,10 @@ export interface SerializedPlan {
   readonly missing: readonly MissingUpstream[];
 }
 
-export type SerializedStep = readonly [assetIndex: number, partitionKey: string, upstream: readonly number[]];
+export type SerializedStep =
+  | readonly [assetIndex: number, partitionKey: string, upstream: readonly number[]]
+  /** The step of an asset check (see PlannedStep.check). */
+  | readonly [assetIndex: number, partitionKey: string, upstream: readonly number[], check: string];
 
 /** The compact, JSON-ready form of a plan; {@link parsePlan} reads it back. */
 export function serializePlan(plan: RunPlan): SerializedPlan {
@@ -41,7 +45,7 @@ export function serializePlan(plan: RunPlan): SerializedPlan {
       assets.push(step.assetKey);
       assetIndex.set(step.assetKey, a);
     }
-    return [a, step.partitionKey, toRanges(step.upstream)];
+    return step.check === undefined ? [a, step.partitionKey, toRanges(step.upstream)] : [a, step.partitionKey, toRanges(step.upstream), step.check];
   });
   return { format: PLAN_FORMAT, version: plan.version, assets, steps, missing: plan.missing.map((m) => ({ ...m, sample: [...m.sample] })) };
 }
@@ -52,7 +56,7 @@ const planSchema = z.strictObject({
   format: z.literal(PLAN_FORMAT),
   version: index,
   assets: z.array(z.string().min(1)),
-  steps: z.array(z.tuple([index, z.string(), z.array(index)])),
+  steps: z.array(z.union([z.tuple([index, z.string(), z.array(index)]), z.tuple([index, z.string(), z.array(index), z.string().min(1)])])),
   missing: z.array(
     z.strictObject({
       assetKey: z.string().min(1),
@@ -86,10 +90,11 @@ export function parsePlan(json: unknown): RunPlan {
     throw invalid(issue.message, issue.path.map(String).join("."));
   }
   const { version, assets, steps, missing } = parsed.data;
-  const out: PlannedStep[] = steps.map(([a, partitionKey, ranges], i) => {
+  const out: PlannedStep[] = steps.map(([a, partitionKey, ranges, check], i) => {
     const assetKey = assets[a];
     if (assetKey === undefined) throw invalid(`asset index ${a} is not below ${assets.length}`, `steps.${i}.0`);
-    return { index: i, assetKey, partitionKey, upstream: fromRanges(ranges, i) };
+    const step = { index: i, assetKey, partitionKey, upstream: fromRanges(ranges, i) };
+    return check === undefined ? step : { ...step, check };
   });
   return { version, steps: out, missing };
 }

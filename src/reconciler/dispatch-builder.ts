@@ -1,18 +1,30 @@
 import path from "node:path";
 import type { StepDispatch } from "../executor/index.js";
-import type { SnapshotAsset } from "../graph/index.js";
+import type { AssetGraph, SnapshotAsset, SnapshotCheck } from "../graph/index.js";
 import { partitionSpace, type PartitionsSpec } from "../partitions/index.js";
 import type { ClaimedStep } from "../storage/index.js";
 
+/** What a claimed step runs in these definitions: its asset and, for a check's step, the check; undefined once gone. */
+export function definitionOfClaim(graph: AssetGraph, claim: ClaimedStep): { asset: SnapshotAsset; check?: SnapshotCheck } | undefined {
+  const asset = graph.get(claim.assetKey);
+  if (!asset) return undefined;
+  if (claim.checkName === null) return { asset };
+  const check = graph.checksFor(claim.assetKey).find((c) => c.name === claim.checkName);
+  return check ? { asset, check } : undefined;
+}
+
 /**
- * Turns a claimed step into what an executor needs: where the asset's code
- * lives, the partition's data interval and dimensions, and where its log goes.
+ * Turns a claimed step into what an executor needs: where the asset's (or the
+ * check's) code lives, the partition's data interval and dimensions, and where
+ * its log goes.
  */
 export function buildDispatch(
   claim: ClaimedStep,
-  asset: SnapshotAsset,
+  def: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
   dirs: { definitionsDir: string; logsDir: string },
 ): StepDispatch {
+  const { asset, check } = def;
+  const code = check ?? asset;
   return {
     stepId: claim.stepId,
     runId: claim.runId,
@@ -22,8 +34,9 @@ export function buildDispatch(
     partitionKey: claim.partitionKey,
     mapIndex: claim.mapIndex,
     partition: partitionInfo(asset.partitions, claim.partitionKey),
-    file: path.resolve(dirs.definitionsDir, asset.file),
-    exportName: asset.exportName,
+    file: path.resolve(dirs.definitionsDir, code.file),
+    exportName: code.exportName,
+    ...(check ? { check: { name: check.name, blocking: check.blocking, severity: check.severity } } : {}),
     timeoutMs: claim.timeoutMs,
     logRef: path.join(dirs.logsDir, claim.runId, `${claim.stepId}-${claim.tryNumber}.log`),
     ...(claim.resumed.length > 0 ? { resumed: claim.resumed } : {}),

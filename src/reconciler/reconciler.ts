@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { Executor, StepDispatch } from "../executor/index.js";
 import { serializeError } from "../errors/index.js";
 import { removedAssetCompletion, WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
-import { buildDispatch } from "./dispatch-builder.js";
+import { buildDispatch, definitionOfClaim } from "./dispatch-builder.js";
 
 export interface ReconcilerOptions {
   readonly store: RunStore;
@@ -180,17 +180,17 @@ export class Reconciler {
       if (claims.length === 0) return dispatched;
       dispatched += claims.length;
       let { graph } = await this.options.graphs.current();
-      if (claims.some((c) => !graph.has(c.assetKey))) ({ graph } = await this.options.graphs.current({ fresh: true }));
+      if (claims.some((c) => !definitionOfClaim(graph, c))) ({ graph } = await this.options.graphs.current({ fresh: true }));
       const byExecutor = new Map<string, StepDispatch[]>();
       const removed: StepCompletion[] = [];
       for (const claim of claims) {
-        const asset = graph.get(claim.assetKey);
-        if (!asset) {
+        const def = definitionOfClaim(graph, claim);
+        if (!def) {
           removed.push(removedAssetCompletion(claim, this.clock()));
           continue;
         }
         try {
-          const dispatch = buildDispatch(claim, asset, this.options);
+          const dispatch = buildDispatch(claim, def, this.options);
           byExecutor.set(claim.executor, [...(byExecutor.get(claim.executor) ?? []), dispatch]);
         } catch (err) {
           removed.push({

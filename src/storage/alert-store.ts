@@ -2,12 +2,12 @@ import type { AlertStatus } from "./database.js";
 import type { JsonValue } from "./json.js";
 
 /** What caused an alert; the first part of its cause key. */
-export type AlertKind = "step_failed" | "deadline_missed" | "load_error" | "observation_timed_out";
+export type AlertKind = "step_failed" | "check_failed" | "deadline_missed" | "load_error" | "observation_timed_out";
 
 /** One stored alert, as the API and the sinks see it. */
 export interface AlertRecord {
   readonly id: number;
-  /** Unique per cause (`step_failed:<step>:<try>`, `deadline:<asset>:<partition>`, `load_error:<path>:<hash>`, `observation_timed_out:<trigger>`): one alert per cause. */
+  /** Unique per cause (`step_failed:<step>:<try>`, `check_failed:<step>:<try>`, `deadline:<asset>:<partition>`, `load_error:<path>:<hash>`, `observation_timed_out:<trigger>`): one alert per cause. */
   readonly causeKey: string;
   readonly kind: string;
   readonly assetKey: string | null;

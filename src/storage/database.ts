@@ -191,6 +191,8 @@ export interface StepsTable {
   max_concurrency: number | null;
   depth: Generated<number>;
   wait_started_at: NullableTimestamp;
+  /** The check this step runs; null for the asset's own step. */
+  check_name: string | null;
 }
 
 export interface StepDepsTable {
@@ -253,6 +255,8 @@ export interface PartitionStatusTable {
   code_version: string | null;
   materialized_at: NullableTimestamp;
   updated_at: GeneratedTimestamp;
+  /** A blocking check that failed on the latest materialisation. */
+  failed_check: string | null;
 }
 
 export interface OutputsTable {
@@ -283,6 +287,8 @@ export interface CheckResultsTable {
   blocking: Generated<boolean>;
   metadata: GeneratedJson<{ [key: string]: JsonValue }>;
   created_at: GeneratedTimestamp;
+  try_number: number | null;
+  error: JsonValue | null;
 }
 
 export interface PoolsTable {

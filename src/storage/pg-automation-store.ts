@@ -69,13 +69,14 @@ export class PgAutomationStore implements AutomationStore {
   async partitionStates(): Promise<PartitionStates> {
     const rows = await this.#db
       .selectFrom("partition_status")
-      .select(["asset_key", "partition_key", "status", "last_materialization_event_id"])
+      .select(["asset_key", "partition_key", "status", "last_materialization_event_id", "failed_check"])
       .where((eb) => eb.or([eb("last_materialization_event_id", "is not", null), eb("status", "=", "failed")]))
       .execute();
     const materialized = new Map<string, string[]>();
     const failed = new Map<string, string[]>();
     for (const r of rows) {
-      if (r.last_materialization_event_id !== null) push(materialized, r.asset_key, r.partition_key);
+      // Data that failed a blocking check is not data automation builds on: its readers wait as if it were missing.
+      if (r.last_materialization_event_id !== null && r.failed_check === null) push(materialized, r.asset_key, r.partition_key);
       if (r.status === "failed") push(failed, r.asset_key, r.partition_key);
     }
     return { materialized, failed };

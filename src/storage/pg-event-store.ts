@@ -48,7 +48,8 @@ export async function reportEventsIn(trx: Transaction<Database>, events: readonl
         data_version = excluded.data_version,
         code_version = null,
         materialized_at = excluded.materialized_at,
-        updated_at = excluded.updated_at
+        updated_at = excluded.updated_at,
+        failed_check = null
     )
     -- ids are drawn in ord order, so ascending ids are the events in input order.
     select id from ev order by id`.execute(trx);

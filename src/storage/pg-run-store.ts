@@ -51,6 +51,7 @@ interface LockedStep {
   asset_key: string;
   partition_key: string;
   map_index: number;
+  check_name: string | null;
   cancel_requested: boolean;
 }
 
@@ -151,6 +152,7 @@ export class PgRunStore implements RunStore {
       assetKey: s.asset_key,
       partitionKey: s.partition_key,
       mapIndex: s.map_index,
+      checkName: s.check_name,
       state: s.state,
       tryNumber: s.try_number,
       maxTries: s.max_tries + s.tries_before,
@@ -545,13 +547,17 @@ export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ run
     steps.forEach((s, i) => (depth[i] = s.upstream.reduce((d, up) => Math.max(d, (depth[up] ?? 0) + 1), 0)));
     const stepRows = steps.map((s, i) => {
       const cfg = run.settings(s.assetKey);
+      // A check's step runs once under all_success (a check that throws is a failed result, not a retry) and
+      // otherwise shares its asset's pool, executor, queue, timeout and priority.
+      const isCheck = s.check !== undefined;
       return {
         id: ids[i],
         asset_key: s.assetKey,
         partition_key: s.partitionKey,
-        trigger_rule: cfg.triggerRule,
-        max_tries: cfg.retries.max + 1,
-        retry_policy: cfg.retries,
+        check_name: s.check ?? null,
+        trigger_rule: isCheck ? "all_success" : cfg.triggerRule,
+        max_tries: isCheck ? 1 : cfg.retries.max + 1,
+        retry_policy: isCheck ? null : cfg.retries,
         priority: cfg.priority + (run.priority ?? 0),
         pool: cfg.pool ?? DEFAULT_POOL,
         pool_slots: cfg.poolSlots,
@@ -564,12 +570,12 @@ export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ run
       };
     });
     await sql`
-      insert into steps (id, run_id, asset_key, partition_key, trigger_rule, max_tries, retry_policy, priority, pool,
+      insert into steps (id, run_id, asset_key, partition_key, check_name, trigger_rule, max_tries, retry_policy, priority, pool,
                          pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, created_at, updated_at)
-      select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
+      select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.check_name, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
              x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, x.depth, ${now}, ${now}
       from jsonb_to_recordset(${toJson(stepRows)}::jsonb) as x(
-        id bigint, asset_key text, partition_key text, trigger_rule text, max_tries int, retry_policy jsonb,
+        id bigint, asset_key text, partition_key text, check_name text, trigger_rule text, max_tries int, retry_policy jsonb,
         priority int, pool text, pool_slots int, executor text, queue text, timeout_ms bigint, max_concurrency int,
         upstream_total int, depth int)`.execute(trx);
     const edges: [number, number][] = [];
@@ -643,7 +649,7 @@ async function completeIn(
   const ids = [...new Set(completions.map((c) => c.stepId))].sort((a, b) => a - b);
   const locked = await sql<LockedStep>`
     select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
-           s.partition_key, s.map_index, (r.cancel_requested_at is not null) as cancel_requested
+           s.partition_key, s.map_index, s.check_name, (r.cancel_requested_at is not null) as cancel_requested
     from steps s join runs r on r.id = s.run_id
     where s.id = any(${ids}::bigint[]) order by s.id for no key update of s`.execute(trx);
   const byId = new Map(locked.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
@@ -678,6 +684,7 @@ async function completeIn(
       nextRetryAt = c.nextCheckAt;
     } else if (c.outcome === "skipped") state = "skipped";
     else if (c.outcome === "removed") state = "removed";
+    else if (c.outcome === "check") state = c.passed || !c.check.blocking ? "success" : "failed";
     else if (c.outcome === "released" && step.state === "queued") state = "scheduled";
     else {
       const policy = step.retry_policy;
@@ -695,12 +702,12 @@ async function completeIn(
   // Before the steps are updated: a second update of a row this transaction already updated re-checks its
   // foreign key, which would lock the run (KEY SHARE) ahead of the pools and deadlock with claims.
   const triggerOf = await createStepTriggers(trx, applied, now);
-  const stepUpdates = applied.map(({ c, state, nextRetryAt }) => ({
+  const stepUpdates = applied.map(({ c, step, state, nextRetryAt }) => ({
     id: c.stepId,
     state,
     ended_at: WAITING_AGAIN.includes(state) ? null : c.endedAt.toISOString(),
     next_retry_at: nextRetryAt?.toISOString() ?? null,
-    error: errorOf(c),
+    error: errorOf(c, step),
     // Released unstarted, deferred or rescheduled: the try does not count against the retry policy.
     released: state === "scheduled" || state === "deferred" || state === "up_for_reschedule",
     wait_started_at: c.outcome === "rescheduled" ? c.waitStartedAt.toISOString() : null,
@@ -721,13 +728,13 @@ async function completeIn(
            skip_reason text, worker_id text, started_at timestamptz, wait_started_at timestamptz, trigger_id bigint)
     where steps.id = x.id`.execute(trx);
 
-  const tryUpdates = applied.filter((a) => a.wasActive).map(({ c }) => ({
+  const tryUpdates = applied.filter((a) => a.wasActive).map(({ c, step, state }) => ({
     step_id: c.stepId,
     try_number: c.tryNumber,
-    state: c.outcome === "released" ? "failed" : c.outcome === "rescheduled" ? "up_for_reschedule" : c.outcome,
+    state: c.outcome === "released" ? "failed" : c.outcome === "rescheduled" ? "up_for_reschedule" : c.outcome === "check" ? state : c.outcome,
     ended_at: c.endedAt.toISOString(),
     started_at: c.startedAt?.toISOString() ?? null,
-    error: errorOf(c),
+    error: errorOf(c, step),
     log_ref: c.logRef,
     worker_id: c.workerId,
     hostname: c.hostname ?? null,
@@ -744,7 +751,10 @@ async function completeIn(
     where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
 
   await recordMaterializations(trx, applied, now);
-  await recordFailures(trx, applied.filter((a) => a.state === "failed"), now);
+  // A check's step that ended (with a verdict, or failing to reach one) is a check result, never a failed
+  // materialisation of its partition.
+  await recordCheckResults(trx, applied.filter((a) => a.step.check_name !== null && isTerminalState(a.state)), now);
+  await recordFailures(trx, applied.filter((a) => a.state === "failed" && a.step.check_name === null), now);
 
   const changes: StepChange[] = applied.map((a) => ({
     id: a.step.id,
@@ -939,7 +949,8 @@ async function recordMaterializations(
       status = excluded.status, last_materialization_event_id = excluded.last_materialization_event_id,
       last_step_id = excluded.last_step_id, last_run_id = excluded.last_run_id,
       data_version = excluded.data_version, code_version = excluded.code_version,
-      materialized_at = excluded.materialized_at, updated_at = excluded.updated_at`.execute(trx);
+      materialized_at = excluded.materialized_at, updated_at = excluded.updated_at,
+      failed_check = null`.execute(trx);
 }
 
 async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; step: LockedStep }[], now: Date): Promise<void> {
@@ -1049,8 +1060,13 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
       skipped: number;
       removed: number;
       cancel_requested: boolean;
+      failed_check: string | null;
     }>`
       select s.id, s.run_id, s.trigger_rule, s.pool, s.pool_slots, s.upstream_total as total,
+             -- A blocking check that failed upstream: named in the reason the step does not run.
+             min(format('blocking check "%s" of asset "%s" failed on %s', u.check_name, u.asset_key,
+                        case when u.partition_key = '' then 'the asset' else format('partition "%s"', u.partition_key) end))
+               filter (where u.state = 'failed' and u.check_name is not null) as failed_check,
              count(*) filter (where u.state = 'success')::int as success,
              count(*) filter (where u.state = 'failed')::int as failed,
              count(*) filter (where u.state = 'upstream_failed')::int as upstream_failed,
@@ -1080,7 +1096,12 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
         decisions.push({
           id: Number(r.id),
           state: decision,
-          reason: decision === "skipped" ? `trigger rule ${r.trigger_rule}: upstream steps were skipped or did not meet it` : null,
+          reason:
+            decision === "skipped"
+              ? `trigger rule ${r.trigger_rule}: upstream steps were skipped or did not meet it`
+              : r.failed_check
+                ? `not run on data that failed its checks: ${r.failed_check}`
+                : null,
         });
       }
     }
@@ -1214,13 +1235,14 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
     snapshot_version: number;
     wait_started_at: Date | null;
     resumed: FiredTrigger[] | null;
+    check_name: string | null;
   }>`
     with upd as (
       update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
                        error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
       where id = any(${admitted}::bigint[]) and state = 'scheduled'
       returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots,
-                max_tries + tries_before as last_try, trigger_id, wait_started_at
+                max_tries + tries_before as last_try, trigger_id, wait_started_at, check_name
     ), tries as (
       insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
       select id, run_id, try_number, 'queued', executor, ${now} from upd
@@ -1233,7 +1255,7 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
       returning runs.id, runs.snapshot_version
     )
     select upd.id, upd.run_id, upd.try_number, upd.asset_key, upd.partition_key, upd.map_index, upd.executor, upd.queue,
-           upd.timeout_ms, upd.last_try, run_use.snapshot_version, upd.wait_started_at,
+           upd.timeout_ms, upd.last_try, run_use.snapshot_version, upd.wait_started_at, upd.check_name,
            -- A step that deferred gets back what its fired triggers found.
            case when upd.trigger_id is null then null else (
              select jsonb_agg(jsonb_build_object('kind', t.kind, 'args', t.args, 'payload', t.payload) order by t.id)
@@ -1255,6 +1277,7 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
         snapshotVersion: r.snapshot_version,
         resumed: r.resumed ?? [],
         waitStartedAt: r.wait_started_at,
+        checkName: r.check_name,
       }),
     )
     .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
@@ -1366,8 +1389,92 @@ async function adjustRunActive(trx: Trx, runIds: readonly string[], sign: 1 | -1
     where runs.id = x.run_id`.execute(trx);
 }
 
-function errorOf(c: StepCompletion): SerializedError | null {
+function errorOf(c: StepCompletion, step: LockedStep): SerializedError | null {
+  if (c.outcome === "check") {
+    if (c.passed || !c.check.blocking) return null;
+    const why = c.error ? `: it threw ${c.error.message}` : "";
+    return {
+      name: "CheckFailed",
+      code: "CHECK_FAILED",
+      message: `blocking check "${c.check.name}" of asset "${step.asset_key}" failed on ${step.partition_key ? `partition "${step.partition_key}"` : "the asset"}${why}`,
+      ...(c.error ? { cause: c.error } : {}),
+    };
+  }
   return c.outcome === "failed" || c.outcome === "released" ? c.error : null;
+}
+
+/**
+ * Results of the check steps that ended: one row per try (a verdict, or a failed result carrying the error of
+ * a step that never reached one: a timeout, a check gone from its file). A failed blocking check marks the
+ * partition's latest materialisation — when it is the one judged — as failing its checks; a pass of the same
+ * check on it clears the mark. Every failure is alerted to the asset's owner (blocking or not).
+ */
+async function recordCheckResults(
+  trx: Trx,
+  ended: readonly { c: StepCompletion; step: LockedStep; state: StepState }[],
+  now: Date,
+): Promise<void> {
+  if (ended.length === 0) return;
+  const rows = ended.map(({ c, step, state }) => {
+    const verdict = c.outcome === "check" ? c : undefined;
+    const error = verdict ? verdict.error : c.outcome === "failed" || c.outcome === "released" ? c.error : null;
+    return {
+      asset_key: step.asset_key,
+      partition_key: step.partition_key,
+      check_name: step.check_name!,
+      run_id: step.run_id,
+      step_id: step.id,
+      try_number: c.tryNumber,
+      passed: verdict?.passed === true,
+      severity: verdict?.check.severity ?? "error",
+      // Without a verdict the step's own state says whether it blocked its readers.
+      blocking: verdict ? verdict.check.blocking : state === "failed",
+      metadata: verdict?.metadata ?? {},
+      error: error ? { code: error.code, message: error.message } : null,
+      event_id: verdict?.eventId ?? null,
+      alert: !(verdict?.passed === true) && !step.cancel_requested && state !== "skipped" && state !== "removed",
+    };
+  });
+  await sql`
+    with x as (
+      select * from jsonb_to_recordset(${toJson(rows)}::jsonb)
+        as x(asset_key text, partition_key text, check_name text, run_id uuid, step_id bigint, try_number int, passed boolean,
+             severity text, blocking boolean, metadata jsonb, error jsonb, event_id bigint, alert boolean)
+    ), ins as (
+      insert into check_results (asset_key, check_name, partition_key, run_id, step_id, event_id, passed, severity, blocking,
+                                 metadata, try_number, error, created_at)
+      select asset_key, check_name, partition_key, run_id, step_id, event_id, passed, severity, blocking, metadata, try_number,
+             error, ${now}
+      from x
+      on conflict (step_id, try_number) where step_id is not null do nothing
+    )
+    insert into alerts (cause_key, kind, asset_key, partition_key, run_id, owner, payload, next_attempt_at, created_at)
+    select 'check_failed:' || x.step_id || ':' || x.try_number, 'check_failed', x.asset_key, nullif(x.partition_key, ''),
+           x.run_id, a.owner,
+           jsonb_build_object('asset', x.asset_key, 'partition', nullif(x.partition_key, ''), 'run', x.run_id, 'step', x.step_id,
+                              'check', x.check_name, 'blocking', x.blocking, 'severity', x.severity, 'metadata', x.metadata,
+                              'error', x.error),
+           ${now}, ${now}
+    from x left join assets a on a.key = x.asset_key
+    where x.alert
+    on conflict (cause_key) do nothing`.execute(trx);
+  // The mark follows the latest verdict of a blocking check on the materialisation it judged.
+  const marks = rows.filter((r) => r.blocking && r.event_id !== null);
+  if (marks.length > 0) {
+    // Per partition at once (two checks of one partition may end in one batch): a failure wins over a pass.
+    await sql`
+      update partition_status ps
+      set failed_check = coalesce(g.failing, case when ps.failed_check = any(g.passing) then null else ps.failed_check end),
+          updated_at = ${now}
+      from (
+        select asset_key, partition_key, event_id,
+               min(check_name) filter (where not passed) as failing,
+               coalesce(array_agg(check_name) filter (where passed), '{}') as passing
+        from jsonb_to_recordset(${toJson(marks)}::jsonb) as x(asset_key text, partition_key text, check_name text, passed boolean, event_id bigint)
+        group by asset_key, partition_key, event_id
+      ) g
+      where ps.asset_key = g.asset_key and ps.partition_key = g.partition_key and ps.last_materialization_event_id = g.event_id`.execute(trx);
+  }
 }
 
 function isTerminalState(state: StepState): state is Terminal | "removed" {

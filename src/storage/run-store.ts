@@ -37,6 +37,8 @@ export interface ClaimedStep {
   readonly resumed: readonly FiredTrigger[];
   /** A reschedule-mode wait in progress: when it began. */
   readonly waitStartedAt: Date | null;
+  /** The asset check this step runs; null for the asset's own step. */
+  readonly checkName: string | null;
 }
 
 export interface ClaimOptions {
@@ -103,6 +105,20 @@ export type StepCompletion = {
    * policy. Had it started after all, it counts as a retryable failure.
    */
   | { readonly outcome: "released"; readonly error: SerializedError }
+  /**
+   * A check's step ran its check: the verdict (a check that threw is a failed
+   * verdict carrying the error). A failed blocking check fails the step (its
+   * readers end upstream_failed); any other verdict ends it in success.
+   */
+  | {
+      readonly outcome: "check";
+      readonly check: { readonly name: string; readonly blocking: boolean; readonly severity: "warn" | "error" };
+      readonly passed: boolean;
+      readonly metadata: Readonly<Record<string, unknown>>;
+      readonly error: SerializedError | null;
+      /** The materialisation event of the partition the check read; null when it read none. */
+      readonly eventId: number | null;
+    }
 );
 
 /** The trigger a deferring try leaves behind; templates are rendered by the triggerer with the partition. */
@@ -200,6 +216,8 @@ export interface StepRecord {
   readonly assetKey: string;
   readonly partitionKey: string;
   readonly mapIndex: number;
+  /** The asset check this step runs; null for the asset's own step. */
+  readonly checkName: string | null;
   readonly state: StepState;
   readonly tryNumber: number;
   readonly maxTries: number;
@@ -270,6 +288,9 @@ export function removedAssetCompletion(claim: ClaimedStep, now: Date): StepCompl
     workerId: null,
     logRef: null,
     outcome: "removed",
-    reason: `asset "${claim.assetKey}" is no longer in the definitions`,
+    reason:
+      claim.checkName === null
+        ? `asset "${claim.assetKey}" is no longer in the definitions`
+        : `check "${claim.checkName}" of asset "${claim.assetKey}" is no longer in the definitions`,
   };
 }

@@ -40,7 +40,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
   check_results: {
     id: "not null", asset_key: "not null", check_name: "not null", partition_key: "not null", run_id: "null",
     step_id: "null", event_id: "null", passed: "not null", severity: "not null", blocking: "not null",
-    metadata: "not null", created_at: "not null",
+    metadata: "not null", created_at: "not null", try_number: "null", error: "null",
   },
   component_heartbeats: {
     id: "not null", kind: "not null", hostname: "not null", pid: "not null", started_at: "not null",
@@ -75,7 +75,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
   partition_status: {
     asset_key: "not null", partition_key: "not null", status: "not null",
     last_materialization_event_id: "null", last_run_id: "null", last_step_id: "null", data_version: "null",
-    code_version: "null", materialized_at: "null", updated_at: "not null",
+    code_version: "null", materialized_at: "null", updated_at: "not null", failed_check: "null",
   },
   pools: {
     name: "not null", slots: "not null", description: "not null", include_deferred: "not null",
@@ -110,6 +110,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     worker_id: "null", trigger_id: "null", skip_reason: "null", error: "null", created_at: "not null",
     updated_at: "not null", upstream_total: "not null",
     tries_before: "not null", max_concurrency: "null", depth: "not null", wait_started_at: "null",
+    check_name: "null",
   },
   triggers: {
     id: "not null", kind: "not null", args: "not null", step_id: "null", asset_key: "null",

@@ -14,7 +14,7 @@ const AlertRef = builder.objectRef<AlertRecord>("Alert").implement({
   description: "A notification Tributary stored and sent (at most once per cause): a step that failed for good, a missed deadline, a definitions file that stopped loading",
   fields: (t) => ({
     id: t.string({ resolve: (a) => String(a.id) }),
-    kind: t.exposeString("kind", { description: "step_failed, deadline_missed, load_error or observation_timed_out" }),
+    kind: t.exposeString("kind", { description: "step_failed, check_failed, deadline_missed, load_error or observation_timed_out" }),
     causeKey: t.exposeString("causeKey", { description: "What it is about; unique: one alert per cause" }),
     assetKey: t.exposeString("assetKey", { nullable: true }),
     partitionKey: t.exposeString("partitionKey", { nullable: true }),

@@ -40,6 +40,7 @@ const StepRef = builder.objectRef<StepRecord>("Step").implement({
     assetKey: t.exposeString("assetKey"),
     partitionKey: t.exposeString("partitionKey"),
     mapIndex: t.exposeInt("mapIndex"),
+    checkName: t.exposeString("checkName", { nullable: true, description: "The asset check this step runs; null for the asset's own step" }),
     state: t.exposeString("state"),
     tryNumber: t.exposeInt("tryNumber"),
     maxTries: t.exposeInt("maxTries"),

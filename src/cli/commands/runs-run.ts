@@ -51,7 +51,7 @@ export function printRun(run: RunView): void {
     `${table(
       ["asset", "partition", "state", "try", "started", "ms", "error"],
       run.steps.map((s) => [
-        s.assetKey,
+        s.checkName ? `${s.assetKey} [check ${s.checkName}]` : s.assetKey,
         s.partitionKey || "-",
         colorStatus(s.state),
         `${s.tryNumber}/${s.maxTries}`,

@@ -49,6 +49,12 @@ export function alertText(alert: AlertRecord): string {
   switch (alert.kind) {
     case "step_failed":
       return `[tributary] Step failed for good: ${where}${owner}, run ${alert.runId ?? "?"}, try ${String(p["try"] ?? "?")}: ${errorMessage(p["error"])}`;
+    case "check_failed": {
+      const check = `${p["blocking"] === true ? "blocking" : "non-blocking"} check ${String(p["check"] ?? "?")}`;
+      const why = p["error"] ? `: ${errorMessage(p["error"])}` : "";
+      const effect = p["blocking"] === true ? "; its readers do not run on this partition" : "";
+      return `[tributary] Check failed: ${check} (${String(p["severity"] ?? "error")}) on ${where}${owner}, run ${alert.runId ?? "?"}${why}${effect}`;
+    }
     case "deadline_missed":
       return (
         `[tributary] Deadline missed: ${where}${owner} is not materialised ${formatDeadline(Number(p["deadlineMs"]))} ` +
