@@ -15,6 +15,8 @@ export type GraphProblemCode =
   | "GRAPH_UNKNOWN_CHECK_ASSET"
   /** Two checks with the same name on one asset. */
   | "GRAPH_DUPLICATE_CHECK"
+  /** A check's `partitions` that do not fit its asset's partitions. */
+  | "GRAPH_CHECK_PARTITIONS_INVALID"
   /** Excluded because something it depends on was excluded. */
   | "GRAPH_UPSTREAM_EXCLUDED";
 

@@ -1,4 +1,5 @@
 import { cmp, compareProblems, type GraphProblem, type GraphProblemCode } from "./graph-problem.js";
+import { partitionSpace } from "../partitions/index.js";
 import { checkDependencyMapping } from "./partition-deps.js";
 import type { SnapshotAsset, SnapshotCheck } from "./snapshot.js";
 import { didYouMean } from "./suggest-key.js";
@@ -231,7 +232,9 @@ export function analyzeGraph(
           }),
         );
       } else {
-        activeChecks.push(c);
+        const wrong = checkPartitionsProblem(c, byKey.get(c.assetKey)!);
+        if (wrong) problems.push(checkProblem("GRAPH_CHECK_PARTITIONS_INVALID", c, { message: `${c.file}: asset "${c.assetKey}": check "${c.name}": ${wrong}` }));
+        else activeChecks.push(c);
       }
     }
   }
@@ -376,6 +379,30 @@ function problem(
     checkName: null,
     field: p.field ?? null,
   };
+}
+
+/** What is wrong with a check's `partitions` for its asset, if anything. */
+function checkPartitionsProblem(c: SnapshotCheck, asset: SnapshotAsset): string | undefined {
+  const p = c.partitions;
+  if (!p) return undefined;
+  if (!asset.partitions) return "partitions are given, but the asset is not partitioned; leave partitions out";
+  if ("keys" in p) {
+    if (asset.partitions.kind === "dynamic") return undefined; // keys come and go at run time
+    let space;
+    try {
+      space = partitionSpace(asset.partitions);
+    } catch {
+      return undefined; // a multi-partition with a dynamic dimension: keys are known at run time only
+    }
+    const unknown = p.keys.filter((k) => !space.has(k));
+    return unknown.length === 0 ? undefined : `partitions ${unknown.slice(0, 5).map((k) => JSON.stringify(k)).join(", ")} are not partitions of the asset`;
+  }
+  if (asset.partitions.kind !== "time") return "a partitions range (from/to) needs a time-partitioned asset; list the keys instead";
+  const space = partitionSpace(asset.partitions);
+  const bad = [p.from, p.to].filter((k): k is string => k !== null && !space.has(k));
+  if (bad.length > 0) return `${bad.map((k) => JSON.stringify(k)).join(" and ")} ${bad.length > 1 ? "are not partition keys" : "is not a partition key"} of the asset`;
+  if (p.from !== null && p.to !== null && p.from > p.to) return `the range ends (${p.to}) before it starts (${p.from})`;
+  return undefined;
 }
 
 function checkProblem(

@@ -7,7 +7,7 @@ import {
   upstreamPartitions,
   type PartitionContext,
 } from "../partitions/index.js";
-import type { DepSpec } from "../sdk/index.js";
+import { checkAppliesTo, type DepSpec } from "../sdk/index.js";
 import { resolveSelection, type PartitionSelection } from "./resolve-selection.js";
 import type { MissingUpstream, PlannedStep, RunPlan } from "./run-plan.js";
 import { AssetSteps } from "./step-index.js";
@@ -110,6 +110,7 @@ export function withChecks(graph: AssetGraph, steps: readonly PlannedStep[]): Pl
     if (steps[i]!.check === undefined) {
       for (const c of graph.checksFor(key)) {
         for (let k = i; k < end; k++) {
+          if (!checkAppliesTo(c, steps[k]!.partitionKey)) continue;
           const index = out.length;
           out.push({ index, assetKey: key, partitionKey: steps[k]!.partitionKey, upstream: [moved[k]!], check: c.name });
           if (c.blocking) {

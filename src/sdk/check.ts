@@ -4,7 +4,7 @@ import type { AssetDefinition, OutputOf } from "./asset.js";
 import type { AssetContext } from "./context.js";
 import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
 import { deepFreeze, type JsonValue } from "./json.js";
-import type { CheckSpec } from "./spec.js";
+import type { CheckPartitionsSpec, CheckSpec } from "./spec.js";
 import { definitionErrorFromZod } from "./zod-issues.js";
 
 export interface CheckResult {
@@ -23,6 +23,14 @@ const checkConfigSchema = z.strictObject({
   blocking: z.boolean().optional(),
   severity: z.enum(["warn", "error"]).optional(),
   description: z.string().optional(),
+  partitions: z
+    .union([
+      z.array(z.string()).min(1, "list at least one partition key (or leave partitions out: every partition)"),
+      z
+        .strictObject({ from: z.string().min(1).optional(), to: z.string().min(1).optional() })
+        .refine((r) => r.from !== undefined || r.to !== undefined, "give from, to or both"),
+    ])
+    .optional(),
 });
 
 /**
@@ -32,7 +40,14 @@ const checkConfigSchema = z.strictObject({
  */
 export function check<A extends AssetDefinition>(
   target: A | string,
-  config: { name: string; blocking?: boolean; severity?: "warn" | "error"; description?: string },
+  config: {
+    name: string;
+    blocking?: boolean;
+    severity?: "warn" | "error";
+    description?: string;
+    /** Only these partitions (keys, or a range of a time-partitioned asset); every partition by default. */
+    partitions?: readonly string[] | { from?: string; to?: string };
+  },
   fn: (ctx: AssetContext, value: OutputOf<A>) => CheckResult | Promise<CheckResult>,
 ): CheckDefinition {
   const assetKey = typeof target === "string" ? target : target?.key;
@@ -54,6 +69,7 @@ export function check<A extends AssetDefinition>(
     blocking: parsed.data.blocking ?? false,
     severity: parsed.data.severity ?? "error",
     description: parsed.data.description ?? null,
+    partitions: checkPartitions(parsed.data.partitions),
   });
   return Object.freeze({
     [DEFINITION_BRAND]: "check" as const,
@@ -61,4 +77,20 @@ export function check<A extends AssetDefinition>(
     fn: fn as CheckDefinition["fn"],
     definedIn: callerFile(),
   });
+}
+
+function checkPartitions(p: readonly string[] | { from?: string | undefined; to?: string | undefined } | undefined): CheckPartitionsSpec | null {
+  if (p === undefined) return null;
+  if (Array.isArray(p)) return { keys: [...new Set(p as readonly string[])] };
+  const range = p as { from?: string | undefined; to?: string | undefined };
+  return { from: range.from ?? null, to: range.to ?? null };
+}
+
+/** Whether a check runs on this partition of its asset (see CheckSpec.partitions). */
+export function checkAppliesTo(spec: Pick<CheckSpec, "partitions">, partitionKey: string): boolean {
+  const p = spec.partitions;
+  if (!p) return true;
+  if ("keys" in p) return p.keys.includes(partitionKey);
+  // Ranges are allowed on time partitions only, whose keys sort as their windows do.
+  return (p.from === null || partitionKey >= p.from) && (p.to === null || partitionKey <= p.to);
 }

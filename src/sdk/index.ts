@@ -14,7 +14,7 @@ export type {
   SingleMapping,
   ManyMapping,
 } from "./asset.js";
-export { check } from "./check.js";
+export { check, checkAppliesTo } from "./check.js";
 export type { CheckDefinition, CheckResult } from "./check.js";
 export {
   onCron,
@@ -60,7 +60,7 @@ export type { AssetContext, PartitionContext, StepLogger, Secrets } from "./cont
 export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";
 export type { AssetCallbacks, DefinitionCallbacks, RetryInfo, StepFailure } from "./callbacks.js";
 export { TRIGGER_RULES, EXECUTORS } from "./spec.js";
-export type { AssetSpec, CheckSpec, DepSpec, RetryPolicySpec, TriggerRule, ExecutorKind } from "./spec.js";
+export type { AssetSpec, CheckPartitionsSpec, CheckSpec, DepSpec, RetryPolicySpec, TriggerRule, ExecutorKind } from "./spec.js";
 export type { JsonValue } from "./json.js";
 export { findNonJson } from "./json.js";
 export {

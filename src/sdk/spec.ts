@@ -78,4 +78,13 @@ export interface CheckSpec {
   readonly blocking: boolean;
   readonly severity: "warn" | "error";
   readonly description: string | null;
+  /**
+   * The partitions the check runs on: these keys, or a range of a time-partitioned asset (either end open);
+   * null (the default): every partition.
+   */
+  readonly partitions?: CheckPartitionsSpec | null;
 }
+
+export type CheckPartitionsSpec =
+  | { readonly keys: readonly string[] }
+  | { readonly from: string | null; readonly to: string | null };

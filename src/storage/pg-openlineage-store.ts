@@ -112,6 +112,8 @@ export class PgOpenLineageStore implements OpenLineageStore {
       ), live as (
         select s.id from steps s
         where s.state in ('scheduled', 'queued', 'running', 'up_for_retry', 'up_for_reschedule', 'deferred') and s.try_number > 0
+          -- A check's step writes no dataset: it is not an OpenLineage job run.
+          and s.check_name is null
           and exists (select 1 from step_tries t left join sent x on x.step_id = t.step_id and x.try_number = t.try_number
                       where t.step_id = s.id and t.state <> 'queued'
                         and (x.step_id is null
@@ -119,7 +121,7 @@ export class PgOpenLineageStore implements OpenLineageStore {
                                  -- the try a deferred or rescheduled step waits in is not over
                                  and not (t.try_number = s.try_number and s.state in ('deferred', 'up_for_reschedule')))))
         union
-        select s.id from steps s where s.id in (select step_id from sent) and s.state in ('skipped', 'removed')
+        select s.id from steps s where s.id in (select step_id from sent) and s.state in ('skipped', 'removed') and s.check_name is null
       )
       select s.id, s.run_id, s.asset_key, s.partition_key, r.job_name, s.state, s.try_number, s.ended_at,
              coalesce((select jsonb_agg(jsonb_build_object('tryNumber', t.try_number, 'state', t.state, 'startedAt', t.started_at,

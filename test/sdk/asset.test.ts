@@ -149,7 +149,7 @@ describe("automation and triggers", () => {
   it("declares checks against an asset", () => {
     const a = asset({ key: "a" }, noop);
     const c = check(a, { name: "not_empty", blocking: true }, () => ({ passed: true }));
-    expect(c.spec).toEqual({ assetKey: "a", name: "not_empty", blocking: true, severity: "error", description: null });
+    expect(c.spec).toEqual({ assetKey: "a", name: "not_empty", blocking: true, severity: "error", description: null, partitions: null });
     expect(definitionKind(c)).toBe("check");
   });
 });

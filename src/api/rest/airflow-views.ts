@@ -107,7 +107,10 @@ export interface IndexedStep {
  * run is a mapped task, its steps numbered 0, 1, … in partition order (the
  * partition key is the rendered map index).
  */
-export function restMapIndices(steps: readonly StepRecord[]): IndexedStep[] {
+export function restMapIndices(all: readonly StepRecord[]): IndexedStep[] {
+  // Asset checks' steps are not Airflow tasks of the DAG (they have no task_id of their own): the REST API shows
+  // the assets' steps; checks and their results are in GraphQL.
+  const steps = all.filter((s) => s.checkName === null);
   const byAsset = new Map<string, StepRecord[]>();
   for (const s of steps) byAsset.set(s.assetKey, [...(byAsset.get(s.assetKey) ?? []), s]);
   for (const same of byAsset.values()) same.sort((x, y) => (x.partitionKey < y.partitionKey ? -1 : x.partitionKey > y.partitionKey ? 1 : 0));

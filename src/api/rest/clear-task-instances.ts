@@ -72,13 +72,14 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
   }
   if (body.dry_run) {
     // The task instances that would be cleared: each (asset, partition)'s step in dag_run_id, or else its latest run's.
-    const planned = plans.flatMap((p) => p.plan.steps);
+    // The assets' steps only: checks' steps are not Airflow task instances (see restMapIndices).
+    const planned = plans.flatMap((p) => p.plan.steps).filter((s) => s.check === undefined);
     const latest = await deps.queries.latestRunsOfPartitions(planned.filter((s) => !runSteps.has(stepKey(s))));
     const runOf = new Map([...latest.map((r) => [stepKey(r), r.runId] as const), ...runSteps]);
     return c.json({ task_instances: await references(deps, graph, planned.map((step) => ({ step, runId: runOf.get(stepKey(step)) }))) });
   }
   const cleared = await createClearRuns(services.runs, plans, now);
-  return c.json({ task_instances: await references(deps, graph, cleared.flatMap((run) => run.plan.steps.map((step) => ({ step, runId: run.runId })))) });
+  return c.json({ task_instances: await references(deps, graph, cleared.flatMap((run) => run.plan.steps.filter((step) => step.check === undefined).map((step) => ({ step, runId: run.runId })))) });
 }
 
 /**
