@@ -108,6 +108,28 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
   return body.data;
 }
 
+const prefetched = new Map<string, { at: number; answer: Promise<unknown> }>();
+const PREFETCH_FRESH_MS = 10_000;
+
+/**
+ * Sends a query now, before any component asks for it (the entry does this for the page in the URL, so the
+ * request does not wait for the first render); the first useQuery with the same query and variables takes the
+ * answer instead of asking again.
+ */
+export function prefetch(query: string, variables: Record<string, unknown>): void {
+  const answer = gql(query, variables);
+  answer.catch(() => undefined); // the taker sees the error; nobody else must report it as unhandled
+  prefetched.set(`${query}\n${JSON.stringify(variables)}`, { at: Date.now(), answer });
+}
+
+function takePrefetched<T>(query: string, variablesJson: string): Promise<T> | undefined {
+  const key = `${query}\n${variablesJson}`;
+  const entry = prefetched.get(key);
+  if (!entry) return undefined;
+  prefetched.delete(key);
+  return Date.now() - entry.at <= PREFETCH_FRESH_MS ? (entry.answer as Promise<T>) : undefined;
+}
+
 export interface QueryState<T> {
   readonly data: T | undefined;
   readonly error: Error | undefined;
@@ -138,7 +160,7 @@ export function useQuery<T>(query: string, variables: Record<string, unknown> = 
     const id = ++latest.current;
     const abort = new AbortController();
     setState((s) => (s.key === key ? { ...s, loading: true } : { data: undefined, error: undefined, loading: true, key }));
-    gql<T>(query, JSON.parse(key) as Record<string, unknown>, abort.signal).then(
+    (takePrefetched<T>(query, key) ?? gql<T>(query, JSON.parse(key) as Record<string, unknown>, abort.signal)).then(
       (data) => id === latest.current && setState({ data, error: undefined, loading: false, key }),
       (error: Error) => {
         if (abort.signal.aborted || id !== latest.current) return;

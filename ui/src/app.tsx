@@ -1,4 +1,5 @@
 import { Link, Redirect, Route, Switch, useLocation } from "wouter";
+import { decodeAssetKey } from "./asset-path";
 import { ApiBanner, NotFound } from "./components/common";
 import { AssetPage } from "./pages/Asset";
 import { BackfillPage } from "./pages/Backfill";
@@ -49,7 +50,7 @@ export function App() {
             <Redirect to="/assets" replace />
           </Route>
           <Route path="/assets" component={CatalogPage} />
-          <Route path="/assets/*">{(params) => <AssetPage assetKey={decodeKey(params["*"] ?? "")} />}</Route>
+          <Route path="/assets/*">{(params) => <AssetPage assetKey={decodeAssetKey(params["*"] ?? "")} />}</Route>
           <Route path="/graph" component={GraphPage} />
           <Route path="/runs" component={RunsPage} />
           <Route path="/runs/:id">{(params) => <RunPage runId={params.id} />}</Route>
@@ -65,12 +66,4 @@ export function App() {
       </main>
     </>
   );
-}
-
-function decodeKey(path: string): string {
-  try {
-    return path.split("/").map(decodeURIComponent).join("/");
-  } catch {
-    return path;
-  }
 }

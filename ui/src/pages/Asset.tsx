@@ -11,15 +11,9 @@ import { DefinitionCard, type AssetDefinition } from "./asset-definition";
 import { HistoryTab } from "./asset-history";
 import { LineageTab } from "./asset-lineage";
 import { PartitionsTab } from "./asset-partitions-list";
-import { STATUS_QUERY, StatusSection, useRangeIndex, type StatusData } from "./asset-status";
+import { ASSET_QUERY, STATUS_QUERY } from "./asset-queries";
+import { StatusSection, useRangeIndex, type StatusData } from "./asset-status";
 import "./Asset.css";
-
-const ASSET_QUERY = `query($key: String!) { asset(key: $key) {
-  key kind group owner description file tags metadata partitionsDefinition partitionsDescription automation
-  pool priority retries timeoutMs triggerRule executor codeVersion paused pausedAt
-  deps { assetKey name mapping } upstream { key } downstream { key }
-  latestMaterialization { createdAt runId partitionKey kind }
-} }`;
 
 const TABS = [
   ["partitions", "Partitions"],

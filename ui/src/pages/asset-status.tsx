@@ -12,10 +12,6 @@ import type { PageParams } from "./asset-common";
 import type { AssetDefinition } from "./asset-definition";
 import { loadPartitionIndex, type PartitionIndex } from "./asset-partition-index";
 
-export const STATUS_QUERY = `query($key: String!) { asset(key: $key) { partitionStatus {
-  counts { missing materializing materialized failed stale timedOut total }
-  ranges { status from to count }
-} } }`;
 
 export interface StatusData {
   asset: {
@@ -45,11 +41,23 @@ function usePartitionIndex(asset: AssetDefinition, total: number | undefined): {
   useEffect(() => {
     if (spec == null || total === undefined) return;
     const abort = new AbortController();
-    loadPartitionIndex(asset.key, spec as Parameters<typeof loadPartitionIndex>[1], total, abort.signal).then(
-      (index) => !abort.signal.aborted && setState({ index, error: undefined, key }),
-      (error: Error) => !abort.signal.aborted && setState({ index: undefined, error, key }),
-    );
-    return () => abort.abort();
+    const load = () =>
+      loadPartitionIndex(asset.key, spec as Parameters<typeof loadPartitionIndex>[1], total, abort.signal).then(
+        (index) => !abort.signal.aborted && setState({ index, error: undefined, key }),
+        (error: Error) => !abort.signal.aborted && setState({ index: undefined, error, key }),
+      );
+    // The bar draws from the ranges alone; the index (a lazily loaded module, evaluated on the main thread) only
+    // names keys on hover and selection. Loaded once the browser is idle, so it never holds up the first drawing.
+    // The matrix of a multi-partitioned asset needs its dimensions to draw at all: loaded at once.
+    if ((spec as { kind?: string }).kind === "multi" || typeof window.requestIdleCallback !== "function") {
+      void load();
+      return () => abort.abort();
+    }
+    const idle = window.requestIdleCallback(() => void load(), { timeout: 2_000 });
+    return () => {
+      window.cancelIdleCallback(idle);
+      abort.abort();
+    };
   }, [key]);
   return state.key === key ? state : { index: undefined, error: undefined };
 }
