@@ -21,6 +21,8 @@ export interface StreamEvent {
   readonly assetKey: string;
   readonly partitionKey: string;
   readonly runId: string | null;
+  /** A `check_result` event (a blocking check's verdict on the partition's latest materialisation): passed or not. */
+  readonly checkPassed?: boolean;
 }
 
 export interface PartitionRef {

@@ -49,8 +49,9 @@ export class PgAutomationStore implements AutomationStore {
   }
 
   async readEvents(after: EventCursor, limit: number): Promise<StreamEvent[]> {
-    const { rows } = await sql<{ id: string; tx_id: string; kind: string; asset_key: string; partition_key: string; run_id: string | null }>`
-      select id, tx_id::text as tx_id, kind, asset_key, partition_key, run_id
+    const { rows } = await sql<{ id: string; tx_id: string; kind: string; asset_key: string; partition_key: string; run_id: string | null; check_passed: boolean | null }>`
+      select id, tx_id::text as tx_id, kind, asset_key, partition_key, run_id,
+             case when kind = 'check_result' then (metadata->>'passed')::boolean end as check_passed
       from events
       where (tx_id, id) > (${after.txId}::xid8, ${after.id}::bigint)
         and tx_id < pg_snapshot_xmin(pg_current_snapshot())
@@ -63,6 +64,7 @@ export class PgAutomationStore implements AutomationStore {
       assetKey: r.asset_key,
       partitionKey: r.partition_key,
       runId: r.run_id,
+      ...(r.check_passed === null ? {} : { checkPassed: r.check_passed }),
     }));
   }
 

@@ -1,5 +1,7 @@
 import { sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
+import { AutomationTask } from "../../src/reconciler/index.js";
+import { PgAutomationStore } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 
@@ -27,6 +29,15 @@ export const throwsBlocking = check(table, { name: "throws_blocking", blocking: 
 export const throwsSoft = check(table, { name: "throws_soft" }, () => { throw new Error("flaky"); });
 export const answersWrong = check(table, { name: "answers_wrong" }, () => ({ ok: true }));
 export const reader = asset({ key: "w/reader", deps: { table } }, async (_ctx, { table }) => table.rows);
+`;
+
+// An eager reader of a source whose check refuses one day.
+const AUTO = `
+import { asset, check, daily, eager } from "tributary";
+const days = daily({ start: "2025-03-01" });
+export const src = asset({ key: "ca/src", partitions: days }, async (ctx) => ({ ok: ctx.partition.key !== "2025-03-02" }));
+export const sane = check(src, { name: "sane", blocking: true }, (_ctx, v) => ({ passed: v.ok }));
+export const clean = asset({ key: "ca/clean", partitions: days, automation: eager(), deps: { src } }, async (_ctx, { src }) => src.ok);
 `;
 
 describePostgres("execution: asset checks", () => {
@@ -146,5 +157,22 @@ describePostgres("execution: asset checks", () => {
       { partition_key: "2020-01-05", check_name: "not_empty" },
       { partition_key: "2020-01-07", check_name: "big_enough" },
     ]);
+  });
+  it("automation does not build on data that failed a blocking check", async () => {
+    h = await Harness.create({ files: { "auto.ts": AUTO } });
+    const run = await h.waitForRun(await h.launch(["ca/src"], { from: "2025-03-01", to: "2025-03-02" }), 30_000);
+    expect(run.status).toBe("failed");
+    const automation = new AutomationTask({
+      store: new PgAutomationStore(h.db),
+      runs: h.runs,
+      graphs: h.graphs,
+      definitions: h.definitions,
+      owner: "checks-test",
+      minIntervalMs: 0,
+    });
+    await automation.tick(new Date("2025-03-05T00:00:00Z"));
+    const requested = await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'ca/clean' order by 1`.execute(h.db);
+    const debug = await sql`select ps.partition_key, ps.failed_check, ps.last_materialization_event_id, (select jsonb_agg(jsonb_build_object('d', e.decision, 'r', e.reasons)) from automation_evaluations e where e.asset_key = 'ca/clean') as ev from partition_status ps where asset_key = 'ca/src'`.execute(h.db);
+    expect(requested.rows.map((r) => r.partition_key), JSON.stringify(debug.rows)).toEqual(["2025-03-01"]);
   });
 });

@@ -492,6 +492,12 @@ function applyEvents(
     } else if (e.kind === "failure") {
       c.failed.set(e.assetKey, (c.failed.get(e.assetKey) ?? PartitionSubset.EMPTY).union(one));
       entry.other.push(e.partitionKey);
+    } else if (e.kind === "check_result" && e.checkPassed !== undefined) {
+      // A blocking check's verdict on the latest materialisation: failed data is not data to build on (as if
+      // missing, so readers wait); a pass (the same data, or new data checked) makes it materialised again.
+      const materialized = c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY;
+      c.materialized.set(e.assetKey, e.checkPassed ? materialized.union(one) : materialized.difference(one));
+      entry.other.push(e.partitionKey);
     } else if (e.kind === "wipe") {
       c.materialized.set(e.assetKey, (c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
       entry.other.push(e.partitionKey);
