@@ -14,6 +14,8 @@ export { partitionStatusSummary } from "./partition-status-summary.js";
 export type { PartitionStatusCounts, PartitionStatusRange, PartitionStatusSummary } from "./partition-status-summary.js";
 export { launchRun } from "./commands/launch-run.js";
 export type { LaunchRunRequest, LaunchedRun, LaunchServices } from "./commands/launch-run.js";
+export { runChecks } from "./commands/run-checks.js";
+export type { RunChecksRequest } from "./commands/run-checks.js";
 export { reportAssetEvent, MAX_EVENT_METADATA_BYTES } from "./commands/report-event.js";
 export type { ReportAssetEventRequest, ReportedAssetEvent, ReportEventServices } from "./commands/report-event.js";
 export { clearPartitions } from "./commands/clear-partitions.js";

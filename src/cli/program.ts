@@ -5,6 +5,7 @@ import { registerDev } from "./commands/dev.js";
 import { registerMigrate } from "./commands/migrate.js";
 import { registerPartitions } from "./commands/partitions.js";
 import { registerMaterialize } from "./commands/materialize.js";
+import { registerCheckRun } from "./commands/check-run-command.js";
 import { registerClear } from "./commands/clear.js";
 import { registerBackfill } from "./commands/backfill.js";
 import { registerReport } from "./commands/report.js";
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerCheck(program);
   registerPartitions(program);
   registerMaterialize(program);
+  registerCheckRun(program);
   registerClear(program);
   registerBackfill(program);
   registerReport(program);

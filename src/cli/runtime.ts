@@ -1,5 +1,5 @@
 import path from "node:path";
-import { addDynamicPartitions, automationEvaluations, Catalog, clearPartitions, erasureImpact, launchBackfill, lineage, launchRun, reportAssetEvent, retryBackfillFailures, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import { addDynamicPartitions, automationEvaluations, Catalog, clearPartitions, erasureImpact, launchBackfill, lineage, launchRun, reportAssetEvent, retryBackfillFailures, runChecks, type ApiContext, type DefinitionFileView } from "../api/index.js";
 import {
   GraphCache,
   LocalDirOutputStore,
@@ -17,6 +17,7 @@ import {
   PgRunStore,
   PgTriggerQueryStore,
   PgMaterializationQueryStore, // H10
+  PgCheckResultStore,
   type DatabaseHandle,
   type OutputStore,
 } from "../storage/index.js";
@@ -87,6 +88,8 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       now: () => new Date(),
       launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
       clearPartitions: (request) => clearPartitions({ graphs, runs, definitions }, request, new Date()),
+      runChecks: (request) => runChecks({ graphs, runs, definitions }, request, new Date()),
+      checkResults: new PgCheckResultStore(database.db),
       backfills,
       launchBackfill: (request) => launchBackfill({ graphs, runs, definitions, backfills }, request, new Date()),
       cancelBackfill: (id) => backfills.requestCancel(id, new Date()),

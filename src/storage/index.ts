@@ -190,3 +190,6 @@ export type {
   RunPageQuery,
   RunAssetSummary,
 } from "./materialization-query-store.js";
+// Asset check results: Asset.checks, Run.checkResults and `tributary check-run`.
+export { PgCheckResultStore } from "./pg-check-result-store.js";
+export type { CheckResultStore, CheckResultView, CheckResultQuery } from "./check-result-store.js";

@@ -5,6 +5,8 @@ import type { ClearedRun, ClearPartitionsRequest } from "../commands/clear-parti
 import type { AssetPauseState, PartitionStatusStore, PauseStore, PauseTarget, RunStore } from "../../storage/index.js";
 import type { AlertStore } from "../../storage/index.js";
 import type { LaunchedRun, LaunchRunRequest } from "../commands/launch-run.js";
+import type { RunChecksRequest } from "../commands/run-checks.js";
+import type { CheckResultStore } from "../../storage/index.js";
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "../commands/report-event.js";
 import type { LaunchBackfillRequest } from "../commands/launch-backfill.js";
 import type { AutomationEvaluations, AutomationEvaluationsRequest } from "../commands/automation-evaluations.js";
@@ -23,6 +25,10 @@ export interface ApiContext {
   /** Records an external event (validated against the current definitions). */
   reportAssetEvent: (request: ReportAssetEventRequest) => Promise<ReportedAssetEvent>;
   clearPartitions: (request: ClearPartitionsRequest) => Promise<ClearedRun>;
+  /** Runs an asset's checks again on the latest materialisation of chosen partitions (runChecks). */
+  runChecks: (request: RunChecksRequest) => Promise<LaunchedRun>;
+  /** Recorded check results, for Asset.checks, Asset.checkResults and Run.checkResults. */
+  checkResults: CheckResultStore;
   addDynamicPartitions: (request: { name: string; keys: readonly string[] }) => Promise<AddedDynamicPartitions>;
   /** Stored alerts, for the `alerts` query. */
   alerts: Pick<AlertStore, "list">;

@@ -245,5 +245,6 @@ import "./automation.js";
 import "./triggers.js";
 import "./pools.js"; // H7: pools and setPoolSlots
 import "./lineage.js"; // H6: lineage and erasureImpact
+import "./checks.js"; // asset checks: Asset.checks, Asset.checkResults, Run.checkResults, runChecks
 
 export const schema = builder.toSchema();

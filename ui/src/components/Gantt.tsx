@@ -3,6 +3,7 @@
 import { useMemo, useRef } from "react";
 import { formatDuration } from "../format";
 import { stateColor } from "../status";
+import { CheckTag, checksAfterTheirAsset, stepLabel } from "./run-bits";
 import { useWidth } from "./use-width";
 import "./Gantt.css";
 
@@ -19,6 +20,8 @@ export interface GanttStep {
   assetKey: string;
   partitionKey: string;
   mapIndex: number;
+  /** The asset check the step runs; null or absent for the asset's own step. */
+  checkName?: string | null;
   state: string;
   scheduledAt: string | null;
   queuedAt: string | null;
@@ -81,7 +84,7 @@ export function Gantt({
     } else {
       withStart.sort((a, b) => Number(a.step.id) - Number(b.step.id));
     }
-    return withStart.map((r) => r.step);
+    return checksAfterTheirAsset(withStart.map((r) => r.step));
   }, [steps, sort]);
 
   // The time span: from the earliest queueing to the latest end (or now while live).
@@ -170,11 +173,14 @@ export function Gantt({
               className={`gantt-label${s.id === selectedId ? " selected" : ""}`}
               style={{ height: ROW_H }}
               onClick={() => onSelect(s.id)}
-              title={`${s.assetKey}${s.partitionKey ? ` [${s.partitionKey}]` : ""} — ${s.state}`}
+              title={`${stepLabel(s)}${s.partitionKey ? ` [${s.partitionKey}]` : ""} — ${s.state}`}
               data-testid="gantt-label"
+              data-step-id={s.id}
+              {...(s.checkName ? { "data-check": s.checkName } : {})}
             >
               <span className="gantt-dot" style={{ background: stateColor(s.state) }} />
               {s.assetKey}
+              <CheckTag checkName={s.checkName} />
               {s.partitionKey ? <span className="muted"> {s.partitionKey}</span> : null}
               {s.mapIndex >= 0 ? <span className="muted"> #{s.mapIndex}</span> : null}
             </div>
@@ -195,6 +201,7 @@ export function Gantt({
                 data-step-id={s.id}
                 data-state={s.state}
                 data-tries={s.tries.length}
+                {...(s.checkName ? { "data-check": s.checkName } : {})}
               >
                 <rect x={0} y={0} width={width} height={ROW_H} className="gantt-row-bg" />
                 {segmentsOf(s).map((seg) => (

@@ -108,3 +108,54 @@ export function localToIso(value: string | undefined): string | undefined {
   const d = new Date(value);
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
+
+/** What names a step: its asset, partition and map index, and the check it runs (null or absent for the asset's own step). */
+export interface StepIdentity {
+  assetKey: string;
+  partitionKey: string;
+  mapIndex: number;
+  checkName?: string | null;
+}
+
+/** A step's name as plain text ("shop/orders · check not_empty"), for tooltips and titles. */
+export function stepLabel(step: StepIdentity): string {
+  return `${step.assetKey}${step.checkName ? ` · check ${step.checkName}` : ""}`;
+}
+
+/** The small "check" badge and the check's name, after the asset key of a check's step; nothing for an asset's own step. */
+export function CheckTag({ checkName }: { checkName: string | null | undefined }) {
+  if (!checkName) return null;
+  return (
+    <span className="step-check" data-testid="step-check" data-check={checkName}>
+      <span className="check-badge">check</span> <span className="mono">{checkName}</span>
+    </span>
+  );
+}
+
+/**
+ * Steps in the given order, except that the check steps of an (asset, partition) follow that asset's step (its
+ * last one, when mapped) in their own relative order, so the two rows of one partition read together. A check
+ * step whose asset step is not in the list keeps its place.
+ */
+export function checksAfterTheirAsset<S extends StepIdentity>(steps: readonly S[]): S[] {
+  const key = (s: S) => `${s.assetKey}\u0000${s.partitionKey}`;
+  const lastAssetStep = new Map<string, S>();
+  for (const s of steps) if (!s.checkName) lastAssetStep.set(key(s), s);
+  const checksOf = new Map<S, S[]>();
+  const out: S[] = [];
+  for (const s of steps) {
+    const owner = s.checkName ? lastAssetStep.get(key(s)) : undefined;
+    if (owner) {
+      const list = checksOf.get(owner);
+      if (list) list.push(s);
+      else checksOf.set(owner, [s]);
+    }
+  }
+  for (const s of steps) {
+    if (s.checkName && lastAssetStep.has(key(s))) continue;
+    out.push(s);
+    const checks = checksOf.get(s);
+    if (checks) out.push(...checks);
+  }
+  return out;
+}

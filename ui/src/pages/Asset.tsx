@@ -7,6 +7,7 @@ import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
 import { formatAgo } from "../format";
 import { usePageParams } from "./asset-common";
 import { AutomationTab } from "./asset-automation";
+import { ChecksTab } from "./asset-checks";
 import { DefinitionCard, type AssetDefinition } from "./asset-definition";
 import { HistoryTab } from "./asset-history";
 import { LineageTab } from "./asset-lineage";
@@ -15,11 +16,13 @@ import { ASSET_QUERY, STATUS_QUERY } from "./asset-queries";
 import { StatusSection, useRangeIndex, type StatusData } from "./asset-status";
 import "./Asset.css";
 
+
 const TABS = [
   ["partitions", "Partitions"],
   ["history", "Materialisations"],
   ["lineage", "Lineage"],
   ["automation", "Automation"],
+  ["checks", "Checks"],
 ] as const;
 type Tab = (typeof TABS)[number][0];
 
@@ -99,6 +102,7 @@ export function AssetPage({ assetKey }: { assetKey: string }) {
         {tab === "history" ? <HistoryTab assetKey={asset.key} partition={partition} /> : null}
         {tab === "lineage" ? <LineageTab assetKey={asset.key} partitioned={partitioned} partition={partition} params={params} /> : null}
         {tab === "automation" ? <AutomationTab assetKey={asset.key} partition={partition} /> : null}
+        {tab === "checks" ? <ChecksTab assetKey={asset.key} partition={partition} params={params} /> : null}
       </div>
     </div>
   );

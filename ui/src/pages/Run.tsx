@@ -4,7 +4,7 @@ import { useEventSource, useMutation, useQuery } from "../api";
 import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
 import { Gantt, type GanttSort, type GanttStep } from "../components/Gantt";
 import { LogView } from "../components/LogView";
-import { ACTIVE_RUN_STATUSES, elapsedMs, StepsProgress, useNow, useUrlParams } from "../components/run-bits";
+import { ACTIVE_RUN_STATUSES, CheckTag, elapsedMs, StepsProgress, useNow, useUrlParams } from "../components/run-bits";
 import { assetPath, formatDuration, formatTime } from "../format";
 import "./Run.css";
 
@@ -22,6 +22,7 @@ interface StepTry {
 }
 
 interface Step extends GanttStep {
+  checkName: string | null;
   tryNumber: number;
   maxTries: number;
   pool: string;
@@ -58,7 +59,7 @@ const RUN_QUERY = `query Run($id: String!) {
     id status origin jobName priority tags createdAt startedAt endedAt cancelRequestedAt
     stepsTotal stepsDone stepsFailed stepsActive backfillId
     steps {
-      id assetKey partitionKey mapIndex state tryNumber maxTries pool priority scheduledAt queuedAt startedAt endedAt nextRetryAt
+      id assetKey partitionKey mapIndex checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt endedAt nextRetryAt
       workerId skipReason error
       tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error }
       waitingFor { id kind status args timeoutAt nextCheckAt lastResult }
@@ -204,9 +205,17 @@ function StepDetails({ runId, step, tryParam, onTry }: { runId: string; step: St
   const latest = tries.at(-1);
   const chosen = tries.find((t) => String(t.tryNumber) === tryParam) ?? latest;
   return (
-    <div className="card step-details" data-testid="step-details" data-step-id={step.id}>
-      <h2>
+    <div className="card step-details" data-testid="step-details" data-step-id={step.id} {...(step.checkName ? { "data-check": step.checkName } : {})}>
+      <h2 data-testid="step-title">
         <Link href={assetPath(step.assetKey)}>{step.assetKey}</Link>
+        {step.checkName ? (
+          <>
+            {" "}
+            <Link href={`${assetPath(step.assetKey)}?tab=checks${step.partitionKey ? `&partition=${encodeURIComponent(step.partitionKey)}` : ""}`}>
+              <CheckTag checkName={step.checkName} />
+            </Link>
+          </>
+        ) : null}
         {step.partitionKey ? <span className="mono"> [{step.partitionKey}]</span> : null} <StateBadge state={step.state} />
       </h2>
       <div className="run-facts">
