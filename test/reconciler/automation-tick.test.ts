@@ -3,6 +3,7 @@ import {
   allOf,
   anyOf,
   asset,
+  check,
   codeVersionChanged,
   cronTickPassed,
   daily,
@@ -17,6 +18,7 @@ import {
   timeWindow,
   upstreamsReady,
 } from "../../src/index.js";
+import { AssetGraph } from "../../src/graph/index.js";
 import { graphOf, noop } from "../planner/helpers.js";
 import { AutomationWorld } from "./automation-helpers.js";
 
@@ -247,5 +249,28 @@ describe("bad conditions", () => {
       /automation\.operands\[0\]": unknown condition kind "sometimes"/,
     );
     expect(() => asset({ key: "b/z", automation: { kind: "cron", cron: "61 * * * *", timezone: null } as never }, noop)).toThrow(/automation\.cron/);
+  });
+});
+
+describe("upstreams with blocking checks", () => {
+  const src = asset({ key: "k/src", partitions: days }, noop);
+  const reader = asset({ key: "k/reader", partitions: days, automation: eager(), deps: { src: dep(src) } }, noop);
+  const base = graphOf(src, reader);
+  const gate = check(src, { name: "gate", blocking: true }, () => ({ passed: true }));
+
+  it("are not ready while their partition is in an active run (being written or checked); without blocking checks they are", () => {
+    const withCheck = new AssetGraph(base.assets, [{ ...gate.spec, file: "checks.ts", exportName: "gate" }]);
+    const view = { materialized: ["2025-03-01"], inProgress: ["2025-03-01"] };
+    const checked = new AutomationWorld(withCheck).set("k/src", view);
+    checked.tick("2025-03-02T00:10:00Z");
+    expect(checked.requested()).toEqual([]);
+    // The run ended (the verdict passed): requested.
+    checked.set("k/src", { inProgress: [] });
+    checked.tick("2025-03-02T00:11:00Z");
+    expect(checked.requested()).toEqual(["k/reader@2025-03-01"]);
+
+    const unchecked = new AutomationWorld(base).set("k/src", view);
+    unchecked.tick("2025-03-02T00:10:00Z");
+    expect(unchecked.requested()).toEqual(["k/reader@2025-03-01"]);
   });
 });

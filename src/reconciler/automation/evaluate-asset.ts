@@ -448,6 +448,9 @@ function readinessOf(asset: SnapshotAsset, candidates: PartitionSubset, env: Eva
     const up = env.graph.get(dep.assetKey);
     if (!up) continue;
     let available = env.view(up.key).materialized;
+    // An upstream with blocking checks is not data to build on while its partition is in an active run: its
+    // checks may be about to judge it (or it is being written again).
+    if (env.graph.checksFor(up.key).some((c) => c.blocking)) available = available.difference(env.view(up.key).inProgress);
     const sameRun = env.requestedThisTick(up.key);
     if (sameRun && readsSamePartition(asset, up, dep)) available = available.union(sameRun);
     const notMaterialized: PartitionSubset[] = [];
