@@ -170,9 +170,17 @@ describePostgres("execution: asset checks", () => {
       owner: "checks-test",
       minIntervalMs: 0,
     });
-    await automation.tick(new Date("2025-03-05T00:00:00Z"));
-    const requested = await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'ca/clean' order by 1`.execute(h.db);
-    const debug = await sql`select ps.partition_key, ps.failed_check, ps.last_materialization_event_id, (select jsonb_agg(jsonb_build_object('d', e.decision, 'r', e.reasons)) from automation_evaluations e where e.asset_key = 'ca/clean') as ev from partition_status ps where asset_key = 'ca/src'`.execute(h.db);
+    // Events become visible to automation once every older transaction of the cluster has ended: tick until the
+    // good day is requested, then a few more times (the failed day must never be).
+    const requestedDays = async () =>
+      (await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'ca/clean' order by 1`.execute(h!.db)).rows.map((r) => r.partition_key);
+    await h.until(async () => {
+      await automation.tick(new Date("2025-03-05T00:00:00Z"));
+      return (await requestedDays()).length > 0;
+    }, 30_000, "automation to request ca/clean");
+    for (let i = 0; i < 3; i++) await automation.tick(new Date("2025-03-05T00:00:00Z"));
+    const requested = { rows: (await requestedDays()).map((partition_key) => ({ partition_key })) };
+    const debug = await sql`select ps.partition_key, ps.failed_check from partition_status ps where asset_key = 'ca/src'`.execute(h.db);
     expect(requested.rows.map((r) => r.partition_key), JSON.stringify(debug.rows)).toEqual(["2025-03-01"]);
   });
 });
