@@ -1,7 +1,7 @@
+import { createHash } from "node:crypto";
 import type { SnapshotAsset } from "../graph/index.js";
 import { loadPartitionSpace, PartitionSubset, type PartitionSpace } from "../partitions/index.js";
 import type { PartitionState, PartitionStatusStore, RecordedPartitionState, RecordedStatusCounts } from "../storage/index.js";
-
 export type PartitionStatusCounts = Record<PartitionState, number> & { total: number };
 
 /** Consecutive partitions (in the partition space's order) with one status. */
@@ -21,6 +21,86 @@ export interface PartitionStatusSummary {
 
 const RECORDED: readonly RecordedPartitionState[] = ["materializing", "materialized", "failed", "stale", "timed_out"];
 
+/** The store's types for callers that cache (see PartitionStatusStore.recordedStatusOfMany). */
+type RecordedStatusOfMany = PartitionStatusStore["recordedStatusOfMany"];
+export type KnownRecordedStatus = Parameters<RecordedStatusOfMany>[0][number];
+export type RecordedStatusVersion = NonNullable<KnownRecordedStatus["known"]>;
+export type RecordedStatusRead = Awaited<ReturnType<RecordedStatusOfMany>> extends ReadonlyMap<string, infer R> ? R : never;
+type StoredPartitionState = Exclude<RecordedPartitionState, "materializing">;
+const STORED: readonly StoredPartitionState[] = ["materialized", "failed", "stale", "timed_out"];
+
+/** Recorded statuses of an asset folded into its partition space's indices, and what they were derived from. */
+interface CachedStatuses {
+  readonly version: RecordedStatusVersion;
+  /** Indices of every key of the space (existing yet or not): the partitions that exist are clamped per answer. */
+  readonly subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>;
+  /** When (Date.now()) a read found the version changed, if one did: the asset is being written to. */
+  readonly changedAt?: number;
+}
+
+/**
+ * The asset page's partition bar asks for the ranges of an asset with up to
+ * 100 000 partitions on every visit; deriving them (staleness joins, then a
+ * fold of every recorded key) costs about half a second. This keeps the folded
+ * recorded statuses per asset, code version and partition space, with the
+ * version they were read at (see RecordedStatusVersion): an answer then costs
+ * one statement that reads the fingerprint (a scan of the asset's and its
+ * upstreams' partition_status rows, no joins) and the unfinished steps, plus a
+ * fold of ranges. A changed fingerprint reads and folds everything again.
+ *
+ * What is never cached: `materializing` (unfinished steps, read every time) and
+ * which partitions exist (a time space grows with `now`: cached subsets hold
+ * indices of keys existing yet or not, and each answer clamps them).
+ *
+ * One per server (per database): entries of one database never answer for another.
+ */
+export class PartitionStatusCache {
+  readonly #entries = new Map<string, CachedStatuses>();
+  readonly #maxEntries: number;
+  readonly #skipValidationMs: number;
+
+  /**
+   * @param options.maxEntries the least recently used asset is dropped beyond it (256).
+   * @param options.skipValidationMs after a failed validation, answers read the keys straight away for this long
+   *   (10 s): validating costs a scan of the rows, and the statement that reads the keys computes the fingerprint
+   *   anyway, so while an asset is being written to (a backfill, a sensor) validating first only adds that scan.
+   */
+  constructor(options: { readonly maxEntries?: number; readonly skipValidationMs?: number } = {}) {
+    this.#maxEntries = options.maxEntries ?? 256;
+    this.#skipValidationMs = options.skipValidationMs ?? 10_000;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The entry of `key`, and whether to validate it (else read the keys again). */
+  lookup(key: string, now = Date.now()): { readonly entry: CachedStatuses; readonly validate: boolean } | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    this.#entries.delete(key);
+    this.#entries.set(key, entry);
+    return { entry, validate: entry.changedAt === undefined || now - entry.changedAt >= this.#skipValidationMs };
+  }
+
+  /** Keeps what was just read for `key`. */
+  fill(key: string, version: RecordedStatusVersion, subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>, now = Date.now()): void {
+    const previous = this.#entries.get(key);
+    const changedAt = previous && previous.version.fingerprint !== version.fingerprint ? now : previous?.changedAt;
+    this.#entries.delete(key);
+    this.#entries.set(key, { version, subsets, ...(changedAt !== undefined ? { changedAt } : {}) });
+    if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+  }
+}
+
+interface SummaryOptions {
+  /** The recorded counts of this asset (see PartitionStatusStore.countByStatus). */
+  readonly counts: () => Promise<RecordedStatusCounts>;
+  readonly withRanges: boolean;
+  readonly now: Date;
+  readonly dynamicKeys: (name: string) => Promise<readonly string[]>;
+}
+
 /**
  * Counts (and, when asked, ranges) of an asset's existing partitions by status.
  *
@@ -32,31 +112,83 @@ const RECORDED: readonly RecordedPartitionState[] = ["materializing", "materiali
  * Ranges need each recorded key's place in the partition space, so they read
  * the recorded keys of the asset (one query, one short string per recorded
  * partition; nothing per missing partition) and fold them into index ranges;
- * the counts then come from the same fold and are exact.
+ * the counts then come from the same fold and are exact. With a `cache`, the
+ * folded recorded statuses are kept while their version holds (see
+ * {@link PartitionStatusCache}); `store.recordedStatusOfMany` is then called
+ * with this asset alone (a caller batches).
  */
 export async function partitionStatusSummary(
   asset: SnapshotAsset,
-  options: {
-    readonly store: Pick<PartitionStatusStore, "keysByStatus">;
-    /** The recorded counts of this asset (see PartitionStatusStore.countByStatus). */
-    readonly counts: () => Promise<RecordedStatusCounts>;
-    readonly withRanges: boolean;
-    readonly now: Date;
-    readonly dynamicKeys: (name: string) => Promise<readonly string[]>;
-  },
+  options: SummaryOptions &
+    (
+      | { readonly store: Pick<PartitionStatusStore, "keysByStatus">; readonly cache?: undefined }
+      | { readonly store: Pick<PartitionStatusStore, "recordedStatusOfMany">; readonly cache: PartitionStatusCache }
+    ),
 ): Promise<PartitionStatusSummary> {
-  const space = asset.partitions ? await loadPartitionSpace(asset.partitions, options.dynamicKeys) : undefined;
+  const dynamic: string[] = [];
+  const space = asset.partitions
+    ? await loadPartitionSpace(asset.partitions, async (name) => {
+        const keys = await options.dynamicKeys(name);
+        dynamic.push(name, String(keys.length), ...keys);
+        return keys;
+      })
+    : undefined;
   const total = space ? space.count(options.now) : 1;
   if (!options.withRanges) {
     const recorded = await options.counts();
     const known = RECORDED.reduce((n, s) => n + recorded[s], 0);
     return { counts: { ...recorded, missing: Math.max(0, total - known), total } };
   }
-  const keys = await options.store.keysByStatus({ assetKey: asset.key, codeVersion: asset.codeVersion });
-  const subsets = new Map<PartitionState, PartitionSubset>();
-  for (const status of RECORDED) subsets.set(status, toSubset(keys.get(status) ?? [], space, total));
-  let recordedAll = PartitionSubset.empty();
-  for (const s of subsets.values()) recordedAll = recordedAll.union(s);
+  let stored: ReadonlyMap<StoredPartitionState, PartitionSubset>;
+  let materializing: PartitionSubset;
+  if (options.cache) {
+    const cache = options.cache;
+    const cacheKey = cacheKeyOf(asset, dynamic);
+    const cached = cache.lookup(cacheKey);
+    const known = cached?.validate ? { known: cached.entry.version } : {};
+    const read = (await options.store.recordedStatusOfMany([{ assetKey: asset.key, codeVersion: asset.codeVersion, ...known }])).get(asset.key)!;
+    if (read.recorded) {
+      const subsets = new Map<StoredPartitionState, PartitionSubset>();
+      for (const status of STORED) subsets.set(status, toSubset(read.recorded.keys.get(status) ?? [], space));
+      cache.fill(cacheKey, read.recorded.version, subsets);
+      stored = subsets;
+    } else {
+      stored = cached!.entry.subsets;
+    }
+    materializing = toSubset(read.materializing, space);
+  } else {
+    const keys = await options.store.keysByStatus({ assetKey: asset.key, codeVersion: asset.codeVersion });
+    stored = new Map(STORED.map((status) => [status, toSubset(keys.get(status) ?? [], space)]));
+    materializing = toSubset(keys.get("materializing") ?? [], space);
+  }
+  return summaryOf(stored, materializing, space, total);
+}
+
+/** Asset, code version and partition space (a dynamic set's keys included: they decide indices). */
+function cacheKeyOf(asset: SnapshotAsset, dynamic: readonly string[]): string {
+  const space = asset.partitions === null || asset.partitions === undefined ? "" : JSON.stringify(asset.partitions);
+  const keys = dynamic.length === 0 ? "" : createHash("sha256").update(dynamic.join("\0")).digest("base64");
+  return JSON.stringify([asset.key, asset.codeVersion, space, keys]);
+}
+
+/**
+ * Statuses of the partitions existing now ([0, total)): materializing over the recorded statuses, missing the rest.
+ * Linear in the number of ranges, not of partitions.
+ */
+function summaryOf(
+  stored: ReadonlyMap<StoredPartitionState, PartitionSubset>,
+  materializingAll: PartitionSubset,
+  space: PartitionSpace | undefined,
+  total: number,
+): PartitionStatusSummary {
+  const materializing = materializingAll.clamp(0, total);
+  const subsets = new Map<PartitionState, PartitionSubset>([["materializing", materializing]]);
+  let recordedAll = materializing;
+  for (const status of STORED) {
+    const subset = (stored.get(status) ?? PartitionSubset.empty()).clamp(0, total).difference(materializing);
+    subsets.set(status, subset);
+    recordedAll = recordedAll.union(subset);
+  }
   subsets.set("missing", PartitionSubset.range(0, total).difference(recordedAll));
 
   const ranges: { start: number; end: number; status: PartitionState }[] = [];
@@ -78,14 +210,21 @@ export async function partitionStatusSummary(
   };
 }
 
-/** Indices of the keys that exist now; records of keys outside the space (a changed definition) are left out. */
-function toSubset(keys: readonly string[], space: PartitionSpace | undefined, total: number): PartitionSubset {
+/**
+ * Indices of the keys of the space, existing yet or not (callers clamp to the existing ones); records of keys
+ * outside the space (a changed definition) are left out. One lookup per key.
+ */
+function toSubset(keys: readonly string[], space: PartitionSpace | undefined): PartitionSubset {
   if (!space) return keys.includes("") ? PartitionSubset.range(0, 1) : PartitionSubset.empty();
   const indices: number[] = [];
   for (const key of keys) {
-    if (!space.has(key)) continue;
-    const i = space.indexOf(key);
-    if (i < total) indices.push(i);
+    let i: number;
+    try {
+      i = space.indexOf(key);
+    } catch {
+      continue;
+    }
+    indices.push(i);
   }
   return PartitionSubset.fromIndices(indices);
 }

@@ -80,8 +80,57 @@ export interface PartitionStatusStore {
   keysByStatus(asset: AssetCodeVersion): Promise<Map<RecordedPartitionState, string[]>>;
   /** {@link keysByStatus} of many assets in one query (`assets { partitionStatus { ranges } }`), by asset key. */
   keysByStatusOfMany(assets: readonly AssetCodeVersion[]): Promise<Map<string, Map<RecordedPartitionState, string[]>>>;
+  /**
+   * For callers that cache what they derive from recorded statuses (the API's
+   * partition bar): per asset, the keys with an unfinished step (always read
+   * fresh) and, unless the asset's `known` version still holds, its keys by
+   * recorded status with their new version. At most two statements for all
+   * assets: one reading the fingerprints of the assets that have a `known`
+   * version, one reading the keys of the others.
+   */
+  recordedStatusOfMany(assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>>;
   /** Status and stale reasons of the given partitions of one asset (a page of a listing), in the order given. */
   partitionStates(asset: AssetCodeVersion, partitionKeys: readonly string[]): Promise<Map<string, PartitionStatusRecord>>;
+}
+
+/** A recorded status other than `materializing` (which comes from steps, not from partition_status). */
+export type StoredPartitionState = Exclude<RecordedPartitionState, "materializing">;
+
+/**
+ * What keys by recorded status were derived from. Recorded statuses are a
+ * function of the asset's current code version, its partition_status rows, the
+ * event_inputs of their latest events (immutable: written with the event) and
+ * the partition_status rows of the upstream assets those inputs name. So the
+ * same code version, the same rows of the asset and of `upstreamAssetKeys`
+ * (which follow from the asset's rows) mean the same statuses.
+ */
+export interface RecordedStatusVersion {
+  /**
+   * Per asset among the asset and its `upstreamAssetKeys`: its number of
+   * partition_status rows and an order-independent 64-bit hash (XOR) of each
+   * row's key, status, latest event, code version and failed check. Read in the
+   * same statement (one snapshot) as what it versions, so it is transactional:
+   * an uncommitted or rolled-back write never shows in it.
+   */
+  readonly fingerprint: string;
+  /** Upstream assets named by the event_inputs of the asset's latest events. */
+  readonly upstreamAssetKeys: readonly string[];
+}
+
+export interface KnownRecordedStatus extends AssetCodeVersion {
+  /** The version of the keys the caller holds for this asset at this code version, if any. */
+  readonly known?: RecordedStatusVersion;
+}
+
+export interface RecordedStatusRead {
+  /** Partitions with an unfinished step: `materializing` whatever their recorded status. */
+  readonly materializing: readonly string[];
+  /** Absent when `known` still holds: the caller's keys are current. */
+  readonly recorded?: {
+    readonly version: RecordedStatusVersion;
+    /** Keys by recorded status, materializing steps not applied (see {@link PartitionStatusStore} for the rules). */
+    readonly keys: ReadonlyMap<StoredPartitionState, readonly string[]>;
+  };
 }
 
 /** Step states of a step that has not finished: its partition is being materialised. */

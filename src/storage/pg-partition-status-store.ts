@@ -4,6 +4,9 @@ import { toJson } from "./json.js";
 import {
   MAX_STALE_REASONS,
   type AssetCodeVersion,
+  type KnownRecordedStatus,
+  type RecordedStatusRead,
+  type StoredPartitionState,
   type PartitionStatusRecord,
   type PartitionStatusStore,
   type RecordedPartitionState,
@@ -58,6 +61,87 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
       with ${classified(assets)}
       select asset_key, status, jsonb_agg(partition_key) as keys from classified where status <> 'missing' group by asset_key, status`.execute(this.#db);
     for (const r of rows) out.get(r.asset_key)?.set(r.status, r.keys);
+    return out;
+  }
+
+  async recordedStatusOfMany(assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>> {
+    const out = new Map<string, RecordedStatusRead>();
+    if (assets.length === 0) return out;
+    const stale: KnownRecordedStatus[] = [];
+    const known = assets.filter((a) => a.known !== undefined);
+    if (known.length > 0) {
+      // Still valid? Fingerprints of the assets and their upstreams, and the unfinished steps, in one statement.
+      const fpKeys = [...new Set(known.flatMap((a) => [a.assetKey, ...a.known!.upstreamAssetKeys]))];
+      const { rows } = await sql<{ kind: "fp" | "active"; asset_key: string; v: string }>`
+        select 'fp' as kind, ps.asset_key, ${rowsFingerprint} as v
+        from partition_status ps where ps.asset_key = any(${fpKeys}::text[])
+        group by ps.asset_key
+        union all
+        select distinct 'active', s.asset_key, s.partition_key
+        from steps s join runs r on r.id = s.run_id
+        where s.asset_key = any(${known.map((a) => a.assetKey)}::text[]) and ${unfinishedStep} and r.status in ('queued', 'running')`.execute(
+        this.#db,
+      );
+      const fps = new Map<string, string>();
+      const active = new Map<string, string[]>(known.map((a) => [a.assetKey, []]));
+      for (const r of rows) {
+        if (r.kind === "fp") fps.set(r.asset_key, r.v);
+        else active.get(r.asset_key)?.push(r.v);
+      }
+      for (const a of known) {
+        const { upstreamAssetKeys, fingerprint } = a.known!;
+        if (fingerprintOf(a.assetKey, upstreamAssetKeys, fps) === fingerprint) out.set(a.assetKey, { materializing: active.get(a.assetKey)! });
+        else stale.push(a);
+      }
+    }
+    const unknown = [...assets.filter((a) => a.known === undefined), ...stale];
+    if (unknown.length === 0) return out;
+    // Keys by recorded status, the upstream assets their latest events read, the fingerprints of both and the
+    // unfinished steps: one statement, so the fingerprint versions exactly the snapshot the keys come from.
+    const { rows } = await sql<{ kind: "keys" | "up" | "fp" | "active"; asset_key: string; v: string; keys: Record<StoredPartitionState, string[] | null> | null }>`
+      with ${recorded(unknown, { upstreams: true })}, ${activeSteps}, fpk as (
+        select asset_key from t union select upstream_asset_key from ups
+      )
+      -- Grouped by asset alone, with one aggregate per status: a hash aggregate over few groups, where grouping by
+      -- (asset, status) had the planner sort every row.
+      select 'keys' as kind, asset_key, null as v,
+             json_build_object(
+               'materialized', json_agg(partition_key) filter (where status = 'materialized'),
+               'failed', json_agg(partition_key) filter (where status = 'failed'),
+               'stale', json_agg(partition_key) filter (where status = 'stale'),
+               'timed_out', json_agg(partition_key) filter (where status = 'timed_out')
+             ) as keys
+      from rec where status <> 'missing' group by asset_key
+      union all
+      select 'up', asset_key, upstream_asset_key, null from ups
+      union all
+      -- An array, not a join: the join's estimate (every distinct input an upstream asset) cost millions of rows and
+      -- had Postgres JIT-compile the statement (~0.1 s).
+      select 'fp', ps.asset_key, ${rowsFingerprint}, null
+      from partition_status ps where ps.asset_key = any(array(select asset_key from fpk)) group by ps.asset_key
+      union all
+      select 'active', asset_key, partition_key, null from active`.execute(this.#db);
+    const keys = new Map(unknown.map((a) => [a.assetKey, new Map<StoredPartitionState, string[]>()]));
+    const ups = new Map<string, string[]>(unknown.map((a) => [a.assetKey, []]));
+    const fps = new Map<string, string>();
+    const active = new Map<string, string[]>(unknown.map((a) => [a.assetKey, []]));
+    for (const r of rows) {
+      if (r.kind === "keys") {
+        for (const [status, list] of Object.entries(r.keys ?? {}) as [StoredPartitionState, string[] | null][]) {
+          if (list) keys.get(r.asset_key)?.set(status, list);
+        }
+      }
+      else if (r.kind === "up") ups.get(r.asset_key)?.push(r.v);
+      else if (r.kind === "fp") fps.set(r.asset_key, r.v);
+      else active.get(r.asset_key)?.push(r.v);
+    }
+    for (const a of unknown) {
+      const upstreamAssetKeys = ups.get(a.assetKey)!.sort(compare);
+      out.set(a.assetKey, {
+        materializing: active.get(a.assetKey)!,
+        recorded: { version: { fingerprint: fingerprintOf(a.assetKey, upstreamAssetKeys, fps), upstreamAssetKeys }, keys: keys.get(a.assetKey)! },
+      });
+    }
     return out;
   }
 
@@ -144,7 +228,8 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
  * steps_asset_unfinished_idx only when it can prove the query's predicate
  * implies the index's (see migrations/0005_staleness.sql).
  */
-const unfinishedStep = sql`s.state in ('pending', 'scheduled', 'queued', 'running', 'up_for_retry', 'up_for_reschedule', 'deferred')`;
+/** A step that will still materialise its partition (a check's step materialises nothing). */
+const unfinishedStep = sql`s.state in ('pending', 'scheduled', 'queued', 'running', 'up_for_retry', 'up_for_reschedule', 'deferred') and s.check_name is null`;
 
 /** An upstream partition (`up`) has a newer event than the one the input (`ei`) read. */
 const upstreamIsNewer = sql`up.last_materialization_event_id is not null
@@ -156,24 +241,42 @@ const upstreamIsNewer = sql`up.last_materialization_event_id is not null
  * event since) and `rec`: each row's recorded status, staleness included.
  * Joins rather than a correlated EXISTS: the planner may then pick hash joins
  * over the asset's rows, and never hashes event_inputs of other assets.
+ *
+ * recordedStatusOfMany versions what this derives with `rowsFingerprint`: a
+ * status that comes to read another column or table must be versioned there too.
  */
-function recorded(assets: readonly AssetCodeVersion[]): RawBuilder<unknown> {
+function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstreams?: boolean } = {}): RawBuilder<unknown> {
   // unnest of arrays, not a JSON record set: Postgres estimates unnest from the arrays' length (a record set is always
   // "100 rows"), so one asset is joined by index and ten thousand by hash, instead of the other way round.
   const keys = assets.map((a) => a.assetKey);
   const codes = assets.map((a) => a.codeVersion);
-  return sql`t as (
-      select * from unnest(${keys}::text[], ${codes}::text[]) as t(asset_key, code_version)
-    ), ps as (
-      select ps.asset_key, ps.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
-      from t join partition_status ps on ps.asset_key = t.asset_key
+  // With `upstreams`, also `ups`: the upstream assets the latest events read. The inputs are then joined once
+  // (a CTE read twice is computed once), not once for `newer` and again for `ups`.
+  const newer = options.upstreams
+    ? sql`inputs as (
+      select ps.asset_key, ps.partition_key, ps.status, ei.upstream_asset_key, ei.upstream_partition_key, ei.upstream_event_id
+      from ps join event_inputs ei on ei.event_id = ps.last_materialization_event_id
+    ), ups as (
+      select distinct asset_key, upstream_asset_key from inputs
     ), newer as (
+      select distinct ei.asset_key, ei.partition_key
+      from inputs ei
+      join partition_status up on up.asset_key = ei.upstream_asset_key and up.partition_key = ei.upstream_partition_key
+      where ei.status <> 'failed' and ${upstreamIsNewer}
+    )`
+    : sql`newer as (
       select distinct ps.asset_key, ps.partition_key
       from ps
       join event_inputs ei on ei.event_id = ps.last_materialization_event_id
       join partition_status up on up.asset_key = ei.upstream_asset_key and up.partition_key = ei.upstream_partition_key
       where ps.status <> 'failed' and ${upstreamIsNewer}
-    ), rec as (
+    )`;
+  return sql`t as (
+      select * from unnest(${keys}::text[], ${codes}::text[]) as t(asset_key, code_version)
+    ), ps as (
+      select ps.asset_key, ps.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
+      from t join partition_status ps on ps.asset_key = t.asset_key
+    ), ${newer}, rec as (
       select ps.asset_key, ps.partition_key,
              case
                when ps.status = 'failed' then 'failed'
@@ -187,19 +290,36 @@ function recorded(assets: readonly AssetCodeVersion[]): RawBuilder<unknown> {
     )`;
 }
 
-/** {@link recorded} plus `active` (partitions with an unfinished step) and `classified`: the derived status of each. */
-function classified(assets: readonly AssetCodeVersion[]): RawBuilder<unknown> {
-  return sql`${recorded(assets)}, active as (
+/** Partitions of the assets `t` with an unfinished step. */
+const activeSteps = sql`active as (
       select distinct s.asset_key, s.partition_key
       from t join steps s on s.asset_key = t.asset_key
       join runs r on r.id = s.run_id
       where ${unfinishedStep} and r.status in ('queued', 'running')
-    ), classified as (
+    )`;
+
+/** {@link recorded} plus `active` (partitions with an unfinished step) and `classified`: the derived status of each. */
+function classified(assets: readonly AssetCodeVersion[]): RawBuilder<unknown> {
+  return sql`${recorded(assets)}, ${activeSteps}, classified as (
       select coalesce(rec.asset_key, active.asset_key) as asset_key,
              coalesce(rec.partition_key, active.partition_key) as partition_key,
              case when active.partition_key is not null then 'materializing' else rec.status end as status
       from rec full join active on active.asset_key = rec.asset_key and active.partition_key = rec.partition_key
     )`;
+}
+
+/**
+ * Over the partition_status rows `ps` of one asset (grouped by asset_key): their number and the XOR of a 64-bit
+ * hash of each row's key, status, latest event, code version and failed check. A write to any of these changes
+ * it, but for a hash collision (2^-64); a new column that statuses come to depend on must be added here.
+ */
+const rowsFingerprint = sql<string>`count(*)::text || ':' || coalesce(bit_xor(hashtextextended(
+    ps.partition_key || chr(31) || ps.status || chr(31) || coalesce(ps.code_version || chr(31), chr(30)) || coalesce(ps.failed_check, chr(30)),
+    coalesce(ps.last_materialization_event_id, -1))), 0)::text`;
+
+/** The fingerprint of an asset's recorded statuses: of its rows and its upstreams' (an asset without rows counts as 0). */
+function fingerprintOf(assetKey: string, upstreamAssetKeys: readonly string[], fingerprints: ReadonlyMap<string, string>): string {
+  return JSON.stringify([...new Set([assetKey, ...upstreamAssetKeys])].map((k) => [k, fingerprints.get(k) ?? "0"]));
 }
 
 function emptyCounts(): RecordedStatusCounts {

@@ -4,7 +4,15 @@ import type { GraphQLResolveInfo, SelectionSetNode } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import type { AssetCodeVersion, PartitionStatusRecord, RecordedStatusCounts, StaleReason } from "../../storage/index.js";
 import type { PartitionStatusRow } from "../partition-listing.js";
-import { partitionStatusSummary, type PartitionStatusCounts, type PartitionStatusRange, type PartitionStatusSummary } from "../partition-status-summary.js";
+import {
+  PartitionStatusCache,
+  partitionStatusSummary,
+  type KnownRecordedStatus,
+  type PartitionStatusCounts,
+  type PartitionStatusRange,
+  type PartitionStatusSummary,
+  type RecordedStatusRead,
+} from "../partition-status-summary.js";
 import { batched, perContext } from "./batch.js";
 import { builder, type ApiContext } from "./builder.js";
 import { asGraphQLError } from "./errors.js";
@@ -107,16 +115,44 @@ function perAssetLoader<V>(
 /** Recorded counts of many assets in one aggregate query per GraphQL level (`assets { partitionStatus { counts } }`). */
 const countsLoader = perAssetLoader((ctx, assets) => ctx.partitionStatus.countByStatus(assets));
 
-/** Keys by status of many assets in one query per GraphQL level (`assets { partitionStatus { ranges } }`). */
-const keysLoader = perAssetLoader((ctx, assets) => ctx.partitionStatus.keysByStatusOfMany(assets));
+/**
+ * Recorded statuses of many assets per GraphQL level (`assets { partitionStatus { ranges } }`): one statement
+ * validating the cached ones, one reading the others (see PartitionStatusStore.recordedStatusOfMany).
+ */
+const recordedLoader = perContext((ctx: ApiContext) => {
+  const loader = batched(async (keys: string[]) => {
+    const assets = keys.map((k) => JSON.parse(k) as KnownRecordedStatus);
+    const byAsset = await ctx.partitionStatus.recordedStatusOfMany(assets);
+    return new Map(keys.map((k, i) => [k, byAsset.get(assets[i]!.assetKey)!]));
+  });
+  return (asset: KnownRecordedStatus): Promise<RecordedStatusRead | undefined> => loader(JSON.stringify(asset));
+});
+
+/**
+ * Folded recorded statuses per server: keyed by its catalog, which a server builds once for its database,
+ * whereas it builds a context (and its stores) per request.
+ */
+const caches = new WeakMap<ApiContext["catalog"], PartitionStatusCache>();
+function cacheOf(ctx: ApiContext): PartitionStatusCache {
+  let cache = caches.get(ctx.catalog);
+  if (!cache) caches.set(ctx.catalog, (cache = new PartitionStatusCache()));
+  return cache;
+}
 
 /** Resolver of Asset.partitionStatus. */
 export async function resolvePartitionStatus(asset: SnapshotAsset, ctx: ApiContext, info: GraphQLResolveInfo): Promise<PartitionStatusSummary> {
   try {
     const counts = countsLoader(ctx);
-    const keys = keysLoader(ctx);
+    const recorded = recordedLoader(ctx);
     return await partitionStatusSummary(asset, {
-      store: { keysByStatus: async (a) => (await keys(a)) ?? new Map() },
+      cache: cacheOf(ctx),
+      store: {
+        recordedStatusOfMany: async ([a]) => {
+          const read = await recorded(a!);
+          if (!read) throw new Error(`no recorded statuses for asset "${a!.assetKey}"`);
+          return new Map([[a!.assetKey, read]]);
+        },
+      },
       counts: async () => (await counts({ assetKey: asset.key, codeVersion: asset.codeVersion })) as RecordedStatusCounts,
       withRanges: info.fieldNodes.some((n) => asksFor(n.selectionSet, "ranges")),
       now: ctx.now(),
