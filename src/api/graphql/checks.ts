@@ -3,12 +3,12 @@
 // asset (or run) of a GraphQL level in one statement.
 import { z } from "zod";
 import type { SnapshotAsset, SnapshotCheck } from "../../graph/index.js";
-import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
-import { InputError, PartitionError, TributaryError } from "../../errors/index.js";
+import { InputError } from "../../errors/index.js";
 import type { CheckResultQuery, CheckResultView, ReadPage, RunDetail, RunSummary } from "../../storage/index.js";
 import { batched, perContext } from "./batch.js";
 import { builder, type ApiContext } from "./builder.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
+import { assetPartitionKey } from "./materializations.js";
 import { checkFirst } from "./runs.js";
 
 /** An asset's check, with the asset it belongs to (to validate partitions). */
@@ -202,17 +202,6 @@ function requireCheck(asset: SnapshotAsset, checks: readonly SnapshotCheck[], na
  * definition (its code says why not); an unpartitioned asset takes none.
  */
 async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: ApiContext): Promise<string | undefined> {
-  if (!asset.partitions) {
-    if (partition === undefined || partition === "") return "";
-    throw codeError("PARTITION_UNEXPECTED", `asset "${asset.key}" is not partitioned: leave out the partition (got "${partition}")`);
-  }
-  if (partition === undefined) return undefined;
-  const space = partitionSpace(asset.partitions, await loadPartitionContext([asset.partitions], (name) => ctx.catalog.dynamicKeys(name)));
-  try {
-    space.indexOf(partition);
-  } catch (err) {
-    if (!(err instanceof TributaryError)) throw err;
-    throw new PartitionError(`asset "${asset.key}": ${err.message}`, { code: err.code, location: { assetKey: asset.key, partitionKey: partition }, cause: err });
-  }
-  return partition;
+  if (partition === undefined) return asset.partitions ? undefined : "";
+  return assetPartitionKey(asset, partition, ctx);
 }

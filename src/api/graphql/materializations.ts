@@ -89,8 +89,18 @@ export async function resolveLatestMaterialization(asset: SnapshotAsset, partiti
  */
 async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: ApiContext): Promise<string | undefined> {
   if (partition === undefined) return undefined;
+  const key = await assetPartitionKey(asset, partition, ctx);
+  return asset.partitions ? key : undefined;
+}
+
+/**
+ * `partition` if it is a key of the asset's partitions (a PartitionError with
+ * the partitions' own code says why not); an unpartitioned asset takes only
+ * "" (PARTITION_UNEXPECTED otherwise).
+ */
+export async function assetPartitionKey(asset: SnapshotAsset, partition: string, ctx: ApiContext): Promise<string> {
   if (!asset.partitions) {
-    if (partition === "") return undefined;
+    if (partition === "") return "";
     throw codeError("PARTITION_UNEXPECTED", `asset "${asset.key}" is not partitioned: leave out the partition (got "${partition}")`);
   }
   const space = partitionSpace(asset.partitions, await loadPartitionContext([asset.partitions], (name) => ctx.catalog.dynamicKeys(name)));
