@@ -89,7 +89,8 @@ describeBrowser("UI: pools, definitions, triggers", () => {
     await expect(firstRow.getByRole("link", { name: "admin/landing" }).getAttribute("href")).resolves.toBe("/assets/admin/landing");
 
     const waitingButton = page.getByTestId("trigger-count-waiting");
-    await expect(waitingButton.textContent()).resolves.toMatch(/waiting \d+/);
+    // The counts are their own query: "–" until it answers.
+    await expect.poll(() => waitingButton.textContent(), { timeout: 15_000 }).toMatch(/waiting \d+/);
     const shown = Number((await waitingButton.locator("strong").textContent())?.replace(/,/g, ""));
     const now = await gql<{ triggerCounts: { waiting: number } }>("{ triggerCounts { waiting } }");
     expect(shown).toBeGreaterThanOrEqual(triggerCounts.waiting);
