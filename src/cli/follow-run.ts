@@ -50,16 +50,11 @@ export async function startAndFollow(
 }
 
 /** Polls until the run ends, drawing steps done/failed/running; the first Ctrl-C cancels the run. */
-async function waitForRun(
-  client: RunsClient,
-  run: RunSummary,
-  options: { progress: boolean; interrupted: () => boolean },
-): Promise<RunDetail> {
-  const bar = options.progress ? progressBar("steps") : undefined;
-  bar?.start(run.stepsTotal, 0, { ok: 0, failed: 0, running: 0 });
-  let canceled = false;
-  try {
-    for (let delay = 50; ; delay = Math.min(500, delay * 1.5)) {
+function waitForRun(client: RunsClient, run: RunSummary, options: { progress: boolean; interrupted: () => boolean }): Promise<RunDetail> {
+  return pollUntilEnded(
+    "steps",
+    run,
+    async () => {
       const detail = requireRun(await client.get(run.id), run.id);
       const counts = { ok: 0, failed: 0, running: 0 };
       for (const s of detail.steps) {
@@ -67,12 +62,36 @@ async function waitForRun(
         else if (s.state === "failed" || s.state === "upstream_failed") counts.failed++;
         else if (s.state === "running" || s.state === "queued") counts.running++;
       }
-      bar?.update(detail.stepsDone, counts);
-      if (TERMINAL.has(detail.status)) return detail;
+      return { value: detail, counts };
+    },
+    () => client.cancel(run.id),
+    options,
+  );
+}
+
+/**
+ * The `--wait` loop of run-following commands: reads the run (backing off from 50 to 500 ms), draws the
+ * progress bar on a terminal, returns once the run ended; the first Ctrl-C cancels the run.
+ */
+export async function pollUntilEnded<T extends { readonly status: string; readonly stepsDone: number }>(
+  unit: string,
+  run: { readonly stepsTotal: number },
+  read: () => Promise<{ value: T; counts: { ok: number; failed: number; running: number } }>,
+  cancel: () => Promise<unknown>,
+  options: { progress: boolean; interrupted: () => boolean },
+): Promise<T> {
+  const bar = options.progress ? progressBar(unit) : undefined;
+  bar?.start(run.stepsTotal, 0, { ok: 0, failed: 0, running: 0 });
+  let canceled = false;
+  try {
+    for (let delay = 50; ; delay = Math.min(500, delay * 1.5)) {
+      const { value, counts } = await read();
+      bar?.update(value.stepsDone, counts);
+      if (TERMINAL.has(value.status)) return value;
       if (options.interrupted() && !canceled) {
         canceled = true;
         process.stderr.write("\ncanceling the run (Ctrl-C)…\n");
-        await client.cancel(run.id);
+        await cancel();
       }
       await new Promise((r) => setTimeout(r, delay));
     }

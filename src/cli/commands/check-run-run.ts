@@ -2,15 +2,13 @@ import pc from "picocolors";
 import type { ApiContext, RunChecksRequest } from "../../api/index.js";
 import type { CheckResultView, RunStatus } from "../../storage/index.js";
 import type { Execution } from "../execution.js";
-import { progressBar } from "../follow-run.js";
+import { pollUntilEnded } from "../follow-run.js";
 import { printJson, table } from "../output.js";
 import { openInProcess } from "../runs-client.js";
 import type { Runtime } from "../runtime.js";
 import { graphql, serverIsUp } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { CheckRunOptions } from "./check-run-command.js";
-
-const TERMINAL = new Set<RunStatus>(["success", "failed", "canceled"]);
 
 /** Where a check run stands. */
 interface CheckRunState {
@@ -86,25 +84,17 @@ export async function runCheckRun(key: string, opts: CheckRunOptions, globals: G
 }
 
 /** Polls until the run ends, drawing a progress bar on a terminal; the first Ctrl-C cancels the run. */
-async function follow(client: CheckRunClient, run: CheckRunState, options: { progress: boolean; interrupted: () => boolean }): Promise<CheckRunState> {
-  const bar = options.progress ? progressBar("checks") : undefined;
-  bar?.start(run.stepsTotal, 0, { ok: 0, failed: 0, running: 0 });
-  let canceled = false;
-  try {
-    for (let delay = 50; ; delay = Math.min(500, delay * 1.5)) {
+function follow(client: CheckRunClient, run: CheckRunState, options: { progress: boolean; interrupted: () => boolean }): Promise<CheckRunState> {
+  return pollUntilEnded(
+    "checks",
+    run,
+    async () => {
       const state = await client.state(run.id);
-      bar?.update(state.stepsDone, { ok: state.stepsDone - state.stepsFailed, failed: state.stepsFailed, running: state.stepsTotal - state.stepsDone });
-      if (TERMINAL.has(state.status)) return state;
-      if (options.interrupted() && !canceled) {
-        canceled = true;
-        process.stderr.write("\ncanceling the run (Ctrl-C)…\n");
-        await client.cancel(run.id);
-      }
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  } finally {
-    bar?.stop();
-  }
+      return { value: state, counts: { ok: state.stepsDone - state.stepsFailed, failed: state.stepsFailed, running: state.stepsTotal - state.stepsDone } };
+    },
+    () => client.cancel(run.id),
+    options,
+  );
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

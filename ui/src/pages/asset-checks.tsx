@@ -3,7 +3,7 @@
 import { useState } from "react";
 import { Link } from "wouter";
 import { useQuery } from "../api";
-import { ErrorView, Loading } from "../components/common";
+import { ErrorView, Loading, StackPager } from "../components/common";
 import { formatAgo, formatTime } from "../format";
 import { jsonText, type PageParams } from "./asset-common";
 
@@ -211,15 +211,12 @@ function ResultPages({
           </tbody>
         </table>
       )}
-      <div className="toolbar pager">
-        <button type="button" disabled={stack.length === 1} onClick={() => setStack((s) => s.slice(0, -1))}>
-          ← newer
-        </button>
-        <span className="muted">page {stack.length}</span>
-        <button type="button" disabled={!page?.hasNextPage} onClick={() => page?.endCursor && setStack((s) => [...s, page.endCursor])}>
-          older →
-        </button>
-      </div>
+      <StackPager
+        depth={stack.length}
+        onBack={() => setStack((s) => s.slice(0, -1))}
+        next={page?.hasNextPage ? (page.endCursor ?? undefined) : undefined}
+        onNext={(cursor) => setStack((s) => [...s, cursor])}
+      />
     </div>
   );
 }

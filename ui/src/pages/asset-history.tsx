@@ -1,7 +1,7 @@
 // Materialisations, external reports and observations of the asset (or of the chosen partition), newest first.
 import { useState } from "react";
 import { useQuery } from "../api";
-import { ErrorView, Loading } from "../components/common";
+import { ErrorView, Loading, StackPager } from "../components/common";
 import { formatAgo, formatTime } from "../format";
 import { RunLink } from "./asset-common";
 
@@ -77,15 +77,12 @@ function HistoryPages({ assetKey, partition }: { assetKey: string; partition: st
           </tbody>
         </table>
       )}
-      <div className="toolbar pager">
-        <button type="button" disabled={stack.length === 1} onClick={() => setStack((s) => s.slice(0, -1))}>
-          ← newer
-        </button>
-        <span className="muted">page {stack.length}</span>
-        <button type="button" disabled={!page?.hasNextPage} onClick={() => page?.endCursor && setStack((s) => [...s, page.endCursor])}>
-          older →
-        </button>
-      </div>
+      <StackPager
+        depth={stack.length}
+        onBack={() => setStack((s) => s.slice(0, -1))}
+        next={page?.hasNextPage ? (page.endCursor ?? undefined) : undefined}
+        onNext={(cursor) => setStack((s) => [...s, cursor])}
+      />
     </div>
   );
 }

@@ -3,7 +3,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
 import { gql, useQuery } from "../api";
-import { ErrorView, Loading } from "../components/common";
+import { ErrorView, Loading, StackPager } from "../components/common";
 import { statusLabel, type RangeIndex, type StatusRange } from "../components/PartitionBar";
 import { formatCount, formatTime } from "../format";
 import { PARTITION_COLORS } from "../status";
@@ -115,15 +115,14 @@ function StatusPages({ asset, ranges, params }: { asset: AssetDefinition; ranges
     <>
       {error ? <ErrorView error={error} /> : null}
       {page ? <PartitionTable nodes={page.nodes} params={params} /> : error ? null : <Loading what="the partitions" />}
-      <div className="toolbar pager">
-        <button type="button" disabled={stack.length === 1} onClick={() => setStack((s) => s.slice(0, -1))}>
-          ← previous
-        </button>
-        <span className="muted">page {stack.length}</span>
-        <button type="button" disabled={!page?.next} onClick={() => page?.next && setStack((s) => [...s, page.next!])} data-testid="next-page">
-          next →
-        </button>
-      </div>
+      <StackPager
+        depth={stack.length}
+        onBack={() => setStack((s) => s.slice(0, -1))}
+        next={page?.next}
+        onNext={(pointer) => setStack((s) => [...s, pointer])}
+        labels={["← previous", "next →"]}
+        nextTestId="next-page"
+      />
     </>
   );
 }
@@ -139,15 +138,14 @@ function AllPartitions({ asset, params }: { asset: AssetDefinition; params: Page
       <div className="toolbar muted">All partitions, oldest first{page ? ` (${formatCount(page.totalCount)})` : ""}. Click a status above to list only those.</div>
       {state.error ? <ErrorView error={state.error} /> : null}
       {page ? <PartitionTable nodes={page.nodes} params={params} /> : state.error ? null : <Loading what="the partitions" />}
-      <div className="toolbar pager">
-        <button type="button" disabled={stack.length === 1} onClick={() => setStack((s) => s.slice(0, -1))}>
-          ← previous
-        </button>
-        <span className="muted">page {stack.length}</span>
-        <button type="button" disabled={!page?.hasNextPage} onClick={() => page?.endCursor && setStack((s) => [...s, page.endCursor])} data-testid="next-page">
-          next →
-        </button>
-      </div>
+      <StackPager
+        depth={stack.length}
+        onBack={() => setStack((s) => s.slice(0, -1))}
+        next={page?.hasNextPage ? (page.endCursor ?? undefined) : undefined}
+        onNext={(cursor) => setStack((s) => [...s, cursor])}
+        labels={["← previous", "next →"]}
+        nextTestId="next-page"
+      />
     </div>
   );
 }
