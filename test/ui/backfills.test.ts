@@ -34,7 +34,8 @@ describeBrowser("UI backfills and the launch dialog", () => {
     await page.waitForURL(/launch=1/);
     const dialog = page.getByTestId("backfill-dialog");
     await dialog.getByTestId("bf-search").fill("bf/");
-    expect(await dialog.locator("[data-testid^=bf-asset-]").count()).toBe(2);
+    // The dialog lists the assets from its own query: wait for it rather than count at once.
+    await expect.poll(() => dialog.locator("[data-testid^=bf-asset-]").count(), { timeout: 15_000 }).toBe(2);
     await dialog.getByTestId("bf-asset-bf/days").check();
     await dialog.getByTestId("bf-asset-bf/after").check();
     await dialog.getByTestId("bf-from").fill("2025-01-02");
