@@ -18,6 +18,7 @@ import {
   PgTriggerQueryStore,
   PgMaterializationQueryStore, // H10
   PgCheckResultStore,
+  S3OutputStore,
   type DatabaseHandle,
   type OutputStore,
 } from "../storage/index.js";
@@ -36,7 +37,7 @@ export interface Runtime {
   readonly alerts: PgAlertStore;
   readonly graphs: GraphCache;
   readonly catalog: Catalog;
-  /** Outputs over the inline limit; null when not configured (Postgres mode without TRIBUTARY_OUTPUT_DIR). */
+  /** Outputs over the inline limit: S3 with TRIBUTARY_S3_BUCKET; null when not configured (Postgres mode without TRIBUTARY_OUTPUT_DIR). */
   readonly outputStore: OutputStore | null;
   readonly logsDir: string;
   apiContext(): ApiContext;
@@ -48,6 +49,8 @@ export const embeddedDbDir = (settings: Settings): string => path.join(settings.
 
 /** Opens (and migrates) the metadata database the settings name: Postgres with DATABASE_URL, else PGlite. */
 export async function openRuntime(settings: Settings): Promise<Runtime> {
+  // Built first: a bad S3 setting stops startup before the database is opened.
+  const s3OutputStore = settings.s3 ? new S3OutputStore(settings.s3) : null;
   const database = await openDatabase(
     settings.databaseUrl
       ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary" }
@@ -67,7 +70,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
   const catalog = new Catalog(graphs, definitions);
   // Embedded mode keeps large outputs in the data directory; with Postgres they need a configured store.
   const outputDir = settings.outputDir ?? (settings.databaseUrl ? undefined : path.join(settings.dataDir, "outputs"));
-  const outputStore = outputDir ? new LocalDirOutputStore(outputDir) : null;
+  const outputStore = s3OutputStore ?? (outputDir ? new LocalDirOutputStore(outputDir) : null);
   const pauses = new PgPauseStore(database.db);
   // H6: lineage and erasure queries.
   const lineageServices = { graphs, definitions, lineage: new PgLineageStore(database.db) };

@@ -11,6 +11,8 @@ import {
   type OpenLineageConfig,
 } from "../reconciler/index.js";
 import { parseDuration } from "../sdk/index.js";
+// Type only: the storage module (pg, kysely, the AWS SDK) would slow every command's start.
+import type { S3OutputStoreSettings } from "../storage/index.js";
 
 /** Options every command accepts, plus the environment. */
 export interface GlobalOptions {
@@ -31,6 +33,8 @@ export interface Settings {
   serverUrl: string;
   /** Large-output directory (TRIBUTARY_OUTPUT_DIR); embedded mode defaults to <data-dir>/outputs. */
   outputDir: string | undefined;
+  /** Large outputs in S3 or an S3-compatible server instead (TRIBUTARY_S3_*); absent unless TRIBUTARY_S3_BUCKET is set. */
+  s3?: S3OutputStoreSettings;
   /** Step logs (TRIBUTARY_LOGS_DIR); default <data-dir>/logs. */
   logsDir: string | undefined;
   /** Alert sinks and routes, from the JSON file TRIBUTARY_ALERTS names; default: all alerts to the log. */
@@ -48,6 +52,8 @@ const envSchema = z.object({
   TRIBUTARY_URL: z.string().url().optional(),
   TRIBUTARY_OUTPUT_DIR: z.string().min(1).optional(),
   TRIBUTARY_LOGS_DIR: z.string().min(1).optional(),
+  TRIBUTARY_S3_ENDPOINT: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL, e.g. http://127.0.0.1:9000" }).optional(),
+  TRIBUTARY_S3_FORCE_PATH_STYLE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -57,6 +63,8 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     TRIBUTARY_URL: env.TRIBUTARY_URL || undefined,
     TRIBUTARY_OUTPUT_DIR: env.TRIBUTARY_OUTPUT_DIR || undefined,
     TRIBUTARY_LOGS_DIR: env.TRIBUTARY_LOGS_DIR || undefined,
+    TRIBUTARY_S3_ENDPOINT: env.TRIBUTARY_S3_ENDPOINT || undefined,
+    TRIBUTARY_S3_FORCE_PATH_STYLE: env.TRIBUTARY_S3_FORCE_PATH_STYLE || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -83,6 +91,32 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     logsDir: parsedEnv.data.TRIBUTARY_LOGS_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_LOGS_DIR) : undefined,
     alerts: readAlertsConfig(env[ALERTS_CONFIG_ENV]),
     ...optionalOpenLineage(env),
+    ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
+  };
+}
+
+// The S3 output store: the rest of its settings (the bucket name's rules, a key without its secret) are checked
+// when the store is built, naming the setting.
+function optionalS3(env: NodeJS.ProcessEnv, forcePathStyle: "true" | "false" | undefined): { s3?: S3OutputStoreSettings } {
+  if (!env.TRIBUTARY_S3_BUCKET) {
+    const stray = ["TRIBUTARY_S3_ENDPOINT", "TRIBUTARY_S3_REGION", "TRIBUTARY_S3_PREFIX", "TRIBUTARY_S3_FORCE_PATH_STYLE"].find((name) => env[name]);
+    if (stray) {
+      throw new InputError(`environment variable ${stray} is set but TRIBUTARY_S3_BUCKET is not: set the bucket to keep large outputs in S3, or unset ${stray}`);
+    }
+    return {};
+  }
+  return {
+    s3: {
+      bucket: env.TRIBUTARY_S3_BUCKET,
+      endpoint: env.TRIBUTARY_S3_ENDPOINT || undefined,
+      region: env.TRIBUTARY_S3_REGION || env.AWS_REGION || undefined,
+      prefix: env.TRIBUTARY_S3_PREFIX || undefined,
+      forcePathStyle: forcePathStyle === undefined ? undefined : forcePathStyle === "true",
+      // Absent: the SDK's default credential chain (shared config, SSO, instance and container roles).
+      accessKeyId: env.AWS_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY || undefined,
+      sessionToken: env.AWS_SESSION_TOKEN || undefined,
+    },
   };
 }
 

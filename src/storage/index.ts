@@ -60,6 +60,7 @@ export type {
 } from "./run-store.js";
 export { GraphCache, type CurrentGraph } from "./graph-cache.js";
 export { LocalDirOutputStore, INLINE_OUTPUT_LIMIT_BYTES, type OutputStore } from "./output-store.js";
+export { S3OutputStore, resolveS3OutputStoreSettings, type S3OutputStoreSettings, type ResolvedS3OutputStoreSettings } from "./s3-output-store.js";
 export { PgEventStore, reportEventsIn } from "./pg-event-store.js";
 export { PgObservationStore, recordObservationsIn, recordObservationTimeoutsIn } from "./pg-observation-store.js";
 export type {

@@ -5,7 +5,7 @@ import { StorageError } from "../errors/index.js";
 /** Outputs up to this size live in the metadata database; larger ones in an OutputStore. */
 export const INLINE_OUTPUT_LIMIT_BYTES = 48 * 1024;
 
-/** Where outputs too large for the database go (a directory here; S3 with the scale-out work). */
+/** Where outputs too large for the database go: a directory (below) or a bucket (S3OutputStore). */
 export interface OutputStore {
   readonly description: string;
   /** Stores an immutable object under `key` and returns its reference. */
@@ -38,10 +38,19 @@ export class LocalDirOutputStore implements OutputStore {
     if (!ref.startsWith("file://")) {
       throw new StorageError("OUTPUT_REF_INVALID", `output reference "${ref}" is not a file:// reference of ${this.description}`);
     }
+    const file = ref.slice("file://".length);
     try {
-      return await readFile(ref.slice("file://".length), "utf8");
+      return await readFile(file, "utf8");
     } catch (cause) {
-      throw new StorageError("OUTPUT_MISSING", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, { cause });
+      const code = (cause as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        throw new StorageError(
+          "OUTPUT_NOT_FOUND",
+          `output ${ref} not found: there is no file ${file}; check that nothing deleted it and that ${this.description} is where it was written`,
+          { cause },
+        );
+      }
+      throw new StorageError("OUTPUT_STORE_FAILED", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, { cause });
     }
   }
 
