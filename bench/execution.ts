@@ -1,13 +1,18 @@
 // W1–W3 from the Execution core issue: no-op steps on the local Postgres,
 // the local executor, one or two reconcilers. Prints one JSON object.
 //
-//   npx tsx bench/execution.ts [--reconcilers 1|2] [--only w1,w2,w3]
+//   npx tsx bench/execution.ts [--reconcilers 1|2] [--only w1,w2,w3,w4]
 //
 // W1 chain: 2 000 independent 3-step chains (assets a → b → c, 2 000 static
 //    partitions, identity mapping): steps/s end to end, and the hand-off latency
 //    from an upstream step's end to its downstream step's start (p50, p99).
 // W2 fan-out/fan-in: 1 root, 500 children, 1 join: wall time.
 // W3 burst: 5 000 ready root steps at once: steps/s.
+// W4 fan-out at run time: one step lists 10 000 items, the mapped asset expands
+//    into 10 000 no-op mapped steps, a reader gathers their outputs: wall time,
+//    expansion (the expanding try's end → its mapped steps created), and the
+//    mapped steps' own span (first created → last ended). The gather happens in
+//    the transaction that records the last mapped step.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -32,7 +37,7 @@ import {
 } from "../src/storage/index.js";
 
 const { values: args } = parseArgs({
-  options: { reconcilers: { type: "string", default: "1" }, only: { type: "string", default: "w1,w2,w3" } },
+  options: { reconcilers: { type: "string", default: "1" }, only: { type: "string", default: "w1,w2,w3,w4" } },
 });
 const reconcilerCount = Number(args.reconcilers);
 const only = new Set(args.only.split(","));
@@ -49,6 +54,9 @@ export const root = asset({ key: "w2/root" }, () => 1);
 export const child = asset({ key: "w2/child", partitions: staticPartitions(keys(500, "k")), deps: { root } }, () => 1);
 export const join = asset({ key: "w2/join", deps: { all: dep(child, allPartitions()) } }, (_ctx, { all }) => all.length);
 export const burst = asset({ key: "w3/burst", partitions: staticPartitions(keys(5000, "b")) }, () => null);
+export const list = asset({ key: "w4/list" }, () => Array.from({ length: 10000 }, (_, i) => i));
+export const mapped = asset({ key: "w4/mapped", deps: { list }, map: ({ list }) => list }, () => null);
+export const gathered = asset({ key: "w4/gathered", deps: { mapped } }, (_ctx, { mapped }) => mapped.length);
 `;
 
 async function main(): Promise<void> {
@@ -114,6 +122,24 @@ async function main(): Promise<void> {
     if (only.has("w3")) {
       const t = await runToEnd(runs, graphs, definitions, ["w3/burst"], { all: true });
       results.w3 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
+    }
+    if (only.has("w4")) {
+      const t = await runToEnd(runs, graphs, definitions, ["w4/list", "w4/mapped", "w4/gathered"], undefined);
+      const { rows } = await sql<{ mapped: number; expand_ms: number; run_ms: number }>`
+        select count(*) filter (where s.map_index >= 0)::int as mapped,
+               extract(epoch from (max(s.created_at) filter (where s.map_index >= 0)
+                                   - max(t.ended_at) filter (where s.asset_key = 'w4/mapped' and s.map_index = -1))) * 1000 as expand_ms,
+               extract(epoch from (max(s.ended_at) filter (where s.map_index >= 0) - min(s.created_at) filter (where s.map_index >= 0))) * 1000 as run_ms
+        from steps s left join step_tries t on t.step_id = s.id and t.try_number = 1
+        where s.run_id = ${t.runId}::uuid`.execute(handle.db);
+      const m = rows[0]!;
+      results.w4 = {
+        mappedSteps: m.mapped,
+        wallMs: Math.round(t.ms),
+        mappedStepsPerSec: Math.round((m.mapped / m.run_ms) * 1000),
+        expandMs: round(m.expand_ms),
+        runMappedMs: Math.round(m.run_ms),
+      };
     }
   } finally {
     for (const stop of stops) await stop();

@@ -259,7 +259,8 @@ CREATE TABLE public.outputs (
     inline_value jsonb,
     storage_ref text,
     content_type text DEFAULT 'application/json'::text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    data_version text
 );
 COMMENT ON TABLE public.outputs IS 'Immutable step outputs: inline JSON up to the inline limit, else a reference into object storage. Outlive their runs (no FK) until retention removes them.';
 ALTER TABLE public.outputs ADD CONSTRAINT outputs_location_check CHECK (((inline_value IS NULL) <> (storage_ref IS NULL)));
@@ -330,11 +331,13 @@ CREATE TABLE public.runs (
     steps_done integer DEFAULT 0 NOT NULL,
     steps_failed integer DEFAULT 0 NOT NULL,
     steps_active integer DEFAULT 0 NOT NULL,
-    max_active_runs integer
+    max_active_runs integer,
+    plan_version integer DEFAULT 1 NOT NULL
 );
 COMMENT ON TABLE public.runs IS 'One execution of a plan: a set of (asset, partition) steps ordered by dependencies.';
 COMMENT ON COLUMN public.runs.idempotency_key IS 'Set by schedules, automation and backfills (e.g. schedule:<job>:<logical date>) so that active-active reconcilers cannot create the same run twice.';
 COMMENT ON COLUMN public.runs.job_name IS 'The asset job (Airflow DAG) the run belongs to, if any.';
+COMMENT ON COLUMN public.runs.plan_version IS 'Bumped when the run''s steps change after it was created: an expansion, a clear inside the run.';
 ALTER TABLE public.runs ADD CONSTRAINT runs_backfill_id_fkey FOREIGN KEY (backfill_id) REFERENCES backfills(id) ON DELETE SET NULL;
 ALTER TABLE public.runs ADD CONSTRAINT runs_data_interval_check CHECK ((data_interval_start <= data_interval_end));
 ALTER TABLE public.runs ADD CONSTRAINT runs_idempotency_key_key UNIQUE (idempotency_key);
@@ -343,6 +346,7 @@ ALTER TABLE public.runs ADD CONSTRAINT runs_max_active_steps_check CHECK ((max_a
 ALTER TABLE public.runs ADD CONSTRAINT runs_origin_check CHECK ((origin = ANY (ARRAY['manual'::text, 'schedule'::text, 'automation'::text, 'backfill'::text, 'rerun'::text])));
 ALTER TABLE public.runs ADD CONSTRAINT runs_parent_run_id_fkey FOREIGN KEY (parent_run_id) REFERENCES runs(id) ON DELETE SET NULL;
 ALTER TABLE public.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+ALTER TABLE public.runs ADD CONSTRAINT runs_plan_version_check CHECK ((plan_version >= 1));
 ALTER TABLE public.runs ADD CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'success'::text, 'failed'::text, 'canceled'::text])));
 ALTER TABLE public.runs ADD CONSTRAINT runs_steps_active_check CHECK ((steps_active >= 0));
 ALTER TABLE public.runs ADD CONSTRAINT runs_steps_done_check CHECK ((steps_done >= 0));
@@ -442,7 +446,12 @@ CREATE TABLE public.steps (
     max_concurrency integer,
     depth integer DEFAULT 0 NOT NULL,
     wait_started_at timestamp with time zone,
-    check_name text
+    check_name text,
+    map_item jsonb,
+    map_label text,
+    map_count integer,
+    map_open integer,
+    map_inputs jsonb
 );
 COMMENT ON TABLE public.steps IS 'One (asset, partition[, map index]) inside a run: Airflow''s task instance. Clearing sets state back to pending; try_number keeps counting.';
 COMMENT ON COLUMN public.steps.pool IS 'Pool name; not a foreign key, so deleting a pool never blocks or cascades into history.';
@@ -453,7 +462,13 @@ COMMENT ON COLUMN public.steps.max_concurrency IS 'The asset''s maxConcurrency w
 COMMENT ON COLUMN public.steps.depth IS 'Longest upstream path within the run. Among equal priorities deeper steps go first, so chains finish (and hand off) quickly instead of waiting behind every root.';
 COMMENT ON COLUMN public.steps.wait_started_at IS 'Reschedule-mode waits: when the current wait began (its timeout counts from here).';
 COMMENT ON COLUMN public.steps.check_name IS 'Set on the step of an asset check (the check''s name); null on an asset''s own step.';
+COMMENT ON COLUMN public.steps.map_item IS 'A mapped step''s item (map_index >= 0): what its try receives as ctx.map.item.';
+COMMENT ON COLUMN public.steps.map_label IS 'A mapped step''s readable label, when the asset gives one.';
+COMMENT ON COLUMN public.steps.map_count IS 'Set on an expanded step (map_index -1): how many mapped steps it expanded into; it then waits for them and gathers their outputs. Null: not expanded.';
+COMMENT ON COLUMN public.steps.map_open IS 'An expanded step: its mapped steps that have not ended. Each completion of mapped steps decrements it (under the expanded step''s row lock); the step is judged when it reaches 0 or a mapped step fails, never by counting them all on every completion.';
+COMMENT ON COLUMN public.steps.map_inputs IS 'An expanded step''s lineage and code version at expansion, recorded with the gathered materialisation.';
 ALTER TABLE public.steps ADD CONSTRAINT steps_depth_check CHECK ((depth >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_map_count_check CHECK ((map_count >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_index_check CHECK ((map_index >= '-1'::integer));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_concurrency_check CHECK ((max_concurrency > 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_tries_check CHECK ((max_tries >= 1));

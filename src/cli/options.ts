@@ -20,3 +20,10 @@ export function durationMs(value: string | undefined, flag: string): number | un
   }
   throw new InputError(`${flag}: "${value}" is not a positive duration; write e.g. 30s, 5m or 5000`);
 }
+
+/** A whole-number flag from 0 (an index). */
+export function wholeNumber(value: string, flag: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isInteger(n) || n < 0) throw new InputError(`${flag}: "${value}" is not a whole number (0, 1, 2, …)`);
+  return n;
+}

@@ -1,6 +1,6 @@
 import type { ApiContext, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
-import type { RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
+import type { MappedStepRef, RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
 import { TRIGGER_FIELDS, triggerFromWire } from "./commands/triggers-client.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { startExecution, type Execution } from "./execution.js";
@@ -24,6 +24,8 @@ export interface RunsClient {
   launch(request: LaunchRunRequest): Promise<RunSummary>;
   /** Clears chosen partitions (optionally with their downstream ones) and reruns them in one run. */
   clear(request: ClearPartitionsRequest): Promise<RunSummary>;
+  /** Runs one mapped step of a run again, inside that run (which reopens). */
+  clearMappedStep(target: MappedStepRef): Promise<RunSummary>;
   get(id: string): Promise<RunView | undefined>;
   list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]>;
   cancel(id: string): Promise<RunSummary>;
@@ -92,6 +94,10 @@ class InProcessRunsClient implements RunsClient {
     return this.started((await this.commands.clearPartitions(request)).runId);
   }
 
+  async clearMappedStep(target: MappedStepRef): Promise<RunSummary> {
+    return this.started((await this.runtime.runs.clearMappedStep(target, new Date())).run.id);
+  }
+
   private async started(runId: string): Promise<RunSummary> {
     this.execution?.reconciler.wake();
     return (await this.runtime.runs.getRun(runId))!;
@@ -121,8 +127,8 @@ class InProcessRunsClient implements RunsClient {
 }
 
 const RUN_FIELDS = `id status origin definitionsVersion jobName priority tags stepsTotal stepsDone stepsFailed stepsActive
-  createdAt startedAt endedAt cancelRequestedAt`;
-const STEP_FIELDS = `id assetKey partitionKey mapIndex checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
+  createdAt startedAt endedAt cancelRequestedAt planVersion`;
+const STEP_FIELDS = `id assetKey partitionKey mapIndex mapLabel mapCount checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
   endedAt nextRetryAt workerId skipReason error upstreamStepIds
   tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error logRef }
   waitingFor { ${TRIGGER_FIELDS} }`;
@@ -152,6 +158,15 @@ class ServerRunsClient implements RunsClient {
       { input },
     );
     return toSummary(data.clearPartitions);
+  }
+
+  async clearMappedStep(target: MappedStepRef): Promise<RunSummary> {
+    const data = await graphql<{ clearMappedStep: Wire }>(
+      this.url,
+      `mutation ($input: ClearMappedStepInput!) { clearMappedStep(input: $input) { ${RUN_FIELDS} } }`,
+      { input: { runId: target.runId, assetKey: target.assetKey, partition: target.partitionKey, mapIndex: target.mapIndex } },
+    );
+    return toSummary(data.clearMappedStep);
   }
 
   async get(id: string): Promise<RunView | undefined> {
@@ -197,6 +212,7 @@ function toSummary(r: Wire): RunSummary {
     endedAt: date(r.endedAt),
     cancelRequestedAt: date(r.cancelRequestedAt),
     backfillId: null,
+    planVersion: Number(r.planVersion ?? 1),
   };
 }
 
@@ -209,6 +225,8 @@ function toStep(s: Wire): StepView {
     partitionKey: String(s.partitionKey),
     mapIndex: Number(s.mapIndex),
     checkName: typeof s.checkName === "string" ? s.checkName : null,
+    mapLabel: typeof s.mapLabel === "string" ? s.mapLabel : null,
+    mapCount: typeof s.mapCount === "number" ? s.mapCount : null,
     state: s.state as StepRecord["state"],
     tryNumber: Number(s.tryNumber),
     maxTries: Number(s.maxTries),

@@ -1,6 +1,18 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { InputError, TributaryError, serializeError, type SerializedError } from "../errors/index.js";
-import { definitionKind, findNonJson, PERMANENT_TRIGGER_ERRORS, type AssetContext, type AssetDefinition, type CheckDefinition } from "../sdk/index.js";
+import {
+  DEFAULT_MAX_MAP_ITEMS,
+  definitionKind,
+  findNonJson,
+  isExpansion,
+  MAX_MAP_LABEL_LENGTH,
+  PERMANENT_TRIGGER_ERRORS,
+  type AssetContext,
+  type AssetDefinition,
+  type CheckDefinition,
+  type Expansion,
+} from "../sdk/index.js";
+import { makeExpansion } from "../sdk/fan-out.js";
 import type { MaterializedLookup } from "../triggerer/index.js";
 import {
   describeTry,
@@ -164,7 +176,12 @@ export class StepRuntime {
       } else {
         const def = await this.assetDefinition(d);
         active.definition = def;
-        value = await def.fn!(makeContext(active, this.host, active.controller.signal), inputs as Record<string, unknown>);
+        const map = def.fanOut.map;
+        // An asset with `map`: its unmapped step answers the items; each mapped step runs the function on one.
+        value =
+          map && d.map === undefined
+            ? makeExpansion(await (map as (inputs: unknown) => unknown)(inputs), def.fanOut.label as Expansion["label"])
+            : await def.fn!(makeContext(active, this.host, active.controller.signal), inputs as Record<string, unknown>);
       }
     } catch (err) {
       thrown = { error: err };
@@ -188,6 +205,7 @@ export class StepRuntime {
       const retryable = !(err instanceof TributaryError && NOT_RETRYABLE.has(err.code));
       return failed(wrapUserError(d, err), retryable);
     }
+    if (isExpansion(value)) return expansionOutcome(active, value);
     return serializeOutput(d, value);
   }
 
@@ -324,6 +342,64 @@ function serializeOutput(d: StepDispatch, value: unknown): StepOutcome {
   return { kind: "success", outputJson, sizeBytes: Buffer.byteLength(outputJson) };
 }
 
+/**
+ * A fan-out's items, checked: an array, within the asset's maxMapItems, every item JSON; each label a string.
+ * What is wrong fails the try for good (the same code answers the same way on every try), naming the item.
+ */
+function expansionOutcome(active: ActiveTry, expansion: Expansion): StepOutcome {
+  const d = active.dispatch;
+  const spec = active.definition?.spec;
+  const source = active.definition?.fanOut.map ? "map" : "ctx.expand(items)";
+  const fail = (code: string, message: string): StepOutcome => failed(stepError(code, d, `${describeTry(d)}: ${message}`), false);
+  if (d.map !== undefined) {
+    return fail("MAP_NESTED", `a mapped step (item ${d.map.index}) cannot fan out again: return the item's result, and fan out in a downstream asset`);
+  }
+  const items = expansion.items;
+  if (!Array.isArray(items)) {
+    return fail("MAP_RESULT_INVALID", `${source} must answer an array of items, but answered ${describeValue(items)}`);
+  }
+  const max = spec?.fanOut?.maxItems ?? DEFAULT_MAX_MAP_ITEMS;
+  if (items.length > max) {
+    return fail(
+      "MAP_TOO_MANY_ITEMS",
+      `${source} answered ${items.length} items, over the limit of ${max} per fan-out; ` +
+        `raise the asset's maxMapItems (at most 100 000) or group the items into fewer, larger ones`,
+    );
+  }
+  for (let i = 0; i < items.length; i++) {
+    const bad = findNonJson(items[i], `items[${i}]`);
+    if (bad) {
+      return fail(
+        "MAP_ITEM_NOT_SERIALIZABLE",
+        `${source} answered an item that cannot be stored as JSON: value at ${bad}. ` +
+          `Items are handed to their steps as JSON: use plain data (e.g. a path or an id, a Date as toISOString())`,
+      );
+    }
+  }
+  let labels: (string | null)[] | null = null;
+  if (expansion.label) {
+    labels = [];
+    for (let i = 0; i < items.length; i++) {
+      let label: unknown;
+      try {
+        label = (expansion.label as (item: unknown, index: number) => unknown)(items[i], i);
+      } catch (err) {
+        return fail("MAP_LABEL_INVALID", `the label function threw on item ${i}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (typeof label !== "string") return fail("MAP_LABEL_INVALID", `the label function must return a string, but returned ${describeValue(label)} for item ${i}`);
+      labels.push(label.length > MAX_MAP_LABEL_LENGTH ? `${label.slice(0, MAX_MAP_LABEL_LENGTH - 1)}…` : label);
+    }
+  }
+  return { kind: "expanded", count: items.length, itemsJson: JSON.stringify(items), labels };
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? `an object (${(value as object).constructor?.name ?? "Object"})` : `a ${typeof value}`;
+}
+
 function writeOutcome(log: StepLog, outcome: StepOutcome): void {
   if (outcome.kind === "skipped") log.write("info", `step skipped: ${outcome.reason}`);
   else if (outcome.kind === "deferred") {
@@ -334,6 +410,9 @@ function writeOutcome(log: StepLog, outcome: StepOutcome): void {
     log.write("info", `not there yet: the step is rescheduled to check again at ${new Date(outcome.nextCheckAt).toISOString()}`);
   }
   else if (outcome.kind === "failed") log.write("error", `step failed: ${outcome.error.message}`, errorFields(outcome.error));
+  else if (outcome.kind === "expanded") {
+    log.write("info", outcome.count === 0 ? "fanned out over no items: downstream receives []" : `fanned out into ${outcome.count} mapped steps`);
+  }
 }
 
 function errorFields(error: SerializedError): Record<string, unknown> {
@@ -385,6 +464,8 @@ function makeContext(active: ActiveTry, host: RuntimeHost, signal: AbortSignal):
       throw new SkipSignal(active.skipReason);
     },
     ...makeWaits(active, host, signal),
+    map: d.map === undefined ? undefined : Object.freeze({ index: d.map.index, item: d.map.item, label: d.map.label }),
+    expand: (items, options) => makeExpansion(items, options?.label),
     addDynamicPartitions: async (name: string, keys: readonly string[]): Promise<void> => {
       if (typeof name !== "string" || name === "" || !Array.isArray(keys) || keys.some((k) => typeof k !== "string")) {
         throw new InputError(

@@ -7,11 +7,13 @@ import {
   type DefinitionStore,
   type GraphCache,
   type ClaimedStep,
+  type GatheredItem,
   type LineageInput,
   type OutputStore,
   type RunStore,
   type StepCompletion,
 } from "../storage/index.js";
+import { DEFAULT_MAX_MAP_ITEMS } from "../sdk/index.js";
 import { dataVersionOf, type VersionedInput } from "./data-version.js";
 import { STEP_ERROR_CODES } from "./step-errors.js";
 import type { CheckOutput } from "./step-runtime.js";
@@ -245,13 +247,26 @@ export class StoreExecutionBackend implements ExecutionBackend {
       };
     }
     const asset = flight ? graph.get(flight.assetKey) : undefined;
-    const limit = this.options.inlineLimitBytes ?? INLINE_OUTPUT_LIMIT_BYTES;
     // Two dependencies may read the same upstream partition: it is one input.
     const inputs = new Map((flight?.versions ?? []).map((v) => [`${v.assetKey}\u0000${v.partitionKey}`, v]));
-    const dataVersion = dataVersionOf(asset?.codeVersion ?? null, [...inputs.values()], o.outputJson);
+    if (o.kind === "expanded") {
+      const max = asset?.fanOut?.maxItems ?? DEFAULT_MAX_MAP_ITEMS;
+      if (o.count > max) {
+        const error = new TributaryError("MAP_TOO_MANY_ITEMS", `asset "${flight?.assetKey ?? "?"}": the fan-out has ${o.count} items, over its limit of ${max}`);
+        return { ...base, outcome: "failed", retryable: false, error: serializeError(error) };
+      }
+      // No item: nothing to map, and downstream reads an empty array, materialised here like any output.
+      if (o.count > 0) {
+        return { ...base, outcome: "expanded", itemsJson: o.itemsJson, labels: o.labels, count: o.count, codeVersion: asset?.codeVersion ?? null, inputs: flight?.lineage ?? [] };
+      }
+    }
+    const outputJson = o.kind === "expanded" ? "[]" : o.outputJson;
+    const sizeBytes = o.kind === "expanded" ? 2 : o.sizeBytes;
+    const limit = this.options.inlineLimitBytes ?? INLINE_OUTPUT_LIMIT_BYTES;
+    const dataVersion = dataVersionOf(asset?.codeVersion ?? null, [...inputs.values()], outputJson);
     let output: { inline: string; sizeBytes: number } | { ref: string; sizeBytes: number };
-    if (o.sizeBytes <= limit) {
-      output = { inline: o.outputJson, sizeBytes: o.sizeBytes };
+    if (sizeBytes <= limit) {
+      output = { inline: outputJson, sizeBytes };
     } else if (!this.options.outputStore) {
       return {
         ...base,
@@ -260,7 +275,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
         error: serializeError(
           new StorageError(
             "OUTPUT_TOO_LARGE",
-            `the output is ${formatBytes(o.sizeBytes)}, over the ${formatBytes(limit)} that the metadata database holds, ` +
+            `the output is ${formatBytes(sizeBytes)}, over the ${formatBytes(limit)} that the metadata database holds, ` +
               `and no large-output store is configured: set ${OUTPUT_STORE_SETTING} to a directory (or configure object storage), ` +
               `or return a smaller value (e.g. a path or table name instead of the data)`,
           ),
@@ -268,8 +283,8 @@ export class StoreExecutionBackend implements ExecutionBackend {
       };
     } else {
       try {
-        const ref = await this.options.outputStore.put(`outputs/${r.runId}/${r.stepId}-${r.tryNumber}.json`, o.outputJson);
-        output = { ref, sizeBytes: o.sizeBytes };
+        const ref = await this.options.outputStore.put(`outputs/${r.runId}/${r.stepId}-${r.tryNumber}.json`, outputJson);
+        output = { ref, sizeBytes };
       } catch (err) {
         return { ...base, outcome: "failed", retryable: true, error: serializeError(err) };
       }
@@ -284,7 +299,12 @@ export class StoreExecutionBackend implements ExecutionBackend {
     };
   }
 
-  private async valueOf(rec: { inline: unknown; ref: string | null; hasOutput: boolean }, cache: Map<string, unknown>): Promise<unknown> {
+  private async valueOf(
+    rec: { inline: unknown; ref: string | null; hasOutput: boolean; gathered?: readonly GatheredItem[] },
+    cache: Map<string, unknown>,
+  ): Promise<unknown> {
+    // A fanned-out partition: its mapped steps' outputs, in item order.
+    if (rec.gathered) return Promise.all(rec.gathered.map((item) => this.valueOf(item, cache)));
     if (!rec.hasOutput) return null;
     if (rec.ref === null) return rec.inline;
     if (cache.has(rec.ref)) return cache.get(rec.ref);

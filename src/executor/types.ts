@@ -27,6 +27,8 @@ export interface StepDispatch {
   /** Absolute path of the definitions file that exports the asset (or the check), and the export name. */
   readonly file: string;
   readonly exportName: string;
+  /** A mapped step (mapIndex >= 0): the item it runs on, as `ctx.map`. */
+  readonly map?: { readonly index: number; readonly item: unknown; readonly label: string | null };
   /** Set when the step runs an asset check on the partition instead of the asset's function. */
   readonly check?: { readonly name: string; readonly blocking: boolean; readonly severity: "warn" | "error" };
   /** Aborts ctx.signal after this long, then kills the step's process after the grace period. */
@@ -71,7 +73,12 @@ export type StepOutcome =
   /** ctx.defer / waitFor deferrable: the try ends, the step waits on a trigger without a slot. */
   | { readonly kind: "deferred"; readonly trigger: DeferRequest }
   /** waitFor reschedule: not there yet; the step is checked again in a new try at `nextCheckAt` (epoch ms). */
-  | { readonly kind: "rescheduled"; readonly nextCheckAt: number; readonly waitStartedAt: number };
+  | { readonly kind: "rescheduled"; readonly nextCheckAt: number; readonly waitStartedAt: number }
+  /**
+   * The step fans out: one mapped step per item (`itemsJson` is the JSON array of the items, validated),
+   * with a label each when the asset gives them.
+   */
+  | { readonly kind: "expanded"; readonly count: number; readonly itemsJson: string; readonly labels: readonly (string | null)[] | null };
 
 export interface StepResult {
   readonly stepId: number;

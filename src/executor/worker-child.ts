@@ -7,6 +7,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel } from "node:worker_threads";
 import { TributaryError } from "../errors/index.js";
+import { deepFreeze } from "../sdk/json.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime, tryStorage } from "./step-runtime.js";
 import type { FromWorker, HostCall, ToWorker, WorkerEvent } from "./worker-protocol.js";
@@ -138,8 +139,25 @@ process.on("disconnect", () => reallyExit(0));
 
 process.on("message", (message: ToWorker) => {
   switch (message.t) {
-    case "run":
-      for (const { d, inputs } of message.steps) {
+    case "run": {
+      // An input several steps read arrived once. Mapped steps share it, read-only (frozen: a fan-out's steps all
+      // read the list they were mapped from, and a copy each would cost more than running them); any other step
+      // gets a copy of its own, as its inputs always were.
+      const handedOut = new Set<number>();
+      const inputsOf = (step: (typeof message.steps)[number]): Readonly<Record<string, unknown>> => {
+        if (!step.sharedInputs || !message.shared) return step.inputs;
+        const inputs: Record<string, unknown> = { ...step.inputs };
+        for (const [name, i] of Object.entries(step.sharedInputs)) {
+          const value = message.shared[i];
+          if (step.d.map) inputs[name] = deepFreeze(value);
+          else inputs[name] = handedOut.has(i) || Object.isFrozen(value) ? structuredClone(value) : value;
+          handedOut.add(i);
+        }
+        return inputs;
+      };
+      for (const step of message.steps) {
+        const d = step.d;
+        const inputs = inputsOf(step);
         void runtime
           .run(d, inputs, (at) => emit({ t: "started", stepId: d.stepId, tryNumber: d.tryNumber, at }))
           .then((end) =>
@@ -147,6 +165,7 @@ process.on("message", (message: ToWorker) => {
           );
       }
       break;
+    }
     case "abort": {
       const error = new TributaryError(message.code, message.message, message.location ? { location: message.location } : {});
       runtime.abort(message.stepId, error);

@@ -125,7 +125,7 @@ export class WorkerProcess implements Lane {
   }
 
   run(steps: readonly LaneStep[]): void {
-    this.send({ t: "run", steps: steps.map((s) => ({ d: s.dispatch, inputs: s.inputs })) });
+    this.send(runMessage(steps));
   }
 
   abort(stepId: number, reason: TributaryError): void {
@@ -205,4 +205,33 @@ export function describeExit(exit: WorkerExit, memoryMb: number): { code: "WORKE
 
 function lastLines(text: string, n: number): string {
   return text.trim().split("\n").slice(-n).join(" | ").slice(-1_000);
+}
+
+/**
+ * The message that hands steps to a worker, each input object read by several of the steps sent once (the
+ * backend gives one object per upstream output in a batch): a fan-out's mapped steps all read the list they
+ * were mapped from, and serialising it once per step costs more than running them.
+ */
+export function runMessage(steps: readonly Pick<LaneStep, "dispatch" | "inputs">[]): Extract<ToWorker, { t: "run" }> {
+  const uses = new Map<object, number>();
+  for (const s of steps) {
+    for (const v of Object.values(s.inputs)) if (typeof v === "object" && v !== null) uses.set(v, (uses.get(v) ?? 0) + 1);
+  }
+  const index = new Map<object, number>();
+  for (const [v, n] of uses) if (n > 1) index.set(v, index.size);
+  if (index.size === 0) return { t: "run", steps: steps.map((s) => ({ d: s.dispatch, inputs: s.inputs })) };
+  return {
+    t: "run",
+    shared: [...index.keys()],
+    steps: steps.map((s) => {
+      const inputs: Record<string, unknown> = {};
+      const sharedInputs: Record<string, number> = {};
+      for (const [name, v] of Object.entries(s.inputs)) {
+        const i = typeof v === "object" && v !== null ? index.get(v) : undefined;
+        if (i === undefined) inputs[name] = v;
+        else sharedInputs[name] = i;
+      }
+      return Object.keys(sharedInputs).length > 0 ? { d: s.dispatch, inputs, sharedInputs } : { d: s.dispatch, inputs };
+    }),
+  };
 }

@@ -7,7 +7,20 @@ import type { StepDispatch, StepOutcome } from "./types.js";
 
 /** Parent → child. */
 export type ToWorker =
-  | { readonly t: "run"; readonly steps: readonly { readonly d: StepDispatch; readonly inputs: Readonly<Record<string, unknown>> }[] }
+  /**
+   * Steps to run. An input value several steps of the message read (one upstream output, read by every mapped
+   * step of a fan-out, or by many partitions) travels once, in `shared`; a step names it in `sharedInputs`
+   * (input name → index) and receives its own copy.
+   */
+  | {
+      readonly t: "run";
+      readonly steps: readonly {
+        readonly d: StepDispatch;
+        readonly inputs: Readonly<Record<string, unknown>>;
+        readonly sharedInputs?: Readonly<Record<string, number>>;
+      }[];
+      readonly shared?: readonly unknown[];
+    }
   /** Abort the step's ctx.signal with this error (a timeout, a cancel, a close). */
   | {
       readonly t: "abort";

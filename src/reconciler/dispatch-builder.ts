@@ -37,6 +37,7 @@ export function buildDispatch(
     file: path.resolve(dirs.definitionsDir, code.file),
     exportName: code.exportName,
     ...(check ? { check: { name: check.name, blocking: check.blocking, severity: check.severity } } : {}),
+    ...(claim.mapIndex >= 0 ? { map: { index: claim.mapIndex, item: claim.mapItem, label: claim.mapLabel } } : {}),
     timeoutMs: claim.timeoutMs,
     logRef: path.join(dirs.logsDir, claim.runId, `${claim.stepId}-${claim.tryNumber}.log`),
     ...(claim.resumed.length > 0 ? { resumed: claim.resumed } : {}),

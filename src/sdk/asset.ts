@@ -3,9 +3,10 @@ import { DefinitionError } from "../errors/index.js";
 import type { PartitionMappingSpec, PartitionsSpec } from "../partitions/index.js";
 import { validateAutomation, type AutomationSpec } from "./automation.js";
 import { DEFAULT_CALLBACK_TIMEOUT_MS, type AssetCallbacks, type DefinitionCallbacks } from "./callbacks.js";
-import type { AssetContext } from "./context.js";
+import type { AssetContext, MappedContext } from "./context.js";
 import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
 import { parseDuration, type Duration } from "./duration.js";
+import { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, type FanOutFunctions, type GatheredOutput, type MapLabel } from "./fan-out.js";
 import { assertJson, deepFreeze, type JsonValue } from "./json.js";
 import { EXECUTORS, TRIGGER_RULES, type AssetSpec, type DepSpec, type RetryPolicySpec, type TriggerRule, type ExecutorKind } from "./spec.js";
 import type { TriggerSpec } from "./triggers.js";
@@ -28,6 +29,8 @@ export interface AssetDefinition<TOut = unknown> extends Branded {
   readonly definedIn: string | undefined;
   /** onSuccess / onFailure / onRetry (never serialised: they run in the worker that ran the try). */
   readonly callbacks: DefinitionCallbacks;
+  /** `map` / `mapLabel` (never serialised: they run in the worker that expands the step). */
+  readonly fanOut: FanOutFunctions;
   /** A copy with some config changed (definitions are frozen). */
   with(changes: Partial<AssetConfigBase>): AssetDefinition<TOut>;
   /** Phantom: the output type downstream functions receive. */
@@ -118,6 +121,22 @@ export interface AssetConfigBase extends AssetCallbacks {
 
 export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | undefined> extends AssetConfigBase {
   deps?: D;
+  /**
+   * Fans the asset out at run time: called with the upstream values once per partition, it answers the items;
+   * the asset function then runs once per item (its own step, `ctx.map`), and downstream assets receive the
+   * outputs as an array in item order. An empty list runs no item and gives downstream `[]`.
+   */
+  map?: ((inputs: InputsOf<D>) => readonly unknown[] | Promise<readonly unknown[]>) | undefined;
+  /** A readable label per item, shown beside its map index (at most 200 characters). */
+  mapLabel?: (item: never, index: number) => string;
+  /** The most items one fan-out (`map` or `ctx.expand`) may have; default 10 000, at most 100 000. */
+  maxMapItems?: number;
+}
+
+/** The config of an asset with `map`: its items type the function's `ctx.map.item`. */
+export interface MappedAssetConfig<D extends DepsRecord | undefined, I> extends Omit<AssetConfig<D>, "map" | "mapLabel"> {
+  map: (inputs: InputsOf<D>) => readonly I[] | Promise<readonly I[]>;
+  mapLabel?: MapLabel<I>;
 }
 
 const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/;
@@ -173,6 +192,13 @@ const baseShape = {
 
 const assetConfigSchema = z.strictObject({
   ...baseShape,
+  map: z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
+    error: "must be a function of the upstream values answering an array of items, e.g. ({ files }) => files.paths",
+  }).optional(),
+  mapLabel: z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
+    error: "must be a function (item, index) => string",
+  }).optional(),
+  maxMapItems: z.number().int().min(1).max(MAX_MAP_ITEMS_LIMIT).optional(),
   deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
 });
 
@@ -250,6 +276,10 @@ export function buildSpec(
   const c = parsed.data as AssetConfig & { deps?: Record<string, unknown> };
   const key = c.key;
   try {
+    if (c.mapLabel !== undefined && c.map === undefined) {
+      throw new DefinitionError(`asset "${key}": field "mapLabel": labels items of a \`map\`, which the asset does not declare; ` +
+        `declare map, or label items in ctx.expand(items, { label })`, { location: { assetKey: key, field: "mapLabel" } });
+    }
     if (c.metadata !== undefined) assertJson(c.metadata, "metadata");
     if (c.automation !== undefined) validateAutomation(c.automation);
     const spec: AssetSpec = {
@@ -277,6 +307,9 @@ export function buildSpec(
       codeVersion: c.codeVersion ?? null,
       deadlineMs: c.deadline === undefined ? null : parseDuration(c.deadline, "deadline"),
       ...extra,
+      ...(c.map !== undefined || c.maxMapItems !== undefined
+        ? { fanOut: { declared: c.map !== undefined, maxItems: c.maxMapItems ?? DEFAULT_MAX_MAP_ITEMS } }
+        : {}),
     };
     for (const d of spec.deps) {
       if (d.assetKey === key) {
@@ -299,6 +332,7 @@ function makeDefinition<TOut>(
   definedIn: string | undefined,
   rebuild: (changes: Partial<AssetConfigBase>) => AssetDefinition<TOut>,
   callbacks: DefinitionCallbacks = NO_CALLBACKS,
+  fanOut: FanOutFunctions = NO_FAN_OUT,
 ): AssetDefinition<TOut> {
   const def = {
     [DEFINITION_BRAND]: brand,
@@ -307,12 +341,24 @@ function makeDefinition<TOut>(
     fn,
     definedIn,
     callbacks,
+    fanOut,
     with: rebuild,
   };
   return Object.freeze(def) as unknown as AssetDefinition<TOut>;
 }
 
 const NO_CALLBACKS: DefinitionCallbacks = Object.freeze({ timeoutMs: DEFAULT_CALLBACK_TIMEOUT_MS });
+const NO_FAN_OUT: FanOutFunctions = Object.freeze({});
+
+/** The fan-out functions of a (validated) config. */
+function fanOutOf(config: AssetConfig): FanOutFunctions {
+  if (!config.map) return NO_FAN_OUT;
+  const functions: { map: NonNullable<FanOutFunctions["map"]>; label?: NonNullable<FanOutFunctions["label"]> } = {
+    map: config.map as NonNullable<FanOutFunctions["map"]>,
+  };
+  if (config.mapLabel) functions.label = config.mapLabel;
+  return Object.freeze(functions);
+}
 
 /** The hooks of a (validated) config; buildSpec has checked they are functions. */
 function callbacksOf(config: AssetConfigBase): DefinitionCallbacks {
@@ -329,16 +375,30 @@ function callbacksOf(config: AssetConfigBase): DefinitionCallbacks {
 /**
  * Declares an asset: a persistent thing `fn` writes, partition by partition.
  * The upstream values arrive as the second argument, typed from `deps`.
+ * With `map`, the function runs once per item `map` answers (`ctx.map`), and
+ * downstream assets receive the outputs as an array in item order.
  * @example
  * const orders = asset({ key: "sales/orders", partitions: daily({ start: "2025-01-01" }) },
  *   async (ctx) => ({ rows: 42, day: ctx.partition.key }));
  * const summary = asset({ key: "sales/summary", partitions: daily({ start: "2025-01-01" }), deps: { orders } },
  *   async (_ctx, { orders }) => orders.rows * 2);
+ * const parsed = asset({ key: "sales/parsed", deps: { files }, map: ({ files }) => files.paths },
+ *   async (ctx) => parse(ctx.map.item));   // downstream receives parsed outputs as an array
  */
+export function asset<const D extends DepsRecord | undefined, I, T>(
+  config: MappedAssetConfig<D, I>,
+  fn: (ctx: MappedContext<I>, inputs: InputsOf<D>) => T | Promise<T>,
+): AssetDefinition<Awaited<T>[]>;
 export function asset<const D extends DepsRecord | undefined, T>(
   config: AssetConfig<D>,
   fn: (ctx: AssetContext, inputs: InputsOf<D>) => T | Promise<T>,
-): AssetDefinition<Awaited<T>> {
+): AssetDefinition<GatheredOutput<Awaited<T>>>;
+export function asset(
+  configIn: AssetConfig | MappedAssetConfig<DepsRecord | undefined, unknown>,
+  fnIn: (ctx: never, inputs: never) => unknown,
+): AssetDefinition {
+  const config = configIn as AssetConfig;
+  const fn = fnIn as AssetFunction;
   const key = (config as { key?: unknown } | null)?.key;
   if (typeof fn !== "function") {
     throw new DefinitionError(
@@ -348,23 +408,17 @@ export function asset<const D extends DepsRecord | undefined, T>(
   }
   const spec = buildSpec(config, "asset", { observe: null, pollIntervalMs: null, observeTimeoutMs: null });
   const definedIn = callerFile();
-  const build = (cfg: AssetConfig<D>): AssetDefinition<Awaited<T>> =>
-    makeDefinition<Awaited<T>>(
+  const build = (cfg: AssetConfig): AssetDefinition =>
+    makeDefinition(
       "asset",
       buildSpec(cfg, "asset", { observe: null, pollIntervalMs: null, observeTimeoutMs: null }),
-      fn as AssetFunction,
+      fn,
       definedIn,
       (changes) => build({ ...cfg, ...changes }),
       callbacksOf(cfg),
+      fanOutOf(cfg),
     );
-  return makeDefinition<Awaited<T>>(
-    "asset",
-    spec,
-    fn as AssetFunction,
-    definedIn,
-    (changes) => build({ ...config, ...changes }),
-    callbacksOf(config),
-  );
+  return makeDefinition("asset", spec, fn, definedIn, (changes) => build({ ...config, ...changes }), callbacksOf(config), fanOutOf(config));
 }
 
 export interface SourceAssetConfig

@@ -1,4 +1,5 @@
 import type { TimeWindow } from "../partitions/index.js";
+import type { Expansion, MapItem, MapLabel } from "./fan-out.js";
 import type { TriggerSpec } from "./triggers.js";
 import type { WaitForOptions, WaitOptions } from "./wait.js";
 
@@ -47,4 +48,18 @@ export interface AssetContext {
    */
   waitFor<T = unknown>(trigger: TriggerSpec, options?: WaitForOptions): Promise<T>;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
+  /** In a mapped step: its item, index and label; undefined in any other step. */
+  readonly map: MapItem | undefined;
+  /**
+   * Fans this partition out at run time: return it from the function, and the function runs again once per item,
+   * each its own step with `ctx.map` set; downstream assets receive the outputs as an array in item order.
+   * @example
+   * async (ctx) => ctx.map ? load(ctx.map.item) : ctx.expand(await listFiles(ctx.partition.key), { label: (f) => f })
+   */
+  expand<I>(items: readonly I[], options?: { readonly label?: MapLabel<I> }): Expansion<I>;
+}
+
+/** The context of an asset with `map`: its function always runs on one item. */
+export interface MappedContext<I> extends AssetContext {
+  readonly map: MapItem<I>;
 }

@@ -13,7 +13,10 @@ export type {
   RetryConfig,
   SingleMapping,
   ManyMapping,
+  MappedAssetConfig,
 } from "./asset.js";
+export { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, MAX_MAP_LABEL_LENGTH, isExpansion } from "./fan-out.js";
+export type { MapItem, MapLabel, Expansion, GatheredOutput, FanOutFunctions } from "./fan-out.js";
 export { check, checkAppliesTo } from "./check.js";
 export type { CheckDefinition, CheckResult } from "./check.js";
 export {
@@ -56,7 +59,7 @@ export { parseDuration } from "./duration.js";
 export type { Duration } from "./duration.js";
 export { definitionKind, DEFINITION_BRAND } from "./definition.js";
 export type { DefinitionKind } from "./definition.js";
-export type { AssetContext, PartitionContext, StepLogger, Secrets } from "./context.js";
+export type { AssetContext, MappedContext, PartitionContext, StepLogger, Secrets } from "./context.js";
 export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";
 export type { AssetCallbacks, DefinitionCallbacks, RetryInfo, StepFailure } from "./callbacks.js";
 export { TRIGGER_RULES, EXECUTORS } from "./spec.js";

@@ -70,6 +70,11 @@ export interface AssetSpec {
   readonly observe: TriggerSpec | null;
   readonly pollIntervalMs: number | null;
   readonly observeTimeoutMs: number | null;
+  /**
+   * Set when the asset declares `map` or `maxMapItems`: whether `map` is declared (otherwise the function may
+   * fan out with ctx.expand) and the most items one fan-out may have.
+   */
+  readonly fanOut?: { readonly declared: boolean; readonly maxItems: number };
 }
 
 export interface CheckSpec {

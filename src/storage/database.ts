@@ -155,6 +155,8 @@ export interface RunsTable {
   steps_failed: Generated<number>;
   steps_active: Generated<number>;
   max_active_runs: number | null;
+  /** Bumped when the run's steps change after creation (an expansion, a clear inside the run). */
+  plan_version: Generated<number>;
 }
 
 export interface StepsTable {
@@ -193,6 +195,15 @@ export interface StepsTable {
   wait_started_at: NullableTimestamp;
   /** The check this step runs; null for the asset's own step. */
   check_name: string | null;
+  /** A mapped step's item and label (map_index >= 0). */
+  map_item: NullableJson;
+  map_label: string | null;
+  /** An expanded step: how many mapped steps it expanded into (it gathers them); null when not expanded. */
+  map_count: number | null;
+  /** An expanded step: its mapped steps that have not ended yet. */
+  map_open: number | null;
+  /** An expanded step's lineage and code version at expansion, for the gathered materialisation. */
+  map_inputs: NullableJson;
 }
 
 export interface StepDepsTable {
@@ -272,6 +283,8 @@ export interface OutputsTable {
   storage_ref: string | null;
   content_type: Generated<string>;
   created_at: GeneratedTimestamp;
+  /** Mapped steps' outputs: their data version, gathered into the partition's. */
+  data_version: string | null;
 }
 
 export interface CheckResultsTable {

@@ -53,10 +53,13 @@ export type {
   HousekeepingOptions,
   HousekeepingResult,
   RunSummary,
+  MappedStepRef,
+  ClearedMappedStep,
   RunDetail,
   StepRecord,
   StepTryRecord,
   OutputRecord,
+  GatheredItem,
 } from "./run-store.js";
 export { GraphCache, type CurrentGraph } from "./graph-cache.js";
 export { LocalDirOutputStore, INLINE_OUTPUT_LIMIT_BYTES, type OutputStore } from "./output-store.js";

@@ -112,8 +112,9 @@ export class PgOpenLineageStore implements OpenLineageStore {
       ), live as (
         select s.id from steps s
         where s.state in ('scheduled', 'queued', 'running', 'up_for_retry', 'up_for_reschedule', 'deferred') and s.try_number > 0
-          -- A check's step writes no dataset: it is not an OpenLineage job run.
-          and s.check_name is null
+          -- A check's step writes no dataset: it is not an OpenLineage job run; nor is a mapped step (its
+          -- partition's expanded step is, and completes when it gathered them).
+          and s.check_name is null and s.map_index < 0
           and exists (select 1 from step_tries t left join sent x on x.step_id = t.step_id and x.try_number = t.try_number
                       where t.step_id = s.id and t.state <> 'queued'
                         and (x.step_id is null
@@ -122,6 +123,7 @@ export class PgOpenLineageStore implements OpenLineageStore {
                                  and not (t.try_number = s.try_number and s.state in ('deferred', 'up_for_reschedule')))))
         union
         select s.id from steps s where s.id in (select step_id from sent) and s.state in ('skipped', 'removed') and s.check_name is null
+          and s.map_index < 0
       )
       select s.id, s.run_id, s.asset_key, s.partition_key, r.job_name, s.state, s.try_number, s.ended_at,
              coalesce((select jsonb_agg(jsonb_build_object('tryNumber', t.try_number, 'state', t.state, 'startedAt', t.started_at,

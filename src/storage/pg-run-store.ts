@@ -13,7 +13,11 @@ import type {
   FollowUp,
   HousekeepingOptions,
   HousekeepingResult,
+  LineageInput,
+  ClearedMappedStep,
+  MappedStepRef,
   NewRun,
+  GatheredItem,
   OutputRecord,
   RunDetail,
   RunStore,
@@ -28,10 +32,12 @@ import type {
 export const WAKE_CHANNEL = "tributary_wake";
 
 const ACTIVE: readonly StepState[] = ["queued", "running"];
+/** States of a step that has not ended and is not merely waiting for its upstreams. */
+const UNFINISHED: readonly StepState[] = ["scheduled", "queued", "running", "up_for_retry", "up_for_reschedule", "deferred"];
 /** Everything of a run but its plan, which can be large. */
 const SUMMARY_COLUMNS = [
   "id", "status", "origin", "snapshot_version", "job_name", "priority", "tags", "steps_total", "steps_done", "steps_failed",
-  "steps_active", "created_at", "started_at", "ended_at", "cancel_requested_at", "backfill_id",
+  "steps_active", "created_at", "started_at", "ended_at", "cancel_requested_at", "backfill_id", "plan_version",
 ] as const;
 const DEFAULT_POOL = "default_pool";
 const HOUSEKEEPING_BATCH = 1000;
@@ -112,6 +118,126 @@ export class PgRunStore implements RunStore {
     return toRunSummary(row);
   }
 
+  async clearMappedStep(target: MappedStepRef, now: Date): Promise<ClearedMappedStep> {
+    const { runId, assetKey, partitionKey, mapIndex } = target;
+    if (!Number.isSafeInteger(mapIndex) || mapIndex < 0) {
+      throw new InputError(`map index must be a whole number from 0, got ${String(mapIndex)}`, { code: "MAP_INDEX_INVALID", location: { field: "mapIndex" } });
+    }
+    if (!isUuid(runId)) throw runNotFound(runId);
+    const where = `asset "${assetKey}"${partitionKey ? ` partition "${partitionKey}"` : ""}`;
+    return this.#db.transaction().execute(async (trx) => {
+      const run = await trx.selectFrom("runs").select(["id"]).where("id", "=", runId).executeTakeFirst();
+      if (!run) throw runNotFound(runId);
+      const { rows: found } = await sql<{ id: number; map_index: number; map_count: number | null }>`
+        select id, map_index, map_count from steps
+        where run_id = ${runId}::uuid and asset_key = ${assetKey} and partition_key = ${partitionKey} and check_name is null
+          and map_index in (-1, ${mapIndex}::int)`.execute(trx);
+      const parent = found.find((f) => f.map_index === -1);
+      const step = found.find((f) => f.map_index === mapIndex);
+      if (!step) {
+        const why = !parent
+          ? `run ${runId} has no step of ${where}`
+          : parent.map_count === null
+            ? `the step of ${where} in run ${runId} has no mapped steps: it has not fanned out`
+            : `the fan-out of ${where} in run ${runId} has ${parent.map_count} item(s): map indices 0 to ${parent.map_count - 1}`;
+        throw new InputError(`no mapped step ${mapIndex}: ${why}`, { code: "STEP_NOT_FOUND", location: { assetKey, partitionKey, field: "mapIndex" } });
+      }
+      // The step and every step after it in the run (its expanded step, then theirs), locked in id order.
+      const { rows: reach } = await sql<{
+        id: number; state: StepState; asset_key: string; partition_key: string; map_index: number; check_name: string | null; map_count: number | null;
+      }>`
+        with recursive down(id) as (
+          select ${step.id}::bigint
+          union
+          select d.step_id from step_deps d join down on d.upstream_step_id = down.id
+        )
+        select s.id, s.state, s.asset_key, s.partition_key, s.map_index, s.check_name, s.map_count
+        from steps s where s.id in (select id from down) order by s.id for no key update`.execute(trx);
+      const steps = reach.map((r) => ({ ...r, id: Number(r.id) }));
+      const describe = (r: (typeof steps)[number]) =>
+        `${r.check_name ? `check "${r.check_name}" of ` : ""}asset "${r.asset_key}"${r.partition_key ? ` partition "${r.partition_key}"` : ""}` +
+        `${r.map_index >= 0 ? ` mapped step ${r.map_index}` : ""}`;
+      const self = steps.find((r) => r.id === Number(step.id))!;
+      if (self.state === "removed") {
+        throw new InputError(`${describe(self)} was removed from run ${runId}: its fan-out has fewer items now`, { code: "STEP_REMOVED", location: { assetKey, partitionKey } });
+      }
+      for (const r of steps) {
+        if (UNFINISHED.includes(r.state)) {
+          throw new InputError(
+            `${describe(r)} is ${r.state} in run ${runId}: wait for it to end (or cancel the run) before clearing ${r.id === self.id ? "it" : `${describe(self)}, which it follows`}`,
+            { code: "STEP_ACTIVE", location: { assetKey: r.asset_key, partitionKey: r.partition_key } },
+          );
+        }
+      }
+      // Other expanded steps after it fan out again: their mapped steps must all have ended.
+      const refanned = steps.filter((r) => r.map_count !== null && r.id !== Number(parent!.id)).map((r) => r.id);
+      if (refanned.length > 0) {
+        const { rows: busy } = await sql<{ asset_key: string; partition_key: string; map_index: number; state: StepState }>`
+          select c.asset_key, c.partition_key, c.map_index, c.state from steps p
+          join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key and c.check_name is null and c.map_index >= 0
+          where p.id = any(${refanned}::bigint[]) and c.state = any(${UNFINISHED}::text[]) limit 1`.execute(trx);
+        const b = busy[0];
+        if (b) {
+          throw new InputError(`asset "${b.asset_key}"${b.partition_key ? ` partition "${b.partition_key}"` : ""} mapped step ${b.map_index} is ${b.state} in run ${runId}: wait for it to end before clearing ${describe(self)}`, {
+            code: "STEP_ACTIVE",
+            location: { assetKey: b.asset_key, partitionKey: b.partition_key },
+          });
+        }
+      }
+      // A later run that materialised (or is materialising) one of these partitions superseded this run there.
+      const partitions = steps.filter((r) => r.map_index === -1 && r.check_name === null).map((r) => ({ asset_key: r.asset_key, partition_key: r.partition_key, step_id: r.id }));
+      const { rows: newer } = await sql<{ run_id: string; asset_key: string; partition_key: string; state: StepState; created_at: Date }>`
+        select s2.run_id, s2.asset_key, s2.partition_key, s2.state, r2.created_at
+        from jsonb_to_recordset(${toJson(partitions)}::jsonb) as x(asset_key text, partition_key text, step_id bigint)
+        join steps s2 on s2.asset_key = x.asset_key and s2.partition_key = x.partition_key and s2.map_index = -1 and s2.check_name is null
+                     and s2.id > x.step_id and s2.run_id <> ${runId}::uuid
+        join runs r2 on r2.id = s2.run_id
+        where s2.state not in ('skipped', 'removed', 'upstream_failed')
+        order by s2.id desc limit 1`.execute(trx);
+      const n = newer[0];
+      if (n) {
+        const what = n.state === "success" ? "materialised it" : n.state === "failed" ? "tried to materialise it" : "is materialising it";
+        throw new InputError(
+          `run ${runId} was superseded for asset "${n.asset_key}"${n.partition_key ? ` partition "${n.partition_key}"` : ""}: ` +
+            `run ${n.run_id} (created ${n.created_at.toISOString()}) ${what} since. Clearing ${describe(self)} inside the old run ` +
+            `would overwrite newer data; clear the partition instead (\`tributary clear ${n.asset_key}${n.partition_key ? ` --partition ${n.partition_key}` : ""}\`)`,
+          { code: "CLEAR_SUPERSEDED", location: { assetKey: n.asset_key, partitionKey: n.partition_key } },
+        );
+      }
+      const done = steps.filter((r) => isTerminalState(r.state)).length;
+      const failed = steps.filter((r) => r.state === "failed" || r.state === "upstream_failed").length;
+      await sql`
+        update steps set state = case when id = ${self.id}::bigint then 'scheduled' else 'pending' end,
+                         scheduled_at = case when id = ${self.id}::bigint then ${now}::timestamptz else scheduled_at end,
+                         error = null, skip_reason = null, ended_at = null, next_retry_at = null, heartbeat_at = null,
+                         updated_at = ${now},
+                         -- Its expanded step only gathers again (no try of its own); the others run again, with a
+                         -- fresh retry budget, and an expanded step among them fans out again.
+                         tries_before = case when id = ${Number(parent!.id)}::bigint then tries_before else try_number end,
+                         started_at = case when id = ${Number(parent!.id)}::bigint then started_at end,
+                         worker_id = case when id = ${Number(parent!.id)}::bigint then worker_id end,
+                         map_count = case when id = ${Number(parent!.id)}::bigint then map_count end,
+                         map_open = case when id = ${Number(parent!.id)}::bigint then map_open end
+        where id = any(${steps.map((r) => r.id)}::bigint[]) and state <> 'pending'`.execute(trx);
+      // The mapped step is open again for its expanded step (whether that was judged already or still waits).
+      await sql`update steps set map_open = map_open + 1 where id = ${Number(parent!.id)}::bigint`.execute(trx);
+      await lockRuns(trx, [runId]);
+      const updated = await sql<Parameters<typeof toRunSummary>[0]>`
+        update runs set steps_done = steps_done - ${done}::int, steps_failed = steps_failed - ${failed}::int, status = 'running',
+                        ended_at = null, cancel_requested_at = null, plan_version = plan_version + 1, updated_at = ${now}
+        where id = ${runId}::uuid
+        returning ${sql.join(SUMMARY_COLUMNS.map((c) => sql.ref(c)))}`.execute(trx);
+      await notifyIn(trx, WAKE_CHANNEL, "clear");
+      return {
+        run: toRunSummary(updated.rows[0]!),
+        stepId: self.id,
+        cleared: [self, ...steps.filter((r) => r.id !== self.id)].map((r) => ({
+          stepId: r.id, assetKey: r.asset_key, partitionKey: r.partition_key, mapIndex: r.map_index, checkName: r.check_name,
+        })),
+      };
+    });
+  }
+
   async getRun(runId: string): Promise<RunDetail | undefined> {
     if (!isUuid(runId)) return undefined;
     const run = await this.#db.selectFrom("runs").selectAll().where("id", "=", runId).executeTakeFirst();
@@ -153,6 +279,8 @@ export class PgRunStore implements RunStore {
       partitionKey: s.partition_key,
       mapIndex: s.map_index,
       checkName: s.check_name,
+      mapLabel: s.map_label,
+      mapCount: s.map_count,
       state: s.state,
       tryNumber: s.try_number,
       maxTries: s.max_tries + s.tries_before,
@@ -446,13 +574,15 @@ export class PgRunStore implements RunStore {
       inline_value: unknown;
       storage_ref: string | null;
       has_output: boolean;
+      gathered_from: number | null;
     }>`
       select ps.asset_key, ps.partition_key, ps.last_materialization_event_id as event_id, ps.data_version,
-             coalesce(o.inline_value, obs.value) as inline_value, o.storage_ref, (o.id is not null or obs.value is not null) as has_output
+             coalesce(o.inline_value, obs.value) as inline_value, o.storage_ref, (o.id is not null or obs.value is not null) as has_output,
+             case when o.content_type = ${GATHERED_CONTENT_TYPE} then ps.last_step_id end as gathered_from
       from jsonb_to_recordset(${input}::jsonb) as x(asset_key text, partition_key text)
       join partition_status ps on ps.asset_key = x.asset_key and ps.partition_key = x.partition_key
       left join lateral (
-        select id, inline_value, storage_ref from outputs
+        select id, inline_value, storage_ref, content_type from outputs
         where outputs.step_id = ps.last_step_id order by try_number desc limit 1
       ) o on true
       -- A source partition's value is its latest observation: SourceObservation { observedAt, payload }.
@@ -462,6 +592,7 @@ export class PgRunStore implements RunStore {
         from events e where e.id = ps.last_materialization_event_id and e.kind = 'observation'
       ) obs on ps.last_step_id is null
       where ps.last_materialization_event_id is not null`.execute(this.#db);
+    const gathered = await this.gatheredOutputs(rows.flatMap((r) => (r.gathered_from === null ? [] : [Number(r.gathered_from)])));
     return rows.map((r) => ({
       assetKey: r.asset_key,
       partitionKey: r.partition_key,
@@ -470,7 +601,28 @@ export class PgRunStore implements RunStore {
       inline: r.inline_value,
       ref: r.storage_ref,
       hasOutput: r.has_output,
+      ...(r.gathered_from === null ? {} : { gathered: gathered.get(Number(r.gathered_from)) ?? [] }),
     }));
+  }
+
+  /** Per expanded step: its mapped steps' latest outputs, in item order. */
+  private async gatheredOutputs(stepIds: readonly number[]): Promise<Map<number, GatheredItem[]>> {
+    const out = new Map<number, GatheredItem[]>();
+    if (stepIds.length === 0) return out;
+    const { rows } = await sql<{ parent: number; inline_value: unknown; storage_ref: string | null; has_output: boolean }>`
+      select p.id as parent, o.inline_value, o.storage_ref, (o.id is not null) as has_output
+      from steps p
+      join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
+                  and c.check_name is null and c.map_index >= 0 and c.map_index < p.map_count
+      left join lateral (select id, inline_value, storage_ref from outputs where outputs.step_id = c.id order by try_number desc limit 1) o on true
+      where p.id = any(${[...stepIds]}::bigint[])
+      order by p.id, c.map_index`.execute(this.#db);
+    for (const r of rows) {
+      const list = out.get(Number(r.parent)) ?? [];
+      list.push({ inline: r.inline_value, ref: r.storage_ref, hasOutput: r.has_output });
+      out.set(Number(r.parent), list);
+    }
+    return out;
   }
 
   async materializedKeys(assetKeys: readonly string[]): Promise<Map<string, string[]>> {
@@ -685,6 +837,8 @@ async function completeIn(
     } else if (c.outcome === "skipped") state = "skipped";
     else if (c.outcome === "removed") state = "removed";
     else if (c.outcome === "check") state = c.passed || !c.check.blocking ? "success" : "failed";
+    // Fanned out: the step waits for its mapped steps (created below), then gathers their outputs.
+    else if (c.outcome === "expanded") state = "pending";
     else if (c.outcome === "released" && step.state === "queued") state = "scheduled";
     else {
       const policy = step.retry_policy;
@@ -715,6 +869,9 @@ async function completeIn(
     skip_reason: c.outcome === "skipped" || c.outcome === "removed" ? c.reason : null,
     worker_id: c.workerId,
     started_at: c.startedAt?.toISOString() ?? null,
+    map_count: c.outcome === "expanded" ? c.count : null,
+    map_open: c.outcome === "expanded" ? c.count : null,
+    map_inputs: c.outcome === "expanded" ? { codeVersion: c.codeVersion, inputs: uniqueInputs(c.inputs) } : null,
   }));
   await sql`
     update steps set state = x.state, ended_at = x.ended_at, next_retry_at = x.next_retry_at, error = x.error,
@@ -722,16 +879,24 @@ async function completeIn(
                      started_at = coalesce(steps.started_at, x.started_at), heartbeat_at = null, updated_at = ${now},
                      tries_before = steps.tries_before + (case when x.released then 1 else 0 end),
                      scheduled_at = case when x.state = 'scheduled' then ${now}::timestamptz else steps.scheduled_at end,
-                     wait_started_at = x.wait_started_at, trigger_id = coalesce(x.trigger_id, steps.trigger_id)
+                     wait_started_at = x.wait_started_at, trigger_id = coalesce(x.trigger_id, steps.trigger_id),
+                     map_count = coalesce(x.map_count, steps.map_count), map_open = coalesce(x.map_open, steps.map_open),
+                     map_inputs = coalesce(x.map_inputs, steps.map_inputs)
     from jsonb_to_recordset(${toJson(stepUpdates)}::jsonb)
       as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, released boolean,
-           skip_reason text, worker_id text, started_at timestamptz, wait_started_at timestamptz, trigger_id bigint)
+           skip_reason text, worker_id text, started_at timestamptz, wait_started_at timestamptz, trigger_id bigint,
+           map_count int, map_open int, map_inputs jsonb)
     where steps.id = x.id`.execute(trx);
 
   const tryUpdates = applied.filter((a) => a.wasActive).map(({ c, step, state }) => ({
     step_id: c.stepId,
     try_number: c.tryNumber,
-    state: c.outcome === "released" ? "failed" : c.outcome === "rescheduled" ? "up_for_reschedule" : c.outcome === "check" ? state : c.outcome,
+    state:
+      c.outcome === "released" ? "failed"
+      : c.outcome === "rescheduled" ? "up_for_reschedule"
+      : c.outcome === "check" ? state
+      : c.outcome === "expanded" ? "success"
+      : c.outcome,
     ended_at: c.endedAt.toISOString(),
     started_at: c.startedAt?.toISOString() ?? null,
     error: errorOf(c, step),
@@ -755,6 +920,7 @@ async function completeIn(
   // materialisation of its partition.
   await recordCheckResults(trx, applied.filter((a) => a.step.check_name !== null && isTerminalState(a.state)), now);
   await recordFailures(trx, applied.filter((a) => a.state === "failed" && a.step.check_name === null), now);
+  const expansion = await expandSteps(trx, applied.filter((a) => a.c.outcome === "expanded"), now);
 
   const changes: StepChange[] = applied.map((a) => ({
     id: a.step.id,
@@ -764,10 +930,15 @@ async function completeIn(
     pool: a.step.pool,
     pool_slots: a.step.pool_slots,
   }));
+  // Mapped steps that ended count down their expanded step (which gathers them) instead of being propagated
+  // one edge at a time: it is judged once they all ended, or at once when one did not succeed.
+  const ended = applied.filter((a) => isTerminalState(a.state));
+  const isMapped = (a: { step: LockedStep }) => a.step.map_index >= 0 && a.step.check_name === null;
   const { scheduled, cascaded } = await propagate(
     trx,
-    changes.filter((c) => isTerminalState(c.state)),
+    changes.filter((c, i) => isTerminalState(c.state) && !isMapped(applied[i]!)),
     now,
+    await countDownExpanded(trx, ended.filter(isMapped).map((a) => ({ step: a.step, state: a.state })), now),
   );
   // Pool and run rows are shared by every transaction that moves steps: they
   // are touched last, so their locks are held only until the commit.
@@ -776,7 +947,7 @@ async function completeIn(
   const released = applied
     .filter((a) => (a.wasActive ? !(a.state === "deferred" && holding.has(a.step.pool)) : a.c.deferred === true && holding.has(a.step.pool)))
     .map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots }));
-  const followUpIds = followUp && followUp.limit > 0 ? scheduled : [];
+  const followUpIds = followUp && followUp.limit > 0 ? [...scheduled, ...expansion.scheduled] : [];
   if (followUpIds.length > 0) {
     // Every pool this transaction will touch, locked at once in name order:
     // locking the released pools and then the follow-up's could deadlock
@@ -801,14 +972,14 @@ async function completeIn(
       onlyIds: followUpIds,
     }));
   }
-  const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now);
+  const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now, expansion.adjust);
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.
   await notifyIn(trx, WAKE_CHANNEL, "steps");
-  return { applied: applied.length, ignored, scheduled: scheduled.length, finishedRuns, claimed };
+  return { applied: applied.length, ignored, scheduled: scheduled.length + expansion.scheduled.length, finishedRuns, claimed };
 }
 
-/** States a completion leaves a step in that are not an end: the step runs again. */
-const WAITING_AGAIN: readonly StepState[] = ["up_for_retry", "scheduled", "deferred", "up_for_reschedule"];
+/** States a completion leaves a step in that are not an end: the step runs again (or, expanded, gathers). */
+const WAITING_AGAIN: readonly StepState[] = ["up_for_retry", "scheduled", "deferred", "up_for_reschedule", "pending"];
 
 /** Triggerers listen here: a new waiting trigger is checked at once, not at the next poll. */
 export const TRIGGERS_CHANNEL = "tributary_triggers";
@@ -887,9 +1058,11 @@ async function recordMaterializations(
 ): Promise<void> {
   const successes = applied.filter((a) => a.c.outcome === "success");
   if (successes.length === 0) return;
-  const rows = successes.map(({ c, step }) => {
-    if (c.outcome !== "success") throw new Error("unreachable");
-    return {
+  const rows: MaterializationRow[] = [];
+  const lineage: LineageRow[] = [];
+  for (const { c, step } of successes) {
+    if (c.outcome !== "success") continue;
+    rows.push({
       step_id: step.id,
       run_id: step.run_id,
       try_number: c.tryNumber,
@@ -901,35 +1074,82 @@ async function recordMaterializations(
       size_bytes: c.output.sizeBytes,
       inline_value: "inline" in c.output ? c.output.inline : null,
       storage_ref: "ref" in c.output ? c.output.ref : null,
-    };
-  });
-  const lineage: { step_id: number; asset_key: string; partition_key: string; upstream_event_id: number | null }[] = [];
-  for (const { c, step } of successes) {
-    if (c.outcome !== "success") continue;
-    const seen = new Set<string>();
-    for (const i of c.inputs) {
-      const k = `${i.assetKey}\u0000${i.partitionKey}`;
-      if (seen.has(k)) continue;
-      seen.add(k);
+      content_type: "application/json",
+      // A mapped step's output is one item of its partition's: the partition is materialised when they are gathered.
+      output_only: step.map_index >= 0,
+    });
+    if (step.map_index >= 0) continue;
+    for (const i of uniqueInputs(c.inputs)) {
       lineage.push({ step_id: step.id, asset_key: i.assetKey, partition_key: i.partitionKey, upstream_event_id: i.eventId });
     }
   }
-  // Output, materialisation event, lineage and partition status in one
-  // statement: one round trip per batch whatever its size.
+  await insertMaterializations(trx, rows, lineage, now);
+}
+
+/** Two dependencies may read the same upstream partition: it is one input. */
+function uniqueInputs(inputs: readonly LineageInput[]): LineageInput[] {
+  const seen = new Map<string, LineageInput>();
+  for (const i of inputs) {
+    const k = `${i.assetKey}\u0000${i.partitionKey}`;
+    if (!seen.has(k)) seen.set(k, i);
+  }
+  return [...seen.values()];
+}
+
+interface MaterializationRow {
+  step_id: number;
+  run_id: string;
+  try_number: number;
+  asset_key: string;
+  partition_key: string;
+  map_index: number;
+  data_version: string;
+  code_version: string | null;
+  size_bytes: number;
+  /** JSON text. */
+  inline_value: string | null;
+  storage_ref: string | null;
+  content_type: string;
+  /** Only the output is stored (a mapped step's): no event, no partition status. */
+  output_only: boolean;
+}
+
+interface LineageRow {
+  step_id: number;
+  asset_key: string;
+  partition_key: string;
+  upstream_event_id: number | null;
+}
+
+/** What a gathered materialisation stores as its output: its value is its mapped steps' outputs, in item order. */
+export const GATHERED_CONTENT_TYPE = "application/vnd.tributary.gathered+json";
+
+/**
+ * Output, materialisation event, lineage and partition status in one statement: one round trip per batch
+ * whatever its size. A gathered output is written again when its step gathers again (a mapped step was
+ * cleared): its row says only how many items it gathers.
+ */
+async function insertMaterializations(trx: Trx, rows: readonly MaterializationRow[], lineage: readonly LineageRow[], now: Date): Promise<void> {
+  if (rows.length === 0) return;
   await sql`
     with x as (
       select * from jsonb_to_recordset(${toJson(rows)}::jsonb)
         as x(asset_key text, partition_key text, run_id uuid, step_id bigint, map_index int, try_number int,
-             size_bytes bigint, inline_value text, storage_ref text, data_version text, code_version text)
+             size_bytes bigint, inline_value text, storage_ref text, data_version text, code_version text,
+             content_type text, output_only boolean)
     ), o as (
       insert into outputs (asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value,
-                           storage_ref, created_at)
-      select asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value::jsonb, storage_ref, ${now}
+                           storage_ref, content_type, data_version, created_at)
+      select asset_key, partition_key, run_id, step_id, map_index, try_number, size_bytes, inline_value::jsonb, storage_ref,
+             content_type, data_version, ${now}
       from x
+      on conflict (step_id, try_number) do update set
+        size_bytes = excluded.size_bytes, inline_value = excluded.inline_value, data_version = excluded.data_version,
+        created_at = excluded.created_at
     ), ev as (
       insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, data_version, code_version, created_at)
       select 'materialization', asset_key, partition_key, run_id, step_id, try_number, data_version, code_version, ${now}
-      from x
+      from x where not x.output_only
       returning id, step_id
     ), l as (
       insert into event_inputs (event_id, upstream_asset_key, upstream_partition_key, upstream_event_id)
@@ -951,6 +1171,149 @@ async function recordMaterializations(
       data_version = excluded.data_version, code_version = excluded.code_version,
       materialized_at = excluded.materialized_at, updated_at = excluded.updated_at,
       failed_check = null`.execute(trx);
+}
+
+/**
+ * Expanded steps whose mapped steps all succeeded: the partition's materialisation, whose value is their
+ * outputs in item order (read through the gathered output), whose data version digests theirs, and whose
+ * lineage is what the expanding try read.
+ */
+async function recordGathered(trx: Trx, stepIds: readonly number[], now: Date): Promise<void> {
+  if (stepIds.length === 0) return;
+  const { rows } = await sql<{
+    id: number;
+    run_id: string;
+    try_number: number;
+    asset_key: string;
+    partition_key: string;
+    map_count: number;
+    map_inputs: { codeVersion: string | null; inputs: LineageInput[] } | null;
+    size_bytes: number;
+    digest: string;
+  }>`
+    select p.id, p.run_id, p.try_number, p.asset_key, p.partition_key, p.map_count, p.map_inputs,
+           coalesce(sum(o.size_bytes), 0)::bigint as size_bytes,
+           md5(string_agg(coalesce(o.data_version, ''), ',' order by c.map_index)) as digest
+    from steps p
+    join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
+                and c.check_name is null and c.map_index >= 0 and c.map_index < p.map_count
+    left join lateral (select size_bytes, data_version from outputs where outputs.step_id = c.id order by try_number desc limit 1) o on true
+    where p.id = any(${[...stepIds]}::bigint[])
+    group by p.id`.execute(trx);
+  const materializations: MaterializationRow[] = [];
+  const lineage: LineageRow[] = [];
+  for (const r of rows) {
+    const id = Number(r.id);
+    const codeVersion = r.map_inputs?.codeVersion ?? null;
+    materializations.push({
+      step_id: id,
+      run_id: r.run_id,
+      try_number: r.try_number,
+      asset_key: r.asset_key,
+      partition_key: r.partition_key,
+      map_index: -1,
+      data_version: `mapped:${r.map_count}:${codeVersion ?? ""}:${r.digest}`,
+      code_version: codeVersion,
+      size_bytes: Number(r.size_bytes),
+      inline_value: JSON.stringify({ gathered: r.map_count }),
+      storage_ref: null,
+      content_type: GATHERED_CONTENT_TYPE,
+      output_only: false,
+    });
+    for (const i of r.map_inputs?.inputs ?? []) {
+      lineage.push({ step_id: id, asset_key: i.assetKey, partition_key: i.partitionKey, upstream_event_id: i.eventId });
+    }
+  }
+  await insertMaterializations(trx, materializations, lineage, now);
+}
+
+/**
+ * The mapped steps of steps that fanned out, in the transaction that moves them to `pending`: one per item,
+ * scheduled at once (they read what their expanded step read, which has all ended), each an upstream of the
+ * expanded step, which gathers them. A step expanded before (cleared since, inside its run) reuses its
+ * mapped steps by index: those within the new list run again on their new item, those past it are removed.
+ */
+async function expandSteps(
+  trx: Trx,
+  expanded: readonly { c: StepCompletion; step: LockedStep }[],
+  now: Date,
+): Promise<{ scheduled: number[]; adjust: Map<string, RunAdjust> }> {
+  const adjust = new Map<string, RunAdjust>();
+  if (expanded.length === 0) return { scheduled: [], adjust };
+  const lists = expanded.flatMap(({ c, step }) =>
+    c.outcome === "expanded" ? [{ parent: step.id, items: JSON.parse(c.itemsJson) as unknown[], labels: c.labels ?? [] }] : [],
+  );
+  const parentIds = lists.map((l) => l.parent);
+  const { rows: earlier } = await sql<{ id: number; parent: number; run_id: string; map_index: number; state: StepState }>`
+    select c.id, p.id as parent, c.run_id, c.map_index, c.state
+    from steps p join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
+                            and c.check_name is null and c.map_index >= 0
+    where p.id = any(${parentIds}::bigint[])
+    order by c.id for no key update of c`.execute(trx);
+  const runOf = new Map(expanded.map(({ step }) => [step.id, step.run_id]));
+  const reuse: { id: number; item: unknown; label: string | null }[] = [];
+  const removed: number[] = [];
+  const existing = new Map<string, number>();
+  for (const e of earlier) {
+    const parent = Number(e.parent);
+    existing.set(`${parent}:${e.map_index}`, Number(e.id));
+    const list = lists.find((l) => l.parent === parent)!;
+    const wasDone = isTerminalState(e.state);
+    const wasFailed = e.state === "failed" || e.state === "upstream_failed";
+    if (e.map_index < list.items.length) {
+      reuse.push({ id: Number(e.id), item: list.items[e.map_index], label: list.labels[e.map_index] ?? null });
+      addAdjust(adjust, e.run_id, { done: wasDone ? -1 : 0, failed: wasFailed ? -1 : 0 });
+    } else if (e.state !== "removed") {
+      removed.push(Number(e.id));
+      addAdjust(adjust, e.run_id, { done: wasDone ? 0 : 1, failed: wasFailed ? -1 : 0 });
+    }
+  }
+  const fresh = lists.flatMap((l) =>
+    l.items.flatMap((item, index) =>
+      existing.has(`${l.parent}:${index}`) ? [] : [{ parent: l.parent, map_index: index, item, label: l.labels[index] ?? null }],
+    ),
+  );
+  const scheduled: number[] = [];
+  if (fresh.length > 0) {
+    // Ids first (as insertRun does), so the edges to the expanded steps need no join back to the new rows.
+    const { rows: idRows } = await sql<{ id: number }>`
+      select nextval('steps_id_seq') as id from generate_series(1, ${fresh.length}::int)`.execute(trx);
+    const ids = idRows.map((r) => Number(r.id)).sort((a, b) => a - b);
+    const rows = fresh.map((f, i) => ({ ...f, id: ids[i]! }));
+    await sql`
+      insert into steps (id, run_id, asset_key, partition_key, map_index, state, trigger_rule, max_tries, retry_policy, priority,
+                         pool, pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, scheduled_at,
+                         map_item, map_label, created_at, updated_at)
+      select x.id, p.run_id, p.asset_key, p.partition_key, x.map_index, 'scheduled', p.trigger_rule, p.max_tries, p.retry_policy,
+             p.priority, p.pool, p.pool_slots, p.executor, p.queue, p.timeout_ms, p.max_concurrency, 0, p.depth, ${now},
+             x.item, x.label, ${now}, ${now}
+      from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(id bigint, parent bigint, map_index int, item jsonb, label text)
+      join steps p on p.id = x.parent
+      order by x.id`.execute(trx);
+    await sql`
+      insert into step_deps (step_id, upstream_step_id)
+      select x.parent, x.id from jsonb_to_recordset(${toJson(rows.map((r) => ({ parent: r.parent, id: r.id })))}::jsonb) as x(parent bigint, id bigint)`.execute(trx);
+    for (const r of rows) {
+      scheduled.push(r.id);
+      addAdjust(adjust, runOf.get(r.parent)!, { total: 1 });
+    }
+  }
+  if (reuse.length > 0) {
+    await sql`
+      update steps set state = 'scheduled', map_item = x.item, map_label = x.label, tries_before = steps.try_number,
+                       error = null, skip_reason = null, ended_at = null, next_retry_at = null, started_at = null,
+                       worker_id = null, heartbeat_at = null, scheduled_at = ${now}, updated_at = ${now}
+      from jsonb_to_recordset(${toJson(reuse)}::jsonb) as x(id bigint, item jsonb, label text)
+      where steps.id = x.id`.execute(trx);
+    scheduled.push(...reuse.map((r) => r.id));
+  }
+  if (removed.length > 0) {
+    await sql`
+      update steps set state = 'removed', skip_reason = 'the fan-out has fewer items now', ended_at = ${now}, updated_at = ${now}
+      where id = any(${removed}::bigint[])`.execute(trx);
+  }
+  for (const l of lists) addAdjust(adjust, runOf.get(l.parent)!, { plan: 1 });
+  return { scheduled, adjust };
 }
 
 async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; step: LockedStep }[], now: Date): Promise<void> {
@@ -1029,6 +1392,42 @@ async function upsertPartitionStatus(
 }
 
 /**
+ * Mapped steps that ended: their expanded steps' counts of open mapped steps go down (the expanded steps are
+ * locked in id order first, as propagate locks). Returns the expanded steps to judge now: those with none
+ * open, and those with a mapped step that did not succeed (all_success fails fast).
+ */
+async function countDownExpanded(
+  trx: Trx,
+  ended: readonly { step: LockedStep; state: StepState }[],
+  now: Date,
+): Promise<number[]> {
+  if (ended.length === 0) return [];
+  const groups = new Map<string, { run_id: string; asset_key: string; partition_key: string; n: number; bad: boolean }>();
+  for (const { step, state } of ended) {
+    const k = `${step.run_id}\u0000${step.asset_key}\u0000${step.partition_key}`;
+    const g = groups.get(k) ?? { run_id: step.run_id, asset_key: step.asset_key, partition_key: step.partition_key, n: 0, bad: false };
+    g.n++;
+    if (state !== "success") g.bad = true;
+    groups.set(k, g);
+  }
+  const { rows } = await sql<{ id: number; open: number; bad: boolean }>`
+    with x as (
+      select * from jsonb_to_recordset(${toJson([...groups.values()])}::jsonb)
+        as x(run_id uuid, asset_key text, partition_key text, n int, bad boolean)
+    ), p as (
+      select s.id, x.n, x.bad from x
+      join steps s on s.run_id = x.run_id and s.asset_key = x.asset_key and s.partition_key = x.partition_key
+                  and s.map_index = -1 and s.check_name is null
+      where s.state = 'pending' and s.map_count is not null
+      order by s.id for no key update of s
+    )
+    update steps set map_open = steps.map_open - p.n, updated_at = ${now}
+    from p where steps.id = p.id
+    returning steps.id, steps.map_open as open, p.bad`.execute(trx);
+  return rows.filter((r) => r.open <= 0 || r.bad).map((r) => Number(r.id));
+}
+
+/**
  * Applies the trigger rule of every pending step downstream of steps that just
  * ended. The pending steps are locked first (in id order: concurrent
  * completions never deadlock), then their upstreams' states are counted: under
@@ -1037,15 +1436,24 @@ async function upsertPartitionStatus(
  * cannot both leave a step waiting. Steps that become skipped or
  * upstream_failed end too, so this repeats until nothing changes.
  */
-async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): Promise<{ scheduled: number[]; cascaded: StepChange[] }> {
+async function propagate(
+  trx: Trx,
+  terminal: readonly StepChange[],
+  now: Date,
+  /** Pending steps to judge as well (expanded steps whose mapped steps all ended, or one failed). */
+  judge: readonly number[] = [],
+): Promise<{ scheduled: number[]; cascaded: StepChange[] }> {
   let frontier = terminal.map((t) => t.id);
+  let extra = [...judge];
   const scheduled: number[] = [];
   const cascaded: StepChange[] = [];
-  while (frontier.length > 0) {
+  while (frontier.length > 0 || extra.length > 0) {
     const locked = await sql<{ id: number }>`
       select s.id from steps s
-      where s.state = 'pending' and s.id in (select d.step_id from step_deps d where d.upstream_step_id = any(${frontier}::bigint[]))
+      where s.state = 'pending' and (s.id in (select d.step_id from step_deps d where d.upstream_step_id = any(${frontier}::bigint[]))
+                                     or s.id = any(${extra}::bigint[]))
       order by s.id for no key update of s`.execute(trx);
+    extra = [];
     if (locked.rows.length === 0) break;
     const { rows } = await sql<{
       id: number;
@@ -1061,12 +1469,20 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
       removed: number;
       cancel_requested: boolean;
       failed_check: string | null;
+      map_count: number | null;
+      failed_item: number | null;
+      skipped_item: number | null;
     }>`
-      select s.id, s.run_id, s.trigger_rule, s.pool, s.pool_slots, s.upstream_total as total,
+      select s.id, s.run_id, s.pool, s.pool_slots, s.map_count,
+             -- An expanded step gathers its mapped steps: all of them must succeed, whatever its own rule.
+             case when s.map_count is null then s.trigger_rule else 'all_success' end as trigger_rule,
+             coalesce(s.map_count, s.upstream_total) as total,
              -- A blocking check that failed upstream: named in the reason the step does not run.
              min(format('blocking check "%s" of asset "%s" failed on %s', u.check_name, u.asset_key,
                         case when u.partition_key = '' then 'the asset' else format('partition "%s"', u.partition_key) end))
                filter (where u.state = 'failed' and u.check_name is not null) as failed_check,
+             min(u.map_index) filter (where u.map_index >= 0 and u.state in ('failed', 'upstream_failed')) as failed_item,
+             min(u.map_index) filter (where u.map_index >= 0 and u.state = 'skipped') as skipped_item,
              count(*) filter (where u.state = 'success')::int as success,
              count(*) filter (where u.state = 'failed')::int as failed,
              count(*) filter (where u.state = 'upstream_failed')::int as upstream_failed,
@@ -1077,6 +1493,9 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
       join runs r on r.id = s.run_id
       join step_deps d on d.step_id = s.id
       join steps u on u.id = d.upstream_step_id
+                  -- Gathering, an expanded step counts its current mapped steps only; otherwise (not expanded yet, or
+                  -- to expand again) its planned upstreams only.
+                  and (case when s.map_count is null then u.map_index < 0 else u.map_index >= 0 and u.map_index < s.map_count end)
       where s.id = any(${locked.rows.map((r) => Number(r.id))}::bigint[])
       group by s.id, r.cancel_requested_at`.execute(trx);
     const decisions: { id: number; state: StepState; reason: string | null }[] = [];
@@ -1091,8 +1510,19 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
       });
       if (decision === "wait") continue;
       if (r.cancel_requested) decisions.push({ id: Number(r.id), state: "skipped", reason: "run canceled" });
+      // Its mapped steps all succeeded: the expanded step gathers them, here, without running anything.
+      else if (decision === "run" && r.map_count !== null) decisions.push({ id: Number(r.id), state: "success", reason: null });
       else if (decision === "run") decisions.push({ id: Number(r.id), state: "scheduled", reason: null });
-      else {
+      else if (r.map_count !== null) {
+        decisions.push({
+          id: Number(r.id),
+          state: decision,
+          reason:
+            decision === "skipped"
+              ? `mapped step ${r.skipped_item ?? "?"} was skipped: the partition's outputs are not all there to gather`
+              : `mapped step ${r.failed_item ?? "?"} failed: the partition's outputs are not all there to gather`,
+        });
+      } else {
         decisions.push({
           id: Number(r.id),
           state: decision,
@@ -1112,6 +1542,7 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
                        ended_at = case when x.state = 'scheduled' then null else ${now}::timestamptz end
       from jsonb_to_recordset(${toJson(decisions)}::jsonb) as x(id bigint, state text, reason text)
       where steps.id = x.id and steps.state = 'pending'`.execute(trx);
+    await recordGathered(trx, decisions.filter((d) => d.state === "success").map((d) => d.id), now);
     const rowById = new Map(rows.map((r) => [Number(r.id), r]));
     frontier = [];
     for (const d of decisions) {
@@ -1127,33 +1558,69 @@ async function propagate(trx: Trx, terminal: readonly StepChange[], now: Date): 
   return { scheduled, cascaded };
 }
 
+/** Changes to a run's counters besides its steps' own moves: steps added (an expansion), steps counted done no more. */
+interface RunAdjust {
+  total: number;
+  done: number;
+  failed: number;
+  /** Plan versions to add (one per expansion or clear). */
+  plan: number;
+}
+
+function addAdjust(map: Map<string, RunAdjust>, runId: string, a: Partial<RunAdjust>): void {
+  const cur = map.get(runId) ?? { total: 0, done: 0, failed: 0, plan: 0 };
+  cur.total += a.total ?? 0;
+  cur.done += a.done ?? 0;
+  cur.failed += a.failed ?? 0;
+  cur.plan += a.plan ?? 0;
+  map.set(runId, cur);
+}
+
 /** Keeps the run counters in step and finishes runs whose steps are all done. */
-async function updateRunCounters(trx: Trx, changes: readonly StepChange[], now: Date): Promise<{ runId: string; status: RunStatus }[]> {
-  const perRun = new Map<string, { done: number; failed: number; active: number }>();
+async function updateRunCounters(
+  trx: Trx,
+  changes: readonly StepChange[],
+  now: Date,
+  adjust: ReadonlyMap<string, RunAdjust> = new Map(),
+): Promise<{ runId: string; status: RunStatus }[]> {
+  const perRun = new Map<string, { done: number; failed: number; active: number; total: number; plan: number }>();
+  const agg = (runId: string) => {
+    let a = perRun.get(runId);
+    if (!a) perRun.set(runId, (a = { done: 0, failed: 0, active: 0, total: 0, plan: 0 }));
+    return a;
+  };
   for (const c of changes) {
-    const agg = perRun.get(c.run_id) ?? { done: 0, failed: 0, active: 0 };
-    if (isTerminalState(c.state)) agg.done++;
-    if (c.state === "failed" || c.state === "upstream_failed") agg.failed++;
-    if (c.wasActive) agg.active++;
-    perRun.set(c.run_id, agg);
+    const a = agg(c.run_id);
+    if (isTerminalState(c.state)) a.done++;
+    if (c.state === "failed" || c.state === "upstream_failed") a.failed++;
+    if (c.wasActive) a.active++;
+  }
+  for (const [runId, x] of adjust) {
+    const a = agg(runId);
+    a.total += x.total;
+    a.done += x.done;
+    a.failed += x.failed;
+    a.plan += x.plan;
   }
   await lockRuns(trx, [...perRun.keys()]);
   const input = toJson([...perRun].map(([run_id, a]) => ({ run_id, ...a })));
   const { rows } = await sql<{ id: string; status: RunStatus; finished: boolean }>`
     update runs set
+      steps_total = runs.steps_total + x.total,
       steps_done = runs.steps_done + x.done,
       steps_failed = runs.steps_failed + x.failed,
       steps_active = greatest(0, runs.steps_active - x.active),
+      plan_version = runs.plan_version + x.plan,
       status = case
         when runs.status not in ('queued', 'running') then runs.status
-        when runs.steps_done + x.done < runs.steps_total then runs.status
+        when runs.steps_done + x.done < runs.steps_total + x.total then runs.status
         when runs.cancel_requested_at is not null then 'canceled'
         when runs.steps_failed + x.failed > 0 then 'failed'
         else 'success' end,
-      ended_at = case when runs.status in ('queued', 'running') and runs.steps_done + x.done >= runs.steps_total
+      ended_at = case when runs.status in ('queued', 'running') and runs.steps_done + x.done >= runs.steps_total + x.total
                       then ${now}::timestamptz else runs.ended_at end,
       updated_at = ${now}
-    from jsonb_to_recordset(${input}::jsonb) as x(run_id uuid, done int, failed int, active int)
+    from jsonb_to_recordset(${input}::jsonb) as x(run_id uuid, done int, failed int, active int, total int, plan int)
     where runs.id = x.run_id
     returning runs.id, runs.status, (runs.ended_at = ${now}::timestamptz) as finished`.execute(trx);
   return rows.filter((r) => r.finished && r.status !== "running" && r.status !== "queued").map((r) => ({ runId: r.id, status: r.status }));
@@ -1236,13 +1703,15 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
     wait_started_at: Date | null;
     resumed: FiredTrigger[] | null;
     check_name: string | null;
+    map_item: unknown;
+    map_label: string | null;
   }>`
     with upd as (
       update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
                        error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
       where id = any(${admitted}::bigint[]) and state = 'scheduled'
       returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots,
-                max_tries + tries_before as last_try, trigger_id, wait_started_at, check_name
+                max_tries + tries_before as last_try, trigger_id, wait_started_at, check_name, map_item, map_label
     ), tries as (
       insert into step_tries (step_id, run_id, try_number, state, executor, queued_at)
       select id, run_id, try_number, 'queued', executor, ${now} from upd
@@ -1255,7 +1724,7 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
       returning runs.id, runs.snapshot_version
     )
     select upd.id, upd.run_id, upd.try_number, upd.asset_key, upd.partition_key, upd.map_index, upd.executor, upd.queue,
-           upd.timeout_ms, upd.last_try, run_use.snapshot_version, upd.wait_started_at, upd.check_name,
+           upd.timeout_ms, upd.last_try, run_use.snapshot_version, upd.wait_started_at, upd.check_name, upd.map_item, upd.map_label,
            -- A step that deferred gets back what its fired triggers found.
            case when upd.trigger_id is null then null else (
              select jsonb_agg(jsonb_build_object('kind', t.kind, 'args', t.args, 'payload', t.payload) order by t.id)
@@ -1278,6 +1747,8 @@ async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boolean; s
         resumed: r.resumed ?? [],
         waitStartedAt: r.wait_started_at,
         checkName: r.check_name,
+        mapItem: r.map_item ?? null,
+        mapLabel: r.map_label,
       }),
     )
     .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
@@ -1505,6 +1976,7 @@ function toRunSummary(r: {
   ended_at: Date | null;
   cancel_requested_at: Date | null;
   backfill_id: string | null;
+  plan_version: number;
 }): RunSummary {
   return {
     id: r.id,
@@ -1523,6 +1995,7 @@ function toRunSummary(r: {
     endedAt: r.ended_at,
     cancelRequestedAt: r.cancel_requested_at,
     backfillId: r.backfill_id,
+    planVersion: r.plan_version,
   };
 }
 

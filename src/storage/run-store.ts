@@ -39,6 +39,9 @@ export interface ClaimedStep {
   readonly waitStartedAt: Date | null;
   /** The asset check this step runs; null for the asset's own step. */
   readonly checkName: string | null;
+  /** A mapped step (mapIndex >= 0): its item and label. */
+  readonly mapItem: unknown;
+  readonly mapLabel: string | null;
 }
 
 export interface ClaimOptions {
@@ -60,6 +63,21 @@ export interface StepStart {
   readonly hostname: string;
   readonly pid: number;
   readonly startedAt: Date;
+}
+
+/** One mapped step of a run. */
+export interface MappedStepRef {
+  readonly runId: string;
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly mapIndex: number;
+}
+
+export interface ClearedMappedStep {
+  readonly run: RunSummary;
+  readonly stepId: number;
+  /** Every step set to run again, the mapped step first. */
+  readonly cleared: readonly { readonly stepId: number; readonly assetKey: string; readonly partitionKey: string; readonly mapIndex: number; readonly checkName: string | null }[];
 }
 
 /** Where a step's output lives: inline JSON text in the database, or a reference into object storage. */
@@ -95,6 +113,20 @@ export type StepCompletion = {
   | { readonly outcome: "skipped"; readonly reason: string }
   /** The asset left the definitions while the run was open. */
   | { readonly outcome: "removed"; readonly reason: string }
+  /**
+   * The step fanned out over `count` (> 0) items: one mapped step per item joins the run, and the step waits
+   * for them, then gathers their outputs (in item order) into the partition's materialisation.
+   */
+  | {
+      readonly outcome: "expanded";
+      /** JSON array of the items. */
+      readonly itemsJson: string;
+      readonly labels: readonly (string | null)[] | null;
+      readonly count: number;
+      readonly codeVersion: string | null;
+      /** What the expanding try read: the gathered materialisation's lineage. */
+      readonly inputs: readonly LineageInput[];
+    }
   /** The try deferred: the step waits on this trigger (created in the same transaction) without a slot. */
   | { readonly outcome: "deferred"; readonly trigger: DeferredTrigger }
   /** A reschedule-mode wait: not there yet; the step is `up_for_reschedule` until `nextCheckAt`. */
@@ -194,6 +226,8 @@ export interface RunSummary {
   readonly endedAt: Date | null;
   readonly cancelRequestedAt: Date | null;
   readonly backfillId: string | null;
+  /** 1 as planned; bumped when steps join the run (a fan-out) or are cleared inside it. */
+  readonly planVersion: number;
 }
 
 export interface StepTryRecord {
@@ -218,6 +252,10 @@ export interface StepRecord {
   readonly mapIndex: number;
   /** The asset check this step runs; null for the asset's own step. */
   readonly checkName: string | null;
+  /** A mapped step's readable label (mapIndex >= 0), when the asset gives one. */
+  readonly mapLabel: string | null;
+  /** A step that fanned out: how many mapped steps it expanded into (it gathers them); null otherwise. */
+  readonly mapCount: number | null;
   readonly state: StepState;
   readonly tryNumber: number;
   readonly maxTries: number;
@@ -248,6 +286,15 @@ export interface OutputRecord {
   readonly inline: unknown;
   readonly ref: string | null;
   readonly hasOutput: boolean;
+  /** A fanned-out partition: its value is these outputs of its mapped steps, in item order. */
+  readonly gathered?: readonly GatheredItem[];
+}
+
+/** One mapped step's output inside a gathered value. */
+export interface GatheredItem {
+  readonly inline: unknown;
+  readonly ref: string | null;
+  readonly hasOutput: boolean;
 }
 
 /**
@@ -266,6 +313,13 @@ export interface RunStore {
   completeSteps(completions: readonly StepCompletion[], now: Date, random?: () => number, followUp?: FollowUp): Promise<CompletionSummary>;
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult>;
   requestCancel(runId: string, now: Date): Promise<RunSummary>;
+  /**
+   * Clears one mapped step inside its run: it runs again (with a fresh retry budget), and the steps after it
+   * in the run (its expanded step, which gathers again, and their downstream steps) wait for it; the run
+   * reopens. Refused, writing nothing, when the step or a step after it is still active, or when a later
+   * run has materialised (or is materialising) one of those partitions: the old run must not overwrite it.
+   */
+  clearMappedStep(target: MappedStepRef, now: Date): Promise<ClearedMappedStep>;
   getRun(runId: string): Promise<RunDetail | undefined>;
   /** The run without its steps and plan: cheap enough to poll. */
   getRunSummary(runId: string): Promise<RunSummary | undefined>;

@@ -70,7 +70,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
   outputs: {
     id: "not null", asset_key: "not null", partition_key: "not null", run_id: "not null", step_id: "not null",
     map_index: "not null", try_number: "not null", size_bytes: "not null", inline_value: "null",
-    storage_ref: "null", content_type: "not null", created_at: "not null",
+    storage_ref: "null", content_type: "not null", created_at: "not null", data_version: "null",
   },
   partition_status: {
     asset_key: "not null", partition_key: "not null", status: "not null",
@@ -88,7 +88,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     tags: "not null", max_active_steps: "null", cancel_requested_at: "null", created_at: "not null",
     started_at: "null", ended_at: "null", updated_at: "not null", error: "null",
     steps_total: "not null", steps_done: "not null", steps_failed: "not null", steps_active: "not null",
-    max_active_runs: "null",
+    max_active_runs: "null", plan_version: "not null",
   },
   schema_migrations: {
     version: "not null", name: "not null", checksum: "not null", applied_at: "not null",
@@ -110,7 +110,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     worker_id: "null", trigger_id: "null", skip_reason: "null", error: "null", created_at: "not null",
     updated_at: "not null", upstream_total: "not null",
     tries_before: "not null", max_concurrency: "null", depth: "not null", wait_started_at: "null",
-    check_name: "null",
+    check_name: "null", map_item: "null", map_label: "null", map_count: "null", map_open: "null", map_inputs: "null",
   },
   triggers: {
     id: "not null", kind: "not null", args: "not null", step_id: "null", asset_key: "null",

@@ -39,7 +39,12 @@ const StepRef = builder.objectRef<StepRecord>("Step").implement({
     id: t.string({ resolve: (s) => String(s.id) }),
     assetKey: t.exposeString("assetKey"),
     partitionKey: t.exposeString("partitionKey"),
-    mapIndex: t.exposeInt("mapIndex"),
+    mapIndex: t.exposeInt("mapIndex", { description: "-1 for a step of its own; 0… for a mapped step, its item's position" }),
+    mapLabel: t.exposeString("mapLabel", { nullable: true, description: "A mapped step's readable label, when the asset gives one" }),
+    mapCount: t.exposeInt("mapCount", {
+      nullable: true,
+      description: "A step that fanned out: how many mapped steps it expanded into (it gathers their outputs); null otherwise",
+    }),
     checkName: t.exposeString("checkName", { nullable: true, description: "The asset check this step runs; null for the asset's own step" }),
     state: t.exposeString("state"),
     tryNumber: t.exposeInt("tryNumber"),
@@ -96,6 +101,9 @@ const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>
     startedAt: t.field({ type: "DateTime", nullable: true, resolve: (r) => r.startedAt }),
     endedAt: t.field({ type: "DateTime", nullable: true, resolve: (r) => r.endedAt }),
     cancelRequestedAt: t.field({ type: "DateTime", nullable: true, resolve: (r) => r.cancelRequestedAt }),
+    planVersion: t.exposeInt("planVersion", {
+      description: "1 as planned; bumped each time steps join the run (a fan-out) or are cleared inside it",
+    }),
     steps: t.field({
       type: [StepRef],
       description: "Every step with its tries (a run page); a run list should ask for `assets` instead",
@@ -233,6 +241,23 @@ const LaunchRunInput = builder.inputType("LaunchRunInput", {
   }),
 });
 
+const clearMappedStepInput = z.strictObject({
+  runId: z.string().min(1, "must not be empty"),
+  assetKey: z.string().min(1, "must not be empty"),
+  partition: z.string().optional(),
+  mapIndex: z.number().int("must be a whole number").min(0, "must be 0 or more"),
+});
+
+const ClearMappedStepInput = builder.inputType("ClearMappedStepInput", {
+  description: "One mapped step: the run, the asset and partition that fanned out, and the item's map index",
+  fields: (t) => ({
+    runId: t.string({ required: true }),
+    assetKey: t.string({ required: true }),
+    partition: t.string({ description: "Omit for an unpartitioned asset" }),
+    mapIndex: t.int({ required: true }),
+  }),
+});
+
 builder.mutationType({
   fields: (t) => ({
     launchRun: t.field({
@@ -246,6 +271,26 @@ builder.mutationType({
           const run = await ctx.runs.getRun(launched.runId);
           if (!run) throw codeError("INTERNAL", `run ${launched.runId} vanished after being created`);
           return run;
+        } catch (err) {
+          throw asGraphQLError(err);
+        }
+      },
+    }),
+    clearMappedStep: t.field({
+      type: RunRef,
+      description:
+        "Runs one mapped step of a run again, inside that run: its expanded step gathers again and the steps after it " +
+        "wait for it; the run reopens. Refused (nothing written) while a step concerned is active, or when a later run " +
+        "superseded the run for one of those partitions (CLEAR_SUPERSEDED: clear the partition instead)",
+      args: { input: t.arg({ type: ClearMappedStepInput, required: true }) },
+      resolve: async (_root, args, ctx) => {
+        const input = parseInput(clearMappedStepInput, withoutNulls(args.input), "clearMappedStep");
+        try {
+          const cleared = await ctx.runs.clearMappedStep(
+            { runId: input.runId, assetKey: input.assetKey, partitionKey: input.partition ?? "", mapIndex: input.mapIndex },
+            ctx.now(),
+          );
+          return cleared.run;
         } catch (err) {
           throw asGraphQLError(err);
         }

@@ -109,8 +109,9 @@ export interface IndexedStep {
  */
 export function restMapIndices(all: readonly StepRecord[]): IndexedStep[] {
   // Asset checks' steps are not Airflow tasks of the DAG (they have no task_id of their own): the REST API shows
-  // the assets' steps; checks and their results are in GraphQL.
-  const steps = all.filter((s) => s.checkName === null);
+  // the assets' steps; checks and their results are in GraphQL. A fanned-out partition is one task instance here
+  // (its expanded step, which ends when it gathered its mapped steps); the mapped steps themselves are in GraphQL.
+  const steps = all.filter((s) => s.checkName === null && s.mapIndex < 0);
   const byAsset = new Map<string, StepRecord[]>();
   for (const s of steps) byAsset.set(s.assetKey, [...(byAsset.get(s.assetKey) ?? []), s]);
   for (const same of byAsset.values()) same.sort((x, y) => (x.partitionKey < y.partitionKey ? -1 : x.partitionKey > y.partitionKey ? 1 : 0));

@@ -10,6 +10,8 @@ export interface ClearOptions {
   wait?: boolean;
   json?: boolean;
   processes?: string;
+  run?: string;
+  mapIndex?: string;
 }
 
 export function registerClear(program: Command): void {
@@ -21,6 +23,8 @@ export function registerClear(program: Command): void {
     .option("--to <key>", "last partition key of a range (inclusive)")
     .option("--downstream", "also clear every downstream partition that reads the cleared ones")
     .option("--only-failed", "only the selected partitions that failed (without a selection: every failed one)")
+    .option("--run <run-id>", "with --map-index: run one mapped step of this run again, inside the run (which reopens)")
+    .option("--map-index <n>", "the mapped step (item position) to run again; needs --run, and --partition when partitioned")
     .option("--wait", "wait for the rerun to finish, with a live progress bar; exit code 0 only if it succeeded")
     .option("--processes <n>", "worker processes when running in-process (no server running)")
     .option("--json", "machine-readable output")

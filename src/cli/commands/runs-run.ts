@@ -2,7 +2,7 @@ import pc from "picocolors";
 import { InputError } from "../../errors/index.js";
 import type { RunStatus, RunSummary } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
-import { connectRuns, requireRun, type RunView } from "../runs-client.js";
+import { connectRuns, requireRun, type RunView, type StepView } from "../runs-client.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { describeWait } from "./triggers-format.js";
 
@@ -50,14 +50,14 @@ export function printRun(run: RunView): void {
   process.stdout.write(
     `${table(
       ["asset", "partition", "state", "try", "started", "ms", "error"],
-      run.steps.map((s) => [
-        s.checkName ? `${s.assetKey} [check ${s.checkName}]` : s.assetKey,
+      inPlanOrder(run.steps).map((s) => [
+        stepName(s),
         s.partitionKey || "-",
         colorStatus(s.state),
         `${s.tryNumber}/${s.maxTries}`,
         s.startedAt?.toISOString() ?? "",
         s.startedAt && s.endedAt ? String(s.endedAt.getTime() - s.startedAt.getTime()) : "",
-        errorLine(s.error) ?? s.skipReason ?? "",
+        errorLine(s.error) ?? s.skipReason ?? (s.mapCount !== null ? `fanned out into ${s.mapCount} mapped step(s)` : ""),
       ]),
     )}\n`,
   );
@@ -67,6 +67,33 @@ export function printRun(run: RunView): void {
     const step = s.partitionKey ? `${s.assetKey} ${s.partitionKey}` : s.assetKey;
     process.stdout.write(`${step}: ${colorStatus("deferred")} — ${describeWait(s.waitingFor, now)}\n`);
   }
+}
+
+/** `asset`, `asset [check name]`, or for a mapped step `asset [index label]`. */
+export function stepName(s: Pick<StepView, "assetKey" | "checkName" | "mapIndex" | "mapLabel">): string {
+  if (s.checkName) return `${s.assetKey} [check ${s.checkName}]`;
+  if (s.mapIndex >= 0) return `${s.assetKey} [${s.mapIndex}${s.mapLabel ? ` ${s.mapLabel}` : ""}]`;
+  return s.assetKey;
+}
+
+/** Steps as planned, each step's mapped steps (which join the run later) right after it, in item order. */
+export function inPlanOrder<S extends Pick<StepView, "assetKey" | "partitionKey" | "mapIndex" | "checkName">>(steps: readonly S[]): S[] {
+  const key = (s: S) => `${s.assetKey}\u0000${s.partitionKey}`;
+  const mapped = new Map<string, S[]>();
+  for (const s of steps) {
+    if (s.mapIndex < 0 || s.checkName !== null) continue;
+    const list = mapped.get(key(s)) ?? [];
+    list.push(s);
+    mapped.set(key(s), list);
+  }
+  if (mapped.size === 0) return [...steps];
+  const out: S[] = [];
+  for (const s of steps) {
+    if (s.mapIndex >= 0 && s.checkName === null) continue;
+    out.push(s);
+    if (s.checkName === null) out.push(...(mapped.get(key(s)) ?? []).sort((a, b) => a.mapIndex - b.mapIndex));
+  }
+  return out;
 }
 
 function errorLine(error: unknown): string | undefined {

@@ -3,7 +3,7 @@
 import { useMemo, useRef } from "react";
 import { formatDuration } from "../format";
 import { stateColor } from "../status";
-import { CheckTag, checksAfterTheirAsset, stepLabel } from "./run-bits";
+import { CheckTag, checksAfterTheirAsset, MapTag, stepLabel } from "./run-bits";
 import { useWidth } from "./use-width";
 import "./Gantt.css";
 
@@ -22,6 +22,8 @@ export interface GanttStep {
   mapIndex: number;
   /** The asset check the step runs; null or absent for the asset's own step. */
   checkName?: string | null;
+  /** A mapped step's readable label. */
+  mapLabel?: string | null;
   state: string;
   scheduledAt: string | null;
   queuedAt: string | null;
@@ -182,7 +184,7 @@ export function Gantt({
               {s.assetKey}
               <CheckTag checkName={s.checkName} />
               {s.partitionKey ? <span className="muted"> {s.partitionKey}</span> : null}
-              {s.mapIndex >= 0 ? <span className="muted"> #{s.mapIndex}</span> : null}
+              <MapTag mapIndex={s.mapIndex} mapLabel={s.mapLabel} />
             </div>
           ))}
         </div>

@@ -115,11 +115,15 @@ export interface StepIdentity {
   partitionKey: string;
   mapIndex: number;
   checkName?: string | null;
+  /** A mapped step's readable label. */
+  mapLabel?: string | null;
 }
 
-/** A step's name as plain text ("shop/orders · check not_empty"), for tooltips and titles. */
+/** A step's name as plain text ("shop/orders · check not_empty", "feeds/parsed #3 b.csv"), for tooltips and titles. */
 export function stepLabel(step: StepIdentity): string {
-  return `${step.assetKey}${step.checkName ? ` · check ${step.checkName}` : ""}`;
+  if (step.checkName) return `${step.assetKey} · check ${step.checkName}`;
+  if (step.mapIndex >= 0) return `${step.assetKey} #${step.mapIndex}${step.mapLabel ? ` ${step.mapLabel}` : ""}`;
+  return step.assetKey;
 }
 
 /** The small "check" badge and the check's name, after the asset key of a check's step; nothing for an asset's own step. */
@@ -132,30 +136,43 @@ export function CheckTag({ checkName }: { checkName: string | null | undefined }
   );
 }
 
+/** A mapped step's index and label, after its asset key; nothing for other steps. */
+export function MapTag({ mapIndex, mapLabel }: { mapIndex: number; mapLabel?: string | null | undefined }) {
+  if (mapIndex < 0) return null;
+  return (
+    <span className="muted" data-testid="step-map" data-map-index={mapIndex}>
+      {" "}#{mapIndex}
+      {mapLabel ? <span className="mono"> {mapLabel}</span> : null}
+    </span>
+  );
+}
+
 /**
- * Steps in the given order, except that the check steps of an (asset, partition) follow that asset's step (its
- * last one, when mapped) in their own relative order, so the two rows of one partition read together. A check
- * step whose asset step is not in the list keeps its place.
+ * Steps in the given order, except that the mapped steps and check steps of an (asset, partition) follow that
+ * asset's step (mapped steps first, by index; then checks in their own relative order), so the rows of one
+ * partition read together. A step whose asset step is not in the list keeps its place.
  */
 export function checksAfterTheirAsset<S extends StepIdentity>(steps: readonly S[]): S[] {
   const key = (s: S) => `${s.assetKey}\u0000${s.partitionKey}`;
-  const lastAssetStep = new Map<string, S>();
-  for (const s of steps) if (!s.checkName) lastAssetStep.set(key(s), s);
-  const checksOf = new Map<S, S[]>();
+  const follows = (s: S) => Boolean(s.checkName) || s.mapIndex >= 0;
+  const ownerOf = new Map<string, S>();
+  for (const s of steps) if (!follows(s)) ownerOf.set(key(s), s);
+  const followersOf = new Map<S, S[]>();
+  for (const s of steps) {
+    const owner = follows(s) ? ownerOf.get(key(s)) : undefined;
+    if (!owner) continue;
+    const list = followersOf.get(owner);
+    if (list) list.push(s);
+    else followersOf.set(owner, [s]);
+  }
   const out: S[] = [];
   for (const s of steps) {
-    const owner = s.checkName ? lastAssetStep.get(key(s)) : undefined;
-    if (owner) {
-      const list = checksOf.get(owner);
-      if (list) list.push(s);
-      else checksOf.set(owner, [s]);
-    }
-  }
-  for (const s of steps) {
-    if (s.checkName && lastAssetStep.has(key(s))) continue;
+    if (follows(s) && ownerOf.has(key(s))) continue;
     out.push(s);
-    const checks = checksOf.get(s);
-    if (checks) out.push(...checks);
+    const followers = followersOf.get(s);
+    if (!followers) continue;
+    out.push(...followers.filter((f) => !f.checkName).sort((a, b) => a.mapIndex - b.mapIndex));
+    out.push(...followers.filter((f) => f.checkName));
   }
   return out;
 }

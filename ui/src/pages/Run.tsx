@@ -4,7 +4,7 @@ import { useEventSource, useMutation, useQuery } from "../api";
 import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
 import { Gantt, type GanttSort, type GanttStep } from "../components/Gantt";
 import { LogView } from "../components/LogView";
-import { ACTIVE_RUN_STATUSES, CheckTag, elapsedMs, StepsProgress, useNow, useUrlParams } from "../components/run-bits";
+import { ACTIVE_RUN_STATUSES, CheckTag, elapsedMs, MapTag, StepsProgress, useNow, useUrlParams } from "../components/run-bits";
 import { assetPath, formatDuration, formatTime } from "../format";
 import "./Run.css";
 
@@ -23,6 +23,9 @@ interface StepTry {
 
 interface Step extends GanttStep {
   checkName: string | null;
+  mapLabel: string | null;
+  /** Set on a step that fanned out: how many mapped steps it expanded into. */
+  mapCount: number | null;
   tryNumber: number;
   maxTries: number;
   pool: string;
@@ -51,15 +54,16 @@ interface RunDetail {
   stepsFailed: number;
   stepsActive: number;
   backfillId: string | null;
+  planVersion: number;
   steps: Step[];
 }
 
 const RUN_QUERY = `query Run($id: String!) {
   run(id: $id) {
     id status origin jobName priority tags createdAt startedAt endedAt cancelRequestedAt
-    stepsTotal stepsDone stepsFailed stepsActive backfillId
+    stepsTotal stepsDone stepsFailed stepsActive backfillId planVersion
     steps {
-      id assetKey partitionKey mapIndex checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt endedAt nextRetryAt
+      id assetKey partitionKey mapIndex mapLabel mapCount checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt endedAt nextRetryAt
       workerId skipReason error
       tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error }
       waitingFor { id kind status args timeoutAt nextCheckAt lastResult }
@@ -160,6 +164,13 @@ function RunView({ run, live, onChanged }: { run: RunDetail; live: boolean; onCh
         <Fact label="Steps">
           <StepsProgress run={run} />
         </Fact>
+        {run.planVersion > 1 ? (
+          <Fact label="Plan version">
+            <span data-testid="plan-version" title="Steps joined the run (a fan-out) or were cleared inside it since it was planned">
+              {run.planVersion}
+            </span>
+          </Fact>
+        ) : null}
         {run.cancelRequestedAt ? <Fact label="Cancel requested">{formatTime(run.cancelRequestedAt)}</Fact> : null}
         {Object.keys(run.tags).length > 0 ? (
           <Fact label="Tags">
@@ -216,12 +227,18 @@ function StepDetails({ runId, step, tryParam, onTry }: { runId: string; step: St
             </Link>
           </>
         ) : null}
-        {step.partitionKey ? <span className="mono"> [{step.partitionKey}]</span> : null} <StateBadge state={step.state} />
+        {step.partitionKey ? <span className="mono"> [{step.partitionKey}]</span> : null}
+        <MapTag mapIndex={step.mapIndex} mapLabel={step.mapLabel} /> <StateBadge state={step.state} />
       </h2>
       <div className="run-facts">
         <Fact label="Try">
           {step.tryNumber} of {step.maxTries}
         </Fact>
+        {step.mapCount !== null ? (
+          <Fact label="Fan-out">
+            <span data-testid="map-count">{step.mapCount}</span> mapped step{step.mapCount === 1 ? "" : "s"}
+          </Fact>
+        ) : null}
         <Fact label="Pool">{step.pool}</Fact>
         <Fact label="Priority">{step.priority}</Fact>
         <Fact label="Worker">{chosen?.workerId ?? step.workerId ?? "–"}{chosen?.hostname ? ` (${chosen.hostname}${chosen.pid ? `, pid ${chosen.pid}` : ""})` : ""}</Fact>
