@@ -32,6 +32,9 @@ import type {
 export const WAKE_CHANNEL = "tributary_wake";
 
 const ACTIVE: readonly StepState[] = ["queued", "running"];
+/** Join condition, aliases p and c: c is a mapped step of p (current or, past p.map_count, removed). */
+const MAPPED_STEP_OF = sql`c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
+  and c.check_name is null and c.map_index >= 0`;
 /** States of a step that has not ended and is not merely waiting for its upstreams. */
 const UNFINISHED: readonly StepState[] = ["scheduled", "queued", "running", "up_for_retry", "up_for_reschedule", "deferred"];
 /** Everything of a run but its plan, which can be large. */
@@ -174,7 +177,7 @@ export class PgRunStore implements RunStore {
       if (refanned.length > 0) {
         const { rows: busy } = await sql<{ asset_key: string; partition_key: string; map_index: number; state: StepState }>`
           select c.asset_key, c.partition_key, c.map_index, c.state from steps p
-          join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key and c.check_name is null and c.map_index >= 0
+          join steps c on ${MAPPED_STEP_OF}
           where p.id = any(${refanned}::bigint[]) and c.state = any(${UNFINISHED}::text[]) limit 1`.execute(trx);
         const b = busy[0];
         if (b) {
@@ -612,8 +615,7 @@ export class PgRunStore implements RunStore {
     const { rows } = await sql<{ parent: number; inline_value: unknown; storage_ref: string | null; has_output: boolean }>`
       select p.id as parent, o.inline_value, o.storage_ref, (o.id is not null) as has_output
       from steps p
-      join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
-                  and c.check_name is null and c.map_index >= 0 and c.map_index < p.map_count
+      join steps c on ${MAPPED_STEP_OF} and c.map_index < p.map_count
       left join lateral (select id, inline_value, storage_ref from outputs where outputs.step_id = c.id order by try_number desc limit 1) o on true
       where p.id = any(${[...stepIds]}::bigint[])
       order by p.id, c.map_index`.execute(this.#db);
@@ -1195,8 +1197,7 @@ async function recordGathered(trx: Trx, stepIds: readonly number[], now: Date): 
            coalesce(sum(o.size_bytes), 0)::bigint as size_bytes,
            md5(string_agg(coalesce(o.data_version, ''), ',' order by c.map_index)) as digest
     from steps p
-    join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
-                and c.check_name is null and c.map_index >= 0 and c.map_index < p.map_count
+    join steps c on ${MAPPED_STEP_OF} and c.map_index < p.map_count
     left join lateral (select size_bytes, data_version from outputs where outputs.step_id = c.id order by try_number desc limit 1) o on true
     where p.id = any(${[...stepIds]}::bigint[])
     group by p.id`.execute(trx);
@@ -1246,8 +1247,7 @@ async function expandSteps(
   const parentIds = lists.map((l) => l.parent);
   const { rows: earlier } = await sql<{ id: number; parent: number; run_id: string; map_index: number; state: StepState }>`
     select c.id, p.id as parent, c.run_id, c.map_index, c.state
-    from steps p join steps c on c.run_id = p.run_id and c.asset_key = p.asset_key and c.partition_key = p.partition_key
-                            and c.check_name is null and c.map_index >= 0
+    from steps p join steps c on ${MAPPED_STEP_OF}
     where p.id = any(${parentIds}::bigint[])
     order by c.id for no key update of c`.execute(trx);
   const runOf = new Map(expanded.map(({ step }) => [step.id, step.run_id]));
