@@ -1,3 +1,4 @@
+import type { SecretResolver } from "./secrets.js";
 import { pathToFileURL } from "node:url";
 import type { TributaryError } from "../errors/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
@@ -6,6 +7,8 @@ import { StepScheduler, type Lane, type LaneStep } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor, StepDispatch } from "./types.js";
 
 export interface InProcessExecutorOptions {
+  /** Where ctx.secrets.get looks; default: environment variables. */
+  readonly secrets?: SecretResolver;
   /** Steps run at once. Default 16. */
   readonly concurrency?: number;
   /** After a timeout or cancel aborts ctx.signal, how long to wait for the function before giving up on it. Default 5 000. */
@@ -56,6 +59,7 @@ export class InProcessExecutor implements Executor {
       importModule: options.importModule ?? (async (file) => (await import(pathToFileURL(file).href)) as Record<string, unknown>),
       addDynamicPartitions: (name, keys) => backend.addDynamicPartitions(name, keys),
       materialized: (assetKey, partitionKey) => backend.materialized(assetKey, partitionKey),
+      ...(options.secrets ? { secrets: options.secrets } : {}),
     });
     this.scheduler.addLane(new InProcessLane(runtime, concurrency, this.scheduler));
     this.undo = [captureConsole(), guardProcessExit("exit").undo];

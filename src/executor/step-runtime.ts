@@ -25,6 +25,7 @@ import { runStepCallbacks } from "./step-callbacks.js";
 import { StepLog, type LogLevel } from "./step-log.js";
 import type { StepDispatch, StepOutcome } from "./types.js";
 import { makeWaits, type WaitEnd } from "./step-waits.js";
+import { ChainSecretBackend, EnvSecretBackend, redactSerializedError, SecretResolver } from "./secrets.js";
 
 /** What the runtime needs from where it runs: a worker child process, or the test process. */
 export interface RuntimeHost {
@@ -33,7 +34,12 @@ export interface RuntimeHost {
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
   /** For assetMaterialized checks in poke and reschedule waits (the worker has no database of its own). */
   readonly materialized: MaterializedLookup;
+  /** Where ctx.secrets.get looks; default: environment variables. */
+  readonly secrets?: SecretResolver;
 }
+
+/** Secrets from environment variables only: a host that configures nothing more. */
+const ENV_SECRETS = new SecretResolver(new ChainSecretBackend([new EnvSecretBackend()]));
 
 /** How one try ended, with its own clock readings (epoch ms). */
 export interface TryEnd {
@@ -95,8 +101,11 @@ export class StepRuntime {
         waitEnd: undefined,
         definition: undefined,
         ended: false,
-        settle: (outcome, quiet = false) => {
+        settle: (settled, quiet = false) => {
           if (active.ended) return;
+          // An error may quote a secret the try read (a connection string in a driver's message): masked before
+          // it is logged or reported.
+          const outcome = settled.kind === "failed" ? { ...settled, error: redactSerializedError(settled.error, active.log.redactor) } : settled;
           active.ended = true;
           if (this.tries.get(dispatch.stepId) === active) this.tries.delete(dispatch.stepId);
           if (!quiet) writeOutcome(active.log, outcome);
@@ -135,7 +144,7 @@ export class StepRuntime {
       // Typically a resource the step created (a pool, a timer) failing later: keep the process, say where.
       const text = `${what} after the try ended: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
       active.log.write("error", text);
-      process.stderr.write(`tributary: ${describeTry(active.dispatch)}: ${text}\n`);
+      process.stderr.write(`tributary: ${describeTry(active.dispatch)}: ${active.log.redactor.redact(text)}\n`);
       return;
     }
     const error = wrapUserError(active.dispatch, err, `${what}: `);
@@ -444,20 +453,9 @@ function makeContext(active: ActiveTry, host: RuntimeHost, signal: AbortSignal):
     tryNumber: d.tryNumber,
     log: Object.freeze({ debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") }),
     signal,
+    // Resolved when asked, never stored; the value is masked in this try's log from then on.
     secrets: Object.freeze({
-      get: async (name: string): Promise<string> => {
-        const value = typeof name === "string" && name !== "" ? process.env[name] : undefined;
-        if (value === undefined) {
-          throw stepError(
-            STEP_ERROR_CODES.secretMissing,
-            d,
-            `${describeTry(d)}: secret ${JSON.stringify(name)} is not set. Secrets are read from environment ` +
-              `variables: set ${typeof name === "string" && name !== "" ? name : "it"} in the environment of the ` +
-              `process that runs the steps (tributary dev or tributary worker) and restart it`,
-          );
-        }
-        return value;
-      },
+      get: (name: string): Promise<string> => (host.secrets ?? ENV_SECRETS).resolve(name, active.log.redactor, d),
     }),
     skip(reason: string): never {
       active.skipReason = String(reason);

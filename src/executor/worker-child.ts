@@ -9,6 +9,7 @@ import { MessageChannel } from "node:worker_threads";
 import { TributaryError } from "../errors/index.js";
 import { deepFreeze } from "../sdk/json.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
+import { secretBackendFromEnv, SecretResolver } from "./secrets.js";
 import { StepRuntime, tryStorage } from "./step-runtime.js";
 import type { FromWorker, HostCall, ToWorker, WorkerEvent } from "./worker-protocol.js";
 
@@ -97,7 +98,10 @@ function callParent(call: HostCall): Promise<unknown> {
   });
 }
 
+// The secrets backends the settings name (environment, TRIBUTARY_SECRETS_DIR, TRIBUTARY_SECRETS_BACKEND), once per process.
+const secrets = new SecretResolver(await secretBackendFromEnv(process.env));
 const runtime = new StepRuntime({
+  secrets,
   importModule: async (file) => {
     await ensureRoot(file);
     return (await import(pathToFileURL(file).href)) as Record<string, unknown>;

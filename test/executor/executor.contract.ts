@@ -77,6 +77,12 @@ export const ignoresSignal = asset({ key: "t/ignores_signal" }, async (ctx) => {
 });
 export const secret = asset({ key: "t/secret" }, async (ctx) => ctx.secrets.get("TRIBUTARY_TEST_SECRET"));
 export const missingSecret = asset({ key: "t/missing_secret" }, async (ctx) => ctx.secrets.get("TRIBUTARY_TEST_NO_SUCH_SECRET"));
+export const leaksSecret = asset({ key: "t/leaks_secret" }, async (ctx) => {
+  const password = await ctx.secrets.get("TRIBUTARY_TEST_SECRET");
+  ctx.log.info("connecting with " + password, { dsn: "postgres://app:" + password + "@db/x" });
+  console.log("password is", password);
+  throw new Error("login failed for password " + password);
+});
 export const defers = asset({ key: "t/defers" }, async (ctx) => {
   const first = await ctx.defer(at("2030-01-01T00:00:00Z"), { timeout: "2h", interval: "30s", softFail: true });
   const second = await ctx.defer(fileExists("/landing/{partition}.csv"));
@@ -248,7 +254,20 @@ export function executorContract(name: string, make: MakeExecutor): void {
         const error = errorOf(await run(d("missingSecret", "t/missing_secret")));
         expect(error.code).toBe("SECRET_MISSING");
         expect(error.message).toContain('secret "TRIBUTARY_TEST_NO_SUCH_SECRET" is not set');
-        expect(error.message).toContain("set TRIBUTARY_TEST_NO_SUCH_SECRET in the environment");
+        expect(error.message).toContain("looked in environment variables (");
+        expect(error.message).toContain("TRIBUTARY_TEST_NO_SUCH_SECRET");
+      });
+
+      it("masks a secret's value in the try's log and in its error, wherever the step writes it", async () => {
+        const step = d("leaksSecret", "t/leaks_secret");
+        const error = errorOf(await run(step));
+        expect(error.message).toContain("login failed for password ***");
+        expect(JSON.stringify(error)).not.toContain("s3cret");
+        const log = await readLog(step.logRef);
+        expect(log).toContain("connecting with ***");
+        expect(log).toContain("postgres://app:***@db/x");
+        expect(log).toContain("password is ***");
+        expect(log).not.toContain("s3cret");
       });
 
       it("ends a deferring try with its trigger, and a re-entered try passes fired waits with their payloads", async () => {
