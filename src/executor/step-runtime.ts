@@ -5,6 +5,7 @@ import {
   definitionKind,
   findNonJson,
   isExpansion,
+  makeExpansion,
   MAX_MAP_LABEL_LENGTH,
   PERMANENT_TRIGGER_ERRORS,
   type AssetContext,
@@ -12,7 +13,6 @@ import {
   type CheckDefinition,
   type Expansion,
 } from "../sdk/index.js";
-import { makeExpansion } from "../sdk/fan-out.js";
 import type { MaterializedLookup } from "../triggerer/index.js";
 import {
   describeTry,

@@ -7,7 +7,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel } from "node:worker_threads";
 import { TributaryError } from "../errors/index.js";
-import { deepFreeze } from "../sdk/json.js";
+import { deepFreeze } from "../sdk/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { secretBackendFromEnv, SecretResolver } from "./secrets.js";
 import { StepRuntime, tryStorage } from "./step-runtime.js";

@@ -15,7 +15,7 @@ export type {
   ManyMapping,
   MappedAssetConfig,
 } from "./asset.js";
-export { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, MAX_MAP_LABEL_LENGTH, isExpansion } from "./fan-out.js";
+export { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, MAX_MAP_LABEL_LENGTH, isExpansion, makeExpansion } from "./fan-out.js";
 export type { MapItem, MapLabel, Expansion, GatheredOutput, FanOutFunctions } from "./fan-out.js";
 export { check, checkAppliesTo } from "./check.js";
 export type { CheckDefinition, CheckResult } from "./check.js";
@@ -65,7 +65,7 @@ export type { AssetCallbacks, DefinitionCallbacks, RetryInfo, StepFailure } from
 export { TRIGGER_RULES, EXECUTORS } from "./spec.js";
 export type { AssetSpec, CheckPartitionsSpec, CheckSpec, DepSpec, RetryPolicySpec, TriggerRule, ExecutorKind } from "./spec.js";
 export type { JsonValue } from "./json.js";
-export { findNonJson } from "./json.js";
+export { findNonJson, deepFreeze } from "./json.js";
 export {
   hourly,
   daily,
