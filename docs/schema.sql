@@ -400,10 +400,12 @@ CREATE TABLE public.step_tries (
     error jsonb,
     log_ref text,
     token_hash text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    token_expires_at timestamp with time zone
 );
 COMMENT ON TABLE public.step_tries IS 'Every try of every step; rows are never updated after the try ends.';
 COMMENT ON COLUMN public.step_tries.token_hash IS 'Hash of the execution-API token scoped to this try (the token itself is never stored).';
+COMMENT ON COLUMN public.step_tries.token_expires_at IS 'When the try''s execution-API token stops being accepted; each authenticated start or heartbeat moves it forward.';
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_duration_ms_check CHECK ((duration_ms >= 0));
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_pkey PRIMARY KEY (id);
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'scheduled'::text, 'queued'::text, 'running'::text, 'success'::text, 'failed'::text, 'skipped'::text, 'up_for_retry'::text, 'up_for_reschedule'::text, 'deferred'::text, 'upstream_failed'::text, 'removed'::text])));
@@ -411,6 +413,7 @@ ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_step_id_fkey FOREIGN KEY
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_step_id_try_number_key UNIQUE (step_id, try_number);
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_try_number_check CHECK ((try_number >= 1));
 CREATE INDEX step_tries_run_idx ON public.step_tries USING btree (run_id);
+CREATE UNIQUE INDEX step_tries_token_hash_idx ON public.step_tries USING btree (token_hash) WHERE (token_hash IS NOT NULL);
 
 CREATE TABLE public.steps (
     id bigint DEFAULT nextval('steps_id_seq'::regclass) NOT NULL,

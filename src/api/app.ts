@@ -11,6 +11,7 @@ import { useQueryLimits } from "./graphql/limits.js"; // Issue 6 part 1 (GraphQL
 import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js"; // Issue 6 part 1 (live logs, H8)
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
+import { executionRoutes, type ExecutionApiServices } from "./execution/execution-routes.js";
 
 // Issue 6 part 1 (GraphQL limits, H7)
 /** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
@@ -30,6 +31,8 @@ export interface ApiOptions {
   // Issue 6 part 1 (live logs, H8): without it, /runs/:runId/steps/:stepId/logs answers 404.
   /** Where the live step log routes read logs. */
   logs?: StepLogServices;
+  /** What the worker-facing execution API at `/execution/v1` needs; without it, that path is not served. */
+  execution?: ExecutionApiServices;
   /** The built web UI (default: ui/dist of this checkout). */
   uiDir?: string;
 }
@@ -70,6 +73,7 @@ export function createApiApp(options: ApiOptions): Hono {
   if (options.logs) app.route("/", stepLogRoutes(options.context.runs, options.logs));
   // A run's progress as it changes (SSE), for the UI and scripts.
   app.route("/", runEventRoutes(options.context.runs));
+  if (options.execution) app.route("/execution/v1", executionRoutes(options.execution));
   app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) => yoga.fetch(c.req.raw, {}));
   app.route("/", uiRoutes(options.uiDir));
   return app;

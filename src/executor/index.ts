@@ -18,3 +18,6 @@ export { formatLogLine } from "./step-log.js";
 export type { LogLevel } from "./step-log.js";
 export { StoreExecutionBackend, OUTPUT_STORE_SETTING } from "./store-backend.js";
 export type { StoreBackendOptions } from "./store-backend.js";
+// A remote worker's backend: the execution API over HTTP, with per-try tokens and log shipping.
+export { HttpExecutionBackend, ExecutionApiCallError, TryLogShipper } from "./http-execution-backend.js";
+export type { HttpExecutionBackendOptions, TryLogShipperOptions } from "./http-execution-backend.js";

@@ -33,12 +33,16 @@ export interface StepDispatch {
   readonly check?: { readonly name: string; readonly blocking: boolean; readonly severity: "warn" | "error" };
   /** Aborts ctx.signal after this long, then kills the step's process after the grace period. */
   readonly timeoutMs: number | null;
+  /** The asset's queue (the BullMQ executor routes the step to the workers of that queue); absent: the default. */
+  readonly queue?: string | null;
   /** Where this try's log goes (a file path in local mode). */
   readonly logRef: string;
   /** Triggers this step deferred on that have fired, oldest first: ctx.defer on the same trigger returns the payload. */
   readonly resumed?: readonly ResumedTrigger[];
   /** A reschedule-mode wait in progress: when it began (ISO), its timeout counts from here. */
   readonly waitStartedAt?: string | null;
+  /** The try's execution-API bearer token, for a worker that reports over HTTP (HttpExecutionBackend). */
+  readonly token?: string;
 }
 
 /** A fired trigger of a deferred step, handed back to the re-entered function. */

@@ -39,6 +39,7 @@ export function buildDispatch(
     ...(check ? { check: { name: check.name, blocking: check.blocking, severity: check.severity } } : {}),
     ...(claim.mapIndex >= 0 ? { map: { index: claim.mapIndex, item: claim.mapItem, label: claim.mapLabel } } : {}),
     timeoutMs: claim.timeoutMs,
+    ...(claim.queue ? { queue: claim.queue } : {}),
     logRef: path.join(dirs.logsDir, claim.runId, `${claim.stepId}-${claim.tryNumber}.log`),
     ...(claim.resumed.length > 0 ? { resumed: claim.resumed } : {}),
     ...(claim.waitStartedAt ? { waitStartedAt: claim.waitStartedAt.toISOString() } : {}),

@@ -230,6 +230,7 @@ export interface StepTriesTable {
   log_ref: string | null;
   token_hash: string | null;
   created_at: GeneratedTimestamp;
+  token_expires_at: NullableTimestamp;
 }
 
 export interface EventsTable {

@@ -197,3 +197,6 @@ export type {
 // Asset check results: Asset.checks, Run.checkResults and `tributary check-run`.
 export { PgCheckResultStore } from "./pg-check-result-store.js";
 export type { CheckResultStore, CheckResultView, CheckResultQuery } from "./check-result-store.js";
+// Execution API: bearer tokens scoped to one step try.
+export { PgTryTokenStore, hashTryToken, DEFAULT_TRY_TOKEN_TTL_MS } from "./pg-try-token-store.js";
+export type { TryTokenStore, TokenTry, TokenCheck, IssuedTryToken } from "./pg-try-token-store.js";

@@ -99,7 +99,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     id: "not null", step_id: "not null", run_id: "not null", try_number: "not null", state: "not null",
     executor: "null", worker_id: "null", hostname: "null", pid: "null", queued_at: "null", started_at: "null",
     ended_at: "null", heartbeat_at: "null", duration_ms: "null", error: "null", log_ref: "null",
-    token_hash: "null", created_at: "not null",
+    token_hash: "null", created_at: "not null", token_expires_at: "null",
   },
   steps: {
     id: "not null", run_id: "not null", asset_key: "not null", partition_key: "not null",

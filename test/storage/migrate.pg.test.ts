@@ -56,7 +56,7 @@ describePostgres("migrate on Postgres", () => {
     const files = await readMigrationFiles(dir.path);
     expect(files).toHaveLength((await readMigrationFiles()).length + 3);
     // Each migration was applied by exactly one of them.
-    expect(results.flatMap((r) => r.applied.map((m) => m.version)).sort()).toEqual(files.map((f) => f.version));
+    expect(results.flatMap((r) => r.applied.map((m) => m.version)).sort((a, b) => a - b)).toEqual(files.map((f) => f.version));
     expect(await appliedVersions(handles[0]!)).toEqual(files.map((f) => f.version));
   });
 

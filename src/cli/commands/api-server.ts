@@ -3,7 +3,8 @@ import { serve, type ServerType } from "@hono/node-server";
 import { sql } from "kysely";
 import { createApiApp, observabilityOf, type Observability } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
-import { PgAirflowQueryStore, PgStepTryStateStore, WAKE_CHANNEL } from "../../storage/index.js";
+import { StoreExecutionBackend } from "../../executor/index.js";
+import { PgAirflowQueryStore, PgStepTryStateStore, PgTryTokenStore, WAKE_CHANNEL } from "../../storage/index.js";
 import type { Runtime } from "../runtime.js";
 import { VERSION } from "../version.js";
 
@@ -43,6 +44,14 @@ export async function startApiServer(runtime: Runtime, address: { port: number; 
       tries: new PgStepTryStateStore(runtime.database.db),
       // Finished steps NOTIFY the reconcilers' wake channel: followers see their try end without polling the run.
       subscribe: (handler) => runtime.database.listen(WAKE_CHANNEL, () => handler()),
+    },
+    // Workers of the BullMQ fleet report here, each try with its own token (docs/execution-api.md).
+    execution: {
+      tokens: new PgTryTokenStore(runtime.database.db),
+      backend: new StoreExecutionBackend({ runs: runtime.runs, definitions: runtime.definitions, graphs: runtime.graphs, outputStore: runtime.outputStore }),
+      graphs: runtime.graphs,
+      logsDir: runtime.logsDir,
+      outputStore: runtime.outputStore,
     },
     version: VERSION,
     ping: async () => {
