@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { LocalExecutor, StoreExecutionBackend, type Executor } from "../executor/index.js";
+import { LocalExecutor, StoreExecutionBackend, TransactionalExecutor, type Executor } from "../executor/index.js";
 import {
   AlertsTask,
   AutomationTask,
@@ -53,6 +53,23 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     definitionsDir: runtime.settings.definitionsDir,
     ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
   });
+  // Assets with `executor: "transactional"` run in this process, each in a transaction on the metadata database
+  // that also records its completion (docs/transactional.md); under PGlite their steps fail, saying why.
+  const transactional = new TransactionalExecutor(
+    new StoreExecutionBackend({
+      runs: runtime.runs,
+      definitions: runtime.definitions,
+      graphs: runtime.graphs,
+      outputStore: runtime.outputStore,
+      followUp: { executor: "transactional", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
+    }),
+    {
+      database: runtime.database,
+      runs: runtime.runs,
+      definitionsDir: runtime.settings.definitionsDir,
+      ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
+    },
+  );
   // Alerts: steps failed for good, partitions past their deadline, definitions files that stopped loading.
   const alerts = new AlertsTask({
     store: runtime.alerts,
@@ -106,7 +123,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     store: runtime.runs,
     database: runtime.database,
     graphs: runtime.graphs,
-    executors: { local: executor },
+    executors: { local: executor, transactional },
     definitionsDir: runtime.settings.definitionsDir,
     logsDir: runtime.logsDir,
     ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
@@ -132,7 +149,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       await automation?.stop().catch(() => undefined);
       await alerts.stop();
       await openLineage?.stop();
-      await executor.close(stopOptions);
+      await Promise.all([executor.close(stopOptions), transactional.close(stopOptions)]);
     },
   };
 }

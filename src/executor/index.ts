@@ -21,3 +21,7 @@ export type { StoreBackendOptions } from "./store-backend.js";
 // A remote worker's backend: the execution API over HTTP, with per-try tokens and log shipping.
 export { HttpExecutionBackend, ExecutionApiCallError, TryLogShipper } from "./http-execution-backend.js";
 export type { HttpExecutionBackendOptions, TryLogShipperOptions } from "./http-execution-backend.js";
+export { TransactionalExecutor, TRANSACTIONAL_NEEDS_POSTGRES, TRANSACTION_FAILED } from "./transactional-executor.js";
+export type { TransactionalExecutorOptions, TransactionalBackend } from "./transactional-executor.js";
+export { arm, disarm, disarmAll, hit, FAULTS_ENV, FAULT_INJECTED, TX_FAULT_POINTS } from "./fault-points.js";
+export type { FaultAction } from "./fault-points.js";

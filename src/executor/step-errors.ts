@@ -22,6 +22,8 @@ export const STEP_ERROR_CODES = {
   closed: "EXECUTOR_CLOSED",
   /** The asset function returned something JSON cannot store faithfully. */
   notSerializable: "OUTPUT_NOT_SERIALIZABLE",
+  /** The output is over the configured maximum (TRIBUTARY_MAX_OUTPUT_BYTES). */
+  outputOverMaximum: "OUTPUT_OVER_MAXIMUM",
   /** The asset function called process.exit(). */
   processExit: "STEP_PROCESS_EXIT",
   /** The definitions file does not export the asset the step names (the definitions changed). */

@@ -38,6 +38,12 @@ export interface RuntimeHost {
   readonly secrets?: SecretResolver;
 }
 
+/** Per-try extras of {@link StepRuntime.run}. */
+export interface RunOptions {
+  /** The transactional executor's transaction, handed to the function as `ctx.tx` (undefined elsewhere). */
+  readonly tx?: unknown;
+}
+
 /** Secrets from environment variables only: a host that configures nothing more. */
 const ENV_SECRETS = new SecretResolver(new ChainSecretBackend([new EnvSecretBackend()]));
 
@@ -53,6 +59,8 @@ export interface ActiveTry {
   readonly dispatch: StepDispatch;
   readonly log: StepLog;
   readonly controller: AbortController;
+  /** `ctx.tx`: set only under the transactional executor. */
+  readonly tx: unknown;
   /** Set by ctx.skip(): honoured even if user code catches the sentinel. */
   skipReason: string | undefined;
   /** Set by the process.exit guard: honoured even if user code catches the error. */
@@ -88,7 +96,12 @@ export class StepRuntime {
   constructor(private readonly host: RuntimeHost) {}
 
   /** Starts a try; `onStarted` runs synchronously with the start time. Never rejects. */
-  run(dispatch: StepDispatch, inputs: Readonly<Record<string, unknown>>, onStarted?: (startedAt: number) => void): Promise<TryEnd> {
+  run(
+    dispatch: StepDispatch,
+    inputs: Readonly<Record<string, unknown>>,
+    onStarted?: (startedAt: number) => void,
+    options: RunOptions = {},
+  ): Promise<TryEnd> {
     const startedAt = Date.now();
     onStarted?.(startedAt);
     return new Promise<TryEnd>((resolve) => {
@@ -96,6 +109,7 @@ export class StepRuntime {
         dispatch,
         log: new StepLog(dispatch.logRef),
         controller: new AbortController(),
+        tx: options.tx,
         skipReason: undefined,
         exitError: undefined,
         waitEnd: undefined,
@@ -348,7 +362,34 @@ function serializeOutput(d: StepDispatch, value: unknown): StepOutcome {
     );
   }
   const outputJson = JSON.stringify(value);
-  return { kind: "success", outputJson, sizeBytes: Buffer.byteLength(outputJson) };
+  const sizeBytes = Buffer.byteLength(outputJson);
+  const max = maxOutputBytes();
+  if (sizeBytes > max) {
+    return failed(
+      stepError(
+        STEP_ERROR_CODES.outputOverMaximum,
+        d,
+        `${describeTry(d)}: the output is ${formatSize(sizeBytes)}, over the maximum of ${formatSize(max)} (${MAX_OUTPUT_BYTES_ENV}); ` +
+          `write the data where it belongs (a table, a file, object storage) and return a reference to it (its name, path or key)`,
+      ),
+      false,
+    );
+  }
+  return { kind: "success", outputJson, sizeBytes };
+}
+
+/** The largest output a step may return, in bytes: TRIBUTARY_MAX_OUTPUT_BYTES, default 64 MiB. */
+export const MAX_OUTPUT_BYTES_ENV = "TRIBUTARY_MAX_OUTPUT_BYTES";
+const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+function maxOutputBytes(): number {
+  const raw = process.env[MAX_OUTPUT_BYTES_ENV];
+  const n = raw === undefined || raw === "" ? NaN : Number(raw);
+  return Number.isSafeInteger(n) && n > 0 ? n : DEFAULT_MAX_OUTPUT_BYTES;
+}
+
+function formatSize(n: number): string {
+  return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} bytes`;
 }
 
 /**
@@ -453,6 +494,7 @@ function makeContext(active: ActiveTry, host: RuntimeHost, signal: AbortSignal):
     tryNumber: d.tryNumber,
     log: Object.freeze({ debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") }),
     signal,
+    tx: active.tx,
     // Resolved when asked, never stored; the value is masked in this try's log from then on.
     secrets: Object.freeze({
       get: (name: string): Promise<string> => (host.secrets ?? ENV_SECRETS).resolve(name, active.log.redactor, d),

@@ -200,6 +200,20 @@ export class StoreExecutionBackend implements ExecutionBackend {
     return dispatches;
   }
 
+  /**
+   * The completion `finished` would record for this result (an output over the inline limit is put in the
+   * object store first), without recording it: the transactional executor records it in the step's own
+   * transaction. Forgets the try's inputs, as `finished` does.
+   */
+  async completionOf(result: StepResult): Promise<StepCompletion> {
+    const { graph } = await this.options.graphs.current();
+    try {
+      return await this.toCompletion(result, graph);
+    } finally {
+      this.inFlight.delete(tryKey(result.stepId, result.tryNumber));
+    }
+  }
+
   async addDynamicPartitions(name: string, keys: readonly string[]): Promise<void> {
     await this.options.definitions.addDynamicPartitions(name, keys);
   }

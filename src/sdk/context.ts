@@ -34,6 +34,16 @@ export interface AssetContext {
   /** Aborts on timeout or cancellation: pass it to fetch, database drivers, streams. */
   readonly signal: AbortSignal;
   readonly secrets: Secrets;
+  /**
+   * Under `executor: "transactional"`: a Kysely `Transaction` on the metadata database, in which the step's
+   * state change and output commit with the function's own writes (all or nothing, once). `undefined` under
+   * every other executor. Typed loosely because definitions files must load without a database driver: cast it
+   * to your schema for typed queries (`ctx.tx as Transaction<MyDb>`) or pass it to raw SQL (`sql\`…\`.execute(ctx.tx)`).
+   * It stops working when the function returns. See docs/transactional.md.
+   * @example await ctx.tx!.insertInto("orders_daily").values({ day: ctx.partition.key, total }).execute();
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a Kysely Transaction; the SDK must not import kysely
+  readonly tx: any;
   /** Ends the step as `skipped` with a reason; downstream follows its trigger rule. */
   skip(reason: string): never;
   /**

@@ -389,6 +389,14 @@ export class PgRunStore implements RunStore {
     return this.#db.transaction().execute((trx) => completeIn(trx, completions, now, random, followUp));
   }
 
+  /**
+   * completeSteps inside the caller's transaction on this database: the transactional executor records a
+   * step's completion in the transaction that holds the step's own writes, so both commit or neither does.
+   */
+  completeStepsWithin(trx: Transaction<Database>, completions: readonly StepCompletion[], now: Date): Promise<CompletionSummary> {
+    return completeStepsIn(trx, completions, now);
+  }
+
   // ── housekeeping ────────────────────────────────────────────────────────
 
   async housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {

@@ -16,6 +16,8 @@ export type MakeExecutor = (backend: FakeBackend, options: ContractOptions) => E
 
 // Secrets come from the environment; workers inherit it when they start.
 process.env["TRIBUTARY_TEST_SECRET"] = "s3cret";
+// The largest output a step may return (workers inherit it): 1 MB here.
+process.env["TRIBUTARY_MAX_OUTPUT_BYTES"] = String(1024 * 1024);
 delete process.env["TRIBUTARY_TEST_NO_SUCH_SECRET"];
 
 /** Where poke and reschedule waits look for files (worker processes start before the test runs, so not from the env). */
@@ -77,6 +79,7 @@ export const ignoresSignal = asset({ key: "t/ignores_signal" }, async (ctx) => {
 });
 export const secret = asset({ key: "t/secret" }, async (ctx) => ctx.secrets.get("TRIBUTARY_TEST_SECRET"));
 export const missingSecret = asset({ key: "t/missing_secret" }, async (ctx) => ctx.secrets.get("TRIBUTARY_TEST_NO_SUCH_SECRET"));
+export const tooBig = asset({ key: "t/too_big" }, async () => "x".repeat(1536 * 1024));
 export const leaksSecret = asset({ key: "t/leaks_secret" }, async (ctx) => {
   const password = await ctx.secrets.get("TRIBUTARY_TEST_SECRET");
   ctx.log.info("connecting with " + password, { dsn: "postgres://app:" + password + "@db/x" });
@@ -256,6 +259,12 @@ export function executorContract(name: string, make: MakeExecutor): void {
         expect(error.message).toContain('secret "TRIBUTARY_TEST_NO_SUCH_SECRET" is not set');
         expect(error.message).toContain("looked in environment variables (");
         expect(error.message).toContain("TRIBUTARY_TEST_NO_SUCH_SECRET");
+      });
+
+      it("fails an output over the configured maximum for good, naming the sizes and the setting", async () => {
+        const error = errorOf(await run(d("tooBig", "t/too_big")));
+        expect(error).toMatchObject({ code: "OUTPUT_OVER_MAXIMUM", retryable: false });
+        expect(error.message).toContain("the output is 1.5 MB, over the maximum of 1.0 MB (TRIBUTARY_MAX_OUTPUT_BYTES)");
       });
 
       it("masks a secret's value in the try's log and in its error, wherever the step writes it", async () => {
