@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { LocalExecutor, StoreExecutionBackend, TransactionalExecutor, type Executor } from "../executor/index.js";
+import { BullmqExecutor, LocalExecutor, StoreExecutionBackend, TransactionalExecutor, type Executor, type StepDispatch } from "../executor/index.js";
 import {
   AlertsTask,
   AutomationTask,
@@ -12,11 +12,16 @@ import {
   Reconciler,
   type ReconcilerOptions,
 } from "../reconciler/index.js";
-import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerStore } from "../storage/index.js";
+import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerStore, PgTryTokenStore } from "../storage/index.js";
 import { startTriggerer } from "./commands/triggerer-start.js";
 import type { Runtime } from "./runtime.js";
 
+/** The reconciler's default: steps queued this long without starting are handed out again. */
+const DEFAULT_QUEUED_TIMEOUT_MS = 300_000;
+
 export interface ExecutionOptions {
+  /** Where steps of `executor: "local"` assets run: this process's worker processes (default) or the BullMQ fleet. */
+  readonly localSteps?: "processes" | "workers";
   /** Worker processes of the local executor (default: the number of cores). */
   readonly processes?: number;
   readonly concurrencyPerProcess?: number;
@@ -70,6 +75,20 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
     },
   );
+  // Assets with `executor: "bullmq"` go to Redis queues for `tributary worker` processes, when REDIS_URL is set;
+  // each try carries its own execution-API token (valid while the try is active, longer than it may wait queued).
+  const tokens = new PgTryTokenStore(runtime.database.db);
+  const tokenTtlMs = (options.queuedTimeoutMs ?? DEFAULT_QUEUED_TIMEOUT_MS) + 5 * 60_000;
+  const bullmq = runtime.settings.redisUrl
+    ? new BullmqExecutor({
+        redisUrl: runtime.settings.redisUrl,
+        definitionsDir: dirs.definitionsDir,
+        logsDir: dirs.logsDir,
+        issueTokens: async (steps: readonly StepDispatch[]) =>
+          new Map((await tokens.issue(steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })), new Date(), tokenTtlMs)).map((t) => [t.stepId, t.token])),
+        ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("warn", `bullmq: ${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
+      })
+    : undefined;
   // Alerts: steps failed for good, partitions past their deadline, definitions files that stopped loading.
   const alerts = new AlertsTask({
     store: runtime.alerts,
@@ -123,7 +142,8 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     store: runtime.runs,
     database: runtime.database,
     graphs: runtime.graphs,
-    executors: { local: executor, transactional },
+    // With localSteps "workers", `local` steps go to the fleet too (the local executor then runs nothing).
+    executors: { local: options.localSteps === "workers" && bullmq ? bullmq : executor, transactional, ...(bullmq ? { bullmq } : {}) },
     definitionsDir: runtime.settings.definitionsDir,
     logsDir: runtime.logsDir,
     ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
@@ -149,7 +169,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       await automation?.stop().catch(() => undefined);
       await alerts.stop();
       await openLineage?.stop();
-      await Promise.all([executor.close(stopOptions), transactional.close(stopOptions)]);
+      await Promise.all([executor.close(stopOptions), transactional.close(stopOptions), bullmq?.close()]);
     },
   };
 }

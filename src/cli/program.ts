@@ -15,6 +15,7 @@ import { registerRuns } from "./commands/runs.js";
 import { registerTriggers } from "./commands/triggers.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerTriggerer } from "./commands/triggerer.js";
+import { registerWorker } from "./commands/worker.js";
 import { registerLineage } from "./commands/lineage.js";
 import { registerApi } from "./commands/api.js"; // Issue 6 (H8)
 import { VERSION } from "./version.js";
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerApi(program); // Issue 6 (H8)
   registerReconciler(program);
   registerTriggerer(program);
+  registerWorker(program);
   return program;
 }
 

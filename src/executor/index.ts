@@ -18,10 +18,14 @@ export { formatLogLine } from "./step-log.js";
 export type { LogLevel } from "./step-log.js";
 export { StoreExecutionBackend, OUTPUT_STORE_SETTING } from "./store-backend.js";
 export type { StoreBackendOptions } from "./store-backend.js";
-// A remote worker's backend: the execution API over HTTP, with per-try tokens and log shipping.
-export { HttpExecutionBackend, ExecutionApiCallError, TryLogShipper } from "./http-execution-backend.js";
-export type { HttpExecutionBackendOptions, TryLogShipperOptions } from "./http-execution-backend.js";
 export { TransactionalExecutor, TRANSACTIONAL_NEEDS_POSTGRES, TRANSACTION_FAILED } from "./transactional-executor.js";
 export type { TransactionalExecutorOptions, TransactionalBackend } from "./transactional-executor.js";
 export { arm, disarm, disarmAll, hit, FAULTS_ENV, FAULT_INJECTED, TX_FAULT_POINTS } from "./fault-points.js";
 export type { FaultAction } from "./fault-points.js";
+// A remote worker's backend: the execution API over HTTP, with per-try tokens and log shipping.
+export { HttpExecutionBackend, ExecutionApiCallError, TryLogShipper } from "./http-execution-backend.js";
+export type { HttpExecutionBackendOptions, TryLogShipperOptions } from "./http-execution-backend.js";
+export { BullmqExecutor } from "./bullmq-executor.js";
+export type { BullmqExecutorOptions, QueueDepth } from "./bullmq-executor.js";
+export { BullmqStepWorker } from "./bullmq-worker.js";
+export type { BullmqStepWorkerOptions } from "./bullmq-worker.js";

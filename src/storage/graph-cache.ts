@@ -31,13 +31,18 @@ export class GraphCache {
   }
 
   async #refresh(): Promise<CurrentGraph> {
+    const checkedAt = Date.now();
     const version = await this.store.latestVersion();
-    this.#checkedAt = Date.now();
-    if (version === undefined) return (this.#cached = EMPTY);
-    if (version === this.#cached.version) return this.#cached;
-    const snapshot = await this.store.getSnapshot(version);
-    if (!snapshot) return this.#cached;
-    this.#cached = { version, graph: AssetGraph.fromSnapshot(snapshot.graph as unknown as DefinitionsSnapshot), loadedAt: snapshot.createdAt };
+    // Marked checked only once the cache holds that version: a caller in between (while the snapshot loads)
+    // joins this refresh instead of taking the previous graph (at start, an empty one) as current.
+    if (version === undefined) this.#cached = EMPTY;
+    else if (version !== this.#cached.version) {
+      const snapshot = await this.store.getSnapshot(version);
+      if (snapshot) {
+        this.#cached = { version, graph: AssetGraph.fromSnapshot(snapshot.graph as unknown as DefinitionsSnapshot), loadedAt: snapshot.createdAt };
+      }
+    }
+    this.#checkedAt = checkedAt;
     return this.#cached;
   }
 }

@@ -59,8 +59,8 @@ export interface HarnessOptions {
   /** Reconciler + executor pairs sharing the database. Default 1. */
   readonly nodes?: number;
   readonly node?: NodeOptions;
-  /** true: a LocalDirOutputStore in a temp dir; false: none (the Postgres default). Default true. */
-  readonly outputStore?: boolean;
+  /** true: a LocalDirOutputStore in a temp dir; false: none (the Postgres default); or this store. Default true. */
+  readonly outputStore?: boolean | OutputStore;
   readonly pollIntervalMs?: number;
   readonly housekeepingIntervalMs?: number;
   readonly zombieAfterMs?: number;
@@ -173,7 +173,9 @@ export class Harness {
     this.logsDir = path.join(this.scratch, "logs");
     await writeDefinitions(this.dir, this.options.files);
     await this.sync();
-    if (this.options.outputStore !== false) this.outputStore = new LocalDirOutputStore(path.join(this.scratch, "outputs"));
+    const store = this.options.outputStore;
+    if (typeof store === "object") this.outputStore = store;
+    else if (store !== false) this.outputStore = new LocalDirOutputStore(path.join(this.scratch, "outputs"));
 
     for (let i = 0; i < (this.options.nodes ?? 1); i++) this.nodes.push(await this.makeNode(i));
     if (this.options.start !== false) await this.startNodes();

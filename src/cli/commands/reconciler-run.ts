@@ -24,6 +24,12 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const zombieAfterMs = durationMs(opts.zombieAfter, "--zombie-after");
   const queuedTimeoutMs = durationMs(opts.queuedTimeout, "--queued-timeout");
   const metricsPort = metricsPortOf(opts.metricsPort, process.env[METRICS_PORT_ENV]);
+  if (opts.localSteps !== "processes" && opts.localSteps !== "workers") {
+    throw new InputError(`--local-steps: "${opts.localSteps}" is neither "processes" nor "workers"`, { code: "CLI_USAGE", location: { field: "--local-steps" } });
+  }
+  if (opts.localSteps === "workers" && !settings.redisUrl) {
+    throw new InputError("--local-steps workers sends steps to the BullMQ fleet: set REDIS_URL (e.g. redis://127.0.0.1:6379)", { code: "CLI_USAGE", location: { field: "REDIS_URL" } });
+  }
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
   const runtime = await openRuntime(settings);
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
@@ -53,6 +59,7 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
     ...(zombieAfterMs ? { zombieAfterMs } : {}),
     ...(queuedTimeoutMs ? { queuedTimeoutMs } : {}),
+    localSteps: opts.localSteps,
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`),
   });
   log(`reconciler ${execution.reconciler.id} is running`);

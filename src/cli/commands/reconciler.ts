@@ -9,6 +9,7 @@ export interface ReconcilerCommandOptions {
   queuedTimeout?: string;
   metricsPort?: string;
   metricsHost: string;
+  localSteps: string;
 }
 
 export function registerReconciler(program: Command): void {
@@ -28,6 +29,12 @@ export function registerReconciler(program: Command): void {
         "(default: $TRIBUTARY_METRICS_PORT; unset: not served)",
     )
     .option("--metrics-host <host>", "host the metrics port listens on", "127.0.0.1")
+    .option(
+      "--local-steps <where>",
+      "where steps of `executor: \"local\"` assets run: \"processes\" (this reconciler's worker processes) or \"workers\" " +
+        "(the BullMQ fleet of `tributary worker`, needs REDIS_URL)",
+      "processes",
+    )
     .action(async (opts: ReconcilerCommandOptions, cmd: Command) => {
       const { runReconciler } = await import("./reconciler-run.js");
       await runReconciler(opts, cmd.optsWithGlobals<GlobalOptions>());

@@ -1,0 +1,91 @@
+import { hostname } from "node:os";
+import path from "node:path";
+import pc from "picocolors";
+import { InputError } from "../../errors/index.js";
+import { BullmqStepWorker, HttpExecutionBackend, StoreExecutionBackend, type ExecutionBackend } from "../../executor/index.js";
+import { serverIsUp } from "../server-client.js";
+import { durationMs, positiveInt } from "../options.js";
+import { openRuntime } from "../runtime.js";
+import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
+import type { WorkerCommandOptions } from "./worker.js";
+
+/** `tributary worker`: runs BullMQ steps until SIGINT/SIGTERM, then stops gracefully. */
+export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptions): Promise<void> {
+  const settings = resolveSettings(globals);
+  if (!settings.redisUrl) {
+    throw new InputError("tributary worker takes steps from Redis: set REDIS_URL (e.g. redis://127.0.0.1:6379)", { code: "CLI_USAGE", location: { field: "REDIS_URL" } });
+  }
+  const queues = (opts.queues ?? "default").split(",").map((q) => q.trim()).filter((q) => q !== "");
+  const bad = queues.find((q) => !/^[A-Za-z0-9_.-]{1,200}$/.test(q));
+  if (queues.length === 0 || bad !== undefined) {
+    throw new InputError(`--queues: "${bad ?? opts.queues}" is not a queue name (letters, digits, '_', '.' and '-'), e.g. --queues default,gpu`, { code: "CLI_USAGE", location: { field: "--queues" } });
+  }
+  const processes = positiveInt(opts.processes, "--processes");
+  const concurrencyPerProcess = positiveInt(opts.concurrency, "--concurrency");
+  const memoryMb = positiveInt(opts.memoryMb, "--memory-mb");
+  const graceMs = durationMs(opts.grace, "--grace") ?? 30_000;
+  const log = (level: "info" | "warn" | "error", message: string) =>
+    process.stderr.write(`${pc.dim(new Date().toISOString())} ${level === "error" ? pc.red(level) : level} ${message}\n`);
+  const name = `${hostname()}:${process.pid}`;
+  let worker: BullmqStepWorker | undefined;
+  const { backend, close } = await workerBackend(settings, log, (stepId, reason) => worker?.cancel([stepId], reason));
+  worker = new BullmqStepWorker({
+    redisUrl: settings.redisUrl,
+    queues,
+    backend,
+    name,
+    definitionsDir: settings.definitionsDir,
+    logsDir: path.resolve(opts.logsDir ?? path.join(settings.dataDir, "worker-logs")),
+    ...(processes ? { processes } : {}),
+    ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
+    ...(memoryMb ? { memoryMb } : {}),
+    log,
+  });
+  try {
+    await worker.start();
+    log("info", `worker ${name} takes steps from queue(s) ${queues.join(", ")}`);
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        log("info", `${signal}: taking no more steps; running ones get ${Math.round(graceMs / 1000)} s to finish`);
+        resolve();
+      };
+      process.once("SIGINT", () => stop("SIGINT"));
+      process.once("SIGTERM", () => stop("SIGTERM"));
+    });
+  } finally {
+    await worker.stop(graceMs);
+    await close();
+  }
+  log("info", "worker stopped");
+}
+
+/**
+ * Where the worker reports: the execution API of the server at --url (TRIBUTARY_URL), holding no database
+ * credentials; or, when DATABASE_URL is set, the metadata database itself (a trusted host on its network).
+ */
+async function workerBackend(
+  settings: Settings,
+  log: (level: "info" | "warn" | "error", message: string) => void,
+  stop: (stepId: number, reason: string) => void,
+): Promise<{ backend: ExecutionBackend; close(): Promise<void> }> {
+  if (settings.databaseUrl) {
+    const runtime = await openRuntime(settings);
+    log("warn", "DATABASE_URL is set: this worker reports to the metadata database directly (unset it to report through the execution API)");
+    const backend = new StoreExecutionBackend({ runs: runtime.runs, definitions: runtime.definitions, graphs: runtime.graphs, outputStore: runtime.outputStore });
+    return { backend, close: () => runtime.close() };
+  }
+  if (!(await serverIsUp(settings.serverUrl))) {
+    throw new InputError(
+      `tributary worker reports through the execution API of a Tributary server (tributary api): none answered at ${settings.serverUrl}; ` +
+        `start one, or point --url / TRIBUTARY_URL at it`,
+      { code: "CLI_USAGE", location: { field: "--url" } },
+    );
+  }
+  const backend = new HttpExecutionBackend({
+    url: settings.serverUrl,
+    onTryRejected: (step, error) => stop(step.stepId, `the server refused try ${step.tryNumber}: ${error.message}`),
+    log: (message) => log("warn", message),
+  });
+  log("info", `reporting through the execution API at ${settings.serverUrl}`);
+  return { backend, close: () => backend.close() };
+}
