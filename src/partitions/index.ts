@@ -38,4 +38,6 @@ export { validateMapping } from "./validate-mapping.js";
 export { describePartitions, describeMapping } from "./describe-partitions.js";
 export { specsEqual, specHash } from "./specs-equal.js";
 export { partitionKeyWindowIso } from "./partition-key-window-iso.js";
+export { partitionInfo } from "./partition-info.js";
+export type { PartitionInfo } from "./partition-info.js";
 export { parsePartitionsSpec, parsePartitionMappingSpec, partitionKeyProblem, DIMENSION_SEPARATOR } from "./spec-schema.js";

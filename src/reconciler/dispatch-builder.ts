@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { StepDispatch } from "../executor/index.js";
 import type { AssetGraph, SnapshotAsset, SnapshotCheck } from "../graph/index.js";
-import { partitionSpace, type PartitionsSpec } from "../partitions/index.js";
+import { partitionInfo } from "../partitions/index.js";
 import type { ClaimedStep } from "../storage/index.js";
 
 /** What a claimed step runs in these definitions: its asset and, for a check's step, the check; undefined once gone. */
@@ -46,26 +46,5 @@ export function buildDispatch(
   };
 }
 
-/** The window and per-dimension keys of a partition, without needing dynamic keys. */
-export function partitionInfo(spec: PartitionsSpec | null, key: string): StepDispatch["partition"] {
-  if (!spec || key === "") return { window: null, dimensions: null };
-  if (spec.kind === "time") {
-    const w = partitionSpace(spec).window(key);
-    return { window: w ? { start: w.start.toISOString(), end: w.end.toISOString() } : null, dimensions: null };
-  }
-  if (spec.kind === "multi") {
-    const parts = key.split("|");
-    const dimensions: Record<string, string> = {};
-    let window: { start: string; end: string } | null = null;
-    spec.dimensions.forEach((d, i) => {
-      const k = parts[i] ?? "";
-      dimensions[d.name] = k;
-      if (d.partitions.kind === "time") {
-        const w = partitionSpace(d.partitions).window(k);
-        if (w) window = { start: w.start.toISOString(), end: w.end.toISOString() };
-      }
-    });
-    return { window, dimensions };
-  }
-  return { window: null, dimensions: null };
-}
+/** The window and per-dimension keys of a partition (kept here for the reconciler's callers). */
+export { partitionInfo };

@@ -3,7 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
 import { TributaryError } from "../../errors/index.js";
 import type { AssetGraph } from "../../graph/index.js";
-import { partitionSpace, type PartitionsSpec } from "../../partitions/index.js";
+import { partitionInfo } from "../../partitions/index.js";
 import type { GraphCache, OutputStore, TokenCheck, TokenTry, TryTokenStore } from "../../storage/index.js";
 import { tryLogFile } from "../logs/log-file.js";
 import {
@@ -330,26 +330,6 @@ export function tryDispatch(graph: AssetGraph, t: TokenTry, logRef: string): Api
     timeoutMs: t.timeoutMs,
     logRef,
   };
-}
-
-/** A partition's window and dimension keys (the reconciler's dispatch builder computes the same). */
-function partitionInfo(spec: PartitionsSpec | null, key: string): ApiTryDispatch["partition"] {
-  if (!spec || key === "") return { window: null, dimensions: null };
-  const windowOf = (s: PartitionsSpec, k: string) => {
-    const w = partitionSpace(s).window(k);
-    return w ? { start: w.start.toISOString(), end: w.end.toISOString() } : null;
-  };
-  if (spec.kind === "time") return { window: windowOf(spec, key), dimensions: null };
-  if (spec.kind !== "multi") return { window: null, dimensions: null };
-  const parts = key.split("|");
-  const dimensions: Record<string, string> = {};
-  let window: { start: string; end: string } | null = null;
-  spec.dimensions.forEach((d, i) => {
-    const k = parts[i] ?? "";
-    dimensions[d.name] = k;
-    if (d.partitions.kind === "time") window = windowOf(d.partitions, k) ?? window;
-  });
-  return { window, dimensions };
 }
 
 /** Outcomes whose recording uses what the try read (lineage, data versions, a check's identity, the partition window). */
