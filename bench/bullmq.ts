@@ -81,8 +81,11 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
     await sql`update pools set slots = 100000 where name = 'default_pool'`.execute(handle.db);
     // A fresh Redis namespace per configuration: jobs of an earlier one must not leak in.
     const tokens = new PgTryTokenStore(handle.db);
+    // A Redis prefix of this configuration's own: jobs of an earlier one (or another deployment) never mix in.
+    const prefix = `tributary-bench-${process.pid}-${count}`;
     executor = new BullmqExecutor({
       redisUrl,
+      prefix,
       definitionsDir: dir,
       logsDir,
       maxWaiting: 2_000,
@@ -105,8 +108,8 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
       const common = ["worker", "--definitions", dir, "--data-dir", path.join(logsDir, `w${i}`), "--processes", "1", "--concurrency", "256"];
       workers.push(
         apiUrl
-          ? await startProcess([...common, "--url", apiUrl], { REDIS_URL: redisUrl, DATABASE_URL: "" }, "takes steps from queue")
-          : await startProcess(common, { REDIS_URL: redisUrl, DATABASE_URL: url }, "takes steps from queue"),
+          ? await startProcess([...common, "--url", apiUrl], { REDIS_URL: redisUrl, DATABASE_URL: "", TRIBUTARY_REDIS_PREFIX: prefix }, "takes steps from queue")
+          : await startProcess(common, { REDIS_URL: redisUrl, DATABASE_URL: url, TRIBUTARY_REDIS_PREFIX: prefix }, "takes steps from queue"),
       );
     }
     await runToEnd(runs, graphs, definitions, ["w2/root"], undefined); // warm-up: each worker imports the file
@@ -141,7 +144,10 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
 async function startProcess(argv: string[], env: Record<string, string>, ready: string, port?: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [BIN, ...argv], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
   let output = "";
-  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => {
+    output += d.toString();
+    if (process.env.BENCH_VERBOSE) process.stderr.write(`[${argv[0]}] ${d.toString()}`);
+  });
   const deadline = Date.now() + 60_000;
   const isReady = async () =>
     port === undefined ? output.includes(ready) : await fetch(`http://127.0.0.1:${port}${ready}`).then((r) => r.ok, () => false);

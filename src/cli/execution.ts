@@ -82,6 +82,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
   const bullmq = runtime.settings.redisUrl
     ? new BullmqExecutor({
         redisUrl: runtime.settings.redisUrl,
+        ...(runtime.settings.redisPrefix ? { prefix: runtime.settings.redisPrefix } : {}),
         definitionsDir: dirs.definitionsDir,
         logsDir: dirs.logsDir,
         issueTokens: async (steps: readonly StepDispatch[]) =>

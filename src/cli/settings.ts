@@ -29,6 +29,8 @@ export interface Settings {
   /** Postgres instead of the embedded database, from DATABASE_URL. */
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Key prefix of the BullMQ queues in Redis (TRIBUTARY_REDIS_PREFIX, default "tributary"). */
+  redisPrefix: string | undefined;
   /** Where a running server is asked first by operational commands. */
   serverUrl: string;
   /** Large-output directory (TRIBUTARY_OUTPUT_DIR); embedded mode defaults to <data-dir>/outputs. */
@@ -49,6 +51,7 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
     .optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, "must be a redis:// URL").optional(),
+  TRIBUTARY_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be letters, digits, '_', '.' or '-'").optional(),
   TRIBUTARY_URL: z.string().url().optional(),
   TRIBUTARY_OUTPUT_DIR: z.string().min(1).optional(),
   TRIBUTARY_LOGS_DIR: z.string().min(1).optional(),
@@ -60,6 +63,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
   const parsedEnv = envSchema.safeParse({
     DATABASE_URL: env.DATABASE_URL || undefined,
     REDIS_URL: env.REDIS_URL || undefined,
+    TRIBUTARY_REDIS_PREFIX: env.TRIBUTARY_REDIS_PREFIX || undefined,
     TRIBUTARY_URL: env.TRIBUTARY_URL || undefined,
     TRIBUTARY_OUTPUT_DIR: env.TRIBUTARY_OUTPUT_DIR || undefined,
     TRIBUTARY_LOGS_DIR: env.TRIBUTARY_LOGS_DIR || undefined,
@@ -86,6 +90,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     loadTimeoutMs,
     databaseUrl: parsedEnv.data.DATABASE_URL,
     redisUrl: parsedEnv.data.REDIS_URL,
+    redisPrefix: parsedEnv.data.TRIBUTARY_REDIS_PREFIX,
     serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? "http://127.0.0.1:3000",
     outputDir: parsedEnv.data.TRIBUTARY_OUTPUT_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_OUTPUT_DIR) : undefined,
     logsDir: parsedEnv.data.TRIBUTARY_LOGS_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_LOGS_DIR) : undefined,

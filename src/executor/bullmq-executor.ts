@@ -15,6 +15,8 @@ import type { Executor, StepDispatch } from "./types.js";
 
 export interface BullmqExecutorOptions {
   readonly redisUrl: string;
+  /** Key prefix in Redis (default "tributary"); workers must use the same. */
+  readonly prefix?: string;
   /** The reconciler's directories: jobs carry paths relative to them (see portableDispatch). */
   readonly definitionsDir: string;
   readonly logsDir: string;
@@ -138,7 +140,7 @@ export class BullmqExecutor implements Executor {
   private queueOf(name: string): Queue<StepJob> {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue<StepJob>(bullQueueName(name), { connection: this.connection, prefix: BULLMQ_PREFIX });
+      q = new Queue<StepJob>(bullQueueName(name), { connection: this.connection, prefix: this.options.prefix ?? BULLMQ_PREFIX });
       q.on("error", (err) => this.onError(err, `queue ${name}`));
       this.queues.set(name, q);
     }

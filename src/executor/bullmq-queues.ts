@@ -10,7 +10,10 @@ import type { StepDispatch } from "./types.js";
  * reconciler's queued-timeout housekeeping, as a new try.
  */
 
-/** Key prefix of every BullMQ key Tributary writes. */
+/**
+ * Key prefix of every BullMQ key Tributary writes (TRIBUTARY_REDIS_PREFIX): deployments that share one Redis
+ * need distinct prefixes, or their workers would take each other's steps.
+ */
 export const BULLMQ_PREFIX = "tributary";
 /** The queue of steps whose asset names none. */
 export const DEFAULT_QUEUE_NAME = "default";
@@ -55,9 +58,12 @@ function inside(dir: string, relative: string, what: string): string {
   return resolved;
 }
 
-/** Job ids are per try, so enqueuing the same try twice (a retried enqueue) adds one job. */
-export function stepJobId(dispatch: Pick<StepDispatch, "stepId" | "tryNumber">): string {
-  return `${dispatch.stepId}-${dispatch.tryNumber}`;
+/**
+ * Job ids are per try, so enqueuing the same try twice (a retried enqueue) adds one job; the run id keeps them
+ * unique across databases (step ids are not), since BullMQ ignores a job whose id it still holds.
+ */
+export function stepJobId(dispatch: Pick<StepDispatch, "runId" | "stepId" | "tryNumber">): string {
+  return `${dispatch.runId}.${dispatch.stepId}.${dispatch.tryNumber}`;
 }
 
 /** A message on CANCEL_CHANNEL. */

@@ -15,6 +15,8 @@ import type { ExecutionBackend, StepDispatch, StepResult } from "./types.js";
 
 export interface BullmqStepWorkerOptions extends Omit<LocalExecutorOptions, "onError" | "definitionsDir"> {
   readonly redisUrl: string;
+  /** Key prefix in Redis (default "tributary"); the reconcilers' must be the same. */
+  readonly prefix?: string;
   /** The asset queues to take steps from (`queue` in asset configs); default ["default"]. */
   readonly queues?: readonly string[];
   /** Where results go: the execution API (HttpExecutionBackend) on a worker without database credentials. */
@@ -75,7 +77,7 @@ export class BullmqStepWorker {
         return [];
       },
     };
-    const { redisUrl: _url, queues: _queues, backend: _backend, name: _name, log: _log, logsDir: _logs, ...local } = options;
+    const { redisUrl: _url, prefix: _prefix, queues: _queues, backend: _backend, name: _name, log: _log, logsDir: _logs, ...local } = options;
     this.executor = new LocalExecutor(backend, {
       ...local,
       onError: (err, what) => this.log("error", `${what}: ${err instanceof Error ? err.message : String(err)}`),
@@ -93,7 +95,7 @@ export class BullmqStepWorker {
       this.connections.push(connection);
       const worker = new Worker<StepJob>(bullQueueName(queue), (job) => this.process(job), {
         connection,
-        prefix: BULLMQ_PREFIX,
+        prefix: this.options.prefix ?? BULLMQ_PREFIX,
         concurrency: this.capacity,
         maxStalledCount: 0,
         ...(this.options.name ? { name: this.options.name } : {}),

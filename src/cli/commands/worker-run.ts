@@ -31,6 +31,7 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
   const { backend, close } = await workerBackend(settings, log, (stepId, reason) => worker?.cancel([stepId], reason));
   worker = new BullmqStepWorker({
     redisUrl: settings.redisUrl,
+    ...(settings.redisPrefix ? { prefix: settings.redisPrefix } : {}),
     queues,
     backend,
     name,
