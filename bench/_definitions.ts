@@ -3,6 +3,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Kysely } from "kysely";
+import { launchRun } from "../src/api/index.js";
 import { syncDefinitions } from "../src/cli/definitions-sync.js";
 import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
 import type { SnapshotAsset } from "../src/graph/index.js";
@@ -27,4 +28,26 @@ export function benchLocalExecutor(
   const followUp = { executor: "local", dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset }) => buildDispatch(claim, def, dirs) };
   const backend = new StoreExecutionBackend({ ...stores, outputStore: null, followUp });
   return new LocalExecutor(backend, { processes: 2, concurrencyPerProcess, definitionsDir: dirs.definitionsDir });
+}
+
+/** Launches a run and waits for it, timing from launch (planning included) to the run's end; throws unless it succeeded. */
+export async function runToEnd(
+  stores: { runs: PgRunStore; graphs: GraphCache; definitions: PgDefinitionStore },
+  assetKeys: string[],
+  selection: { all: true } | { from: string; to: string } | undefined,
+): Promise<{ runId: string; steps: number; ms: number }> {
+  const started = performance.now();
+  const { runId, steps } = await launchRun(
+    stores,
+    { assetKeys, ...(selection && "all" in selection ? { allPartitions: true } : selection) },
+    new Date(),
+  );
+  for (;;) {
+    const run = await stores.runs.getRunSummary(runId);
+    if (run && ["success", "failed", "canceled"].includes(run.status)) {
+      if (run.status !== "success") throw new Error(`bench run ${runId} ended ${run.status}`);
+      return { runId, steps, ms: performance.now() - started };
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }

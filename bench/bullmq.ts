@@ -14,7 +14,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
-import { launchRun } from "../src/api/index.js";
 import { BullmqExecutor } from "../src/executor/bullmq-executor.js";
 import { Reconciler } from "../src/reconciler/index.js";
 import {
@@ -26,9 +25,8 @@ import {
   openPostgres,
   PgRunStore,
   PgTryTokenStore,
-  type PgDefinitionStore,
 } from "../src/storage/index.js";
-import { storeBenchDefinitions } from "./_definitions.js";
+import { runToEnd, storeBenchDefinitions } from "./_definitions.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -112,17 +110,17 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
           : await startProcess(common, { REDIS_URL: redisUrl, DATABASE_URL: url, TRIBUTARY_REDIS_PREFIX: prefix }, "takes steps from queue"),
       );
     }
-    await runToEnd(runs, graphs, definitions, ["w2/root"], undefined); // warm-up: each worker imports the file
+    await runToEnd({ runs, graphs, definitions }, ["w2/root"], undefined); // warm-up: each worker imports the file
     if (args.only.includes("w1")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w1/a", "w1/b", "w1/c"], { all: true });
+      const t = await runToEnd({ runs, graphs, definitions }, ["w1/a", "w1/b", "w1/c"], { all: true });
       out.w1 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
     }
     if (args.only.includes("w2")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w2/root", "w2/child", "w2/join"], { all: true });
+      const t = await runToEnd({ runs, graphs, definitions }, ["w2/root", "w2/child", "w2/join"], { all: true });
       out.w2 = { steps: t.steps, wallMs: Math.round(t.ms) };
     }
     if (args.only.includes("w3")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w3/burst"], { all: true });
+      const t = await runToEnd({ runs, graphs, definitions }, ["w3/burst"], { all: true });
       out.w3 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
     }
   } finally {
@@ -156,25 +154,6 @@ async function startProcess(argv: string[], env: Record<string, string>, ready: 
     await new Promise((r) => setTimeout(r, 50));
   }
   return child;
-}
-
-async function runToEnd(
-  runs: PgRunStore,
-  graphs: GraphCache,
-  definitions: PgDefinitionStore,
-  assetKeys: string[],
-  selection: { all: true } | undefined,
-): Promise<{ runId: string; steps: number; ms: number }> {
-  const started = performance.now();
-  const { runId, steps } = await launchRun({ graphs, runs, definitions }, { assetKeys, ...(selection ? { allPartitions: true } : {}) }, new Date());
-  for (;;) {
-    const run = await runs.getRunSummary(runId);
-    if (run && ["success", "failed", "canceled"].includes(run.status)) {
-      if (run.status !== "success") throw new Error(`bench run ${runId} ended ${run.status}`);
-      return { runId, steps, ms: performance.now() - started };
-    }
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 await main();

@@ -18,8 +18,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql, type Kysely } from "kysely";
-import { launchRun } from "../src/api/index.js";
-import { storeBenchDefinitions } from "./_definitions.js";
+import { runToEnd, storeBenchDefinitions } from "./_definitions.js";
 import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
 import { buildDispatch, Reconciler } from "../src/reconciler/index.js";
 import type { SnapshotAsset } from "../src/graph/index.js";
@@ -31,7 +30,6 @@ import {
   migrate,
   openPostgres,
   PgRunStore,
-  type PgDefinitionStore,
   type ClaimedStep,
   type Database,
 } from "../src/storage/index.js";
@@ -106,25 +104,25 @@ async function main(): Promise<void> {
       });
     }
     // Warm up the worker processes (first import of the definitions file).
-    await runToEnd(runs, graphs, definitions, ["w2/root"], undefined);
+    await runToEnd({ runs, graphs, definitions }, ["w2/root"], undefined);
 
     if (only.has("w1")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w1/a", "w1/b", "w1/c"], { all: true });
+      const t = await runToEnd({ runs, graphs, definitions }, ["w1/a", "w1/b", "w1/c"], { all: true });
       results.w1 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000), ...(await handoff(handle.db, t.runId)) };
       // The same chains, 50 at a time: hand-off when a slot is free (orchestration overhead, no queueing).
-      const light = await runToEnd(runs, graphs, definitions, ["w1/a", "w1/b", "w1/c"], { from: "c00000", to: "c00049" });
+      const light = await runToEnd({ runs, graphs, definitions }, ["w1/a", "w1/b", "w1/c"], { from: "c00000", to: "c00049" });
       results.w1Unsaturated = { steps: light.steps, wallMs: Math.round(light.ms), ...(await handoff(handle.db, light.runId)) };
     }
     if (only.has("w2")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w2/root", "w2/child", "w2/join"], { all: true });
+      const t = await runToEnd({ runs, graphs, definitions }, ["w2/root", "w2/child", "w2/join"], { all: true });
       results.w2 = { steps: t.steps, wallMs: Math.round(t.ms) };
     }
     if (only.has("w3")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w3/burst"], { all: true });
+      const t = await runToEnd({ runs, graphs, definitions }, ["w3/burst"], { all: true });
       results.w3 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
     }
     if (only.has("w4")) {
-      const t = await runToEnd(runs, graphs, definitions, ["w4/list", "w4/mapped", "w4/gathered"], undefined);
+      const t = await runToEnd({ runs, graphs, definitions }, ["w4/list", "w4/mapped", "w4/gathered"], undefined);
       const { rows } = await sql<{ mapped: number; expand_ms: number; run_ms: number }>`
         select count(*) filter (where s.map_index >= 0)::int as mapped,
                extract(epoch from (max(s.created_at) filter (where s.map_index >= 0)
@@ -149,30 +147,6 @@ async function main(): Promise<void> {
     await rm(logsDir, { recursive: true, force: true });
   }
   console.log(JSON.stringify(results));
-}
-
-/** Launches a run and waits for it, timing from launch (planning included) to the run's end. */
-async function runToEnd(
-  runs: PgRunStore,
-  graphs: GraphCache,
-  definitions: PgDefinitionStore,
-  assetKeys: string[],
-  selection: { all: true } | { from: string; to: string } | undefined,
-): Promise<{ runId: string; steps: number; ms: number }> {
-  const started = performance.now();
-  const { runId, steps } = await launchRun(
-    { graphs, runs, definitions },
-    { assetKeys, ...(selection && "all" in selection ? { allPartitions: true } : selection) },
-    new Date(),
-  );
-  for (;;) {
-    const run = await runs.getRunSummary(runId);
-    if (run && ["success", "failed", "canceled"].includes(run.status)) {
-      if (run.status !== "success") throw new Error(`bench run ${runId} ended ${run.status}`);
-      return { runId, steps, ms: performance.now() - started };
-    }
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 /** Upstream end → downstream start over a run's edges, and where the time went (p50 per stage). */

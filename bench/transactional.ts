@@ -12,7 +12,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
-import { launchRun } from "../src/api/index.js";
 import { LocalExecutor, StoreExecutionBackend, TransactionalExecutor, type Executor } from "../src/executor/index.js";
 import type { SnapshotAsset } from "../src/graph/index.js";
 import { buildDispatch, Reconciler } from "../src/reconciler/index.js";
@@ -27,7 +26,7 @@ import {
   type ClaimedStep,
   type PgDefinitionStore,
 } from "../src/storage/index.js";
-import { storeBenchDefinitions } from "./_definitions.js";
+import { runToEnd, storeBenchDefinitions } from "./_definitions.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -139,17 +138,7 @@ async function measure(
   let claimed = 0;
   await reconciler.start();
   try {
-    const started = performance.now();
-    const { runId } = await launchRun({ graphs: s.graphs, runs: s.runs, definitions: s.definitions }, { assetKeys: [assetKey], allPartitions: true }, new Date());
-    for (;;) {
-      const run = await s.runs.getRunSummary(runId);
-      if (run && ["success", "failed", "canceled"].includes(run.status)) {
-        if (run.status !== "success") throw new Error(`bench run ${runId} (${kind}) ended ${run.status}`);
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const ms = performance.now() - started;
+    const { ms } = await runToEnd({ graphs: s.graphs, runs: s.runs, definitions: s.definitions }, [assetKey], { all: true });
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from bench_rows`.execute(s.handle.db);
     if (rows[0]!.n !== STEPS) throw new Error(`${kind}: ${rows[0]!.n} rows for ${STEPS} steps`);
     return {
