@@ -1,10 +1,8 @@
-// The backfill benchmark of issue 4: 365 daily partitions × a 25-asset graph
+// The backfill benchmark: 365 daily partitions × a 25-asset graph
 // (9 125 no-op steps) from launch to completion, on the local Postgres, the
 // local executor and one reconciler with the backfill task. Prints one JSON
 // object with a line per pacing.
-//
 //   npx tsx bench/backfill.ts [--only 1x16,1x64,7x16,365x1] [--days 365]
-//
 // Pacings are <maxPartitionsPerRun>x<maxConcurrentRuns>. Every pacing
 // backfills the same year again (a fresh backfill re-materialises it).
 import { mkdtemp, rm } from "node:fs/promises";

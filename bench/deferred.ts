@@ -1,12 +1,10 @@
-// The deferred-steps benchmark of issue 5: 3 000 steps wait at once on file
+// The deferred-steps benchmark: 3 000 steps wait at once on file
 // triggers (ctx.defer(fileExists(...))) with the local Postgres, the local
 // executor, one reconciler, and one `tributary triggerer` child process. It
 // measures what the wait costs (worker slots held, the triggerer's memory and
 // CPU while it checks 3 000 files every second) and how fast a step runs again
 // once its file appears (file written → trigger fired → step running).
-//
 //   npx tsx bench/deferred.ts [--steps 3000] [--interval 1s] [--wave 100]
-//
 // Files appear in waves of --wave every 100 ms, so the triggerer and the
 // reconciler see a steady arrival rate rather than one burst.
 import { spawn } from "node:child_process";

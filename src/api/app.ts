@@ -4,16 +4,15 @@ import { GraphQLError } from "graphql";
 import { schema } from "./graphql/schema.js";
 import type { ApiContext } from "./graphql/builder.js";
 import { TributaryError } from "../errors/index.js";
-import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js"; // Issue 6 part 4 (metrics, H5)
-import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js"; // Issue 6 part 3 (REST, H4)
-import { bodyLimit } from "hono/body-limit"; // Issue 6 part 1 (GraphQL limits, H7)
-import { useQueryLimits } from "./graphql/limits.js"; // Issue 6 part 1 (GraphQL limits, H7)
-import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js"; // Issue 6 part 1 (live logs, H8)
+import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
+import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
+import { bodyLimit } from "hono/body-limit";
+import { useQueryLimits } from "./graphql/limits.js";
+import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
 import { executionRoutes, type ExecutionApiServices } from "./execution/execution-routes.js";
 
-// Issue 6 part 1 (GraphQL limits, H7)
 /** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
 export const MAX_GRAPHQL_BODY_BYTES = 1024 * 1024;
 
@@ -22,13 +21,13 @@ export interface ApiOptions {
   /** Checks the database answers; /healthz reports it. */
   ping: () => Promise<void>;
   version: string;
-  // Issue 6 part 4 (metrics, H5): without it, /metrics and /readyz answer 404.
+  // Without it, /metrics and /readyz answer 404.
   /** Metrics and migration checks behind `/metrics` and `/readyz` (see observabilityOf). */
   observability?: Observability;
-  // Issue 6 part 3 (REST, H4): without it, /api/v1 answers 404.
+  // Without it, /api/v1 answers 404.
   /** What the Airflow-compatible REST API at `/api/v1` reads besides the context. */
   rest?: AirflowApiServices;
-  // Issue 6 part 1 (live logs, H8): without it, /runs/:runId/steps/:stepId/logs answers 404.
+  // Without it, /runs/:runId/steps/:stepId/logs answers 404.
   /** Where the live step log routes read logs. */
   logs?: StepLogServices;
   /** What the worker-facing execution API at `/execution/v1` needs; without it, that path is not served. */
@@ -44,7 +43,7 @@ export function createApiApp(options: ApiOptions): Hono {
     context: () => options.context,
     graphqlEndpoint: "/graphql",
     landingPage: false,
-    plugins: [useQueryLimits()], // Issue 6 part 1 (H7): depth and cost limits
+    plugins: [useQueryLimits()], // depth and cost limits
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = error instanceof GraphQLError ? error.originalError : undefined;
@@ -65,11 +64,11 @@ export function createApiApp(options: ApiOptions): Hono {
       return c.json({ status: "unavailable", error: (err as Error).message }, 503);
     }
   });
-  // Issue 6 part 4 (metrics, H5): /metrics and /readyz.
+  // /metrics and /readyz.
   if (options.observability) app.route("/", observabilityRoutes(options.ping, options.observability));
-  // Issue 6 part 3 (REST, H4): the Airflow-compatible REST API.
+  // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));
-  // Issue 6 part 1 (live logs, H8): step logs over SSE, or as plain text.
+  // Step logs over SSE, or as plain text.
   if (options.logs) app.route("/", stepLogRoutes(options.context.runs, options.logs));
   // A run's progress as it changes (SSE), for the UI and scripts.
   app.route("/", runEventRoutes(options.context.runs));
@@ -79,7 +78,6 @@ export function createApiApp(options: ApiOptions): Hono {
   return app;
 }
 
-// Issue 6 part 1 (GraphQL limits, H7)
 const graphqlBodyLimit = bodyLimit({
   maxSize: MAX_GRAPHQL_BODY_BYTES,
   onError: (c) =>

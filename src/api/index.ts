@@ -1,6 +1,6 @@
 export { createApiApp } from "./app.js";
 export type { ApiOptions } from "./app.js";
-// Issue 6 part 4 (metrics, H5): /metrics and /readyz.
+// /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
 export type { Observability, ReadinessProblem } from "./metrics/observability-routes.js";
 export { TributaryMetrics } from "./metrics/tributary-metrics.js";
@@ -24,7 +24,7 @@ export { addDynamicPartitions, MAX_DYNAMIC_KEYS_PER_CALL } from "./commands/add-
 export type { AddedDynamicPartitions } from "./commands/add-dynamic-partitions.js";
 export { launchBackfill, retryBackfillFailures, failedPartitionRanges, DEFAULT_BACKFILL_PRIORITY } from "./commands/launch-backfill.js";
 export type { LaunchBackfillRequest, BackfillServices } from "./commands/launch-backfill.js";
-// H6: lineage and erasure impact.
+// Lineage and erasure impact.
 export { lineage, checkLineageDepth, DEFAULT_LINEAGE_DEPTH, MAX_LINEAGE_DEPTH, MAX_LINEAGE_NODES } from "./lineage/lineage.js";
 export type { Lineage, LineageRequest, LineageAsset, LineageDependency } from "./lineage/lineage.js";
 export { erasureImpact, MAX_ERASURE_IMPACT, MAX_ERASURE_SOURCE_PARTITIONS } from "./lineage/erasure-impact.js";

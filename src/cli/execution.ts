@@ -32,7 +32,7 @@ export interface ExecutionOptions {
   readonly automation?: boolean;
   /** Also check deferred steps' triggers here (a one-off in-process run has no `tributary triggerer` to do it). */
   readonly triggerer?: boolean;
-  /** Called after every reconciler pass (issue 6: the API's /metrics). */
+  /** Called after every reconciler pass (the API's /metrics). */
   readonly onPass?: ReconcilerOptions["onPass"];
 }
 
@@ -128,7 +128,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       await triggerStore.expire(now);
     },
   };
-  // OpenLineage (H9): run events for the steps that ended, when TRIBUTARY_OPENLINEAGE_URL or _FILE is set; one reconciler at a time sends.
+  // OpenLineage: run events for the steps that ended, when TRIBUTARY_OPENLINEAGE_URL or _FILE is set; one reconciler at a time sends.
   const openLineageConfig = runtime.settings.openLineage;
   const openLineage = openLineageConfig
     ? new OpenLineageTask({

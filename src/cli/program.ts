@@ -17,7 +17,7 @@ import { registerReconciler } from "./commands/reconciler.js";
 import { registerTriggerer } from "./commands/triggerer.js";
 import { registerWorker } from "./commands/worker.js";
 import { registerLineage } from "./commands/lineage.js";
-import { registerApi } from "./commands/api.js"; // Issue 6 (H8)
+import { registerApi } from "./commands/api.js";
 import { VERSION } from "./version.js";
 
 /** Builds the `tributary` command line; each command registers itself. */
@@ -45,7 +45,7 @@ export function buildProgram(): Command {
   registerTriggers(program);
   registerLineage(program);
   registerMigrate(program);
-  registerApi(program); // Issue 6 (H8)
+  registerApi(program);
   registerReconciler(program);
   registerTriggerer(program);
   registerWorker(program);

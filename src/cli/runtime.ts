@@ -16,7 +16,7 @@ import {
   PgPoolStore,
   PgRunStore,
   PgTriggerQueryStore,
-  PgMaterializationQueryStore, // H10
+  PgMaterializationQueryStore,
   PgCheckResultStore,
   S3OutputStore,
   type DatabaseHandle,
@@ -72,7 +72,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
   const outputDir = settings.outputDir ?? (settings.databaseUrl ? undefined : path.join(settings.dataDir, "outputs"));
   const outputStore = s3OutputStore ?? (outputDir ? new LocalDirOutputStore(outputDir) : null);
   const pauses = new PgPauseStore(database.db);
-  // H6: lineage and erasure queries.
+  // Lineage and erasure queries.
   const lineageServices = { graphs, definitions, lineage: new PgLineageStore(database.db) };
   return {
     settings,
@@ -103,10 +103,10 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       partitionStatus: new PgPartitionStatusStore(database.db),
       pauses,
       triggers: new PgTriggerQueryStore(database.db),
-      pools: new PgPoolStore(database.db), // H7
+      pools: new PgPoolStore(database.db),
       lineage: (request) => lineage(lineageServices, request),
       erasureImpact: (request) => erasureImpact(lineageServices, request),
-      reads: new PgMaterializationQueryStore(database.db), // H10: GraphQL reads
+      reads: new PgMaterializationQueryStore(database.db), // GraphQL reads
       pauseAutomation: (target) => pauses.pause(target, new Date()),
       resumeAutomation: (target) => pauses.resume(target, new Date()),
       automationEvaluations: (request) =>

@@ -41,7 +41,7 @@ export interface Settings {
   logsDir: string | undefined;
   /** Alert sinks and routes, from the JSON file TRIBUTARY_ALERTS names; default: all alerts to the log. */
   alerts: AlertsConfig;
-  // OpenLineage (H9): TRIBUTARY_OPENLINEAGE_URL or _FILE (+ _NAMESPACE); absent when neither is set.
+  // OpenLineage: TRIBUTARY_OPENLINEAGE_URL or _FILE (+ _NAMESPACE); absent when neither is set.
   openLineage?: OpenLineageConfig;
 }
 
@@ -125,7 +125,7 @@ function optionalS3(env: NodeJS.ProcessEnv, forcePathStyle: "true" | "false" | u
   };
 }
 
-// OpenLineage (H9): a bad URL or an unwritable file stops startup naming the variable.
+// OpenLineage: a bad URL or an unwritable file stops startup naming the variable.
 function optionalOpenLineage(env: NodeJS.ProcessEnv): { openLineage?: OpenLineageConfig } {
   const openLineage = parseOpenLineageConfig(env);
   return openLineage ? { openLineage } : {};

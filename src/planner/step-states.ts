@@ -1,5 +1,5 @@
 /**
- * Step (task instance) states, DESIGN §3. A step waits in `pending` for its
+ * Step (task instance) states. A step waits in `pending` for its
  * upstreams, is `scheduled` when it may run, `queued` once handed to the
  * executor, then `running`, and ends `success`, `failed`, `skipped`,
  * `upstream_failed` or `removed`; `up_for_retry`, `up_for_reschedule` and

@@ -28,5 +28,5 @@ export { BackfillTask } from "./backfills/index.js";
 export type { BackfillTaskOptions } from "./backfills/index.js";
 export { ObservationsTask } from "./observations/index.js";
 export type { ObservationsTaskOptions } from "./observations/index.js";
-// OpenLineage run events (H9).
+// OpenLineage run events.
 export * from "./openlineage/index.js";

@@ -103,7 +103,7 @@ export type {
 } from "./partition-status-store.js";
 export { PgPauseStore } from "./pg-pause-store.js";
 export type { AssetPauseState, PauseStore, PauseTarget } from "./pause-store.js";
-// Pools (H7): occupancy for the `pools` query, and setPoolSlots.
+// Pools: occupancy for the `pools` query, and setPoolSlots.
 export { PgPoolStore } from "./pg-pool-store.js";
 export type { PoolRecord, PoolStore, SetPoolSlots } from "./pool-store.js";
 export { PgAutomationStore } from "./pg-automation-store.js";
@@ -120,7 +120,7 @@ export type {
   ListEvaluationsOptions,
   TickCommit,
 } from "./automation-store.js";
-// OpenLineage emission (H9): a leased cursor over step outcomes.
+// OpenLineage emission: a leased cursor over step outcomes.
 export { PgOpenLineageStore } from "./pg-openlineage-store.js";
 export type {
   LineageCursor,
@@ -146,7 +146,7 @@ export type {
   TriggerWindow,
 } from "./trigger-store.js";
 export { PgTriggerQueryStore } from "./pg-trigger-query-store.js";
-// Lineage (H6): run-level lineage walks and erasure impact.
+// Lineage: run-level lineage walks and erasure impact.
 export { PgLineageStore } from "./pg-lineage-store.js";
 export { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
 export type {
@@ -163,10 +163,10 @@ export type {
 } from "./lineage-store.js";
 export { TRIGGER_STATUSES, MAX_TRIGGER_PAGE } from "./trigger-query-store.js";
 export type { TriggerQueryStore, TriggerView, TriggerFilter, ListTriggersOptions, TriggerPage, TriggerCounts } from "./trigger-query-store.js";
-// Issue 6 (live logs): one step try's state, read by log followers.
+// One step try's state, read by log followers.
 export { PgStepTryStateStore } from "./pg-step-try-state-store.js";
 export type { StepTryState, StepTryStateStore } from "./step-try-state-store.js";
-// Issue 6 (metrics): bounded queries behind /metrics.
+// Bounded queries behind /metrics.
 export { PgMetricsQueryStore } from "./pg-metrics-query-store.js";
 export type {
   MetricsQueryStore,
@@ -177,11 +177,11 @@ export type {
   ActiveRunStatus,
   TriggerStatusCounts,
 } from "./metrics-query-store.js";
-// Airflow-compatible REST API reads (issue 6, REST /api/v1).
+// Airflow-compatible REST API reads (REST /api/v1).
 export { PgAirflowQueryStore } from "./pg-airflow-query-store.js";
 export { MAX_AIRFLOW_PAGE } from "./airflow-query-store.js";
 export type { AirflowQueryStore, JobRunRow, AirflowPage, StepOutputRow, JobRunFilter, InstantRange, StepAttributesRow, PartitionRunRow } from "./airflow-query-store.js";
-// Issue 6 part 1 (GraphQL reads, H10): materialisation history and run pages.
+// Materialisation history and run pages.
 export { PgMaterializationQueryStore } from "./pg-materialization-query-store.js";
 export { MAX_READ_PAGE, MATERIALIZATION_KINDS } from "./materialization-query-store.js";
 export type {

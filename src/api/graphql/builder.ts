@@ -13,7 +13,7 @@ import type { AutomationEvaluations, AutomationEvaluationsRequest } from "../com
 import type { BackfillRecord, BackfillStore, PoolStore, TriggerQueryStore } from "../../storage/index.js";
 import type { Lineage, LineageRequest } from "../lineage/lineage.js";
 import type { ErasureImpact, ErasureImpactRequest } from "../lineage/erasure-impact.js";
-import type { MaterializationQueryStore } from "../../storage/index.js"; // H10: GraphQL reads
+import type { MaterializationQueryStore } from "../../storage/index.js"; // GraphQL reads
 
 export interface ApiContext {
   catalog: Catalog;
@@ -49,13 +49,13 @@ export interface ApiContext {
   automationEvaluations: (request: AutomationEvaluationsRequest) => Promise<AutomationEvaluations>;
   /** Triggers (what deferred steps and source assets wait for), for `triggers`, `triggerCounts` and Step.waitingFor. */
   triggers: TriggerQueryStore;
-  /** H7: pools with their occupancy, for `pools` and `setPoolSlots`. */
+  /** Pools with their occupancy, for `pools` and `setPoolSlots`. */
   pools: PoolStore;
-  /** H6: static and run-level lineage around an asset partition. */
+  /** Static and run-level lineage around an asset partition. */
   lineage: (request: LineageRequest) => Promise<Lineage>;
-  /** H6: every derived partition holding data read from source partitions, for erasure requests. */
+  /** Every derived partition holding data read from source partitions, for erasure requests. */
   erasureImpact: (request: ErasureImpactRequest) => Promise<ErasureImpact>;
-  /** H10: materialisation history (Asset.materializations) and filtered run pages (runs, runsConnection). */
+  /** Materialisation history (Asset.materializations) and filtered run pages (runs, runsConnection). */
   reads: MaterializationQueryStore;
 }
 

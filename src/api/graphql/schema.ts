@@ -5,7 +5,7 @@ import { builder, type DefinitionFileView } from "./builder.js";
 import { asGraphQLError, codeError } from "./errors.js";
 import { AssetPartitionStatusRef, PartitionStatusEnum, partitionStateOf, resolvePartitionStatus, staleReasonsOf, StaleReasonRef } from "./partition-status.js";
 import { pauseStateOf } from "./pause.js";
-import { MaterializationConnectionRef, MaterializationRef, resolveLatestMaterialization, resolveMaterializations } from "./materializations.js"; // H10
+import { MaterializationConnectionRef, MaterializationRef, resolveLatestMaterialization, resolveMaterializations } from "./materializations.js";
 
 const MAX_PAGE = 10_000;
 
@@ -97,7 +97,7 @@ AssetRef.implement({
       description: "Existing partitions by status: counts, and ranges of consecutive partitions with one status",
       resolve: (a, _args, ctx, info) => resolvePartitionStatus(a, ctx, info),
     }),
-    // H10: materialisation history.
+    // Materialisation history.
     materializations: t.field({
       type: MaterializationConnectionRef,
       description: "Materialisations, external reports and observations of the asset (or of one partition), newest first",
@@ -243,8 +243,8 @@ import "./alerts.js";
 import "./pause.js";
 import "./automation.js";
 import "./triggers.js";
-import "./pools.js"; // H7: pools and setPoolSlots
-import "./lineage.js"; // H6: lineage and erasureImpact
+import "./pools.js"; // pools and setPoolSlots
+import "./lineage.js"; // Lineage and erasureImpact
 import "./checks.js"; // asset checks: Asset.checks, Asset.checkResults, Run.checkResults, runChecks
 
 export const schema = builder.toSchema();

@@ -3,7 +3,7 @@ import { specHash, type PartitionsSpec } from "../../partitions/index.js";
 import { RestError } from "./rest-error.js";
 
 /**
- * An asset job, Airflow's DAG (DESIGN §8): the assets of one group that share
+ * An asset job, Airflow's DAG: the assets of one group that share
  * one partitions definition. Source assets are observed, never run, so they
  * are no task of any job.
  */

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { readLogChunk, tryLogFile } from "../logs/log-file.js"; // Issue 6 part 1 (live logs, H8): one log reader
+import { readLogChunk, tryLogFile } from "../logs/log-file.js"; // one log reader
 import { requireTask, type AssetJob } from "./asset-jobs.js";
 import type { RestDeps } from "./airflow-api.js";
 import { restMapIndices, type IndexedStep } from "./airflow-views.js";

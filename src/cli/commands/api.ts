@@ -7,7 +7,7 @@ export interface ApiCommandOptions {
   host: string;
 }
 
-/** `tributary api`: the HTTP server alone (the production split of DESIGN §2). */
+/** `tributary api`: the HTTP server alone (the production split: api, reconciler, triggerer, worker). */
 export function registerApi(program: Command): void {
   program
     .command("api")

@@ -6,7 +6,7 @@ import { positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "./triggerer-start.js";
-import { parsePort, startApiServer } from "./api-server.js"; // Issue 6 (H8): the server `tributary api` shares
+import { parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
 
 export interface DevOptions {
   port: string;
@@ -32,7 +32,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   const server = await startApiServer(runtime, { port, host: opts.host });
   log(`serving UI and GraphQL at http://${opts.host}:${server.port} (GraphQL at /graphql)`);
 
-  // Triggerer (issue 5): started below; reimports the definitions for custom trigger kinds when they change.
+  // Triggerer: started below; reimports the definitions for custom trigger kinds when they change.
   let triggerer: RunningTriggerer | undefined;
   const onChange = async (change: DefinitionsChange) => {
     if (!change.initial) void triggerer?.reloadKinds();
@@ -58,7 +58,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   resolveInitialLoad(watcher.ready);
   const execution = await startExecution(runtime, {
     automation: true,
-    onPass: server.observability.metrics.observeReconcilerPass, // Issue 6: /metrics reports the reconciler's passes
+    onPass: server.observability.metrics.observeReconcilerPass, // /metrics reports the reconciler's passes
     ...(processes ? { processes } : {}),
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`) });
