@@ -98,6 +98,27 @@ export function parseOffset(text: string): number | undefined {
   return (m[1] === "-" ? -1 : 1) * (hours * HOUR_MS + minutes * MINUTE_MS);
 }
 
+const MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const DATE_PREFIX = /^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2}):(\d{2}))?/;
+
+/**
+ * Why text shaped like a date (`2025-02-30`, `2025-02-10-24:00`) names no
+ * day or time on the calendar; undefined when it does, or is not shaped so.
+ * A key that merely has the wrong shape is better explained by its format.
+ */
+export function calendarProblem(text: string): string | undefined {
+  const m = DATE_PREFIX.exec(text);
+  if (!m) return undefined;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = `${m[1]}-${m[2]}-${m[3]}`;
+  if (month < 1 || month > 12) return `${date} is not a day: there is no month ${month}`;
+  if (day < 1) return `${date} is not a day: days start at 01`;
+  const length = daysInMonth(year, month);
+  if (day > length) return `${date} is not a day: ${MONTH_NAMES[month - 1]} ${m[1]} has ${length} days`;
+  if (m[4] !== undefined && (Number(m[4]) > 23 || Number(m[5]) > 59)) return `${m[4]}:${m[5]} is not a time of day (00:00 … 23:59)`;
+  return undefined;
+}
+
 const WALL_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}))?$/;
 
 /**

@@ -1,7 +1,7 @@
 import { CronExpressionParser } from "cron-parser";
 import { z } from "zod";
 import { DefinitionError } from "../errors/index.js";
-import { parseWallTime } from "./civil-date.js";
+import { calendarProblem, parseWallTime } from "./civil-date.js";
 import { deepFreeze } from "./deep-freeze.js";
 import { DATE_FORMAT, DATE_TIME_FORMAT } from "./key-codec.js";
 import type { PartitionMappingSpec, PartitionsSpec, SingleDimensionPartitionsSpec, TimeCadence } from "./types.js";
@@ -28,7 +28,7 @@ function custom<T>(check: (value: T) => string | undefined) {
 export const wallTimeSchema = z.string().superRefine(
   custom((v: string) =>
     parseWallTime(v) === undefined
-      ? `invalid date "${v}": expected yyyy-MM-dd or yyyy-MM-ddTHH:mm (wall clock in the timezone)`
+      ? `invalid date "${v}": ${calendarProblem(v) ?? "expected yyyy-MM-dd or yyyy-MM-ddTHH:mm (wall clock in the timezone)"}`
       : undefined,
   ),
 );

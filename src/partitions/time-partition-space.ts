@@ -1,5 +1,5 @@
 import { PartitionError } from "../errors/index.js";
-import { parseOffset, formatOffset, parseWallTime } from "./civil-date.js";
+import { calendarProblem, parseOffset, formatOffset, parseWallTime } from "./civil-date.js";
 import { BasePartitionSpace } from "./base-partition-space.js";
 import { keyCodec, type KeyCodec } from "./key-codec.js";
 import type { PartitionSubset } from "./partition-subset.js";
@@ -104,6 +104,6 @@ export class TimePartitionSpace extends BasePartitionSpace {
         return `${this.spec.timezone} is not at UTC offset ${suffixed[2]} at ${suffixed[1]}`;
       }
     }
-    return `expected ${this.spec.format}`;
+    return calendarProblem(key) ?? `expected ${this.spec.format}`;
   }
 }

@@ -28,13 +28,23 @@ describe("daily", () => {
 
   it("rejects bad keys naming the key, the definition and what was expected", () => {
     const err = partitionError(() => days.indexOf("2025-13-01"));
-    expect(err.message).toBe('"2025-13-01" is not a partition of daily(start 2025-01-01, UTC): expected yyyy-MM-dd');
+    expect(err.message).toBe('"2025-13-01" is not a partition of daily(start 2025-01-01, UTC): 2025-13-01 is not a day: there is no month 13');
     expect(err.code).toBe("PARTITION_KEY_INVALID");
     expect(err.location).toEqual({ partitionKey: "2025-13-01" });
     expect(partitionError(() => days.indexOf("2024-12-31")).message).toMatch(/before the first partition "2025-01-01"/);
     expect(partitionError(() => days.indexOf("2025-1-01")).message).toMatch(/expected yyyy-MM-dd/);
     expect(days.has("2025-02-29")).toBe(false);
     expect(days.has("2099-12-31")).toBe(true);
+  });
+
+  it("says why a well-formed key is not a day on the calendar", () => {
+    expect(partitionError(() => days.indexOf("2025-02-30")).message).toMatch(/: 2025-02-30 is not a day: February 2025 has 28 days$/);
+    expect(partitionError(() => days.indexOf("2024-02-30")).message).toMatch(/: 2024-02-30 is not a day: February 2024 has 29 days$/);
+    expect(partitionError(() => days.indexOf("2025-04-31")).message).toMatch(/: 2025-04-31 is not a day: April 2025 has 30 days$/);
+    expect(partitionError(() => days.indexOf("2025-04-00")).message).toMatch(/: 2025-04-00 is not a day: days start at 01$/);
+    const hours = partitionSpace(hourly({ start: "2025-01-01" }));
+    expect(partitionError(() => hours.indexOf("2025-02-29-10:00")).message).toMatch(/2025-02-29 is not a day: February 2025 has 28 days$/);
+    expect(partitionError(() => hours.indexOf("2025-02-10-24:00")).message).toMatch(/24:00 is not a time of day \(00:00 … 23:59\)$/);
   });
 
   it("counts a partition once its window has closed", () => {
