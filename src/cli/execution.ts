@@ -50,7 +50,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     definitions: runtime.definitions,
     graphs: runtime.graphs,
     outputStore: runtime.outputStore,
-    followUp: { executor: "local", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
+    followUp: { executor: "local", dispatchOf: (claim, def, planned) => buildDispatch(claim, def, dirs, planned) },
   });
   const executor = new LocalExecutor(backend, {
     processes: options.processes ?? os.availableParallelism(),
@@ -66,7 +66,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       definitions: runtime.definitions,
       graphs: runtime.graphs,
       outputStore: runtime.outputStore,
-      followUp: { executor: "transactional", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
+      followUp: { executor: "transactional", dispatchOf: (claim, def, planned) => buildDispatch(claim, def, dirs, planned) },
     }),
     {
       database: runtime.database,

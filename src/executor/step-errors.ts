@@ -28,6 +28,8 @@ export const STEP_ERROR_CODES = {
   processExit: "STEP_PROCESS_EXIT",
   /** The definitions file does not export the asset the step names (the definitions changed). */
   exportNotFound: "STEP_EXPORT_NOT_FOUND",
+  /** The code of the definitions version the step was planned with cannot be found (the file changed since). */
+  codeUnavailable: "STEP_CODE_UNAVAILABLE",
   /** `ctx.secrets.get(name)` for an environment variable that is not set. */
   secretMissing: "SECRET_MISSING",
   /** A poke or reschedule wait (ctx.waitFor) ran past its timeout (deferrable ones time out in the trigger store). */

@@ -29,8 +29,11 @@ import { ChainSecretBackend, EnvSecretBackend, redactSerializedError, SecretReso
 
 /** What the runtime needs from where it runs: a worker child process, or the test process. */
 export interface RuntimeHost {
-  /** Imports a definitions file; the runtime calls it once per file. */
-  importModule(file: string): Promise<Record<string, unknown>>;
+  /**
+   * Imports a definitions file, at the version of its code when given (see StepDispatch.codeHash); the runtime
+   * calls it once per file and version.
+   */
+  importModule(file: string, codeHash?: string): Promise<Record<string, unknown>>;
   addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
   /** For assetMaterialized checks in poke and reschedule waits (the worker has no database of its own). */
   readonly materialized: MaterializedLookup;
@@ -272,14 +275,22 @@ export class StepRuntime {
   }
 
   private async namespaceOf(d: StepDispatch): Promise<Record<string, unknown>> {
-    let loading = this.modules.get(d.file);
+    const key = d.codeHash ? `${d.file}\0${d.codeHash}` : d.file;
+    let loading = this.modules.get(key);
     if (!loading) {
-      loading = this.host.importModule(d.file);
-      this.modules.set(d.file, loading);
+      loading = this.host.importModule(d.file, d.codeHash);
+      this.modules.set(key, loading);
+      // A version whose code could not be found may turn up (a worker that gets the new files): asked again next time.
+      loading.catch(() => {
+        if (this.modules.get(key) === loading) this.modules.delete(key);
+      });
     }
     try {
       return await loading;
     } catch (err) {
+      if (err instanceof TributaryError && err.code === STEP_ERROR_CODES.codeUnavailable) {
+        throw stepError(err.code, d, `${describeTry(d)}: ${err.message}`);
+      }
       throw wrapUserError(d, err, `importing ${d.file} failed: `);
     }
   }

@@ -36,7 +36,12 @@ export interface StoreBackendOptions {
    */
   readonly followUp?: {
     readonly executor: string;
-    readonly dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset; check?: SnapshotCheck | undefined }) => StepDispatch;
+    /** `planned`: the definition in the version the claim's run was planned with, when that version has it. */
+    readonly dispatchOf: (
+      claim: ClaimedStep,
+      def: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
+      planned?: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
+    ) => StepDispatch;
   };
 }
 
@@ -187,11 +192,15 @@ export class StoreExecutionBackend implements ExecutionBackend {
     if (!followUp || summary.claimed.length === 0) return [];
     const dispatches: StepDispatch[] = [];
     const unrunnable: StepCompletion[] = [];
+    const plannedGraphs = new Map<number, AssetGraph | undefined>();
+    for (const version of new Set(summary.claimed.map((c) => c.snapshotVersion))) {
+      plannedGraphs.set(version, await this.options.graphs.atVersion(version).catch(() => undefined));
+    }
     for (const claim of summary.claimed) {
-      const asset = graph.get(claim.assetKey);
-      const check = claim.checkName === null ? undefined : graph.checksFor(claim.assetKey).find((c) => c.name === claim.checkName);
-      if (asset && (claim.checkName === null || check)) {
-        dispatches.push(followUp.dispatchOf(claim, { asset, check }));
+      const def = definitionIn(graph, claim);
+      if (def) {
+        const plannedGraph = plannedGraphs.get(claim.snapshotVersion);
+        dispatches.push(followUp.dispatchOf(claim, def, plannedGraph && definitionIn(plannedGraph, claim)));
         continue;
       }
       unrunnable.push(removedAssetCompletion(claim, this.clock()));
@@ -346,4 +355,13 @@ function tryKey(stepId: number, tryNumber: number): string {
 
 function formatBytes(n: number): string {
   return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${Math.round(n / 1024)} KB`;
+}
+
+/** The claimed step's asset (and check) in a graph; undefined when that graph lacks it. */
+function definitionIn(graph: AssetGraph, claim: ClaimedStep): { asset: SnapshotAsset; check?: SnapshotCheck } | undefined {
+  const asset = graph.get(claim.assetKey);
+  if (!asset) return undefined;
+  if (claim.checkName === null) return { asset };
+  const check = graph.checksFor(claim.assetKey).find((c) => c.name === claim.checkName);
+  return check ? { asset, check } : undefined;
 }

@@ -11,6 +11,7 @@ import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { secretBackendFromEnv, SecretResolver, type SecretBackend } from "./secrets.js";
 import { describeTry, serializedStepError, stepError, withoutStack } from "./step-errors.js";
 import { StepRuntime, type TryEnd } from "./step-runtime.js";
+import { importVersion } from "./versioned-import.js";
 import { StepScheduler, type Lane, type LaneStep } from "./step-scheduler.js";
 import type { StoreExecutionBackend } from "./store-backend.js";
 import type { ExecutionBackend, Executor, StepDispatch, StepOutcome, StepResult, StepStarted } from "./types.js";
@@ -48,7 +49,7 @@ export interface TransactionalExecutorOptions {
    */
   readonly definitionsDir?: string;
   /** How a definitions file is imported. Default: `import()` through the worker's module hooks (see definitionsDir). */
-  readonly importModule?: (file: string) => Promise<Record<string, unknown>>;
+  readonly importModule?: (file: string, codeHash?: string) => Promise<Record<string, unknown>>;
   /** Where ctx.secrets.get looks; default: what a worker process reads (environment, TRIBUTARY_SECRETS_DIR, TRIBUTARY_SECRETS_BACKEND). */
   readonly secrets?: SecretResolver;
   readonly clock?: () => Date;
@@ -395,9 +396,11 @@ type MessagePort = InstanceType<typeof MessageChannel>["port1"];
  * worker's module hooks (registered once per process) resolve `tributary` to
  * this SDK and load files under a definitions root as ES modules.
  */
-function definitionsImporter(definitionsDir: string | undefined): (file: string) => Promise<Record<string, unknown>> {
+function definitionsImporter(definitionsDir: string | undefined): (file: string, codeHash?: string) => Promise<Record<string, unknown>> {
   const rootUrl = (dir: string): string => pathToFileURL(path.resolve(dir)).href.replace(/\/?$/, "/");
-  return async (file) => {
+  return async (file, codeHash) => {
+    // The version the step was planned with; the file as it is only for snapshots that name no version.
+    if (codeHash) return importVersion(file, codeHash);
     if (!hooks) {
       const { port1, port2 } = new MessageChannel();
       const roots = new Set(definitionsDir ? [rootUrl(definitionsDir)] : []);

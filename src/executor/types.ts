@@ -27,6 +27,11 @@ export interface StepDispatch {
   /** Absolute path of the definitions file that exports the asset (or the check), and the export name. */
   readonly file: string;
   readonly exportName: string;
+  /**
+   * The version of that file's code the step was planned with (see SnapshotAsset.codeHash): the worker runs
+   * exactly that code. Absent: the file as it is when the step starts.
+   */
+  readonly codeHash?: string;
   /** A mapped step (mapIndex >= 0): the item it runs on, as `ctx.map`. */
   readonly map?: { readonly index: number; readonly item: unknown; readonly label: string | null };
   /** Set when the step runs an asset check on the partition instead of the asset's function. */

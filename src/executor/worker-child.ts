@@ -102,7 +102,9 @@ function callParent(call: HostCall): Promise<unknown> {
 const secrets = new SecretResolver(await secretBackendFromEnv(process.env));
 const runtime = new StepRuntime({
   secrets,
-  importModule: async (file) => {
+  importModule: async (file, codeHash) => {
+    // The version the step was planned with; the file as it is only for snapshots that name no version.
+    if (codeHash) return (await import("./versioned-import.js")).importVersion(file, codeHash);
     await ensureRoot(file);
     return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   },

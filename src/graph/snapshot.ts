@@ -10,12 +10,20 @@ export interface SnapshotAsset extends AssetSpec {
   readonly file: string;
   /** The name the file exports the definition under (`default` for a default export). */
   readonly exportName: string;
+  /**
+   * The version of the code behind it: a hash of the file and the local files it imports. A change of code is a
+   * new snapshot, and a worker runs the code of the version a step was planned with. Absent in snapshots stored
+   * before it existed: a worker then runs the file as it is.
+   */
+  readonly codeHash?: string;
 }
 
 /** A check as stored in a definitions snapshot. */
 export interface SnapshotCheck extends CheckSpec {
   readonly file: string;
   readonly exportName: string;
+  /** As SnapshotAsset's. */
+  readonly codeHash?: string;
 }
 
 /**

@@ -20,6 +20,8 @@ export type CompiledFile = {
       readonly bundle: string;
       /** It imports what may open TLS connections: `tls`, `https`, `http2` or a package. */
       readonly tls: boolean;
+      /** Identifies the code: the file and every local file it imports (see codeHashOf); a worker imports the bundle by it. */
+      readonly codeHash: string;
     }
   | { readonly status: "error"; readonly error: SerializedError }
 );
@@ -28,6 +30,8 @@ export type CompiledFile = {
 interface BuildRecord {
   /** Absolute paths of the files it read. */
   readonly read: Set<string>;
+  /** sha256 of each file's bytes as read. */
+  readonly hashes: Map<string, string>;
   /** A package from node_modules stays an import. */
   packages: boolean;
   tls: boolean;
@@ -118,7 +122,7 @@ export async function compileDefinitions(dir: string, relFiles: readonly string[
 
 async function compileOne(root: string, rel: string, outDir: string): Promise<CompiledFile> {
   const entry = path.join(root, ...rel.split("/"));
-  const record: BuildRecord = { read: new Set(), packages: false, tls: false };
+  const record: BuildRecord = { read: new Set(), hashes: new Map(), packages: false, tls: false };
   const imports = (): string[] =>
     [...record.read]
       .map((f) => path.relative(root, f).split(path.sep).join("/"))
@@ -153,7 +157,10 @@ async function compileOne(root: string, rel: string, outDir: string): Promise<Co
       format = "esm";
       contents = await compile("esm");
     }
-    return { status: "ok", bundle: await store(outDir, contents, format), tls: record.tls || record.packages, imports: imports() };
+    const bundle = await store(outDir, contents, format);
+    const codeHash = codeHashOf(entry, record.hashes);
+    await storeCodeRef(outDir, entry, codeHash, bundle);
+    return { status: "ok", bundle, tls: record.tls || record.packages, codeHash, imports: imports() };
   } catch (err) {
     const messages = (err as Partial<BuildFailure>).errors ?? [];
     const first = messages.find((m) => m.location) ?? messages[0];
@@ -218,9 +225,11 @@ function definitionsPlugin(record: BuildRecord): Plugin {
 
       b.onLoad({ filter: /.*/, namespace: "file" }, async (args) => {
         record.read.add(args.path);
+        const bytes = await readFile(args.path);
+        record.hashes.set(args.path, createHash("sha256").update(bytes).digest("hex"));
         const loader = LOADERS[path.extname(args.path)];
         if (!loader) return undefined;
-        let contents = await readFile(args.path, "utf8");
+        let contents = bytes.toString("utf8");
         // Appended (imports are hoisted), so every line and column stays where it was.
         if (contents.includes("import.meta") && !/\.c[jt]s$/.test(args.path)) {
           contents += `\n;import * as ${META_BINDING} from ${JSON.stringify(META_PREFIX + args.path)};\n`;
@@ -245,6 +254,40 @@ async function store(outDir: string, contents: Uint8Array, format: "cjs" | "esm"
     await rename(tmp, file);
   }
   return file;
+}
+
+/**
+ * The code of a definitions file as a version: a hash of its bytes and of every local file the build read (a
+ * helper it imports, a JSON file), each named relative to the file's directory, so the same sources hash the same
+ * wherever the directory is. Packages from node_modules are not part of it.
+ */
+function codeHashOf(entry: string, hashes: ReadonlyMap<string, string>): string {
+  const dir = path.dirname(entry);
+  const lines = [...hashes]
+    .map(([file, hash]) => `${path.relative(dir, file).split(path.sep).join("/")}\0${hash}`)
+    .sort();
+  return createHash("sha256").update(["tributary.code.1", ...lines].join("\n")).digest("hex").slice(0, 32);
+}
+
+/** The name under which the compiled file of `entry` at `codeHash` is recorded: workers look it up (see compiledCode). */
+export async function codeRefFile(outDir: string, entry: string, codeHash: string): Promise<string> {
+  const dir = await realpath(path.dirname(entry)).catch(() => path.resolve(path.dirname(entry)));
+  const key = createHash("sha256").update(`${path.join(dir, path.basename(entry))}\0${codeHash}`).digest("hex").slice(0, 32);
+  return path.join(outDir, `${key}.code`);
+}
+
+/** Records which compiled file holds `entry` at `codeHash` (the compiled file's own name is a hash of its output). */
+async function storeCodeRef(outDir: string, entry: string, codeHash: string, bundle: string): Promise<void> {
+  const ref = await codeRefFile(outDir, entry, codeHash);
+  const text = path.basename(bundle);
+  if ((await readFile(ref, "utf8").catch(() => undefined)) === text) {
+    const now = new Date();
+    await utimes(ref, now, now).catch(() => undefined);
+    return;
+  }
+  const tmp = `${ref}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, ref);
 }
 
 async function prune(outDir: string): Promise<void> {

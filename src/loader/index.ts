@@ -5,3 +5,5 @@ export type { FileLoadResult, LoadDefinitionsOptions, LoadDefinitionsResult } fr
 export { watchDefinitions } from "./watch-definitions.js";
 export type { DefinitionsChange, DefinitionsWatcher, WatchDefinitionsOptions } from "./watch-definitions.js";
 export { discoverDefinitionFiles, isDefinitionFile } from "./discover-files.js";
+export { compiledCode, type CompiledCode } from "./compiled-code.js";
+export { SDK_GLOBAL } from "./child-protocol.js";

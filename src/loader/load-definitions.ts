@@ -34,6 +34,12 @@ export interface LoadDefinitionsOptions {
   readonly previousGood?: ReadonlyMap<string, PreviousDefinitions>;
   /** Reload only these files (relative to `dir`); every other file is taken from `previousGood`. */
   readonly only?: readonly string[];
+  /**
+   * Asset key → the file it was loaded from at the last load (from storage).
+   * When a key is defined in more than one file, the definition in this file
+   * stays and the others are in error; without an entry, none is loaded.
+   */
+  readonly previousOwners?: ReadonlyMap<string, string>;
 }
 
 /** The outcome of importing one definitions file. */
@@ -98,7 +104,7 @@ export async function loadDefinitions(options: LoadDefinitionsOptions): Promise<
         .filter((f) => !only.has(f) && previousGood.has(f))
         .map((f) => asFileDefinitions(f, previousGood.get(f)!))
     : [];
-  return assembleResult(dir, files, untouched, previousGood, concurrency, started);
+  return assembleResult(dir, files, untouched, { previousGood, previousOwners: options.previousOwners ?? new Map() }, concurrency, started);
 }
 
 /** The snapshot for a set of per-file results; shared by loadDefinitions and watch mode. */
@@ -106,11 +112,11 @@ export function assembleResult(
   dir: string,
   files: FileLoadResult[],
   untouched: readonly FileDefinitions[],
-  previousGood: ReadonlyMap<string, PreviousDefinitions>,
+  previous: { previousGood: ReadonlyMap<string, PreviousDefinitions>; previousOwners: ReadonlyMap<string, string> },
   concurrency: number,
   started: number,
 ): LoadDefinitionsResult {
-  const built = buildSnapshot([...files, ...untouched], previousGood);
+  const built = buildSnapshot([...files, ...untouched], previous.previousGood, previous.previousOwners);
   return {
     dir,
     files,
@@ -205,21 +211,23 @@ async function loadOne(
   const base = { file: rel, assets: [], checks: [], warnings: [], imports: [...compiled.imports] };
   if (compiled.status === "error") return { ...base, sourceHash: await sourceHash, status: "error", loadMs: 0, error: compiled.error };
   const outcome = await loadInChild(runtime, { bundle: compiled.bundle, tls: compiled.tls, file: abs, relFile: rel, dir }, limits);
-  return { ...base, ...fromOutcome(rel, outcome, limits), sourceHash: await sourceHash };
+  return { ...base, ...fromOutcome(rel, outcome, limits, compiled.codeHash), sourceHash: await sourceHash };
 }
 
 function fromOutcome(
   rel: string,
   outcome: ChildOutcome,
   limits: { timeoutMs: number; memoryMb: number },
+  /** Which code the workers run for these definitions (see compiledCode). */
+  codeHash: string,
 ): Pick<FileLoadResult, "status" | "loadMs"> & Partial<Pick<FileLoadResult, "assets" | "checks" | "warnings" | "error">> {
   switch (outcome.kind) {
     case "reply": {
       const r = outcome.reply;
       const result = {
         status: r.status,
-        assets: r.assets.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName })),
-        checks: r.checks.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName })),
+        assets: r.assets.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName, codeHash })),
+        checks: r.checks.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName, codeHash })),
         warnings: [...r.warnings],
         loadMs: outcome.ms,
       };

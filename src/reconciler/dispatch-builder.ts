@@ -16,15 +16,18 @@ export function definitionOfClaim(graph: AssetGraph, claim: ClaimedStep): { asse
 /**
  * Turns a claimed step into what an executor needs: where the asset's (or the
  * check's) code lives, the partition's data interval and dimensions, and where
- * its log goes.
+ * its log goes. The code is that of `planned`, the definition in the version
+ * the step's run was planned with, when that version still has it: a step runs
+ * the code it was planned with, even after the definitions changed.
  */
 export function buildDispatch(
   claim: ClaimedStep,
   def: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
   dirs: { definitionsDir: string; logsDir: string },
+  planned?: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
 ): StepDispatch {
   const { asset, check } = def;
-  const code = check ?? asset;
+  const code = planned ? (planned.check ?? planned.asset) : (check ?? asset);
   return {
     stepId: claim.stepId,
     runId: claim.runId,
@@ -36,6 +39,7 @@ export function buildDispatch(
     partition: partitionInfo(asset.partitions, claim.partitionKey),
     file: path.resolve(dirs.definitionsDir, code.file),
     exportName: code.exportName,
+    ...(code.codeHash ? { codeHash: code.codeHash } : {}),
     ...(check ? { check: { name: check.name, blocking: check.blocking, severity: check.severity } } : {}),
     ...(claim.mapIndex >= 0 ? { map: { index: claim.mapIndex, item: claim.mapItem, label: claim.mapLabel } } : {}),
     timeoutMs: claim.timeoutMs,

@@ -2,7 +2,8 @@ import os from "node:os";
 import { randomUUID } from "node:crypto";
 import type { Executor, StepDispatch } from "../executor/index.js";
 import { serializeError } from "../errors/index.js";
-import { removedAssetCompletion, WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
+import type { AssetGraph } from "../graph/index.js";
+import { removedAssetCompletion, WAKE_CHANNEL, type ClaimedStep, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
 import { buildDispatch, definitionOfClaim } from "./dispatch-builder.js";
 
 export interface ReconcilerOptions {
@@ -181,6 +182,7 @@ export class Reconciler {
       dispatched += claims.length;
       let { graph } = await this.options.graphs.current();
       if (claims.some((c) => !definitionOfClaim(graph, c))) ({ graph } = await this.options.graphs.current({ fresh: true }));
+      const plannedGraphs = await plannedGraphsOf(this.options.graphs, claims);
       const byExecutor = new Map<string, StepDispatch[]>();
       const removed: StepCompletion[] = [];
       for (const claim of claims) {
@@ -190,7 +192,8 @@ export class Reconciler {
           continue;
         }
         try {
-          const dispatch = buildDispatch(claim, def, this.options);
+          const plannedGraph = plannedGraphs.get(claim.snapshotVersion);
+          const dispatch = buildDispatch(claim, def, this.options, plannedGraph && definitionOfClaim(plannedGraph, claim));
           byExecutor.set(claim.executor, [...(byExecutor.get(claim.executor) ?? []), dispatch]);
         } catch (err) {
           removed.push({
@@ -214,6 +217,15 @@ export class Reconciler {
       if (claims.length < (this.options.claimBatch ?? 512)) return dispatched;
     }
   }
+}
+
+/** The graphs of the versions the claimed steps' runs were planned with (a version that cannot be read is left out). */
+async function plannedGraphsOf(graphs: GraphCache, claims: readonly ClaimedStep[]): Promise<Map<number, AssetGraph | undefined>> {
+  const out = new Map<number, AssetGraph | undefined>();
+  for (const version of new Set(claims.map((c) => c.snapshotVersion))) {
+    out.set(version, await graphs.atVersion(version).catch(() => undefined));
+  }
+  return out;
 }
 
 function sleep(ms: number): Promise<void> {

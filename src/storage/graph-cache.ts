@@ -8,6 +8,8 @@ export interface CurrentGraph {
 }
 
 const EMPTY: CurrentGraph = { version: 0, graph: new AssetGraph([], []), loadedAt: new Date(0) };
+/** Earlier versions kept at once (the runs in flight rarely span more). */
+const KEPT_VERSIONS = 8;
 
 /**
  * The latest definitions snapshot as an AssetGraph, re-read only when its
@@ -18,6 +20,8 @@ export class GraphCache {
   #cached: CurrentGraph = EMPTY;
   #checkedAt = 0;
   #inflight: Promise<CurrentGraph> | undefined;
+  /** Graphs of given versions, most recently used last. */
+  readonly #versions = new Map<number, Promise<AssetGraph | undefined>>();
 
   constructor(
     private readonly store: Pick<DefinitionStore, "latestVersion" | "getSnapshot">,
@@ -28,6 +32,27 @@ export class GraphCache {
     if (!options.fresh && Date.now() - this.#checkedAt < this.maxAgeMs) return this.#cached;
     this.#inflight ??= this.#refresh().finally(() => (this.#inflight = undefined));
     return this.#inflight;
+  }
+
+  /**
+   * The graph of one version (snapshots never change once stored), for what a run was planned with; undefined
+   * for a version that was never stored.
+   */
+  async atVersion(version: number): Promise<AssetGraph | undefined> {
+    if (version === this.#cached.version) return this.#cached.graph;
+    let graph = this.#versions.get(version);
+    if (graph) this.#versions.delete(version);
+    else {
+      graph = this.store.getSnapshot(version).then((s) => (s ? AssetGraph.fromSnapshot(s.graph as unknown as DefinitionsSnapshot) : undefined));
+      // A failed read is not remembered.
+      graph.catch(() => this.#versions.delete(version));
+    }
+    this.#versions.set(version, graph);
+    for (const old of this.#versions.keys()) {
+      if (this.#versions.size <= KEPT_VERSIONS) break;
+      this.#versions.delete(old);
+    }
+    return graph;
   }
 
   async #refresh(): Promise<CurrentGraph> {

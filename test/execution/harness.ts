@@ -239,7 +239,7 @@ export class Harness {
       graphs,
       outputStore: this.outputStore,
       // The mini-scheduler fast path, as `tributary dev` and `reconciler` run it.
-      followUp: { executor: "local", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
+      followUp: { executor: "local", dispatchOf: (claim, def, planned) => buildDispatch(claim, def, dirs, planned) },
     });
     const backend = new KillableBackend(inner);
     const onError = (err: unknown, what: string): void => {

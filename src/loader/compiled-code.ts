@@ -1,0 +1,42 @@
+import { access, readFile } from "node:fs/promises";
+import path from "node:path";
+import { cacheDir } from "./cache-dir.js";
+import { codeRefFile, compileDefinitions } from "./compile-definitions.js";
+
+/** Where a worker finds the code of one definitions version, or why it cannot. */
+export type CompiledCode =
+  | { readonly ok: true; readonly bundle: string }
+  | { readonly ok: false; readonly reason: "changed" | "error"; readonly message: string };
+
+/**
+ * The compiled file (see compileDefinitions) that holds `file` as it was at `codeHash`: the one the loader made
+ * when it loaded that version, while the build cache keeps it (a day after its last use), else the file as it
+ * is now, compiled here, if it still has that code (a worker on another machine, a cleared cache). Every
+ * version is a file of its own, so importing it gives a module of its own: a long-lived process runs each
+ * version's code, never the first one it imported.
+ * @example
+ * const code = await compiledCode("/defs/orders.ts", dispatch.codeHash);
+ * if (code.ok) namespace = code.bundle.endsWith(".cjs") ? require(code.bundle) : await import(pathToFileURL(code.bundle).href);
+ */
+export async function compiledCode(file: string, codeHash: string): Promise<CompiledCode> {
+  const outDir = path.join(await cacheDir(), "definitions");
+  const known = await bundleOf(outDir, file, codeHash);
+  if (known) return { ok: true, bundle: known };
+  const compiled = (await compileDefinitions(path.dirname(file), [path.basename(file)])).files.get(path.basename(file));
+  if (!compiled || compiled.status === "error") {
+    return { ok: false, reason: "error", message: compiled?.error.message ?? `${file} did not compile` };
+  }
+  if (compiled.codeHash === codeHash) return { ok: true, bundle: compiled.bundle };
+  return {
+    ok: false,
+    reason: "changed",
+    message: `${file} (or a file it imports) has changed since, and the compiled code of that version is no longer in the build cache`,
+  };
+}
+
+async function bundleOf(outDir: string, file: string, codeHash: string): Promise<string | undefined> {
+  const name = await readFile(await codeRefFile(outDir, file, codeHash), "utf8").catch(() => undefined);
+  if (!name || name.includes("/") || name.includes(path.sep)) return undefined;
+  const bundle = path.join(outDir, name);
+  return (await access(bundle).then(() => true, () => false)) ? bundle : undefined;
+}
