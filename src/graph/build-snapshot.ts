@@ -31,25 +31,24 @@ export interface BuiltSnapshot {
  * Assembles the active asset graph from per-file load results.
  *
  * A file that failed to load keeps scheduling with its last good definitions
- * (`previousGood`, which the caller reads from storage). Entries for files
- * that loaded fine only break duplicate-key ties in favour of where a key
- * was before; entries for files that no longer exist are ignored. Invalid
- * definitions, and everything downstream of them, are left out with a
- * problem each; everything else stays, so one bad file never stops the rest.
+ * (`previousGood`, which the caller reads from storage); entries for files
+ * that loaded fine or no longer exist are ignored. When two files define one
+ * key, the definition in the file `previousOwners` names for that key (the
+ * file it was loaded from before) stays and the other is in error; with no
+ * such file, neither is loaded. Invalid definitions, and everything
+ * downstream of them, are left out with a problem each; everything else
+ * stays, so one bad file never stops the rest.
  * @example
- * const { graph, contentHash, problems } = buildSnapshot(load.files, await store.lastGoodByFile());
+ * const { graph, contentHash, problems } = buildSnapshot(load.files, await store.lastGoodByFile(), ownersOf(previousGraph));
  */
 export function buildSnapshot(
   fileResults: readonly FileDefinitions[],
   previousGood: ReadonlyMap<string, PreviousDefinitions> = new Map(),
+  previousOwners: ReadonlyMap<string, string> = new Map(),
 ): BuiltSnapshot {
   const assets: SnapshotAsset[] = [];
   const checks: SnapshotCheck[] = [];
   const fallbackFiles = new Set<string>();
-  const previousFileOf = new Map<string, string>();
-  for (const [file, prev] of previousGood) {
-    for (const a of previousAssets(prev)) previousFileOf.set(a.key, file);
-  }
   for (const r of [...fileResults].sort((a, b) => cmp(a.file, b.file))) {
     if (r.status === "ok") {
       assets.push(...r.assets);
@@ -63,7 +62,7 @@ export function buildSnapshot(
     assets.push(...previousAssets(prev).map((a) => (a.file === r.file ? a : { ...a, file: r.file })));
     checks.push(...previousChecks(prev).map((c) => (c.file === r.file ? c : { ...c, file: r.file })));
   }
-  const analysis = analyzeGraph(assets, checks, { fallbackFiles, previousFileOf });
+  const analysis = analyzeGraph(assets, checks, { fallbackFiles, previousFileOf: previousOwners });
   const graph: DefinitionsSnapshot = { assets: analysis.assets, checks: analysis.checks };
   return { graph, contentHash: hashSnapshot(graph), problems: analysis.problems, fallbackFiles: [...fallbackFiles].sort(cmp) };
 }

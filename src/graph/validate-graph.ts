@@ -7,15 +7,17 @@ import { didYouMean } from "./suggest-key.js";
 export interface ValidateGraphOptions {
   /**
    * Files whose definitions are stand-ins from the last good load (the file
-   * failed to load this time). A freshly loaded definition wins a duplicate
-   * key against a stand-in: the stand-in is only a guess at what the file holds.
+   * failed to load this time). Unless `previousFileOf` names its file, a
+   * freshly loaded definition wins a duplicate key against a stand-in: the
+   * stand-in is only a guess at what the file holds.
    */
   readonly fallbackFiles?: ReadonlySet<string>;
   /**
-   * key → the file that defined it at the last good load. When two fresh
-   * definitions share a key, the one still in that file is kept, so copying a
-   * file and forgetting to change a key does not take the original (and
-   * everything downstream of it) offline.
+   * key → the file its definition was loaded from before (the active graph of
+   * the last load). When several definitions share a key, the one in that
+   * file is kept and the others are in error, so copying a file and
+   * forgetting to change a key never takes the original (and everything
+   * downstream of it) offline. Without an entry, none of them is kept.
    */
   readonly previousFileOf?: ReadonlyMap<string, string>;
 }
@@ -80,9 +82,10 @@ export function analyzeGraph(
       if (a === winner) continue;
       const outcome = winner
         ? `the definition in ${winner.file} (export ${winner.exportName}) is kept ` +
-          (fallbackFiles.has(a.file) && !fallbackFiles.has(winner.file)
-            ? `because ${a.file} failed to load and this one is its last good definition`
-            : `because it was there at the last good load`) +
+          (winner.file === options.previousFileOf?.get(winner.key)
+            ? `because the key was loaded from there before` +
+              (fallbackFiles.has(winner.file) ? ` (${winner.file} fails to load now, so its last good definitions stand in)` : "")
+            : `because ${a.file} failed to load and this one is its last good definition`) +
           `; this one is not loaded`
         : `none of them is loaded until all but one are renamed or removed`;
       problems.push(
@@ -251,12 +254,13 @@ function pickDuplicateWinner(
   fallbackFiles: ReadonlySet<string>,
   previousFileOf: ReadonlyMap<string, string> | undefined,
 ): SnapshotAsset | undefined {
-  let candidates = group.filter((a) => !fallbackFiles.has(a.file));
-  if (candidates.length === 0) candidates = [...group];
-  if (candidates.length === 1) return candidates[0];
+  // Where the key was loaded from before decides; a stand-in too, since the new definition may be the mistake.
   const previous = previousFileOf?.get(group[0]!.key);
-  const inPrevious = candidates.filter((a) => a.file === previous);
-  return inPrevious.length === 1 ? inPrevious[0] : undefined;
+  const inPrevious = group.filter((a) => a.file === previous);
+  if (inPrevious.length === 1) return inPrevious[0];
+  if (inPrevious.length > 1) return undefined;
+  const fresh = group.filter((a) => !fallbackFiles.has(a.file));
+  return fresh.length === 1 ? fresh[0] : undefined;
 }
 
 /**

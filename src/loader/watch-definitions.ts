@@ -48,6 +48,8 @@ export interface DefinitionsWatcher {
  * dependents. When a file is added, files that are failing are retried too
  * (they may have been missing it). Unchanged files keep their results, and
  * each file's last good definitions keep standing in for it while it fails.
+ * A key that another file defines again stays with the file it was loaded
+ * from; the other file's definition is the one in error.
  * @example
  * const watcher = watchDefinitions("asset-definitions", async ({ result }) => store.save(result));
  * await watcher.ready;
@@ -62,6 +64,12 @@ export function watchDefinitions(
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
   const results = new Map<string, FileLoadResult>();
   const lastGood = new Map<string, PreviousDefinitions>(options.previousGood ?? []);
+  // Where each key was loaded from: a key whose definition later fails validation keeps its entry,
+  // so a copy of it added meanwhile still does not take it over.
+  const owners = new Map<string, string>(options.previousOwners ?? []);
+  const rememberOwners = (result: LoadDefinitionsResult): void => {
+    for (const a of result.snapshot.assets) owners.set(a.key, a.file);
+  };
   const changed = new Set<string>();
   let added = false;
   let timer: NodeJS.Timeout | undefined;
@@ -105,7 +113,8 @@ export function watchDefinitions(
     if (closed) return;
     remember(loaded);
     const files = [...results.values()].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
-    const result = assembleResult(root, files, [], lastGood, concurrency, started);
+    const result = assembleResult(root, files, [], { previousGood: lastGood, previousOwners: owners }, concurrency, started);
+    rememberOwners(result);
     await onChange({ result, reloaded: loaded.map((f) => f.file), removed: removed.sort(), initial: false });
   };
 
@@ -147,8 +156,9 @@ export function watchDefinitions(
 
   const ready = (async () => {
     await new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
-    const first = await loadDefinitions({ ...options, dir: root, concurrency });
+    const first = await loadDefinitions({ ...options, dir: root, concurrency, previousOwners: owners });
     remember(first.files);
+    rememberOwners(first);
     initialDone = true;
     await onChange({ result: first, reloaded: first.files.map((f) => f.file), removed: [], initial: true });
     // Changes made during the initial load are picked up now.

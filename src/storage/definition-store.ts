@@ -26,6 +26,19 @@ export interface DefinitionStore {
   listFileErrors(): Promise<DefinitionFile[]>;
   /** Forgets files that no longer exist; returns how many rows went. */
   deleteFiles(paths: readonly string[]): Promise<number>;
+  /**
+   * Sets the graph problems of every stored file from one load of the whole
+   * graph: the given problems for the files listed, none for every other
+   * file. A problem caused by another file goes as soon as that file is
+   * fixed, whether or not its own file was touched.
+   */
+  replaceProblems(problemsByPath: ReadonlyMap<string, readonly unknown[]>): Promise<void>;
+  /**
+   * Runs `fn` with a store whose writes all commit together or not at all,
+   * so readers never see a load half-recorded (a file's error without the
+   * snapshot it belongs to).
+   */
+  transaction<T>(fn: (store: DefinitionStore) => Promise<T>): Promise<T>;
 
   /**
    * Makes the assets table match `assets` for snapshot `version` in one

@@ -150,6 +150,26 @@ export class PgDefinitionStore implements DefinitionStore {
     return Number(result.numDeletedRows);
   }
 
+  async replaceProblems(problemsByPath: ReadonlyMap<string, readonly unknown[]>): Promise<void> {
+    const input = toJson([...problemsByPath].map(([path, problems]) => ({ path, problems })));
+    // One statement: rows whose problems are unchanged are not rewritten.
+    await sql`
+      with input as (
+        select * from jsonb_to_recordset(${input}::jsonb) as x(path text, problems jsonb)
+      ), wanted as (
+        select f.path, coalesce(i.problems, '[]'::jsonb) as problems
+        from definition_files f left join input i on i.path = f.path
+      )
+      update definition_files as f set problems = w.problems
+      from wanted w
+      where w.path = f.path and f.problems is distinct from w.problems`.execute(this.#db);
+  }
+
+  async transaction<T>(fn: (store: DefinitionStore) => Promise<T>): Promise<T> {
+    if (this.#db.isTransaction) return fn(this);
+    return this.#db.transaction().execute((trx) => fn(new PgDefinitionStore(trx)));
+  }
+
   async syncAssets(version: number, assets: readonly AssetSyncInput[]): Promise<SyncAssetsResult> {
     const seen = new Set<string>();
     for (const asset of assets) {

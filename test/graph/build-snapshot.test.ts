@@ -86,6 +86,49 @@ describe("buildSnapshot", () => {
     expect(built.problems[0]!.message).toContain("orders.ts failed to load");
   });
 
+  it("keeps a duplicated key's definition in the file it was loaded from, whatever the last good loads hold", () => {
+    const copy = asset({ key: "sales/orders" }, noop);
+    const withCopy: FileDefinitions[] = [...files, { file: "zz/copy.ts", status: "ok", assets: [snap(copy, "zz/copy.ts", "copy")], checks: [] }];
+    // Every file's last good load holds its key, the copy's too: only where the key was loaded from decides.
+    const previousGood = new Map(withCopy.map((f) => [f.file, { assets: f.assets, checks: f.checks }]));
+    const built = buildSnapshot(withCopy, previousGood, new Map([["sales/orders", "orders.ts"], ["sales/revenue", "revenue.ts"]]));
+    expect(built.graph.assets.map((a) => [a.key, a.file])).toEqual([
+      ["sales/orders", "orders.ts"],
+      ["sales/revenue", "revenue.ts"],
+    ]);
+    expect(built.problems.map((p) => [p.code, p.file, p.files])).toEqual([["GRAPH_DUPLICATE_KEY", "zz/copy.ts", ["orders.ts", "zz/copy.ts"]]]);
+    expect(built.problems[0]!.message).toContain('zz/copy.ts: asset "sales/orders": the key is defined more than once, in orders.ts (export orders) and zz/copy.ts (export copy)');
+    expect(built.problems[0]!.message).toContain("The definition in orders.ts (export orders) is kept because the key was loaded from there before");
+    expect(built.contentHash).toBe(buildSnapshot(files).contentHash);
+
+    // With no previous load, neither definition is loaded, nor anything reading the key.
+    const fresh = buildSnapshot(withCopy, previousGood);
+    expect(fresh.graph.assets).toEqual([]);
+    expect(fresh.problems.map((p) => [p.code, p.file])).toEqual([
+      ["GRAPH_DUPLICATE_KEY", "orders.ts"],
+      ["GRAPH_UPSTREAM_EXCLUDED", "orders.ts"], // its check
+      ["GRAPH_UPSTREAM_EXCLUDED", "revenue.ts"],
+      ["GRAPH_DUPLICATE_KEY", "zz/copy.ts"],
+    ]);
+  });
+
+  it("keeps the stand-in of a failing file against a new copy of its key when the key was loaded from it", () => {
+    const copy = asset({ key: "sales/orders" }, noop);
+    const failed: FileDefinitions[] = [
+      { file: "orders.ts", status: "error", assets: [], checks: [] },
+      { file: "zz/copy.ts", status: "ok", assets: [snap(copy, "zz/copy.ts", "copy")], checks: [] },
+      files[1]!,
+    ];
+    const built = buildSnapshot(failed, new Map([["orders.ts", files[0]!]]), new Map([["sales/orders", "orders.ts"]]));
+    expect(built.graph.assets.map((a) => [a.key, a.file])).toEqual([
+      ["sales/orders", "orders.ts"],
+      ["sales/revenue", "revenue.ts"],
+    ]);
+    expect(built.problems).toHaveLength(1);
+    expect(built.problems[0]).toMatchObject({ code: "GRAPH_DUPLICATE_KEY", file: "zz/copy.ts" });
+    expect(built.problems[0]!.message).toContain("orders.ts fails to load now, so its last good definitions stand in");
+  });
+
   it("excludes invalid assets and their dependents and keeps everything else", () => {
     const broken = asset({ key: "broken", deps: { nope: dep("sales/ordrs") } }, noop);
     const downstream = asset({ key: "downstream", deps: { broken } }, noop);

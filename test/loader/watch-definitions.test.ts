@@ -116,4 +116,42 @@ export const a = asset({ key: name }, async () => 1);
       await watcher.close();
     }
   }, 90_000);
+
+  it("keeps a loaded key's definition when a new file defines the key again, and lets it go with the file", async () => {
+    const dir = await definitionsDir({
+      "orders.ts": dailyAsset("sales/orders"),
+      "revenue.ts": dailyAsset("sales/revenue", `orders: dep("sales/orders")`),
+    });
+    const rec = recorder();
+    const errors: unknown[] = [];
+    const watcher = watchDefinitions(dir, rec.onChange, { debounceMs: 100, onError: (e) => errors.push(e) });
+    try {
+      await watcher.ready;
+      await rec.until((c) => c.initial);
+
+      // The copy is unpartitioned: had it won, the daily reader would have been left out too.
+      await writeFile(path.join(dir, "zz-copy.ts"), `import { asset } from "tributary";\nexport const copy = asset({ key: "sales/orders" }, async () => 1);\n`);
+      const dup = await rec.until((c) => c.reloaded.includes("zz-copy.ts"));
+      expect(dup.result.snapshot.assets.map((a) => [a.key, a.file])).toEqual([
+        ["sales/orders", "orders.ts"],
+        ["sales/revenue", "revenue.ts"],
+      ]);
+      expect(dup.result.problems).toHaveLength(1);
+      expect(dup.result.problems[0]).toMatchObject({ code: "GRAPH_DUPLICATE_KEY", file: "zz-copy.ts", assetKey: "sales/orders" });
+      expect(dup.result.problems[0]!.message).toContain("orders.ts (export a) and zz-copy.ts (export copy)");
+
+      // Another reload (of an unrelated edit) does not change the outcome.
+      await writeFile(path.join(dir, "revenue.ts"), `${dailyAsset("sales/revenue", `orders: dep("sales/orders")`)}// edited\n`);
+      const again = await rec.until((c) => c.reloaded.includes("revenue.ts"));
+      expect(again.result.snapshot.assets.find((a) => a.key === "sales/orders")?.file).toBe("orders.ts");
+
+      await rm(path.join(dir, "zz-copy.ts"));
+      const gone = await rec.until((c) => c.removed.includes("zz-copy.ts"));
+      expect(gone.result.problems).toEqual([]);
+      expect(keys(gone)).toEqual(["sales/orders", "sales/revenue"]);
+      expect(errors).toEqual([]);
+    } finally {
+      await watcher.close();
+    }
+  }, 90_000);
 });

@@ -156,6 +156,43 @@ export function definitionStoreContract(name: string, open: () => Promise<Defini
         expect(await store.deleteFiles([])).toBe(0);
         expect((await store.listFiles()).map((f) => f.path)).toEqual(["b.ts"]);
       });
+
+      it("replaces every file's problems from one load, clearing those of files not listed", async () => {
+        const dup = { code: "GRAPH_DUPLICATE_KEY", message: "b.ts: the key is defined more than once" };
+        for (const path of ["a.ts", "b.ts", "c.ts"]) await store.recordFileLoad({ ...good, path, problems: [dup] });
+        const before = new Map((await store.listFiles()).map((f) => [f.path, f]));
+        await store.replaceProblems(new Map([["b.ts", [dup]], ["gone.ts", [dup]]]));
+        const after = await store.listFiles();
+        expect(after.map((f) => [f.path, f.problems])).toEqual([
+          ["a.ts", []],
+          ["b.ts", [dup]],
+          ["c.ts", []],
+        ]);
+        // Nothing but the problems changes.
+        for (const f of after) expect({ ...f, problems: [] }).toEqual({ ...before.get(f.path)!, problems: [] });
+        await store.replaceProblems(new Map());
+        expect((await store.listFiles()).every((f) => f.problems.length === 0)).toBe(true);
+      });
+
+      it("commits a transaction's writes together, and none of them when it throws", async () => {
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.recordFileLoad({ ...good, path: "half.ts" });
+            await tx.saveSnapshot({ contentHash: "half", graph: {} });
+            throw new Error("failed after two writes");
+          }),
+        ).rejects.toThrow("failed after two writes");
+        expect(await store.listFiles()).toEqual([]);
+        expect(await store.latestSnapshot()).toBeUndefined();
+
+        const saved = await store.transaction(async (tx) => {
+          await tx.recordFileLoad({ ...good, path: "whole.ts" });
+          // A nested transaction joins the outer one.
+          return tx.transaction((inner) => inner.saveSnapshot({ contentHash: "whole", graph: {} }));
+        });
+        expect(saved).toEqual({ version: 1, changed: true });
+        expect((await store.listFiles()).map((f) => f.path)).toEqual(["whole.ts"]);
+      });
     });
 
     describe("assets", () => {

@@ -172,16 +172,23 @@ const GraphProblemRef = builder
 const DefinitionFileRef = builder.objectRef<DefinitionFileView>("DefinitionFile").implement({
   fields: (t) => ({
     path: t.exposeString("path"),
-    status: t.exposeString("status"),
-    code: t.string({ nullable: true, resolve: (f) => f.error?.code ?? null }),
-    message: t.string({ nullable: true, resolve: (f) => f.error?.message ?? null }),
-    location: t.field({ type: "JSON", nullable: true, resolve: (f) => f.error?.location ?? null }),
+    // A file that loaded but has definitions left out of the graph is in error too, with its problems as the message.
+    status: t.string({ resolve: (f) => (f.status === "ok" && f.problems.length > 0 ? "error" : f.status) }),
+    code: t.string({ nullable: true, resolve: (f) => f.error?.code ?? f.problems[0]?.code ?? null }),
+    message: t.string({ nullable: true, resolve: (f) => f.error?.message ?? (f.problems.length > 0 ? f.problems.map((p) => p.message).join("\n") : null) }),
+    location: t.field({ type: "JSON", nullable: true, resolve: (f) => f.error?.location ?? problemLocation(f) }),
     warnings: t.stringList({ resolve: (f) => f.warnings }),
     problems: t.field({ type: [GraphProblemRef], resolve: (f) => f.problems }),
     loadMs: t.int({ nullable: true, resolve: (f) => (f.loadMs === null ? null : Math.round(f.loadMs)) }),
     loadedAt: t.field({ type: "DateTime", nullable: true, resolve: (f) => f.loadedAt }),
   }),
 });
+
+function problemLocation(f: DefinitionFileView): Record<string, unknown> | null {
+  const first = f.problems[0];
+  if (!first) return null;
+  return { file: f.path, ...(first.assetKey !== null ? { assetKey: first.assetKey } : {}), ...(first.field !== null ? { field: first.field } : {}) };
+}
 
 const DefinitionsVersionRef = builder
   .objectRef<{ version: number; loadedAt: Date }>("DefinitionsVersion")

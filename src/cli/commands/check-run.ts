@@ -1,6 +1,7 @@
 import pc from "picocolors";
 import { loadDefinitions } from "../../loader/index.js";
 import { formatLocation } from "../../errors/index.js";
+import { problemsOfFiles } from "../definitions-sync.js";
 import { printJson, table } from "../output.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 
@@ -10,6 +11,9 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
   const result = await loadDefinitions({ dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
   const totalMs = Math.round(performance.now() - started);
   const fileErrors = result.files.filter((f) => f.status === "error");
+  // With no previous load to say which definition of a duplicated key came first, every one of them is in error.
+  const problemsByFile = problemsOfFiles(result.problems);
+  const statusOf = (f: (typeof result.files)[number]) => (f.status === "ok" && problemsByFile.has(f.file) ? "error" : f.status);
   const ok = fileErrors.length === 0 && result.problems.length === 0;
   if (opts.json) {
     printJson({
@@ -21,7 +25,7 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
       checks: result.snapshot.checks.map((c) => ({ assetKey: c.assetKey, name: c.name, file: c.file })),
       files: result.files.map((f) => ({
         file: f.file,
-        status: f.status,
+        status: statusOf(f),
         loadMs: Math.round(f.loadMs),
         assets: f.assets.map((a) => a.key),
         warnings: f.warnings,
@@ -35,7 +39,7 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
         ["file", "status", "load ms", "assets"],
         result.files.map((f) => [
           f.file,
-          f.status === "ok" ? pc.green("ok") : pc.red("error"),
+          statusOf(f) === "ok" ? pc.green("ok") : pc.red("error"),
           String(Math.round(f.loadMs)),
           f.assets.map((a) => a.key).join(", "),
         ]),

@@ -1,6 +1,6 @@
 import pc from "picocolors";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
-import { persistLoad, previousGoodFromStore } from "../definitions-sync.js";
+import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
@@ -52,7 +52,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   };
   const watcher = watchDefinitions(settings.definitionsDir, onChange, {
     timeoutMs: settings.loadTimeoutMs,
-    previousGood: await previousGoodFromStore(runtime.definitions),
+    ...(await lastLoadFromStore(runtime.definitions)),
     onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
   });
   resolveInitialLoad(watcher.ready);

@@ -5,7 +5,7 @@ import pc from "picocolors";
 import { metricsApp, observabilityOf, type Observability } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { watchDefinitions } from "../../loader/index.js";
-import { persistLoad, previousGoodFromStore, syncDefinitions } from "../definitions-sync.js";
+import { lastLoadFromStore, persistLoad, syncDefinitions } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { durationMs, positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
@@ -40,7 +40,7 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
         removed: change.removed,
       }).then(() => undefined), {
         timeoutMs: settings.loadTimeoutMs,
-        previousGood: await previousGoodFromStore(runtime.definitions),
+        ...(await lastLoadFromStore(runtime.definitions)),
         onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
       })
     : undefined;
