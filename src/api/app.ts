@@ -16,8 +16,24 @@ import { executionRoutes, type ExecutionApiServices } from "./execution/executio
 /** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
 export const MAX_GRAPHQL_BODY_BYTES = 1024 * 1024;
 
+/**
+ * What a server serves, on /healthz: a command told to work on one project
+ * (its data directory or database, its definitions) checks that this server
+ * serves that project before asking it.
+ */
+export interface ServerIdentity {
+  readonly pid: number;
+  readonly database:
+    | { readonly kind: "pglite"; readonly dataDir: string }
+    | { readonly kind: "postgres"; readonly host: string; readonly port: number; readonly database: string };
+  /** The definitions directory this process loads; null when it serves what another process stored. */
+  readonly definitionsDir: string | null;
+}
+
 export interface ApiOptions {
   context: ApiContext;
+  /** What /healthz says this server serves. */
+  identity?: ServerIdentity;
   /** Checks the database answers; /healthz reports it. */
   ping: () => Promise<void>;
   version: string;
@@ -59,7 +75,7 @@ export function createApiApp(options: ApiOptions): Hono {
   app.get("/healthz", async (c) => {
     try {
       await options.ping();
-      return c.json({ status: "ok", version: options.version });
+      return c.json({ status: "ok", service: "tributary", version: options.version, ...(options.identity ? { identity: options.identity } : {}) });
     } catch (err) {
       return c.json({ status: "unavailable", error: (err as Error).message }, 503);
     }

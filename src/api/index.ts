@@ -1,5 +1,5 @@
 export { createApiApp } from "./app.js";
-export type { ApiOptions } from "./app.js";
+export type { ApiOptions, ServerIdentity } from "./app.js";
 // /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
 export type { Observability, ReadinessProblem } from "./metrics/observability-routes.js";

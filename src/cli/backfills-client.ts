@@ -4,7 +4,7 @@ import type { BackfillRecord, BackfillStatus } from "../storage/index.js";
 import type { Execution } from "./execution.js";
 import { openInProcess } from "./runs-client.js";
 import type { Runtime } from "./runtime.js";
-import { graphql, serverIsUp } from "./server-client.js";
+import { graphql, serverFor } from "./server-client.js";
 import type { Settings } from "./settings.js";
 
 /** A backfill as the CLI shows it (the same from the server and in-process). */
@@ -52,7 +52,8 @@ export interface BackfillsClient {
  * executor until close()).
  */
 export async function connectBackfills(settings: Settings, options: { execute?: boolean; processes?: number } = {}): Promise<BackfillsClient> {
-  if (await serverIsUp(settings.serverUrl)) return new ServerBackfillsClient(settings.serverUrl);
+  const url = await serverFor(settings);
+  if (url) return new ServerBackfillsClient(url);
   const { runtime, execution } = await openInProcess(settings, options);
   return new InProcessBackfillsClient(runtime, execution);
 }

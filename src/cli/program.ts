@@ -19,16 +19,18 @@ import { registerWorker } from "./commands/worker.js";
 import { registerLineage } from "./commands/lineage.js";
 import { registerApi } from "./commands/api.js";
 import { VERSION } from "./version.js";
+import { DEFAULT_SERVER_URL } from "./server-identity.js";
 
 /** Builds the `tributary` command line; each command registers itself. */
 export function buildProgram(): Command {
   const program = new Command("tributary")
     .description("Asset-centric data orchestrator for TypeScript")
     .version(VERSION)
-    .addOption(new Option("--definitions <dir>", "definitions directory").default("asset-definitions"))
-    .addOption(new Option("--data-dir <dir>", "embedded database directory (without DATABASE_URL)").default(".tributary"))
+    // No defaults here: settings apply them, and a flag given explicitly means "this project" (see server-client.ts).
+    .addOption(new Option("--definitions <dir>", 'definitions directory (default: "asset-definitions")'))
+    .addOption(new Option("--data-dir <dir>", 'embedded database directory, without DATABASE_URL (default: ".tributary")'))
     .addOption(new Option("--load-timeout <duration>", "time limit per definitions file, e.g. 5s").default("60s"))
-    .addOption(new Option("--url <url>", "a running Tributary server for operational commands").default("http://127.0.0.1:3000"))
+    .addOption(new Option("--url <url>", `a running Tributary server for operational commands (default: $TRIBUTARY_URL, else "${DEFAULT_SERVER_URL}")`))
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true });
   registerDev(program);

@@ -5,7 +5,7 @@ import { TRIGGER_FIELDS, triggerFromWire } from "./commands/triggers-client.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { startExecution, type Execution } from "./execution.js";
 import { openRuntime, type Runtime } from "./runtime.js";
-import { graphql, serverIsUp } from "./server-client.js";
+import { graphql, serverFor } from "./server-client.js";
 import type { Settings } from "./settings.js";
 
 /** A step with its current trigger (what it waits for while deferred). */
@@ -38,7 +38,8 @@ export interface RunsClient {
  * executor for the duration of the command).
  */
 export async function connectRuns(settings: Settings, options: { execute?: boolean; processes?: number } = {}): Promise<RunsClient> {
-  if (await serverIsUp(settings.serverUrl)) return new ServerRunsClient(settings.serverUrl);
+  const url = await serverFor(settings);
+  if (url) return new ServerRunsClient(url);
   const { runtime, execution } = await openInProcess(settings, options);
   return new InProcessRunsClient(runtime, execution);
 }

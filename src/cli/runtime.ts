@@ -23,6 +23,7 @@ import {
   type OutputStore,
 } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
+import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
@@ -44,8 +45,7 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** Where the embedded database lives inside the data directory. */
-export const embeddedDbDir = (settings: Settings): string => path.join(settings.dataDir, "db");
+export { embeddedDbDir } from "./server-identity.js";
 
 /** Opens (and migrates) the metadata database the settings name: Postgres with DATABASE_URL, else PGlite. */
 export async function openRuntime(settings: Settings): Promise<Runtime> {

@@ -11,6 +11,7 @@ import {
   type OpenLineageConfig,
 } from "../reconciler/index.js";
 import { parseDuration } from "../sdk/index.js";
+import { DEFAULT_SERVER_URL } from "./server-identity.js";
 // Type only: the storage module (pg, kysely, the AWS SDK) would slow every command's start.
 import type { S3OutputStoreSettings } from "../storage/index.js";
 
@@ -33,6 +34,17 @@ export interface Settings {
   redisPrefix: string | undefined;
   /** Where a running server is asked first by operational commands. */
   serverUrl: string;
+  /**
+   * What was named explicitly, by a flag or (for the database and the server) the environment: such a choice means
+   * "this project", so a server that serves another is not asked.
+   */
+  explicit: {
+    definitions: boolean;
+    dataDir: boolean;
+    databaseUrl: boolean;
+    /** Where the server URL came from, when not the default. */
+    serverUrl: "--url" | "TRIBUTARY_URL" | undefined;
+  };
   /** Large-output directory (TRIBUTARY_OUTPUT_DIR); embedded mode defaults to <data-dir>/outputs. */
   outputDir: string | undefined;
   /** Large outputs in S3 or an S3-compatible server instead (TRIBUTARY_S3_*); absent unless TRIBUTARY_S3_BUCKET is set. */
@@ -91,7 +103,13 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     databaseUrl: parsedEnv.data.DATABASE_URL,
     redisUrl: parsedEnv.data.REDIS_URL,
     redisPrefix: parsedEnv.data.TRIBUTARY_REDIS_PREFIX,
-    serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? "http://127.0.0.1:3000",
+    serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? DEFAULT_SERVER_URL,
+    explicit: {
+      definitions: options.definitions !== undefined,
+      dataDir: options.dataDir !== undefined,
+      databaseUrl: parsedEnv.data.DATABASE_URL !== undefined,
+      serverUrl: options.url !== undefined ? "--url" : parsedEnv.data.TRIBUTARY_URL !== undefined ? "TRIBUTARY_URL" : undefined,
+    },
     outputDir: parsedEnv.data.TRIBUTARY_OUTPUT_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_OUTPUT_DIR) : undefined,
     logsDir: parsedEnv.data.TRIBUTARY_LOGS_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_LOGS_DIR) : undefined,
     alerts: readAlertsConfig(env[ALERTS_CONFIG_ENV]),

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { StorageError } from "../errors/index.js";
@@ -12,6 +12,8 @@ export interface LockHolder {
   hostname: string;
   token: string;
   acquiredAt: string;
+  /** Where the holder serves the API, once it listens: other processes ask it instead of opening the directory. */
+  url?: string;
 }
 
 export interface DataDirLock {
@@ -19,6 +21,8 @@ export interface DataDirLock {
   readonly lockFile: string;
   /** Removes the lock file if it is still ours; idempotent. */
   release(): void;
+  /** Records in the lock file the URL this process serves the API at. */
+  advertise(url: string): void;
 }
 
 const held = new Set<DataDirLock>();
@@ -57,6 +61,26 @@ export function readLockHolder(dataDir: string): LockHolder | undefined {
   return parseHolder(readText(join(resolve(dataDir), LOCK_FILE_NAME)) ?? "");
 }
 
+/** The holder of a data directory's lock while it is alive (a dead holder's lock is taken over by the next opener). */
+export function liveLockHolder(dataDir: string): LockHolder | undefined {
+  const holder = readLockHolder(dataDir);
+  return holder && !isStale(holder) ? holder : undefined;
+}
+
+/**
+ * Records in the lock file of `dataDir`, held by this process, the URL it
+ * serves the API at, so a command that finds the directory locked can ask this
+ * process instead.
+ *
+ * @throws StorageError DATA_DIR_LOCK_FAILED when this process does not hold that directory.
+ */
+export function advertiseDataDirServer(dataDir: string, url: string): void {
+  const dir = resolve(dataDir);
+  const lock = [...held].find((l) => l.dataDir === dir);
+  if (!lock) throw new StorageError("DATA_DIR_LOCK_FAILED", `this process does not hold the data directory ${dir}`);
+  lock.advertise(url);
+}
+
 /** Creates the lock atomically with its full contents: write a private file, then hard-link it into place. */
 function tryCreate(lockFile: string, text: string, token: string): boolean {
   const temp = `${lockFile}.${token}`;
@@ -82,6 +106,16 @@ function track(dataDir: string, lockFile: string, token: string): DataDirLock {
       if (!held.delete(lock)) return;
       const current = parseHolder(readText(lockFile) ?? "");
       if (current?.token === token) removeQuietly(lockFile);
+    },
+    advertise(url) {
+      const current = parseHolder(readText(lockFile) ?? "");
+      if (current?.token !== token) {
+        throw new StorageError("DATA_DIR_LOCK_FAILED", `the lock file ${lockFile} is no longer this process's`);
+      }
+      // A whole new file renamed into place: a reader sees the old contents or the new, never half of them.
+      const temp = `${lockFile}.${token}`;
+      writeFileSync(temp, JSON.stringify({ ...current, url }));
+      renameSync(temp, lockFile);
     },
   };
   held.add(lock);
@@ -111,7 +145,8 @@ function isProcessAlive(pid: number): boolean {
 
 function lockedError(dataDir: string, lockFile: string, holder: LockHolder | undefined): StorageError {
   const who = holder
-    ? `process ${holder.pid} on ${holder.hostname}${holder.pid === process.pid && holder.hostname === hostname() ? " (this process)" : ""}`
+    ? `process ${holder.pid} on ${holder.hostname}${holder.pid === process.pid && holder.hostname === hostname() ? " (this process)" : ""}` +
+      (holder.url ? `, which serves the API at ${holder.url}` : "")
     : "another process";
   return new StorageError(
     "DATA_DIR_LOCKED",
@@ -127,13 +162,14 @@ function parseHolder(text: string): LockHolder | undefined {
     // A bare pid (written by hand or an older version) is a holder on this host.
     if (typeof value === "number") return parseHolder(JSON.stringify({ pid: value }));
     if (typeof value !== "object" || value === null) return undefined;
-    const { pid, hostname: host, token, acquiredAt } = value as Record<string, unknown>;
+    const { pid, hostname: host, token, acquiredAt, url } = value as Record<string, unknown>;
     if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return undefined;
     return {
       pid,
       hostname: typeof host === "string" ? host : hostname(),
       token: typeof token === "string" ? token : "",
       acquiredAt: typeof acquiredAt === "string" ? acquiredAt : "",
+      ...(typeof url === "string" && url !== "" ? { url } : {}),
     };
   } catch {
     return undefined;

@@ -14,7 +14,7 @@ export {
   type Unlisten,
 } from "./database-handle.js";
 export { PgliteDialect, type PgliteDialectConfig } from "./pglite-dialect.js";
-export { lockDataDir, readLockHolder, LOCK_FILE_NAME, type DataDirLock, type LockHolder } from "./data-dir-lock.js";
+export { advertiseDataDirServer, liveLockHolder, lockDataDir, readLockHolder, LOCK_FILE_NAME, type DataDirLock, type LockHolder } from "./data-dir-lock.js";
 export { migrate, type MigrateOptions, type MigrateResult } from "./migrate.js";
 export { readMigrationFiles, migrationsHash, DEFAULT_MIGRATIONS_DIR, type MigrationFile } from "./migration-files.js";
 export { migrationStatus, type MigrationStatus } from "./migration-status.js";

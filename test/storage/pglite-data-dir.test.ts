@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { LOCK_FILE_NAME, lockDataDir, readLockHolder } from "../../src/storage/index.js";
+import { advertiseDataDirServer, liveLockHolder, LOCK_FILE_NAME, lockDataDir, readLockHolder } from "../../src/storage/index.js";
 import { makeTempDir, openTestPglite } from "../support/pglite.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/data-dir-child.ts", import.meta.url));
@@ -99,6 +99,7 @@ describe("PGlite data directory", () => {
     child.kill("SIGKILL");
     await exited(child);
     expect(readLockHolder(dir)?.pid).toBe(childPid); // stale: its holder is dead
+    expect(liveLockHolder(dir)).toBeUndefined();
 
     const handle = await openTestPglite({ dataDir: dir });
     try {
@@ -106,6 +107,23 @@ describe("PGlite data directory", () => {
     } finally {
       await handle.close();
     }
+  });
+
+  it("records the URL its holder serves the API at, names it when refusing, and keeps it to the holder", async () => {
+    const dir = await tempDir();
+    expect(() => advertiseDataDirServer(dir, "http://127.0.0.1:4000")).toThrow(/does not hold the data directory/);
+    const lock = lockDataDir(dir);
+    try {
+      expect(readLockHolder(dir)?.url).toBeUndefined();
+      advertiseDataDirServer(dir, "http://127.0.0.1:4000");
+      expect(readLockHolder(dir)).toMatchObject({ pid: process.pid, url: "http://127.0.0.1:4000" });
+      expect(liveLockHolder(dir)?.url).toBe("http://127.0.0.1:4000");
+      expect(() => lockDataDir(dir)).toThrow(`in use by process ${process.pid} on ${hostname()} (this process), which serves the API at http://127.0.0.1:4000`);
+    } finally {
+      lock.release();
+    }
+    expect(readLockHolder(dir)).toBeUndefined();
+    expect(liveLockHolder(dir)).toBeUndefined();
   });
 
   it("takes over unreadable lock files but respects holders on other hosts", async () => {

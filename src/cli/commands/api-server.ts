@@ -4,8 +4,9 @@ import { sql } from "kysely";
 import { createApiApp, observabilityOf, type Observability } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { StoreExecutionBackend } from "../../executor/index.js";
-import { PgAirflowQueryStore, PgStepTryStateStore, PgTryTokenStore, WAKE_CHANNEL } from "../../storage/index.js";
+import { advertiseDataDirServer, PgAirflowQueryStore, PgStepTryStateStore, PgTryTokenStore, WAKE_CHANNEL } from "../../storage/index.js";
 import type { Runtime } from "../runtime.js";
+import { embeddedDbDir, serverIdentity } from "../server-identity.js";
 import { VERSION } from "../version.js";
 
 /** The HTTP server of `tributary dev` and `tributary api`, listening. */
@@ -33,7 +34,10 @@ export function parsePort(value: string): number {
  * UI's landing page. When it cannot listen (the port is taken), it closes the
  * runtime and throws.
  */
-export async function startApiServer(runtime: Runtime, address: { port: number; host: string }): Promise<RunningApiServer> {
+export async function startApiServer(
+  runtime: Runtime,
+  address: { port: number; host: string; /** Set when this process loads the definitions (dev). */ definitionsDir?: string },
+): Promise<RunningApiServer> {
   const observability = observabilityOf(runtime.database.db, { processMetrics: true });
   const app = createApiApp({
     context: runtime.apiContext(),
@@ -54,6 +58,7 @@ export async function startApiServer(runtime: Runtime, address: { port: number; 
       outputStore: runtime.outputStore,
     },
     version: VERSION,
+    identity: serverIdentity(runtime.settings, address.definitionsDir !== undefined),
     ping: async () => {
       await sql`select 1`.execute(runtime.database.db);
     },
@@ -66,8 +71,11 @@ export async function startApiServer(runtime: Runtime, address: { port: number; 
     throw err;
   }
   const bound = server.address();
+  const port = typeof bound === "object" && bound ? bound.port : address.port;
+  // Commands that find the data directory locked ask this server instead (server-client.ts).
+  if (runtime.database.kind === "pglite") advertiseDataDirServer(embeddedDbDir(runtime.settings), localUrl(address.host, port));
   return {
-    port: typeof bound === "object" && bound ? bound.port : address.port,
+    port,
     observability,
     close: () =>
       new Promise<void>((resolve) => {
@@ -76,6 +84,12 @@ export async function startApiServer(runtime: Runtime, address: { port: number; 
         (server as Server).closeAllConnections();
       }),
   };
+}
+
+/** A URL for this machine's clients: a wildcard address is reached on loopback. */
+function localUrl(host: string, port: number): string {
+  const reachable = host === "" || host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
 }
 
 function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {

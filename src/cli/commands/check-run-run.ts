@@ -6,7 +6,7 @@ import { pollUntilEnded } from "../follow-run.js";
 import { printJson, table } from "../output.js";
 import { openInProcess } from "../runs-client.js";
 import type { Runtime } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { CheckRunOptions } from "./check-run-command.js";
 
@@ -56,7 +56,8 @@ export async function runCheckRun(key: string, opts: CheckRunOptions, globals: G
     ...(opts.partition.length > 0 ? { partitions: opts.partition } : {}),
     ...(opts.check.length > 0 ? { checks: opts.check } : {}),
   };
-  const client = (await serverIsUp(settings.serverUrl)) ? new ServerCheckRunClient(settings.serverUrl) : await InProcessCheckRunClient.open(settings);
+  const url = await serverFor(settings);
+  const client = url ? new ServerCheckRunClient(url) : await InProcessCheckRunClient.open(settings);
   let interrupted = false;
   const onSignal = () => {
     interrupted = true;

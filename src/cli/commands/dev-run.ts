@@ -29,7 +29,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   // Until the first definitions load is stored, GraphQL waits rather than answering with an empty graph.
   let resolveInitialLoad!: (ready: Promise<void>) => void;
   runtime.catalog.waitFor(new Promise<void>((resolve) => (resolveInitialLoad = (ready) => void ready.then(resolve, resolve))));
-  const server = await startApiServer(runtime, { port, host: opts.host });
+  const server = await startApiServer(runtime, { port, host: opts.host, definitionsDir: settings.definitionsDir });
   log(`serving UI and GraphQL at http://${opts.host}:${server.port} (GraphQL at /graphql)`);
 
   // Triggerer: started below; reimports the definitions for custom trigger kinds when they change.

@@ -4,14 +4,15 @@ import { InputError } from "../../errors/index.js";
 import type { LineageEdge, LineageEvent } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
 import { withCurrentDefinitions } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { LineageOptions } from "./lineage.js";
 
 export async function runLineage(key: string, opts: LineageOptions, globals: GlobalOptions): Promise<void> {
   const request = requestOf(key, opts);
   const settings = resolveSettings(globals);
-  const result = (await serverIsUp(settings.serverUrl)) ? await viaServer(settings.serverUrl, request) : await inProcess(settings, request);
+  const url = await serverFor(settings);
+  const result = url ? await viaServer(url, request) : await inProcess(settings, request);
   if (opts.json) {
     printJson({ ok: true, ...result });
     return;

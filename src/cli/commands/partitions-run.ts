@@ -5,7 +5,7 @@ import { PgPartitionStatusStore, type PartitionState } from "../../storage/index
 import { syncDefinitions } from "../definitions-sync.js";
 import { printJson, table } from "../output.js";
 import { openRuntime } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import { GraphError } from "../../errors/index.js";
 import { suggestKey } from "../../graph/index.js";
@@ -23,8 +23,9 @@ interface Listing {
 export async function runPartitions(key: string, opts: { from?: string; to?: string; json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
   const range = { from: opts.from, to: opts.to };
-  const listing = (await serverIsUp(settings.serverUrl))
-    ? await viaServer(settings.serverUrl, key, range)
+  const url = await serverFor(settings);
+  const listing = url
+    ? await viaServer(url, key, range)
     : await inProcess(settings, key, range);
   if (opts.json) {
     printJson({

@@ -2,7 +2,7 @@ import { InputError } from "../../errors/index.js";
 import type { AssetPauseState, PauseTarget } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
 import { withCurrentDefinitions } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { PauseOptions } from "./pause.js";
 
@@ -16,7 +16,8 @@ export async function runPause(verb: Verb, keys: readonly string[], opts: PauseO
     });
   }
   const target: PauseTarget = { ...(keys.length > 0 ? { assetKeys: keys } : {}), ...(opts.group ? { group: opts.group } : {}) };
-  const assets = (await serverIsUp(settings.serverUrl)) ? await viaServer(settings.serverUrl, verb, target) : await inProcess(settings, verb, target);
+  const url = await serverFor(settings);
+  const assets = url ? await viaServer(url, verb, target) : await inProcess(settings, verb, target);
   if (opts.json) {
     printJson({ ok: true, paused: verb === "pause", assets: assets.map((a) => ({ ...a, pausedAt: a.pausedAt?.toISOString() ?? null })) });
     return;

@@ -2,7 +2,7 @@ import type { ReportAssetEventRequest, ReportedAssetEvent } from "../../api/inde
 import { InputError } from "../../errors/index.js";
 import { printJson } from "../output.js";
 import { withCurrentDefinitions } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { ReportOptions } from "./report.js";
 
@@ -15,7 +15,8 @@ export async function runReport(key: string, opts: ReportOptions, globals: Globa
     dataVersion: opts.dataVersion,
     kind: opts.observation ? "observation" : "external",
   };
-  const event = (await serverIsUp(settings.serverUrl)) ? await viaServer(settings.serverUrl, request) : await inProcess(settings, request);
+  const url = await serverFor(settings);
+  const event = url ? await viaServer(url, request) : await inProcess(settings, request);
   if (opts.json) {
     printJson({ ok: true, event: { ...event, eventId: String(event.eventId), createdAt: event.createdAt.toISOString() } });
     return;

@@ -1,6 +1,6 @@
 import type { ListTriggersOptions, TriggerCounts, TriggerFilter, TriggerPage, TriggerQueryStore, TriggerStatus, TriggerView } from "../../storage/index.js";
 import { openRuntime, type Runtime } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import type { Settings } from "../settings.js";
 
 /** Triggers, through a running server's API or from the database in this process. */
@@ -12,7 +12,8 @@ export interface TriggersClient {
 
 /** Asks the server at --url when one answers; otherwise reads the database in this process. */
 export async function connectTriggers(settings: Settings): Promise<TriggersClient> {
-  if (await serverIsUp(settings.serverUrl)) return new ServerTriggersClient(settings.serverUrl);
+  const url = await serverFor(settings);
+  if (url) return new ServerTriggersClient(url);
   return new InProcessTriggersClient(await openRuntime(settings));
 }
 

@@ -11,7 +11,7 @@ import {
 import { InputError } from "../../errors/index.js";
 import { printJson } from "../output.js";
 import { withCurrentDefinitions } from "../runtime.js";
-import { graphql, serverIsUp } from "../server-client.js";
+import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { WhyOptions } from "./why.js";
 
@@ -22,7 +22,8 @@ export async function runWhy(key: string, opts: WhyOptions, globals: GlobalOptio
   }
   const settings = resolveSettings(globals);
   const request: AutomationEvaluationsRequest = { assetKey: key, partition: opts.partition, limit };
-  const result = (await serverIsUp(settings.serverUrl)) ? await viaServer(settings.serverUrl, request) : await inProcess(settings, request);
+  const url = await serverFor(settings);
+  const result = url ? await viaServer(url, request) : await inProcess(settings, request);
   if (opts.json) {
     printJson({ ok: true, ...result, records: result.records.map((r) => ({ ...r, evaluatedAt: r.evaluatedAt.toISOString() })) });
     return;
