@@ -209,6 +209,24 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     expect((run.steps[0]!.tries[0]!.error as { code: string }).code).toBe("STEP_ZOMBIE");
   }, 120_000);
 
+  it("a worker runs the definitions version a step was planned with: a new asset, an edited body, without a restart", async () => {
+    await setUp();
+    await startWorker();
+    const outputOf = async (runId: string): Promise<unknown> => {
+      const run = await h!.waitForRun(runId, 60_000);
+      expect(run.status, JSON.stringify(run.steps.map((s) => s.error))).toBe("success");
+      const { rows } = await sql<{ v: unknown }>`select o.inline_value as v from outputs o where o.step_id = ${run.steps[0]!.id}`.execute(h!.db);
+      return rows[0]!.v;
+    };
+    // The worker's process imports fleet.ts as it is now.
+    expect(await outputOf(await h!.launch(["q/fleet"], { partition: "k00" }))).toMatchObject({ key: "k00" });
+    const echo = (body: string) => `${DEFS}\nexport const echo = asset({ key: "q/echo", executor: "bullmq" }, async () => ${JSON.stringify(body)});\n`;
+    await h!.redefine({ "fleet.ts": echo("one") });
+    expect(await outputOf(await h!.launch(["q/echo"]))).toBe("one");
+    await h!.redefine({ "fleet.ts": echo("two") });
+    expect(await outputOf(await h!.launch(["q/echo"]))).toBe("two");
+  }, 180_000);
+
   it("Redis stopped for 30 s mid-run (and back empty): no step lost or run twice", async () => {
     const { ranFile } = await setUp({ queuedTimeoutMs: 5_000 });
     const env = { TRIBUTARY_TEST_RAN: ranFile, TRIBUTARY_TEST_STEP_MS: "400" };
