@@ -11,6 +11,8 @@ import { useQueryLimits } from "./graphql/limits.js";
 import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
+import { definitionsReadiness, type Catalog } from "./catalog.js";
+import { graphiqlRoutes, renderLocalGraphiQL } from "./graphiql-routes.js";
 import { executionRoutes, type ExecutionApiServices } from "./execution/execution-routes.js";
 
 /** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
@@ -59,6 +61,8 @@ export function createApiApp(options: ApiOptions): Hono {
     context: () => options.context,
     graphqlEndpoint: "/graphql",
     landingPage: false,
+    graphiql: { title: "Tributary GraphiQL" },
+    renderGraphiQL: renderLocalGraphiQL, // from the installed package: no CDN
     plugins: [useQueryLimits()], // depth and cost limits
     maskedErrors: {
       maskError(error, message, isDev) {
@@ -81,7 +85,11 @@ export function createApiApp(options: ApiOptions): Hono {
     }
   });
   // /metrics and /readyz.
-  if (options.observability) app.route("/", observabilityRoutes(options.ping, options.observability));
+  if (options.observability) {
+    // A context built only for /metrics (as in tests) has no catalog.
+    const catalog = options.context.catalog as Catalog | undefined;
+    app.route("/", observabilityRoutes(options.ping, options.observability, () => definitionsReadiness(catalog)));
+  }
   // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));
   // Step logs over SSE, or as plain text.
@@ -89,6 +97,7 @@ export function createApiApp(options: ApiOptions): Hono {
   // A run's progress as it changes (SSE), for the UI and scripts.
   app.route("/", runEventRoutes(options.context.runs));
   if (options.execution) app.route("/execution/v1", executionRoutes(options.execution));
+  app.route("/", graphiqlRoutes());
   app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) => yoga.fetch(c.req.raw, {}));
   app.route("/", uiRoutes(options.uiDir));
   return app;

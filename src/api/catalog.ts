@@ -1,10 +1,24 @@
 import type { AssetGraph } from "../graph/index.js";
 import type { DefinitionStore, GraphCache } from "../storage/index.js";
+import type { ReadinessProblem } from "./metrics/observability-routes.js";
 
 export interface CatalogView {
   readonly version: number;
   readonly loadedAt: Date;
   readonly graph: AssetGraph;
+}
+
+/** How far the definitions this process serves have got: see Catalog.status. */
+export type DefinitionsLoadState = "LOADING" | "LOADED" | "FAILED";
+
+export interface DefinitionsStatus {
+  readonly state: DefinitionsLoadState;
+  /** When the definitions in force were loaded (by this process's loader, else when their version was stored). */
+  readonly loadedAt: Date | null;
+  /** The stored snapshot version the API answers with; null before any is stored. */
+  readonly version: number | null;
+  /** Why the load failed (FAILED), or what the API waits for (LOADING). */
+  readonly message: string | null;
 }
 
 /**
@@ -13,6 +27,9 @@ export interface CatalogView {
  */
 export class Catalog {
   private ready: Promise<void> = Promise.resolve();
+  /** With a loader in this process (waitFor), its progress; without one, the stored snapshot decides. */
+  #load: { state: DefinitionsLoadState; error?: string } | undefined;
+  #loadedAt: Date | undefined;
 
   /** Shares the process's GraphCache, so the API and the loops read one copy of the graph. */
   constructor(
@@ -22,13 +39,43 @@ export class Catalog {
 
   /**
    * Requests wait for this before answering (e.g. the first definitions load of
-   * `tributary dev`), so an early client never sees a misleadingly empty graph.
+   * `tributary dev`), so an early client never sees a misleadingly empty graph;
+   * meanwhile status() says LOADING, and FAILED when it rejects.
    */
   waitFor(ready: Promise<unknown>): void {
+    this.#load = { state: "LOADING" };
     this.ready = ready.then(
-      () => undefined,
-      () => undefined,
+      async () => {
+        // Another reader (the reconciler's first pass) may have cached the empty graph of before the load.
+        await this.cache.current({ fresh: true });
+        this.#loadedAt ??= new Date();
+        this.#load = { state: "LOADED" };
+      },
+      (err: unknown) => {
+        this.#load = { state: "FAILED", error: err instanceof Error ? err.message : String(err) };
+      },
     );
+  }
+
+  /** Notes that this process's loader has just stored a (re)load, for status().loadedAt. */
+  loaded(at: Date = new Date()): void {
+    this.#loadedAt = at;
+  }
+
+  async status(): Promise<DefinitionsStatus> {
+    if (this.#load?.state === "LOADING") {
+      return { state: "LOADING", loadedAt: null, version: null, message: "the definitions files are being imported for the first time" };
+    }
+    const view = await this.cache.current();
+    const version = view.version === 0 ? null : view.version;
+    if (this.#load?.state === "FAILED") {
+      return { state: "FAILED", loadedAt: null, version, message: `the definitions could not be loaded: ${this.#load.error ?? "unknown error"}` };
+    }
+    if (!this.#load && version === null) {
+      // A server without a loader (`tributary api`) serves what a `tributary dev`, `reconciler` or `check` stored.
+      return { state: "LOADING", loadedAt: null, version: null, message: "no definitions are stored in this database yet: a `tributary reconciler` (or `dev`) loads and stores them" };
+    }
+    return { state: "LOADED", loadedAt: this.#loadedAt ?? view.loadedAt, version, message: null };
   }
 
   async current(): Promise<CatalogView> {
@@ -39,4 +86,12 @@ export class Catalog {
   dynamicKeys(name: string): Promise<string[]> {
     return this.definitions.listDynamicPartitions(name);
   }
+}
+
+/** `/readyz`'s view of the definitions: not ready while the first load runs, or when it failed. */
+export async function definitionsReadiness(catalog: Catalog | undefined): Promise<ReadinessProblem[]> {
+  if (!catalog) return [];
+  const status = await catalog.status();
+  if (status.state === "LOADED") return [];
+  return [{ code: status.state === "LOADING" ? "DEFINITIONS_LOADING" : "DEFINITIONS_FAILED", message: status.message ?? status.state }];
 }

@@ -54,6 +54,17 @@ export interface JobRunFilter {
   readonly updatedAt?: InstantRange | undefined;
 }
 
+/**
+ * The order of a DAG's run listing: by creation, by the first partition key
+ * (its text order is time order), or by the first key's position in `keys`
+ * (listed in time order; a key not listed sorts last). Ties: newer first.
+ */
+export type JobRunOrder = { readonly descending: boolean } & (
+  | { readonly by: "createdAt" }
+  | { readonly by: "firstKey" }
+  | { readonly by: "keyRank"; readonly keys: readonly string[] }
+);
+
 /** What a task instance shows beyond the RunStore's step record. */
 export interface StepAttributesRow {
   readonly stepId: number;
@@ -76,8 +87,8 @@ export interface PartitionRunRow {
  * output. Each call is one or two bounded statements.
  */
 export interface AirflowQueryStore {
-  /** Runs that have a step of any of these assets, newest first, and how many there are in all. */
-  listRunsOfAssets(assetKeys: readonly string[], page: AirflowPage, filter?: JobRunFilter): Promise<{ rows: JobRunRow[]; total: number }>;
+  /** Runs that have a step of any of these assets, in `order` (default: newest first), and how many there are in all. */
+  listRunsOfAssets(assetKeys: readonly string[], page: AirflowPage, filter?: JobRunFilter, order?: JobRunOrder): Promise<{ rows: JobRunRow[]; total: number }>;
   /** The outputs these steps stored (at most one per successful try). */
   stepOutputs(stepIds: readonly number[]): Promise<StepOutputRow[]>;
   /** Queue, executor, pool slots and last change of these steps. */

@@ -180,7 +180,7 @@ export type {
 // Airflow-compatible REST API reads (REST /api/v1).
 export { PgAirflowQueryStore } from "./pg-airflow-query-store.js";
 export { MAX_AIRFLOW_PAGE } from "./airflow-query-store.js";
-export type { AirflowQueryStore, JobRunRow, AirflowPage, StepOutputRow, JobRunFilter, InstantRange, StepAttributesRow, PartitionRunRow } from "./airflow-query-store.js";
+export type { AirflowQueryStore, JobRunRow, AirflowPage, StepOutputRow, JobRunFilter, JobRunOrder, InstantRange, StepAttributesRow, PartitionRunRow } from "./airflow-query-store.js";
 // Materialisation history and run pages.
 export { PgMaterializationQueryStore } from "./pg-materialization-query-store.js";
 export { MAX_READ_PAGE, MATERIALIZATION_KINDS } from "./materialization-query-store.js";

@@ -6,6 +6,7 @@ import {
   type AirflowPage,
   type AirflowQueryStore,
   type JobRunFilter,
+  type JobRunOrder,
   type JobRunRow,
   type PartitionRunRow,
   type StepAttributesRow,
@@ -20,7 +21,12 @@ export class PgAirflowQueryStore implements AirflowQueryStore {
     this.#db = db;
   }
 
-  async listRunsOfAssets(assetKeys: readonly string[], page: AirflowPage, filter: JobRunFilter = {}): Promise<{ rows: JobRunRow[]; total: number }> {
+  async listRunsOfAssets(
+    assetKeys: readonly string[],
+    page: AirflowPage,
+    filter: JobRunFilter = {},
+    order: JobRunOrder = { by: "createdAt", descending: true },
+  ): Promise<{ rows: JobRunRow[]; total: number }> {
     checkPage(page);
     if (assetKeys.length === 0) return { rows: [], total: 0 };
     const keys = [...assetKeys];
@@ -38,7 +44,7 @@ export class PgAirflowQueryStore implements AirflowQueryStore {
           select min(s.partition_key) as first_key, max(s.partition_key) as last_key
           from steps s where s.run_id = r.id and s.asset_key = any(${keys}::text[])) k
         where k.first_key is not null ${where}
-        order by r.created_at desc, r.id desc
+        order by ${orderBy(order)}
         limit ${page.limit} offset ${page.offset}`.execute(this.#db),
       conditions.length === 0
         ? sql<{ n: number }>`select count(distinct run_id)::int as n from steps where asset_key = any(${keys}::text[])`.execute(this.#db)
@@ -106,4 +112,12 @@ function checkPage(page: AirflowPage): void {
   if (!Number.isInteger(page.offset) || page.offset < 0) {
     throw new InputError(`offset: ${page.offset} must be a whole number from 0`, { location: { field: "offset" } });
   }
+}
+
+function orderBy(order: JobRunOrder): RawBuilder<unknown> {
+  const dir = order.descending ? sql`desc` : sql`asc`;
+  const byCreation = sql`r.created_at ${dir}, r.id ${dir}`;
+  if (order.by === "firstKey") return sql`k.first_key ${dir}, ${byCreation}`;
+  if (order.by === "keyRank") return sql`array_position(${[...order.keys]}::text[], k.first_key) ${dir} nulls last, ${byCreation}`;
+  return byCreation;
 }

@@ -253,5 +253,6 @@ import "./triggers.js";
 import "./pools.js"; // pools and setPoolSlots
 import "./lineage.js"; // Lineage and erasureImpact
 import "./checks.js"; // asset checks: Asset.checks, Asset.checkResults, Run.checkResults, runChecks
+import "./definitions-status.js"; // definitionsStatus: LOADING until the first load is stored
 
 export const schema = builder.toSchema();

@@ -12,7 +12,14 @@ export interface Observability {
 
 /** A reason `/readyz` answers 503, with a stable code. */
 export interface ReadinessProblem {
-  readonly code: "DATABASE_UNREACHABLE" | "MIGRATIONS_PENDING" | "MIGRATIONS_UNKNOWN" | "MIGRATIONS_CHANGED" | "MIGRATIONS_UNCHECKED";
+  readonly code:
+    | "DATABASE_UNREACHABLE"
+    | "MIGRATIONS_PENDING"
+    | "MIGRATIONS_UNKNOWN"
+    | "MIGRATIONS_CHANGED"
+    | "MIGRATIONS_UNCHECKED"
+    | "DEFINITIONS_LOADING"
+    | "DEFINITIONS_FAILED";
   readonly message: string;
 }
 
@@ -72,10 +79,15 @@ export function metricsApp(ping: () => Promise<void>, observability: Observabili
 
 /**
  * `GET /metrics` (Prometheus text; 503 when the database does not answer) and
- * `GET /readyz`: 200 when the database answers and its migrations are exactly
- * this code's, else 503 with a JSON body listing each problem.
+ * `GET /readyz`: 200 when the database answers, its migrations are exactly
+ * this code's and `more` (e.g. the API's definitions load) finds nothing, else
+ * 503 with a JSON body listing each problem.
  */
-export function observabilityRoutes(ping: () => Promise<void>, observability: Observability): Hono {
+export function observabilityRoutes(
+  ping: () => Promise<void>,
+  observability: Observability,
+  more: () => Promise<ReadinessProblem[]> = async () => [],
+): Hono {
   const app = new Hono();
   app.get("/metrics", async (c) => {
     try {
@@ -86,7 +98,8 @@ export function observabilityRoutes(ping: () => Promise<void>, observability: Ob
     }
   });
   app.get("/readyz", async (c) => {
-    const problems = await readinessProblems(ping, observability.migrations);
+    let problems = await readinessProblems(ping, observability.migrations);
+    if (problems[0]?.code !== "DATABASE_UNREACHABLE") problems = [...problems, ...(await more())];
     return problems.length === 0 ? c.json({ status: "ready", problems }) : c.json({ status: "not_ready", problems }, 503);
   });
   return app;

@@ -66,8 +66,8 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
     try {
       plans.push(await planClear(services, request, now));
     } catch (err) {
-      // Several tasks: one with nothing to clear (e.g. nothing failed) is no error.
-      if (!(err instanceof TributaryError && err.code === "CLEAR_NOTHING") || roots.length === 1) throw err;
+      // Nothing to clear (e.g. nothing failed) is no error: as in Airflow, the answer lists no task instances.
+      if (!(err instanceof TributaryError && err.code === "CLEAR_NOTHING")) throw err;
     }
   }
   if (body.dry_run) {
@@ -78,7 +78,7 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
     const runOf = new Map([...latest.map((r) => [stepKey(r), r.runId] as const), ...runSteps]);
     return c.json({ task_instances: await references(deps, graph, planned.map((step) => ({ step, runId: runOf.get(stepKey(step)) }))) });
   }
-  const cleared = await createClearRuns(services.runs, plans, now);
+  const cleared = plans.length === 0 ? [] : await createClearRuns(services.runs, plans, now);
   return c.json({ task_instances: await references(deps, graph, cleared.flatMap((run) => run.plan.steps.filter((step) => step.check === undefined).map((step) => ({ step, runId: run.runId })))) });
 }
 

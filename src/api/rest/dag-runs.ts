@@ -1,7 +1,8 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import type { JobRunFilter, RunDetail, StepRecord } from "../../storage/index.js";
-import { requireJob, type AssetJob } from "./asset-jobs.js";
+import { TributaryError } from "../../errors/index.js";
+import { assetJobs, requireJob, type AssetJob } from "./asset-jobs.js";
 import type { RestDeps } from "./airflow-api.js";
 import { DAG_RUN_FIELDS, dagRunView, DEFAULT_QUEUE, restMapIndices, stepDuration, stepExecutionDate, taskInstanceView } from "./airflow-views.js";
 import { jobPartitions, type JobPartitions } from "./job-partitions.js";
@@ -11,10 +12,10 @@ import { instant, jsonBody, orderOf, pageOf } from "./rest-params.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** GET /dags/{dag_id}/dagRuns: runs with a step of the DAG's assets, newest first, filtered in SQL. */
+/** GET /dags/{dag_id}/dagRuns: runs with a step of the DAG's assets, by logical date (newest first by default), filtered in SQL. */
 export async function listDagRuns(c: Context, deps: RestDeps): Promise<Response> {
   const page = pageOf(c);
-  orderOf(c, ["-execution_date"]);
+  const order = orderOf(c, ["-execution_date", "execution_date"]);
   const fields = fieldsOf(c, DAG_RUN_FIELDS);
   const job = await currentJob(c, deps);
   const partitions = await jobPartitions(job, deps.context.catalog);
@@ -26,7 +27,8 @@ export async function listDagRuns(c: Context, deps: RestDeps): Promise<Response>
     updatedAt: dateRange(c, "updated_at"),
     statuses: runStatesOf(c),
   };
-  const { rows, total } = await deps.queries.listRunsOfAssets(job.assets.map((a) => a.key), page, filter);
+  const runOrder = partitions.logicalDateOrder(deps.context.now(), order === "-execution_date");
+  const { rows, total } = await deps.queries.listRunsOfAssets(job.assets.map((a) => a.key), page, filter, runOrder);
   return c.json({ dag_runs: rows.map((r) => pickFields(dagRunView(job, r, partitions), fields)), total_entries: total });
 }
 
@@ -57,15 +59,39 @@ export async function triggerDagRun(c: Context, deps: RestDeps): Promise<Respons
   const partitions = await jobPartitions(job, deps.context.catalog);
   const now = deps.context.now();
   const partition = partitionKey ?? (logical !== undefined ? partitions.keyAt(logical, now, "body.logical_date") : latestPartition(job, partitions, now));
-  const launched = await deps.context.launchRun({
-    assetKeys: job.assets.map((a) => a.key),
-    partition,
-    origin: "manual",
-    tags: { "airflow/dag_id": job.dagId },
-  });
+  const launched = await deps.context
+    .launchRun({
+      assetKeys: job.assets.map((a) => a.key),
+      partition,
+      origin: "manual",
+      tags: { "airflow/dag_id": job.dagId },
+    })
+    .catch(async (err: unknown) => {
+      throw err instanceof TributaryError && err.code === "PLAN_MISSING_UPSTREAM" ? await inRestTerms(err, deps, job) : err;
+    });
   const run = (await deps.context.runs.getRunSummary(launched.runId))!;
   const key = partition ?? "";
   return c.json(dagRunView(job, { ...run, firstPartitionKey: key, lastPartitionKey: key }, partitions));
+}
+
+/**
+ * A run that would read upstream partitions that are not there: the advice
+ * (worded for the CLI and GraphQL) becomes what a REST client can do, trigger
+ * the DAGs that hold those upstream assets first.
+ */
+async function inRestTerms(err: TributaryError, deps: RestDeps, job: AssetJob): Promise<RestError> {
+  const lines = err.message.split("\n");
+  const advice = lines.at(-1) ?? "";
+  if (!/--|includeUpstream/.test(advice)) return RestError.badRequest(`${err.message} [${err.code}]`);
+  const { graph } = await deps.context.catalog.current();
+  const inJob = new Set(job.assets.map((a) => a.key));
+  // The upstream assets the message names as missing.
+  const upstream = new Set(job.assets.flatMap((a) => [...graph.ancestors([a.key])]).filter((k) => !inJob.has(k) && err.message.includes(`"${k}"`)));
+  const dags = assetJobs(graph).filter((j) => j.assets.some((a) => upstream.has(a.key)));
+  const where = dags.map((d) => `POST /api/v1/dags/${d.dagId}/dagRuns`).join(", ");
+  return RestError.badRequest(
+    `${lines.slice(0, -1).join("\n")}\ntrigger the runs of those upstream partitions first (${where || "their DAGs' dagRuns"}) with the same conf.partition_key or logical_date, then this one [PLAN_MISSING_UPSTREAM]`,
+  );
 }
 
 /** Without a date or key: the latest existing partition of a time-partitioned job; nothing for an unpartitioned one. */

@@ -1,5 +1,5 @@
 import { loadPartitionContext, partitionSpace, type PartitionSpace, type PartitionsSpec, type TimeWindow } from "../../partitions/index.js";
-import type { InstantRange, JobRunFilter } from "../../storage/index.js";
+import type { InstantRange, JobRunFilter, JobRunOrder } from "../../storage/index.js";
 import type { Catalog } from "../catalog.js";
 import type { AssetJob } from "./asset-jobs.js";
 import { RestError } from "./rest-error.js";
@@ -19,10 +19,14 @@ export interface JobPartitions {
    * RestError 400 naming `field` for multi-dimensional partitions.
    */
   logicalDateFilter(range: InstantRange, now: Date, field: string): Pick<JobRunFilter, "firstKeyRange" | "firstKeyIn" | "createdAt">;
+  /** The run order by logical date, as dagRunView derives it (newest first when `descending`). */
+  logicalDateOrder(now: Date, descending: boolean): JobRunOrder;
 }
 
 /** The most windows an execution_date range may name when keys must be listed (see logicalDateFilter). */
 const MAX_LISTED_WINDOWS = 10_000;
+/** The most keys ranked to order runs by logical date when their text order is not time order (beyond: creation order). */
+const MAX_RANKED_WINDOWS = 20_000;
 /** Key formats whose text order is time order (largest unit first, fixed width): key ranges then compare as text. */
 const CHRONOLOGICAL_FORMAT = /^yyyy([^A-Za-z]?MM([^A-Za-z]?dd([^A-Za-z]?HH([^A-Za-z]?mm([^A-Za-z]?ss)?)?)?)?)?$/;
 
@@ -63,6 +67,15 @@ export async function jobPartitions(job: AssetJob, catalog: Pick<Catalog, "dynam
         throw RestError.badRequest(`${field}: the range spans ${hi - lo + 1} partitions of DAG ${JSON.stringify(job.dagId)} (at most ${MAX_LISTED_WINDOWS} with its key format ${space.spec.format}); narrow execution_date_gte/lte`);
       }
       return { firstKeyIn: Array.from({ length: hi - lo + 1 }, (_, i) => space.keyAt(lo + i)) };
+    },
+    logicalDateOrder: (now, descending) => {
+      // Without time windows the logical date is the creation time.
+      if (!space || space.spec.kind !== "time") return { by: "createdAt", descending };
+      if (CHRONOLOGICAL_FORMAT.test(space.spec.format)) return { by: "firstKey", descending };
+      // Other key formats are ranked by their windows: every existing key, in time order.
+      const count = space.count(now);
+      if (count <= MAX_RANKED_WINDOWS) return { by: "keyRank", keys: Array.from({ length: count }, (_, i) => space.keyAt(i)), descending };
+      return { by: "createdAt", descending };
     },
   };
 }

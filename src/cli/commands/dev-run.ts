@@ -27,8 +27,9 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
 
   // Until the first definitions load is stored, GraphQL waits rather than answering with an empty graph.
+  // Meanwhile /readyz answers 503 and definitionsStatus says LOADING.
   let resolveInitialLoad!: (ready: Promise<void>) => void;
-  runtime.catalog.waitFor(new Promise<void>((resolve) => (resolveInitialLoad = (ready) => void ready.then(resolve, resolve))));
+  runtime.catalog.waitFor(new Promise<void>((resolve, reject) => (resolveInitialLoad = (ready) => void ready.then(resolve, reject))));
   const server = await startApiServer(runtime, { port, host: opts.host, definitionsDir: settings.definitionsDir });
   log(`serving UI and GraphQL at http://${opts.host}:${server.port} (GraphQL at /graphql)`);
 
@@ -40,6 +41,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
       ...(change.initial ? {} : { reloaded: change.reloaded }),
       removed: change.removed,
     });
+    runtime.catalog.loaded();
     const errors = change.result.files.filter((f) => f.status === "error");
     const problems = errors.length + change.result.problems.length;
     log(
