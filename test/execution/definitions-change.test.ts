@@ -7,7 +7,8 @@ const KEEP = `
 import { asset } from "tributary";
 export const keep = asset({ key: "d/keep", priority: 10 }, async () => {
   globalThis.__tributaryKeepEntered = true;
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // Runs until the test has stored the new definitions (the in-process executor shares the test's globals).
+  while (!globalThis.__tributaryKeepRelease) await new Promise((resolve) => setTimeout(resolve, 20));
   return "kept";
 });
 `;
@@ -25,6 +26,7 @@ describePostgres("execution: definitions changing mid-run", () => {
   afterEach(async () => {
     await h?.stop();
     h = undefined;
+    delete (globalThis as { __tributaryKeepRelease?: boolean }).__tributaryKeepRelease;
   });
 
   it("ends the steps of assets that left the definitions as removed, and the run still ends", async () => {
@@ -38,6 +40,7 @@ describePostgres("execution: definitions changing mid-run", () => {
     await h.until(async () => entered() && (await h!.runs.getRun(runId))!.steps.find((s) => s.assetKey === "d/keep")!.state === "running", 10_000, "d/keep to run");
     const version = await h.redefine({ "keep.ts": KEEP });
     expect(version).toBeGreaterThan(before.version);
+    (globalThis as { __tributaryKeepRelease?: boolean }).__tributaryKeepRelease = true;
 
     const run = await h.waitForRun(runId, 20_000);
     const byKey = Object.fromEntries(run.steps.map((s) => [s.assetKey, s]));
