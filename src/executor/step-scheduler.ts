@@ -109,7 +109,7 @@ export class StepScheduler {
       maxBatchSize: options.maxBatchSize,
       onError: options.onError,
       freeSlots: () => this.freeSlots(),
-      onFollowUp: (steps) => this.submit(steps),
+      onFollowUp: (steps) => this.takeFollowUps(steps),
     });
     this.heartbeat = setInterval(() => this.sendHeartbeat(), options.heartbeatIntervalMs);
     this.heartbeat.unref();
@@ -193,6 +193,36 @@ export class StepScheduler {
     if (!this.loadScheduled && this.pendingLoads.length > 0) {
       this.loadScheduled = true;
       queueMicrotask(() => void this.loadInputs());
+    }
+  }
+
+  /**
+   * Steps a completion claimed for this executor. The claim was made with the free slots counted before `close()`
+   * began; closing by now, hand them back unstarted (the store schedules them again) rather than leave them claimed
+   * until the queued timeout.
+   */
+  private takeFollowUps(steps: readonly StepDispatch[]): void {
+    if (!this.closing) {
+      this.submit(steps);
+      return;
+    }
+    for (const dispatch of steps) {
+      const error = serializedStepError(
+        STEP_ERROR_CODES.closed,
+        dispatch,
+        `${describeTry(dispatch)}: the executor closed before the step started; it can run again`,
+      );
+      appendStepLog(dispatch.logRef, "error", `step handed back: ${error.message}`, { code: error.code });
+      this.reporter.finished({
+        stepId: dispatch.stepId,
+        runId: dispatch.runId,
+        tryNumber: dispatch.tryNumber,
+        outcome: { kind: "failed", error, retryable: true },
+        startedAt: null,
+        endedAt: new Date(),
+        workerId: this.options.workerId,
+        logRef: dispatch.logRef,
+      });
     }
   }
 

@@ -361,20 +361,22 @@ describePostgres("execution: backfills", () => {
   });
 
   it("continues from the stored state after the reconcilers restart", async () => {
-    await start({ nodes: 2 });
+    // A step the old nodes were handed must be handed back, not left to the queued timeout (out of reach here).
+    await start({ nodes: 2, queuedTimeoutMs: 600_000 });
     await marker("slow");
     const b = await launch({ assetKeys: ["bf/raw", "bf/clean"], from: "2025-01-06", to: "2025-01-20", maxConcurrentRuns: 2 });
-    await h!.until(async () => ((await store().get(b.id))!.cursor.next >= 5 ? true : undefined), 30_000, "five chunks started");
+    // Budgets for fifteen two-step runs, two at a time, on a loaded machine.
+    await h!.until(async () => ((await store().get(b.id))!.cursor.next >= 5 ? true : undefined), 120_000, "five chunks started");
     await h!.restartNodes();
     const mid = (await store().get(b.id))!;
     expect(mid.status).toBe("running");
-    const done = await waitForBackfill(b.id);
+    const done = await waitForBackfill(b.id, ENDED, 180_000);
     expect(done).toMatchObject({ status: "completed", requested: 30, done: 30, failed: 0, inProgress: 0 });
     const runs = await runsOf(b.id);
     expect(runs.map((r) => r.key)).toEqual(runs.map((_, k) => `backfill:${b.id}:${k}`));
     expect(runs.every((r) => r.status === "success")).toBe(true);
     expect(await materialized("bf/clean")).toHaveLength(15);
-  });
+  }, 330_000);
 
   it("fails with the reason when its assets' partitions change under it, after its runs in flight end", async () => {
     await start();
