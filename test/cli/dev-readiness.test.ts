@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, freePort, graphqlAt, startCli } from "./run-cli.js";
+import { eventually, graphqlAt, startCli } from "./run-cli.js";
 
 // `tributary dev` whose definitions take a while to import: it answers at once, but says it is still loading them.
 let dataDir: string;
@@ -34,18 +34,15 @@ const STATUS = "{ definitionsStatus { state loadedAt version } }";
 
 describe("tributary dev while its definitions load", () => {
   it("answers /readyz 503 and definitionsStatus LOADING until the first load is stored, then 200, LOADED and the assets", async () => {
-    const port = freePort();
-    const child = startCli(["dev", "--port", String(port), "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1"]);
-    const base = `http://127.0.0.1:${port}`;
+    const child = startCli(["dev", "--port", "0", "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1"]);
     try {
-      const first = await eventually(
-        async () => {
-          if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-          return await fetch(`${base}/readyz`).catch(() => undefined);
-        },
-        120_000,
-        "the server to listen",
-      );
+      // A first start creates the embedded database: minutes on a loaded machine.
+      const port = await eventually(async () => {
+        if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
+        return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
+      }, 300_000, "tributary dev to listen");
+      const base = `http://127.0.0.1:${port}`;
+      const first = await fetch(`${base}/readyz`);
       expect(first.status).toBe(503);
       const body = (await first.json()) as { status: string; problems: { code: string; message: string }[] };
       expect(body.status).toBe("not_ready");
@@ -64,7 +61,7 @@ describe("tributary dev while its definitions load", () => {
       const ready = await eventually(async () => {
         const r = await fetch(`${base}/readyz`);
         return r.status === 200 ? r : undefined;
-      }, 120_000, "/readyz to answer 200");
+      }, 300_000, "/readyz to answer 200");
       expect(await ready.json()).toEqual({ status: "ready", problems: [] });
       // Right away, not a moment later: the graph the API answers with is the loaded one.
       const assets = await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }");
@@ -79,5 +76,5 @@ describe("tributary dev while its definitions load", () => {
       child.kill("SIGINT");
       await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once("exit", resolve)));
     }
-  }, 300_000);
+  }, 660_000);
 });

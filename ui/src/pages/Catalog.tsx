@@ -2,6 +2,7 @@ import { useMemo } from "react";
 import { Link, useSearchParams } from "wouter";
 import { useQuery } from "../api";
 import { QueryView } from "../components/common";
+import { DefinitionsGate } from "../components/DefinitionsGate";
 import { HealthBar, type StatusCounts } from "../components/HealthBar";
 import { assetPath, formatAgo, formatCount, formatTime } from "../format";
 import "./Catalog.css";
@@ -47,14 +48,22 @@ function tagStrings(tags: Record<string, unknown> | null): string[] {
 const distinct = (values: readonly (string | null)[]): string[] => [...new Set(values.filter((v): v is string => !!v))].sort();
 
 export function CatalogPage() {
-  const state = useQuery<{ assets: CatalogAsset[] | null }>(CATALOG_QUERY, {}, { pollMs: 15_000 });
   return (
     <div className="catalog">
       <h1>Assets</h1>
-      <QueryView state={state} what="assets">
-        {(data) => <Catalog assets={data.assets ?? []} />}
-      </QueryView>
+      <DefinitionsGate>
+        <CatalogAssets />
+      </DefinitionsGate>
     </div>
+  );
+}
+
+function CatalogAssets() {
+  const state = useQuery<{ assets: CatalogAsset[] | null }>(CATALOG_QUERY, {}, { pollMs: 15_000 });
+  return (
+    <QueryView state={state} what="assets">
+      {(data) => <Catalog assets={data.assets ?? []} />}
+    </QueryView>
   );
 }
 

@@ -5,6 +5,7 @@ import { AssetGraph, type GraphNode } from "../components/AssetGraph";
 import { prepareLayoutWorker } from "../components/graph-layout-client";
 import { countsSummary, type StatusCounts } from "../components/HealthBar";
 import { QueryView } from "../components/common";
+import { DefinitionsGate } from "../components/DefinitionsGate";
 import { assetPath, formatCount } from "../format";
 import { PARTITION_COLORS } from "../status";
 import "./Graph.css";
@@ -39,15 +40,23 @@ const LEGEND = ["FAILED", "TIMED_OUT", "MATERIALIZING", "STALE", "MISSING", "MAT
 const NO_GROUP = "(no group)";
 
 export function GraphPage() {
-  const state = useQuery<{ assets: GraphAsset[] | null }>(GRAPH_QUERY, {}, { pollMs: 15_000 });
-  // The layout worker loads while the query runs.
+  // The layout worker loads while the definitions and the query do.
   useEffect(prepareLayoutWorker, []);
   return (
     <div className="graph-page">
-      <QueryView state={state} what="the asset graph">
-        {(data) => <Graph assets={data.assets ?? []} />}
-      </QueryView>
+      <DefinitionsGate>
+        <GraphAssets />
+      </DefinitionsGate>
     </div>
+  );
+}
+
+function GraphAssets() {
+  const state = useQuery<{ assets: GraphAsset[] | null }>(GRAPH_QUERY, {}, { pollMs: 15_000 });
+  return (
+    <QueryView state={state} what="the asset graph">
+      {(data) => <Graph assets={data.assets ?? []} />}
+    </QueryView>
   );
 }
 
