@@ -1,5 +1,6 @@
 import { Command, Option } from "commander";
-import { reportError } from "./output.js";
+import { exitOnClosedPipe, reportError } from "./output.js";
+import { stopWithParent } from "./parent-watch.js";
 import { registerCheck } from "./commands/check.js";
 import { registerDev } from "./commands/dev.js";
 import { registerMigrate } from "./commands/migrate.js";
@@ -21,6 +22,11 @@ import { registerApi } from "./commands/api.js";
 import { VERSION } from "./version.js";
 import { DEFAULT_SERVER_URL } from "./server-identity.js";
 
+/** Commands that run until stopped: they stop with the process that started them, and outlive a closed output pipe. */
+const LONG_LIVED = new Set(["dev", "api", "reconciler", "triggerer", "worker"]);
+
+let longLived = false;
+
 /** Builds the `tributary` command line; each command registers itself. */
 export function buildProgram(): Command {
   const program = new Command("tributary")
@@ -31,6 +37,7 @@ export function buildProgram(): Command {
     .addOption(new Option("--data-dir <dir>", 'embedded database directory, without DATABASE_URL (default: ".tributary")'))
     .addOption(new Option("--load-timeout <duration>", "time limit per definitions file, e.g. 5s").default("60s"))
     .addOption(new Option("--url <url>", `a running Tributary server for operational commands (default: $TRIBUTARY_URL, else "${DEFAULT_SERVER_URL}")`))
+    .option("--verbose", "errors with their stack traces (also in --json output)")
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true });
   registerDev(program);
@@ -51,11 +58,19 @@ export function buildProgram(): Command {
   registerReconciler(program);
   registerTriggerer(program);
   registerWorker(program);
+  program.hook("preAction", (_program, action) => {
+    if (LONG_LIVED.has(action.name())) {
+      longLived = true;
+      stopWithParent();
+    }
+  });
   return program;
 }
 
 /** Runs the CLI; errors become a clear message and exit code, never a raw stack. */
 export async function runCli(argv: string[]): Promise<void> {
+  // A reader that closes early (`| head`) ends a one-off command quietly; a long-lived one keeps running.
+  exitOnClosedPipe(() => !longLived);
   const program = buildProgram();
   program.exitOverride();
   try {
@@ -66,6 +81,6 @@ export async function runCli(argv: string[]): Promise<void> {
       process.exitCode = code === "commander.helpDisplayed" || code === "commander.version" ? 0 : (err as { exitCode?: number }).exitCode ?? 1;
       return;
     }
-    process.exitCode = reportError(err, argv.includes("--json"));
+    process.exitCode = reportError(err, { json: argv.includes("--json"), verbose: argv.includes("--verbose") });
   }
 }
