@@ -1,12 +1,13 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { allOf, asset, daily, eager, fileExists, hasFailed, inLatestWindow, isInProgress, isMissing, not, sourceAsset } from "tributary";
+import { allOf, asset, daily, eager, fileExists, hasFailed, inLatestWindow, isInProgress, isMissing, not, sourceAsset, type JsonValue } from "tributary";
 import { demoDataDir, ordersBetween, rng } from "../shop/_synthetic.js";
 
 const days = daily({ start: "2025-01-01", timezone: "UTC" });
 
 /** Where the partner drops its files (absolute: the triggerer checks the path as it is). */
 const landingDir = path.join(demoDataDir(), "landing");
+const landingFile = (day: string): string => path.join(landingDir, `deliveries-${day}.json`);
 
 /**
  * A partner's daily delivery file: produced outside Tributary, so it is
@@ -17,10 +18,10 @@ const landingDir = path.join(demoDataDir(), "landing");
 export const deliveries = sourceAsset({
   key: "partner/deliveries",
   partitions: days,
-  observe: fileExists(path.join(landingDir, "deliveries-{partition}.json")),
+  observe: fileExists(landingFile("{partition}")),
   pollInterval: "3s",
   owner: "team:partners",
-  description: "Delivery confirmations the (simulated) partner drops into .tributary/demo-data/landing, a while after each day ends",
+  description: "Delivery confirmations the (simulated) partner drops into demo-data/landing in the data directory, a while after each day ends",
 });
 
 /**
@@ -42,7 +43,7 @@ export const partnerExport = asset(
     const { start, end } = ctx.partition.window!;
     const delivered = ordersBetween(start, end).filter((_, i) => i % 3 !== 0).map((o) => o.id);
     await mkdir(landingDir, { recursive: true });
-    const file = path.join(landingDir, `deliveries-${ctx.partition.key}.json`);
+    const file = landingFile(ctx.partition.key);
     await writeFile(`${file}.tmp`, JSON.stringify({ day: ctx.partition.key, delivered }));
     await rename(`${file}.tmp`, file);
     return { file, delivered: delivered.length };
@@ -60,10 +61,35 @@ export const deliveryRate = asset(
   },
   async (ctx, { deliveries }) => {
     // A source passes its latest observation: when it was seen and what the check found ({ path, size, mtime }).
-    const { path: file } = deliveries.payload as { path: string };
-    const { delivered } = JSON.parse(await readFile(file, "utf8")) as { delivered: string[] };
+    // An observation reported by hand (`tributary report --observation`) has no payload, and a day reported as
+    // written (`tributary report` alone) no observation at all (null): the file is then looked for where the
+    // partner drops it, and may not be there.
+    const found = deliveries?.payload;
+    const file = isFound(found) ? found.path : landingFile(ctx.partition.key);
+    const delivered = await readDelivered(file);
+    if (delivered === null) ctx.log.warn("no delivery file for the day: its rate is unknown", { file });
     const { start, end } = ctx.partition.window!;
     const orders = ordersBetween(start, end).length;
-    return { day: ctx.partition.key, orders, delivered: delivered.length, rate: delivered.length / orders, observedAt: deliveries.observedAt };
+    return {
+      day: ctx.partition.key,
+      orders,
+      delivered: delivered?.length ?? null,
+      rate: delivered === null ? null : delivered.length / orders,
+      observedAt: deliveries?.observedAt ?? null,
+    };
   },
 );
+
+function isFound(payload: JsonValue | undefined): payload is { path: string } {
+  return typeof payload === "object" && payload !== null && !Array.isArray(payload) && typeof payload["path"] === "string";
+}
+
+/** The order ids a delivery file confirms; null when there is no such file. */
+async function readDelivered(file: string): Promise<string[] | null> {
+  try {
+    return (JSON.parse(await readFile(file, "utf8")) as { delivered: string[] }).delivered;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}

@@ -6,9 +6,12 @@ import path from "node:path";
 
 export const REGIONS = ["eu", "us", "apac"] as const;
 
-/** Where the demo writes its files; `.tributary/demo-data` unless set. */
+/**
+ * Where the demo writes its files: `demo-data` inside the data directory Tributary runs with (`--data-dir`, which
+ * it passes to definitions and steps as TRIBUTARY_DATA_DIR), unless TRIBUTARY_DEMO_DATA names another place.
+ */
 export const demoDataDir = (): string =>
-  path.resolve(process.env.TRIBUTARY_DEMO_DATA ?? path.join(".tributary", "demo-data"));
+  path.resolve(process.env.TRIBUTARY_DEMO_DATA || path.join(process.env.TRIBUTARY_DATA_DIR || ".tributary", "demo-data"));
 
 /** A small fast PRNG seeded from a string (mulberry32 over an FNV-1a hash). */
 export function rng(seed: string): () => number {

@@ -30,10 +30,11 @@ export const dailyClicks = asset(
     deps: { hours: dep(clickstream, timeWindow()) },
   },
   async (ctx, { hours }) => {
+    // An hour reported by an outside producer arrives as null: it is counted, without clicks.
     const value = {
       hours: hours.length,
-      clicks: hours.reduce((n, h) => n + h.clicks, 0),
-      sessions: hours.reduce((n, h) => n + h.sessions, 0),
+      clicks: hours.reduce((n, h) => n + (h?.clicks ?? 0), 0),
+      sessions: hours.reduce((n, h) => n + (h?.sessions ?? 0), 0),
     };
     await writePartitionFile("daily_clicks", ctx.partition.key, value);
     return value;

@@ -1,4 +1,4 @@
-import { allOf, anyOf, asset, daily, dep, eager, hasFailed, inLatestWindow, isInProgress, isMissing, not, onCron, timeWindow, weekly } from "tributary";
+import { allOf, anyOf, asset, check, daily, dep, eager, hasFailed, inLatestWindow, isInProgress, isMissing, not, onCron, timeWindow, weekly } from "tributary";
 import { ordersBetween, writePartitionFile } from "./_synthetic.js";
 
 const days = daily({ start: "2025-01-01", timezone: "UTC" });
@@ -29,6 +29,16 @@ export const rawOrders = asset(
   },
 );
 
+/**
+ * A blocking check: a day without orders keeps its readers from running (they end upstream_failed, naming the
+ * check) while the other days go on. A day reported from outside has no stored value to judge.
+ */
+export const rawOrdersNotEmpty = check(
+  rawOrders,
+  { name: "not_empty", blocking: true, description: "The day has at least one order" },
+  (_ctx, value) => (value === null ? { passed: true, metadata: { reported: true } } : { passed: value.rows > 0, metadata: { rows: value.rows } }),
+);
+
 /** Revenue over the trailing seven days, recomputed whenever a day it reads changes. */
 export const revenue7d = asset(
   {
@@ -41,6 +51,7 @@ export const revenue7d = asset(
   // A day reported by an outside producer (`tributary report`) has no stored value: it arrives as null.
   async (_ctx, { orders }) => ({
     days: orders.length,
+    reportedDays: orders.filter((o) => o === null).length,
     revenueCents: orders.reduce((n, o) => n + (o?.revenueCents ?? 0), 0),
   }),
 );
@@ -55,7 +66,12 @@ export const weeklyRevenue = asset(
     deps: { orders: dep(rawOrders, timeWindow()) },
   },
   async (ctx, { orders }) => {
-    const value = { days: orders.length, revenueCents: orders.reduce((n, o) => n + o.revenueCents, 0) };
+    // A reported day (null) adds no revenue here: Tributary holds no value of it.
+    const value = {
+      days: orders.length,
+      reportedDays: orders.filter((o) => o === null).length,
+      revenueCents: orders.reduce((n, o) => n + (o?.revenueCents ?? 0), 0),
+    };
     await writePartitionFile("weekly_revenue", ctx.partition.key, value);
     return value;
   },

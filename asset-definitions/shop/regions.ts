@@ -23,7 +23,8 @@ export const regionalSales = asset(
     const { date, region } = ctx.partition.dimensions!;
     const { start, end } = ctx.partition.window!;
     const mine = ordersBetween(start, end).filter((o) => o.region === region);
-    const value = { date, region, orders: mine.length, revenueCents: mine.reduce((n, o) => n + o.amountCents, 0), ofDay: orders.rows };
+    // The day's total: null when the day was reported by an outside producer (no stored value).
+    const value = { date, region, orders: mine.length, revenueCents: mine.reduce((n, o) => n + o.amountCents, 0), ofDay: orders?.rows ?? null };
     await writePartitionFile("regional_sales", ctx.partition.key, value);
     return value;
   },

@@ -14,12 +14,12 @@ export const meter = asset(
   async (ctx) => ({ kwh: 1, hour: ctx.partition.key }),
 );
 
-/** A local day reads its 23, 24 or 25 hours. */
+/** A local day reads its 23, 24 or 25 hours (an hour reported by an outside producer has no value: null). */
 export const dailyUsage = asset(
   {
     key: "energy/daily_usage",
     partitions: daily({ start: "2025-01-01", timezone: zone }),
     deps: { hours: dep(meter, timeWindow()) },
   },
-  async (_ctx, { hours }) => ({ hours: hours.length, kwh: hours.reduce((n, h) => n + h.kwh, 0) }),
+  async (_ctx, { hours }) => ({ hours: hours.length, kwh: hours.reduce((n, h) => n + (h?.kwh ?? 0), 0) }),
 );

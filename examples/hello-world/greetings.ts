@@ -8,8 +8,11 @@ export const greetings = asset({ key: "hello/greetings", partitions: days }, asy
   return { text: `hello on ${start.toISOString().slice(0, 10)}` };
 });
 
-/** Reads the same day's greeting (identity mapping: the partitions match). */
+/**
+ * Reads the same day's greeting (identity mapping: the partitions match). A day reported by an outside producer
+ * (`tributary report`) has no stored value: it arrives as null.
+ */
 export const shout = asset(
   { key: "hello/shout", partitions: days, deps: { greetings } },
-  async (_ctx, { greetings }) => greetings.text.toUpperCase(),
+  async (_ctx, { greetings }) => greetings?.text.toUpperCase() ?? null,
 );

@@ -49,15 +49,26 @@ export interface Dep<T = unknown> {
 export type OutputOf<A> = A extends AssetDefinition<infer T> ? T : never;
 
 /**
+ * One upstream partition's value as a reader receives it: the stored output, or `null` when the partition has
+ * none — an outside producer reported it (`tributary report`, an `external` event: the partition counts as
+ * materialised, but Tributary holds no value of it), its function returned nothing, or, under a trigger rule
+ * other than `all_success`, it failed or was skipped. A source asset's reported observation arrives as
+ * `{ observedAt, payload: null }`.
+ */
+export type Upstream<T> = T | null;
+
+/**
  * A dependency with an explicit partition mapping. The mapping decides the
  * argument's type: a single value for identity/last, an array in partition
  * order for time windows, all partitions, static and multi mappings.
- * A key string instead of an asset gives an untyped dependency.
- * @example dep(orders, timeWindow({ startOffset: -6 }))  // Order[] for the last 7 days
+ * Each upstream value may be `null` (see {@link Upstream}).
+ * A key string instead of an asset gives an untyped dependency: `T` is the upstream's output.
+ * @example dep(orders, timeWindow({ startOffset: -6 }))  // (Order | null)[] for the last 7 days
  */
-export function dep<A extends AssetDefinition>(upstream: A, mapping: ManyMapping): Dep<OutputOf<A>[]>;
-export function dep<A extends AssetDefinition>(upstream: A, mapping?: SingleMapping): Dep<OutputOf<A>>;
-export function dep<T = unknown>(upstreamKey: string, mapping?: PartitionMappingSpec): Dep<T>;
+export function dep<A extends AssetDefinition>(upstream: A, mapping: ManyMapping): Dep<Upstream<OutputOf<A>>[]>;
+export function dep<A extends AssetDefinition>(upstream: A, mapping?: SingleMapping): Dep<Upstream<OutputOf<A>>>;
+export function dep<T = unknown>(upstreamKey: string, mapping: ManyMapping): Dep<Upstream<T>[]>;
+export function dep<T = unknown>(upstreamKey: string, mapping?: PartitionMappingSpec): Dep<Upstream<T>>;
 export function dep(upstream: AssetDefinition | string, mapping?: PartitionMappingSpec): Dep {
   const assetKey = typeof upstream === "string" ? upstream : upstream?.key;
   if (typeof assetKey !== "string" || assetKey === "") {
@@ -74,7 +85,7 @@ export type DepInput = Dep | AssetDefinition;
 export type DepsRecord = Readonly<Record<string, DepInput>>;
 
 export type InputsOf<D extends DepsRecord | undefined> = D extends DepsRecord
-  ? { readonly [K in keyof D]: D[K] extends Dep<infer T> ? T : D[K] extends AssetDefinition<infer T> ? T : never }
+  ? { readonly [K in keyof D]: D[K] extends Dep<infer T> ? T : D[K] extends AssetDefinition<infer T> ? Upstream<T> : never }
   : Record<string, never>;
 
 export interface RetryConfig {
@@ -374,14 +385,15 @@ function callbacksOf(config: AssetConfigBase): DefinitionCallbacks {
 
 /**
  * Declares an asset: a persistent thing `fn` writes, partition by partition.
- * The upstream values arrive as the second argument, typed from `deps`.
+ * The upstream values arrive as the second argument, typed from `deps`; each
+ * may be null (a partition reported from outside has no stored value).
  * With `map`, the function runs once per item `map` answers (`ctx.map`), and
  * downstream assets receive the outputs as an array in item order.
  * @example
  * const orders = asset({ key: "sales/orders", partitions: daily({ start: "2025-01-01" }) },
  *   async (ctx) => ({ rows: 42, day: ctx.partition.key }));
  * const summary = asset({ key: "sales/summary", partitions: daily({ start: "2025-01-01" }), deps: { orders } },
- *   async (_ctx, { orders }) => orders.rows * 2);
+ *   async (_ctx, { orders }) => (orders?.rows ?? 0) * 2);   // null: the day was reported, not materialised
  * const parsed = asset({ key: "sales/parsed", deps: { files }, map: ({ files }) => files.paths },
  *   async (ctx) => parse(ctx.map.item));   // downstream receives parsed outputs as an array
  */
@@ -432,6 +444,7 @@ export interface SourceAssetConfig
 /** What downstream functions receive from a source asset: its latest observation. */
 export interface SourceObservation {
   readonly observedAt: string;
+  /** What the observe trigger found (`fileExists`: `{ path, size, mtime }`); null for an observation reported by hand. */
   readonly payload: JsonValue;
 }
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DefinitionError } from "../errors/index.js";
-import type { AssetDefinition, OutputOf } from "./asset.js";
+import type { AssetDefinition, OutputOf, Upstream } from "./asset.js";
 import type { AssetContext } from "./context.js";
 import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
 import { deepFreeze, type JsonValue } from "./json.js";
@@ -35,8 +35,9 @@ const checkConfigSchema = z.strictObject({
 
 /**
  * A data-quality check of an asset's partitions; a failing blocking check
- * stops downstream materialisation of that partition.
- * @example check(orders, { name: "not_empty", blocking: true }, (_ctx, value) => ({ passed: value.rows > 0 }))
+ * stops downstream materialisation of that partition. The check receives the partition's stored value: null
+ * for a partition an outside producer reported (see {@link Upstream}).
+ * @example check(orders, { name: "not_empty", blocking: true }, (_ctx, value) => ({ passed: (value?.rows ?? 0) > 0 }))
  */
 export function check<A extends AssetDefinition>(
   target: A | string,
@@ -48,7 +49,7 @@ export function check<A extends AssetDefinition>(
     /** Only these partitions (keys, or a range of a time-partitioned asset); every partition by default. */
     partitions?: readonly string[] | { from?: string; to?: string };
   },
-  fn: (ctx: AssetContext, value: OutputOf<A>) => CheckResult | Promise<CheckResult>,
+  fn: (ctx: AssetContext, value: Upstream<OutputOf<A>>) => CheckResult | Promise<CheckResult>,
 ): CheckDefinition {
   const assetKey = typeof target === "string" ? target : target?.key;
   if (typeof assetKey !== "string") {

@@ -10,6 +10,7 @@ export type {
   DepsRecord,
   InputsOf,
   OutputOf,
+  Upstream,
   RetryConfig,
   SingleMapping,
   ManyMapping,

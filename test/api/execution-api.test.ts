@@ -31,8 +31,8 @@ const up = asset({ key: "x/up" }, async (ctx) => {
   return { n: 41 };
 });
 const down = asset({ key: "x/down", deps: { up } }, async (ctx, deps) => {
-  ctx.log.info(`down read ${deps.up.n}`);
-  return deps.up.n + 1;
+  ctx.log.info(`down read ${deps.up?.n}`);
+  return (deps.up?.n ?? 0) + 1;
 });
 const MODULE = { up, down };
 

@@ -2,6 +2,7 @@ import { describe, expectTypeOf, it } from "vitest";
 import {
   allPartitions,
   asset,
+  check,
   daily,
   dep,
   hourly,
@@ -10,6 +11,9 @@ import {
   sourceAsset,
   timeWindow,
   type AssetDefinition,
+  type Dep,
+  type InputsOf,
+  type JsonValue,
   type SourceObservation,
 } from "../../src/index.js";
 
@@ -43,19 +47,55 @@ describe("asset types", () => {
         },
       },
       (ctx, inputs) => {
-        expectTypeOf(inputs.today).toEqualTypeOf<{ rows: number; day: string }>();
-        expectTypeOf(inputs.same).toEqualTypeOf<{ rows: number; day: string }>();
-        expectTypeOf(inputs.latest).toEqualTypeOf<{ rows: number; day: string }>();
-        expectTypeOf(inputs.week).toEqualTypeOf<{ rows: number; day: string }[]>();
-        expectTypeOf(inputs.hours).toEqualTypeOf<number[]>();
-        expectTypeOf(inputs.everything).toEqualTypeOf<{ rows: number; day: string }[]>();
-        expectTypeOf(inputs.feed).toEqualTypeOf<SourceObservation>();
-        expectTypeOf(inputs.untyped).toEqualTypeOf<{ n: number }>();
+        // A partition an outside producer reported (`tributary report`) has no stored value: it arrives as null.
+        expectTypeOf(inputs.today).toEqualTypeOf<{ rows: number; day: string } | null>();
+        expectTypeOf(inputs.same).toEqualTypeOf<{ rows: number; day: string } | null>();
+        expectTypeOf(inputs.latest).toEqualTypeOf<{ rows: number; day: string } | null>();
+        expectTypeOf(inputs.week).toEqualTypeOf<({ rows: number; day: string } | null)[]>();
+        expectTypeOf(inputs.hours).toEqualTypeOf<(number | null)[]>();
+        expectTypeOf(inputs.everything).toEqualTypeOf<({ rows: number; day: string } | null)[]>();
+        expectTypeOf(inputs.feed).toEqualTypeOf<SourceObservation | null>();
+        expectTypeOf(inputs.untyped).toEqualTypeOf<{ n: number } | null>();
         expectTypeOf(ctx.partition.key).toBeString();
         expectTypeOf(ctx.signal).toEqualTypeOf<AbortSignal>();
         return null;
       },
     );
+  });
+
+  it("makes a reader handle a partition reported from outside, which has no stored value", () => {
+    const week = dep<{ rows: number }>("t/elsewhere", timeWindow({ startOffset: -6 }));
+    expectTypeOf(week).toEqualTypeOf<Dep<({ rows: number } | null)[]>>();
+    expectTypeOf<InputsOf<{ orders: typeof orders }>["orders"]>().toEqualTypeOf<{ rows: number; day: string } | null>();
+    expectTypeOf<SourceObservation["payload"]>().toEqualTypeOf<JsonValue>();
+    // Never called: these lines exist for tsc.
+    const compileOnly = () => {
+      asset({ key: "t/unchecked", partitions: days, deps: { orders } }, (_ctx, { orders: o }) => {
+        // @ts-expect-error the day may have been reported by an outside producer: o is null then
+        return o.rows;
+      });
+      asset({ key: "t/unchecked_week", partitions: days, deps: { week: dep(orders, timeWindow({ startOffset: -6 })) } }, (_ctx, { week: w }) =>
+        // @ts-expect-error a reported day of the window is null
+        w.reduce((n, o) => n + o.rows, 0),
+      );
+      asset({ key: "t/unchecked_feed", partitions: days, deps: { feed } }, (_ctx, { feed: f }) => {
+        // @ts-expect-error a source partition reported (not observed) has no observation
+        return f.observedAt;
+      });
+      check(orders, { name: "unchecked" }, (_ctx, value) => ({
+        // @ts-expect-error a check of a reported partition receives null
+        passed: value.rows > 0,
+      }));
+    };
+    expectTypeOf(compileOnly).toBeFunction();
+    // Handled, each compiles and keeps its type.
+    asset({ key: "t/handled", partitions: days, deps: { orders, week: dep(orders, timeWindow({ startOffset: -6 })), feed } }, (_ctx, i) => {
+      const rows: number = i.orders?.rows ?? 0;
+      const weekRows: number = i.week.reduce((n, o) => n + (o?.rows ?? 0), 0);
+      const seen: string | null = i.feed === null ? null : i.feed.observedAt;
+      return { rows, weekRows, seen };
+    });
+    check(orders, { name: "handled" }, (_ctx, value) => ({ passed: value !== null && value.rows > 0 }));
   });
 
   it("rejects misuse at compile time", () => {
