@@ -13,6 +13,7 @@ import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
 import { definitionsReadiness, type Catalog } from "./catalog.js";
 import { graphiqlRoutes, renderLocalGraphiQL } from "./graphiql-routes.js";
+import { stderrLog, yogaLogger } from "./graphql/yoga-logger.js";
 import { executionRoutes, type ExecutionApiServices } from "./execution/execution-routes.js";
 
 /** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
@@ -64,6 +65,7 @@ export function createApiApp(options: ApiOptions): Hono {
     graphiql: { title: "Tributary GraphiQL" },
     renderGraphiQL: renderLocalGraphiQL, // from the installed package: no CDN
     plugins: [useQueryLimits()], // depth and cost limits
+    logging: yogaLogger(stderrLog), // a client's mistake is one info line, not a stack trace
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = error instanceof GraphQLError ? error.originalError : undefined;
