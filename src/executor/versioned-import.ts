@@ -24,7 +24,6 @@ export async function importVersion(file: string, codeHash: string): Promise<Rec
   }
   const code = await compiledCode(file, codeHash);
   if (!code.ok) {
-    if (code.reason === "error") throw new Error(code.message);
     throw new TributaryError(
       STEP_ERROR_CODES.codeUnavailable,
       `the code of ${file} it was planned with (code version ${codeHash.slice(0, 12)}) is not available here: ${code.message}. ` +

@@ -6,7 +6,7 @@ import { codeRefFile, compileDefinitions } from "./compile-definitions.js";
 /** Where a worker finds the code of one definitions version, or why it cannot. */
 export type CompiledCode =
   | { readonly ok: true; readonly bundle: string }
-  | { readonly ok: false; readonly reason: "changed" | "error"; readonly message: string };
+  | { readonly ok: false; readonly message: string };
 
 /**
  * The compiled file (see compileDefinitions) that holds `file` as it was at `codeHash`: the one the loader made
@@ -23,15 +23,9 @@ export async function compiledCode(file: string, codeHash: string): Promise<Comp
   const known = await bundleOf(outDir, file, codeHash);
   if (known) return { ok: true, bundle: known };
   const compiled = (await compileDefinitions(path.dirname(file), [path.basename(file)])).files.get(path.basename(file));
-  if (!compiled || compiled.status === "error") {
-    return { ok: false, reason: "error", message: compiled?.error.message ?? `${file} did not compile` };
-  }
-  if (compiled.codeHash === codeHash) return { ok: true, bundle: compiled.bundle };
-  return {
-    ok: false,
-    reason: "changed",
-    message: `${file} (or a file it imports) has changed since, and the compiled code of that version is no longer in the build cache`,
-  };
+  if (compiled?.status === "ok" && compiled.codeHash === codeHash) return { ok: true, bundle: compiled.bundle };
+  const now = compiled?.status === "ok" ? "has other code now" : `does not compile now (${compiled?.error.message ?? "no output"})`;
+  return { ok: false, message: `${file} (or a file it imports) ${now}, and the build cache no longer holds the compiled code of that version` };
 }
 
 async function bundleOf(outDir: string, file: string, codeHash: string): Promise<string | undefined> {

@@ -4,6 +4,8 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
 import { describePostgres } from "../support/pg.js";
+import { cacheDir } from "../../src/loader/cache-dir.js";
+import { codeRefFile } from "../../src/loader/compile-definitions.js";
 import { Harness } from "./harness.js";
 
 // Which code a step runs once its definitions file changed: the worker processes of the local executor are
@@ -86,6 +88,28 @@ describePostgres("execution: the code a step runs after its definitions changed"
     const run = await h.waitForRun(planned, 60_000);
     expect(run.status).toBe("success");
     expect(await outputOf(planned, "cv/a")).toBe("planned");
+    expect(await runOnce("cv/a")).toBe("edited");
+  }, 120_000);
+
+  it("a step whose planned code is gone (the file changed, the build cache cleared) fails saying so", async () => {
+    const files = { "blocker.ts": BLOCKER, "v.ts": versioned("planned"), "helper.ts": HELPER("") };
+    const release = path.join(await mkdtemp(path.join(tmpdir(), "tributary-cv-")), "release");
+    process.env.TRIBUTARY_TEST_RELEASE = release;
+    h = await Harness.create({ files, executor: "local", outputStore: false, node: { capacity: 1 } });
+    const planned = await h.launch(["cv/blocker", "cv/a"]);
+    const codeHash = (await h.graphs.current({ fresh: true })).graph.get("cv/a")!.codeHash!;
+    await h.until(async () => (await h!.runs.getRun(planned))!.steps.find((s) => s.assetKey === "cv/blocker")!.state === "running", 30_000, "cv/blocker to run");
+
+    await h.redefine({ ...files, "v.ts": versioned("edited") });
+    await rm(await codeRefFile(path.join(await cacheDir(), "definitions"), path.join(h.dir, "v.ts"), codeHash));
+    await writeFile(release, "");
+    const run = await h.waitForRun(planned, 60_000);
+    const step = run.steps.find((s) => s.assetKey === "cv/a")!;
+    expect(step.state).toBe("failed");
+    expect(step.error).toMatchObject({ code: "STEP_CODE_UNAVAILABLE" });
+    expect((step.error as { message: string }).message).toMatch(
+      /v\.ts it was planned with \(code version [0-9a-f]{12}\) is not available here: .*v\.ts \(or a file it imports\) has other code now.*Launch it again/,
+    );
     expect(await runOnce("cv/a")).toBe("edited");
   }, 120_000);
 });
