@@ -84,7 +84,7 @@ beforeAll(async () => {
   await writeFile(path.join(defsDir, "map/up.ts"), unpartitioned("map/up"));
   await writeFile(path.join(defsDir, "map/down.ts"), MAP_DOWN);
   dev = await startDev({ dataDir, definitionsDir: defsDir });
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await dev?.stop();
@@ -145,7 +145,7 @@ describe("tributary dev with duplicate keys and problems across files", () => {
   }, 300_000);
 
   it("agrees with tributary check, which without a previous load leaves out both definitions of a key", async () => {
-    const r = await runCli(["check", "--json", "--definitions", defsDir]);
+    const r = await runCli(["check", "--json", "--definitions", defsDir], { timeoutMs: 170_000 });
     expect(r.code, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout) as {
       ok: boolean;
@@ -167,7 +167,7 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     const fileStatus = Object.fromEntries(out.files.map((f) => [f.file, f.status]));
     expect(fileStatus).toMatchObject({ "zz/dup.ts": "error", "shop/raw_orders.ts": "error", "dup/a.ts": "error", "dup/b.ts": "error", "map/up.ts": "ok" });
     expect(out.assets.map((a) => a.key)).not.toContain("shop/raw_orders");
-  }, 120_000);
+  }, 180_000);
 
   it("clears an error as soon as its cause is gone, without the file being touched", async () => {
     // The copy goes: nothing is left in error for it, and the graph is as before.
