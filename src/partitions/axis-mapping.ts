@@ -56,7 +56,11 @@ export function requestUpstream(
         const to = d.grid.startOf(b + endOffset);
         ranges.push([u.grid.indexAt(from), ceilIndex(u.grid, to)]);
       }
-      return { indices: PartitionSubset.fromRanges(ranges), unknownKeys: [] };
+      const indices = PartitionSubset.fromRanges(ranges);
+      // The part of a window outside the upstream's definition never exists: it is not read (Dagster clips
+      // the same way), unless the mapping asks for whole windows, and then it is reported missing.
+      if (mapping.allowPartial === false) return { indices, unknownKeys: [] };
+      return { indices: indices.clamp(0, Number.isFinite(u.size) ? u.size : Number.MAX_SAFE_INTEGER), unknownKeys: [] };
     }
     case "static": {
       const indices: number[] = [];

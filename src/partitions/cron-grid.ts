@@ -14,8 +14,8 @@ const MAX_SILENT_DAYS = 146_097;
  * every call. So ticks are counted per local day: on a day without a UTC
  * offset change, the ticks are exactly the (hour, minute) pairs of the
  * expression when the day matches (day-of-month/-week/month, asked once of
- * cron-parser per calendar shape and memoised); only on DST-change days is
- * cron-parser iterated, which keeps its gap/overlap rules. Per-day cumulative
+ * cron-parser per calendar shape and memoised); on DST-change days each wall
+ * time is placed by the rules of changeDayTicks. Per-day cumulative
  * counts (grown lazily in both directions and cached with the grid) make
  * index ↔ instant a binary search.
  */
@@ -35,6 +35,8 @@ export class CronGrid implements TimeGrid {
   private readonly base: number;
   private readonly dayMatches = new Map<number, boolean>();
   private readonly changeDays = new Map<number, readonly number[]>();
+  /** The same expression read in UTC: which calendar days match, whatever the zone's clock does that day. */
+  private readonly calendar: CronExpression;
 
   constructor(
     private readonly cron: string,
@@ -42,6 +44,7 @@ export class CronGrid implements TimeGrid {
     start: number,
   ) {
     this.expression = CronExpressionParser.parse(cron, { tz: clock.zone });
+    this.calendar = CronExpressionParser.parse(cron, { tz: "UTC" });
     this.minutes = [...this.expression.fields.minute.values].sort((a, b) => a - b);
     this.hours = [...this.expression.fields.hour.values].sort((a, b) => a - b);
     this.firstDay = Math.floor(clock.toWall(start) / DAY_MS);
@@ -150,47 +153,51 @@ export class CronGrid implements TimeGrid {
     return this.clock.changesBetween(from, from + DAY_MS + 2 * HOUR_MS) ? undefined : offset;
   }
 
-  /** Ticks of a local day on which the UTC offset changes, as cron-parser computes them. */
+  /**
+   * Ticks of a local day on which the UTC offset changes, by the rules Dagster
+   * and Airflow schedule with. A cron whose hour field is `*` fires every hour
+   * the clock shows: twice in a repeated hour, never in a skipped one. Any
+   * other cron names times of day: one the clock shows twice fires at its
+   * second occurrence (01:30 on a fall-back night is 01:30 standard time, so
+   * that day's window ends an hour later), and one the clock skips fires at
+   * the first instant after the gap (02:30 → 03:00).
+   */
   private changeDayTicks(day: number): readonly number[] {
     const cached = this.changeDays.get(day);
     if (cached) return cached;
-    let ticks: number[];
-    try {
-      ticks = this.cronParserTicks(day);
-    } catch {
-      // cron-parser gives up on some DST changes (e.g. Lord Howe's 30-minute one).
-      ticks = this.wallClockTicks(day);
+    const instants = new Set<number>();
+    const wallClock = this.hours.length === 24;
+    if (this.calendarMatches(day)) {
+      for (const hour of this.hours) {
+        for (const minute of this.minutes) {
+          const wall = day * DAY_MS + hour * HOUR_MS + minute * MINUTE_MS;
+          const readings = this.clock.instantsOf(wall);
+          if (wallClock) for (const t of readings) instants.add(t);
+          else instants.add(readings.length > 0 ? readings[readings.length - 1]! : this.endOfGap(wall));
+        }
+      }
     }
+    const ticks = [...instants].filter((t) => Math.floor(this.clock.toWall(t) / DAY_MS) === day).sort((a, b) => a - b);
     this.changeDays.set(day, ticks);
     return ticks;
   }
 
-  private cronParserTicks(day: number): number[] {
-    const ticks: number[] = [];
-    // 15 h before local midnight is before it in every zone.
-    const it = CronExpressionParser.parse(this.cron, { tz: this.clock.zone, currentDate: new Date(day * DAY_MS - 15 * HOUR_MS) });
-    for (let guard = 0; guard < 5000; guard++) {
-      const tick = it.next().toDate().getTime();
-      const tickDay = Math.floor(this.clock.toWall(tick) / DAY_MS);
-      if (tickDay > day) break;
-      if (tickDay === day) ticks.push(tick);
-    }
-    return ticks;
+  private calendarMatches(day: number): boolean {
+    return this.calendar.includesDate(new Date(day * DAY_MS + this.hours[0]! * HOUR_MS + this.minutes[0]! * MINUTE_MS));
   }
 
-  /** The day's (hour, minute) wall times as instants: skipped ones shifted forward, repeated ones once. */
-  private wallClockTicks(day: number): number[] {
-    const instants = new Set<number>();
-    let matched: boolean | undefined;
-    for (const hour of this.hours) {
-      for (const minute of this.minutes) {
-        const wall = day * DAY_MS + hour * HOUR_MS + minute * MINUTE_MS;
-        const instant = this.clock.instantOf(wall);
-        if (matched === undefined && this.clock.toWall(instant) === wall) matched = this.matches(day, wall - instant);
-        instants.add(instant);
-      }
+  /** The first instant after the spring-forward gap that `wall` falls in (the instant of the change). */
+  private endOfGap(wall: number): number {
+    const after = this.clock.offsetAt(wall + DAY_MS);
+    // The change happened in (wall - after, wall - before]: find its first instant, to the second.
+    let lo = Math.floor((wall - after) / 1000);
+    let hi = Math.ceil((wall - this.clock.offsetAt(wall - DAY_MS)) / 1000);
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (this.clock.offsetAt(mid * 1000) === after) hi = mid;
+      else lo = mid + 1;
     }
-    return matched ? [...instants].filter((t) => Math.floor(this.clock.toWall(t) / DAY_MS) === day).sort((a, b) => a - b) : [];
+    return lo * 1000;
   }
 }
 

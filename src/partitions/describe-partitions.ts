@@ -52,6 +52,7 @@ export function describeMapping(mapping: PartitionMappingSpec | null): string {
       const parts: string[] = [];
       if (mapping.startOffset !== 0) parts.push(`startOffset ${mapping.startOffset}`);
       if (mapping.endOffset !== 0) parts.push(`endOffset ${mapping.endOffset}`);
+      if (mapping.allowPartial === false) parts.push("allowPartial false");
       return `timeWindow(${parts.join(", ")})`;
     }
     case "static":

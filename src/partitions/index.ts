@@ -39,5 +39,7 @@ export { describePartitions, describeMapping } from "./describe-partitions.js";
 export { specsEqual, specHash } from "./specs-equal.js";
 export { partitionKeyWindowIso } from "./partition-key-window-iso.js";
 export { partitionInfo } from "./partition-info.js";
+export { cronSchedule } from "./cron-schedule.js";
+export type { CronSchedule } from "./cron-schedule.js";
 export type { PartitionInfo } from "./partition-info.js";
 export { parsePartitionsSpec, parsePartitionMappingSpec, partitionKeyProblem, DIMENSION_SEPARATOR } from "./spec-schema.js";

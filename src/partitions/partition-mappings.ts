@@ -18,11 +18,20 @@ export interface TimeWindowMappingOptions {
   startOffset?: number;
   /** Downstream windows to move the end by. Default 0. */
   endOffset?: number;
+  /**
+   * Whether a window reaching outside the upstream's definition (before its
+   * start, after its end) reads the part inside it. Default true: the first
+   * six partitions of `startOffset: -6` read the one to six days there are.
+   * false: such a partition reads upstream partitions that can never exist,
+   * so it cannot be materialised (planning reports them missing).
+   */
+  allowPartial?: boolean;
 }
 
 const timeWindowOptionsSchema = z.strictObject({
   startOffset: z.number().default(0),
   endOffset: z.number().default(0),
+  allowPartial: z.boolean().default(true),
 });
 
 /**
@@ -30,13 +39,16 @@ const timeWindowOptionsSchema = z.strictObject({
  * downstream windows, reads every upstream window overlapping it: a weekly
  * partition reads its seven dailies; `startOffset: -6` on a daily one reads
  * the last seven days. Both sides must be time partitions in one timezone.
+ * The part of the window outside the upstream's definition is not read (see
+ * `allowPartial`); upstream windows that have not closed yet are waited for.
  *
  * @example timeWindow({ startOffset: -6 })
  */
 export function timeWindow(options: TimeWindowMappingOptions = {}): MappingOf<"timeWindow"> {
   const where = "timeWindow()";
   const o = parseWith(timeWindowOptionsSchema, options, where);
-  const spec = parseWith(timeWindowMappingSchema, { kind: "timeWindow", startOffset: o.startOffset, endOffset: o.endOffset }, where);
+  const fields = { kind: "timeWindow", startOffset: o.startOffset, endOffset: o.endOffset, ...(o.allowPartial ? {} : { allowPartial: false }) };
+  const spec = parseWith(timeWindowMappingSchema, fields, where);
   return deepFreeze(spec);
 }
 

@@ -163,7 +163,12 @@ export const singleDimensionSpecSchema = singleSpecSchema;
 const offsetSchema = z.number().int("expected an integer number of downstream windows");
 
 export const timeWindowMappingSchema = z
-  .strictObject({ kind: z.literal("timeWindow"), startOffset: offsetSchema, endOffset: offsetSchema })
+  .strictObject({
+    kind: z.literal("timeWindow"),
+    startOffset: offsetSchema,
+    endOffset: offsetSchema,
+    allowPartial: z.literal(false, { error: "expected false (true, the default, is not stored)" }).optional(),
+  })
   .superRefine((m, ctx) => {
     if (m.startOffset > m.endOffset) {
       ctx.addIssue({

@@ -52,7 +52,16 @@ export class TimePartitionSpace extends BasePartitionSpace {
     const key = this.codec.formatWall(wall);
     if (!this.codec.hasTimeOfDay) return key;
     const readings = this.clock.instantsOf(wall);
-    return readings.length > 1 && readings[0]! < instant ? key + formatOffset(offset) : key;
+    return readings.length > 1 && readings[0]! < instant && this.startsWindow(readings[0]!) ? key + formatOffset(offset) : key;
+  }
+
+  /**
+   * Whether a window starts at `instant`. A repeated wall time names its
+   * second occurrence with a plain key when no window starts at the first (a
+   * daily cron at 01:30 fires at the second 01:30 of a fall-back night).
+   */
+  private startsWindow(instant: number): boolean {
+    return this.grid.startOf(this.grid.indexAt(instant)) === instant;
   }
 
   locate(key: string): number | string {
@@ -89,9 +98,11 @@ export class TimePartitionSpace extends BasePartitionSpace {
   private parseKey(key: string): number | string {
     const wall = this.codec.parseWall(key);
     if (wall !== undefined) {
-      if (this.codec.hasTimeOfDay && this.clock.instantsOf(wall).length === 0) {
+      const readings = this.codec.hasTimeOfDay ? this.clock.instantsOf(wall) : [];
+      if (this.codec.hasTimeOfDay && readings.length === 0) {
         return `that wall time does not exist in ${this.spec.timezone} (the clocks skip it for DST)`;
       }
+      if (readings.length > 1 && !this.startsWindow(readings[0]!)) return readings[1]!;
       return this.clock.instantOf(wall);
     }
     const suffixed = this.codec.hasTimeOfDay ? OFFSET_SUFFIX.exec(key) : null;

@@ -46,8 +46,11 @@ export type PartitionsSpec = SingleDimensionPartitionsSpec | MultiPartitionsSpec
 
 export type PartitionMappingSpec =
   | { readonly kind: "identity" }
-  /** Offsets in downstream units: downstream window [start + startOffset, end + endOffset) read from upstream. */
-  | { readonly kind: "timeWindow"; readonly startOffset: number; readonly endOffset: number }
+  /**
+   * Offsets in downstream units: downstream window [start + startOffset, end + endOffset) read from upstream,
+   * clipped to the upstream's definition unless `allowPartial` is false (only stored when false).
+   */
+  | { readonly kind: "timeWindow"; readonly startOffset: number; readonly endOffset: number; readonly allowPartial?: false | undefined }
   | { readonly kind: "all" }
   | { readonly kind: "last" }
   /** upstream key → downstream keys it feeds. */

@@ -138,12 +138,13 @@ function describeMissing(up: AnyPartitionSpace, request: Request, missing: Parti
     const notYet = missing.clamp(0, size).count();
     const after = missing.clamp(size, Number.MAX_SAFE_INTEGER).count();
     const lastKey = () => lead.keyOfExtended(lead.size - 1);
-    if (before > 0) reasons.push(`${before} before the first partition "${lead.keyOfExtended(0)}" of ${up.describe()}`);
+    // Outside the definition: no run will ever make them, unlike windows that have not closed yet.
+    if (before > 0) reasons.push(`${before} before the first partition "${lead.keyOfExtended(0)}" of ${up.describe()} (outside it: they never exist)`);
     if (notYet > 0) {
       const why = lead instanceof TimePartitionSpace ? " (their windows have not closed)" : "";
       reasons.push(`${notYet} not existing yet at ${now.toISOString()}${why}`);
     }
-    if (after > 0) reasons.push(`${after} after the last partition "${lastKey()}" of ${up.describe()}`);
+    if (after > 0) reasons.push(`${after} after the last partition "${lastKey()}" of ${up.describe()} (outside it: they never exist)`);
   }
   if (request.unknownCount > 0) {
     const dynamic = up.spec.kind === "dynamic" || (up.spec.kind === "multi" && up.spec.dimensions.some((d) => d.partitions.kind === "dynamic"));

@@ -11,7 +11,7 @@ export const identity = (): SingleMapping => partitions.identity() as SingleMapp
  * The upstream windows overlapping the downstream window shifted by offsets in
  * downstream units. @example timeWindow({ startOffset: -6 }) // the last seven days
  */
-export const timeWindow = (options: { startOffset?: number; endOffset?: number } = {}): ManyMapping =>
+export const timeWindow = (options: partitions.TimeWindowMappingOptions = {}): ManyMapping =>
   partitions.timeWindow(options) as ManyMapping;
 
 /** Every upstream partition. */

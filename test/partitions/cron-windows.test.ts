@@ -1,4 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
+import { DateTime } from "luxon";
 import { describe, expect, it } from "vitest";
 import { partitionSpace, timeWindows } from "../../src/partitions/index.js";
 
@@ -25,22 +26,87 @@ const periods: Record<string, [string, string][]> = {
   ],
 };
 
+/** Whether the zone's UTC offset changes within a day either side of `t`: ticks there follow the DST rules below. */
+function nearChange(tz: string, t: number): boolean {
+  const offset = (x: number) => DateTime.fromMillis(x, { zone: tz }).offset;
+  return offset(t - 86_400_000) !== offset(t + 86_400_000);
+}
+
 describe("timeWindows({ cron }) boundaries", () => {
   for (const tz of zones) {
     for (const cron of [...dailyish, ...subDaily]) {
-      it(`match cron-parser for "${cron}" in ${tz}`, () => {
+      it(`match cron-parser for "${cron}" in ${tz} away from DST changes`, () => {
         for (const [from, to] of periods[subDaily.includes(cron) ? "dst" : "year"]!) {
           const space = partitionSpace(timeWindows({ cron, start: from, timezone: tz }));
           const first = space.windowAt(0)!.start;
-          const expected = cronParserTicks(cron, tz, new Date(first.getTime() - 1), new Date(`${to}T00:00:00Z`));
-          const actual = expected.map((_, i) => space.windowAt(i)!.start.toISOString());
-          expect(actual).toEqual(expected.map((t) => new Date(t).toISOString()));
-          // Round trip key → index for every window.
-          for (let i = 0; i < expected.length; i++) expect(space.indexOf(space.keyAt(i))).toBe(i);
+          const until = new Date(`${to}T00:00:00Z`).getTime();
+          const expected = cronParserTicks(cron, tz, new Date(first.getTime() - 1), new Date(until)).filter((t) => !nearChange(tz, t));
+          const actual: number[] = [];
+          for (let i = 0; space.windowAt(i)!.start.getTime() < until; i++) {
+            const t = space.windowAt(i)!.start.getTime();
+            if (!nearChange(tz, t)) actual.push(t);
+            // Round trip key → index for every window.
+            expect(space.indexOf(space.keyAt(i))).toBe(i);
+          }
+          expect(actual.map((t) => new Date(t).toISOString())).toEqual(expected.map((t) => new Date(t).toISOString()));
         }
       });
     }
   }
+
+  const startsOf = (cron: string, timezone: string, start: string, n: number) => {
+    const space = partitionSpace(timeWindows({ cron, start, timezone }));
+    return Array.from({ length: n }, (_, i) => [space.keyAt(i), space.windowAt(i)!.start.toISOString()]);
+  };
+
+  it("a daily time the clock shows twice (fall-back night) starts its window at the second occurrence", () => {
+    const space = partitionSpace(timeWindows({ cron: "30 1 * * *", start: "2024-11-01", timezone: "America/New_York" }));
+    const window = space.window("2024-11-02-01:30")!;
+    expect(window.start.toISOString()).toBe("2024-11-02T05:30:00.000Z");
+    expect(window.end.toISOString()).toBe("2024-11-03T06:30:00.000Z"); // 01:30 EST: a 25-hour window
+    // Only the second 01:30 is a window start, so its key needs no offset suffix.
+    expect(space.window("2024-11-03-01:30")!.start.toISOString()).toBe("2024-11-03T06:30:00.000Z");
+    expect(space.keyAt(space.indexOf("2024-11-03-01:30"))).toBe("2024-11-03-01:30");
+    expect(() => space.indexOf("2024-11-03-01:30-05:00")).toThrow(/did you mean "2024-11-03-01:30"\?/);
+    expect(space.window("2024-11-03-01:30")!.end.toISOString()).toBe("2024-11-04T06:30:00.000Z");
+    // Weekly (Sunday 01:30) likewise; several times of day in the repeated hour each take their second occurrence.
+    expect(startsOf("30 1 * * 0", "America/New_York", "2024-10-27", 2)[1]).toEqual(["2024-11-03-01:30", "2024-11-03T06:30:00.000Z"]);
+    expect(startsOf("*/20 1-2 * * *", "America/New_York", "2024-11-03", 4).map(([, t]) => t)).toEqual([
+      "2024-11-03T06:00:00.000Z",
+      "2024-11-03T06:20:00.000Z",
+      "2024-11-03T06:40:00.000Z",
+      "2024-11-03T07:00:00.000Z",
+    ]);
+  });
+
+  it("a time of day the clock skips (spring-forward night) moves to the first instant after the gap", () => {
+    expect(startsOf("30 2 * * *", "America/New_York", "2025-03-08", 3)).toEqual([
+      ["2025-03-08-02:30", "2025-03-08T07:30:00.000Z"],
+      ["2025-03-09-03:00", "2025-03-09T07:00:00.000Z"],
+      ["2025-03-10-02:30", "2025-03-10T06:30:00.000Z"],
+    ]);
+    expect(startsOf("30 2 * * *", "Europe/Berlin", "2025-03-30", 1)).toEqual([["2025-03-30-03:00", "2025-03-30T01:00:00.000Z"]]);
+    // Several skipped times become one tick, not several at the same instant.
+    expect(startsOf("*/20 2-3 * * *", "America/New_York", "2025-03-09", 3).map(([, t]) => t)).toEqual([
+      "2025-03-09T07:00:00.000Z",
+      "2025-03-09T07:20:00.000Z",
+      "2025-03-09T07:40:00.000Z",
+    ]);
+  });
+
+  it("an hourly cron fires in both occurrences of a repeated hour and skips a skipped one", () => {
+    expect(startsOf("30 * * * *", "America/New_York", "2024-11-03", 4)).toEqual([
+      ["2024-11-03-00:30", "2024-11-03T04:30:00.000Z"],
+      ["2024-11-03-01:30", "2024-11-03T05:30:00.000Z"],
+      ["2024-11-03-01:30-05:00", "2024-11-03T06:30:00.000Z"],
+      ["2024-11-03-02:30", "2024-11-03T07:30:00.000Z"],
+    ]);
+    expect(startsOf("30 * * * *", "America/New_York", "2025-03-09", 3).map(([, t]) => t)).toEqual([
+      "2025-03-09T05:30:00.000Z",
+      "2025-03-09T06:30:00.000Z", // 01:30 EST
+      "2025-03-09T07:30:00.000Z", // 03:30 EDT: an hour later, no 02:30 and no 03:00
+    ]);
+  });
 
   it("survives DST changes cron-parser cannot iterate (Lord Howe's 30-minute shift)", () => {
     const space = partitionSpace(timeWindows({ cron: "0 6 * * *", start: "2025-01-01", timezone: "Australia/Lord_Howe" }));

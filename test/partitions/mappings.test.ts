@@ -50,7 +50,7 @@ describe("identity", () => {
     expect(keys).toEqual(["2025-01-05", "2025-01-06"]);
     expect(missing.count).toBe(2);
     expect(missing.sample).toEqual(["2025-01-03", "2025-01-04"]);
-    expect(missing.reasons).toEqual([`2 before the first partition "2025-01-05" of daily(start 2025-01-05, UTC)`]);
+    expect(missing.reasons).toEqual([`2 before the first partition "2025-01-05" of daily(start 2025-01-05, UTC) (outside it: they never exist)`]);
     expect(affectedKeys(later, days, identity(), ["2025-01-05"])).toEqual(["2025-01-05"]);
   });
 
@@ -81,12 +81,39 @@ describe("timeWindow", () => {
     expect(missing.count).toBe(0);
   });
 
-  it("reports days before the upstream start instead of dropping them", () => {
+  it("clips a window to the upstream definition: the first days read what there is", () => {
     const { keys, missing } = readKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-03"]);
+    expect(keys).toEqual(["2025-01-01", "2025-01-02", "2025-01-03"]);
+    expect(missing.count).toBe(0);
+    expect(readKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-01"])).toMatchObject({ keys: ["2025-01-01"], missing: { count: 0 } });
+    // Wholly before the start ("yesterday" of the first day): nothing to read, nothing missing.
+    expect(readKeys(days, days, timeWindow({ startOffset: -1, endOffset: -1 }), ["2025-01-01"])).toMatchObject({ keys: [], missing: { count: 0 } });
+    // After the upstream's end as well.
+    const january = daily({ start: "2025-01-01", end: "2025-02-01" });
+    expect(readKeys(days, january, timeWindow({ startOffset: -2 }), ["2025-02-02"])).toMatchObject({ keys: ["2025-01-31"], missing: { count: 0 } });
+    // Windows that have not closed yet are still missing: they will exist.
+    const open = readKeys(days, days, timeWindow({ startOffset: -1, endOffset: 1 }), ["2025-02-28"]);
+    expect(open.keys).toEqual(["2025-02-27", "2025-02-28"]);
+    expect(open.missing).toMatchObject({ count: 1, sample: ["2025-03-01"] });
+    expect(open.missing.reasons[0]).toMatch(/^1 not existing yet at 2025-03-01T00:00:00.000Z/);
+    // The days that read an upstream day are the same with or without clipping.
+    expect(affectedKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-01"])).toEqual([
+      "2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04", "2025-01-05", "2025-01-06", "2025-01-07",
+    ]);
+  });
+
+  it("with allowPartial: false, reports days outside the upstream definition instead of clipping them", () => {
+    const whole = timeWindow({ startOffset: -6, allowPartial: false });
+    expect(whole).toEqual({ kind: "timeWindow", startOffset: -6, endOffset: 0, allowPartial: false });
+    // The default is not stored: definitions written before the option hash the same.
+    expect(timeWindow({ startOffset: -6, allowPartial: true })).toEqual({ kind: "timeWindow", startOffset: -6, endOffset: 0 });
+    const { keys, missing } = readKeys(days, days, whole, ["2025-01-03"]);
     expect(keys).toEqual(["2025-01-01", "2025-01-02", "2025-01-03"]);
     expect(missing.count).toBe(4);
     expect(missing.sample).toEqual(["2024-12-28", "2024-12-29", "2024-12-30", "2024-12-31"]);
-    expect(missing.reasons[0]).toMatch(/^4 before the first partition "2025-01-01"/);
+    expect(missing.reasons[0]).toMatch(/^4 before the first partition "2025-01-01" of daily\(start 2025-01-01, UTC\)/);
+    expect(readKeys(days, days, whole, ["2025-01-07"]).missing.count).toBe(0);
+    expect(() => timeWindow({ allowPartial: "yes" as unknown as boolean })).toThrow(/allowPartial/);
   });
 
   it("maps a range of downstream days to one upstream range (ranges, not keys)", () => {
@@ -257,11 +284,17 @@ describe("multi partitions", () => {
       "2025-01-05|us|store",
     ]);
     expect(missing.count).toBe(0);
-    // Missing: the day before the upstream start, for every channel.
+    // The day before the upstream start is clipped, for every channel.
     const first = readKeys(down, up, mapping, ["eu|2025-01-01|web"]);
     expect(first.keys).toHaveLength(3);
-    expect(first.missing.count).toBe(3);
-    expect(first.missing.sample).toEqual(["2024-12-31|eu|web", "2024-12-31|eu|app", "2024-12-31|eu|store"]);
+    expect(first.missing.count).toBe(0);
+    const strict = multiMapping({
+      date: { upstreamDimension: "date", mapping: timeWindow({ startOffset: -1, allowPartial: false }) },
+      region: { upstreamDimension: "region", mapping: identity() },
+    });
+    const whole = readKeys(down, up, strict, ["eu|2025-01-01|web"]);
+    expect(whole.missing.count).toBe(3);
+    expect(whole.missing.sample).toEqual(["2024-12-31|eu|web", "2024-12-31|eu|app", "2024-12-31|eu|store"]);
     // Downstream: a change upstream affects every downstream channel of the two days reading it.
     const affected = affectedKeys(up, down, mapping, ["2025-01-05|eu|store"]);
     expect(affected).toEqual([

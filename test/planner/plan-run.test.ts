@@ -20,6 +20,7 @@ import {
 } from "../../src/index.js";
 import { partitionSpace, PartitionSubset } from "../../src/partitions/index.js";
 import { planRun, type PlanRunRequest } from "../../src/planner/index.js";
+import { missingUpstreamError } from "../../src/api/commands/launch-run.js";
 import { days, expectWellFormed, graphOf, materializedKeys, noop, nothing, readsOf, stepNames } from "./helpers.js";
 
 const NOW = new Date("2025-04-15T00:00:00Z");
@@ -347,20 +348,44 @@ describe("planRun: missing upstream partitions", () => {
     expect(readsOf(p, "sales/revenue_7d", "2025-03-10")).toHaveLength(6);
   });
 
-  it("keeps partitions that do not exist in `missing`, with or without includeUpstream", () => {
+  it("plans the first days of a trailing window: the part before the upstream start is not read", () => {
+    const p = plan({ assets: ["sales/revenue_7d"], partitions: { kind: "keys", keys: ["2025-01-03"] }, includeUpstream: true });
+    expect(p.missing).toEqual([]);
+    expect(stepNames(p)).toEqual([
+      ...days("2025-01-01", "2025-01-03").map((k) => `sales/orders@${k}`),
+      ...days("2025-01-01", "2025-01-03").map((k) => `sales/orders_clean@${k}`),
+      "sales/revenue_7d@2025-01-03",
+    ]);
+    expect(readsOf(p, "sales/revenue_7d", "2025-01-03")).toHaveLength(3);
+    const all = plan({ assets: ["sales/revenue_7d"], partitions: { kind: "all" }, includeUpstream: true });
+    expect(all.missing).toEqual([]);
+    expect(readsOf(all, "sales/revenue_7d", "2025-01-01")).toEqual(["sales/orders_clean@2025-01-01"]);
+  });
+
+  it("keeps partitions outside the upstream definition in `missing` for allowPartial: false, with or without includeUpstream", () => {
+    const whole = asset(
+      { key: "sales/revenue_7d_whole", partitions: d, deps: { clean: dep(clean, timeWindow({ startOffset: -6, allowPartial: false })) } },
+      noop,
+    );
+    const graph = graphOf(orders, clean, whole);
     for (const includeUpstream of [false, true]) {
-      const p = plan({ assets: ["sales/revenue_7d"], partitions: { kind: "keys", keys: ["2025-01-03"] }, includeUpstream });
+      const p = planRun({ graph, version: 7, now: NOW, materialized: nothing, includeUpstream, assets: ["sales/revenue_7d_whole"], partitions: { kind: "keys", keys: ["2025-01-03"] } });
       expect(p.missing).toContainEqual({
         assetKey: "sales/orders_clean",
-        neededBy: "sales/revenue_7d",
+        neededBy: "sales/revenue_7d_whole",
         reason: "not_existing",
         count: 4,
         sample: ["2024-12-28", "2024-12-29", "2024-12-30", "2024-12-31"],
-        detail: expect.stringContaining('4 before the first partition "2025-01-01"'),
+        detail: expect.stringContaining('4 before the first partition "2025-01-01" of daily(start 2025-01-01, UTC) (outside it: they never exist)'),
       });
       if (includeUpstream) {
         expect(p.missing).toHaveLength(1);
         expect(p.steps).toHaveLength(7); // orders and clean 01-01…01-03, revenue 01-03
+        // The error says why, and does not suggest what cannot help.
+        const err = missingUpstreamError(p.missing, "materialise them first, or pass --include-upstream");
+        expect(err.message).toContain('"sales/revenue_7d_whole" reads 4 partition(s) of "sales/orders_clean" that do not exist: 4 before the first partition');
+        expect(err.message).not.toContain("--include-upstream");
+        expect(err.message).toMatch(/no run can make partitions that do not exist/);
       }
     }
   });

@@ -73,9 +73,9 @@ describe("onCron", () => {
       requested.push(...w.requested(r).map((x) => `${x} at ${new Date(t).toISOString().slice(11, 16)}`));
     }
     // First evaluation (23:00 local on the 29th): the tick of that morning, due partition the 28th;
-    // then the 30th's 02:30, which does not exist: once, at 03:30 CEST (01:30Z).
+    // then the 30th's 02:30, which does not exist: once, at the first instant after the gap, 03:00 CEST (01:00Z);
     // and the 31st's at 02:30 CEST (00:30Z).
-    expect(requested).toEqual(["s/berlin@2025-03-28 at 22:00", "s/berlin@2025-03-29 at 01:30", "s/berlin@2025-03-30 at 00:30"]);
+    expect(requested).toEqual(["s/berlin@2025-03-28 at 22:00", "s/berlin@2025-03-29 at 01:00", "s/berlin@2025-03-30 at 00:30"]);
     const fall = new AutomationWorld(graphOf(a));
     const fallRequested: string[] = [];
     for (let t = Date.parse("2025-10-25T22:00:00Z"); t <= Date.parse("2025-10-27T03:00:00Z"); t += 10 * 60_000) {
@@ -138,15 +138,28 @@ describe("eager", () => {
     expect(w.last!.runs).toEqual([{ assetKeys: ["e/root", "e/down"], partitionKey: "2025-03-02" }]);
   });
 
-  it("never requests partitions whose upstream partitions do not exist (a 7-day window at the start)", () => {
+  it("requests the first days of a 7-day window, which read the days there are", () => {
     const up = asset({ key: "w/up", partitions: days }, noop);
     const week = asset({ key: "w/week", partitions: days, automation: eager(), catchup: true, deps: { up: dep(up, timeWindow({ startOffset: -6 })) } }, noop);
+    const w = new AutomationWorld(graphOf(up, week)).set("w/up", { materialized: ["2025-03-01", "2025-03-02", "2025-03-03"] });
+    w.tick("2025-03-04T00:00:01Z");
+    expect(w.requested()).toEqual(["w/week@2025-03-01", "w/week@2025-03-02", "w/week@2025-03-03"]);
+    expect(w.last!.records.filter((r) => r.decision === "declined")).toEqual([]);
+  });
+
+  it("never requests partitions whose whole window is not defined upstream (allowPartial: false), and says so", () => {
+    const up = asset({ key: "w/up", partitions: days }, noop);
+    const mapping = timeWindow({ startOffset: -6, allowPartial: false });
+    const week = asset({ key: "w/week", partitions: days, automation: eager(), catchup: true, deps: { up: dep(up, mapping) } }, noop);
     const w = new AutomationWorld(graphOf(up, week)).set("w/up", { materialized: ["2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04", "2025-03-05", "2025-03-06", "2025-03-07", "2025-03-08"] });
     w.tick("2025-03-09T00:00:01Z");
     expect(w.requested()).toEqual(["w/week@2025-03-07", "w/week@2025-03-08"]);
     const declined = w.last!.records.find((r) => r.decision === "declined")!;
     expect(declined.partitions).toEqual([["2025-03-01", "2025-03-06"]]);
-    expect(declined.reasons.find((r) => r.operand === "upstreams_not_ready")!.detail).toContain("do not exist");
+    const detail = declined.reasons.find((r) => r.operand === "upstreams_not_ready")!.detail;
+    expect(detail).toContain('upstream "w/up" partitions it reads do not exist');
+    expect(detail).toContain('before the first partition "2025-03-01" of daily(start 2025-03-01, UTC) (outside it: they never exist)');
+    expect(detail).not.toContain("yet");
   });
 
   it("does not retry a failed partition by itself, but does after an upstream update", () => {

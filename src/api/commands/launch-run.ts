@@ -99,10 +99,14 @@ export async function materializedSubsets(
 /** PLAN_MISSING_UPSTREAM: which upstream partitions a plan reads that are not there, and what to do about it. */
 export function missingUpstreamError(missing: RunPlan["missing"], hint: string): InputError {
   const lines = missing.map(
-    (m) => `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) ${m.reason === "not_existing" ? "that do not exist yet" : "not materialised"}` +
+    (m) => (m.reason === "not_existing" ? `  ${m.detail}` : `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) not materialised`) +
       (m.sample.length ? `, e.g. ${m.sample.slice(0, 3).map((s) => `"${s}"`).join(", ")}` : ""),
   );
-  return new InputError(`the run would read upstream partitions that are not there:\n${lines.join("\n")}\n${hint}`, { code: "PLAN_MISSING_UPSTREAM" });
+  // Materialising first cannot help with partitions that do not exist: say only what can.
+  const advice = missing.some((m) => m.reason === "not_materialized")
+    ? hint
+    : "no run can make partitions that do not exist: wait for windows that have not closed, and pick partitions whose upstream partitions are defined";
+  return new InputError(`the run would read upstream partitions that are not there:\n${lines.join("\n")}\n${advice}`, { code: "PLAN_MISSING_UPSTREAM" });
 }
 
 export interface PlannedRunOptions {

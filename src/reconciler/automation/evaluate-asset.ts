@@ -456,6 +456,7 @@ function readinessOf(asset: SnapshotAsset, candidates: PartitionSubset, env: Eva
     const notMaterialized: PartitionSubset[] = [];
     const notExisting: PartitionSubset[] = [];
     const examples: string[] = [];
+    const why = new Set<string>();
     const check = (start: number, end: number): void => {
       const sub = asset.partitions ? PartitionSubset.range(start, end) : UNPARTITIONED;
       const r = upstreamPartitions(asset.partitions, up.partitions, dep.mapping, sub, env.ctx, env.now);
@@ -464,6 +465,7 @@ function readinessOf(asset: SnapshotAsset, candidates: PartitionSubset, env: Eva
       const none = r.missing.count === 0 && !r.subset.isEmpty() && r.subset.intersection(available).isEmpty();
       if (end - start === 1 || none) {
         (r.missing.count > 0 ? notExisting : notMaterialized).push(sub);
+        for (const reason of r.missing.reasons) if (why.size < 3) why.add(reason.replace(/^\d+ /, ""));
         if (examples.length < 3) {
           const upSpace = env.space(up.key);
           const key = r.missing.count > 0 ? r.missing.sample[0] : upSpace ? upSpace.keyAt(lacking.first()!) : "";
@@ -480,7 +482,9 @@ function readinessOf(asset: SnapshotAsset, candidates: PartitionSubset, env: Eva
     const absentSubset = notExisting.reduce((x, y) => x.union(y), PartitionSubset.EMPTY);
     const sample = examples.length ? ` (e.g. ${examples.map((k) => (k === "" ? "its only partition" : `"${k}"`)).join(", ")})` : "";
     if (!missingSubset.isEmpty()) blockers.push({ upstream: up.key, subset: missingSubset, detail: `waiting for upstream "${up.key}": partitions it reads are not materialised${sample}` });
-    if (!absentSubset.isEmpty()) blockers.push({ upstream: up.key, subset: absentSubset, detail: `upstream "${up.key}" partitions it reads do not exist yet${sample}` });
+    if (!absentSubset.isEmpty()) {
+      blockers.push({ upstream: up.key, subset: absentSubset, detail: `upstream "${up.key}" partitions it reads do not exist: ${[...why].join("; ")}${sample}` });
+    }
     ready = ready.difference(missingSubset).difference(absentSubset);
   }
   return { ready, blockers };
