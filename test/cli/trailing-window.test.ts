@@ -1,0 +1,47 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./run-cli.js";
+
+// No server listens on port 9: every command works in-process on the embedded database.
+const NO_SERVER = ["--url", "http://127.0.0.1:9"];
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-trailing-"));
+});
+afterAll(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+/** `asset@partition` of the steps in the run table `--wait` prints (checks left out). */
+function stepsOf(stdout: string): string[] {
+  return stdout
+    .split("\n")
+    .map((line) => /^(\S+)\s+(\d{4}-\d{2}-\d{2})\s+(\w+)/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => `${m[1]}@${m[2]} ${m[3]}`);
+}
+
+describe("the first days of a trailing window (demo shop/revenue_7d, startOffset -6)", () => {
+  it("materialise with --include-upstream: they read the days there are", async () => {
+    const env = { TRIBUTARY_DEMO_DATA: path.join(dataDir, "demo-data") };
+    const materialize = (partition: string) =>
+      runCli(["materialize", "shop/revenue_7d", "--partition", partition, "--include-upstream", "--wait", "--data-dir", dataDir, ...NO_SERVER], {
+        env,
+        timeoutMs: 400_000,
+      });
+    const first = await materialize("2025-01-01");
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    // Nothing before the first day is read, so nothing before it is planned.
+    expect(stepsOf(first.stdout)).toEqual(["shop/raw_orders@2025-01-01 success", "shop/revenue_7d@2025-01-01 success"]);
+    const third = await materialize("2025-01-03");
+    expect(third.code, third.stdout + third.stderr).toBe(0);
+    expect(stepsOf(third.stdout)).toEqual([
+      "shop/raw_orders@2025-01-02 success",
+      "shop/raw_orders@2025-01-03 success",
+      "shop/revenue_7d@2025-01-03 success",
+    ]);
+  }, 900_000);
+});
