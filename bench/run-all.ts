@@ -8,6 +8,7 @@ const scripts: [string, ...string[]][] = [
   ["partition-math.ts"],
   ["load-definitions.ts"],
   ["dev-cold-start.ts"],
+  ["cli-start.ts"],
   ["executor-overhead.ts"],
   ["execution.ts", "--reconcilers", "1"],
   ["execution.ts", "--reconcilers", "2"],

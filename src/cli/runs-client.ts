@@ -2,9 +2,9 @@ import type { ApiContext, ClearPartitionsRequest, LaunchRunRequest } from "../ap
 import { InputError } from "../errors/index.js";
 import type { MappedStepRef, RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
 import { TRIGGER_FIELDS, triggerFromWire } from "./commands/triggers-client.js";
-import { syncDefinitions } from "./definitions-sync.js";
-import { startExecution, type Execution } from "./execution.js";
-import { openRuntime, type Runtime } from "./runtime.js";
+// Types only: the in-process pieces (database, loader, executor) are loaded when a command works without a server.
+import type { Execution } from "./execution.js";
+import type { Runtime } from "./runtime.js";
 import { graphql, serverFor } from "./server-client.js";
 import type { Settings } from "./settings.js";
 
@@ -52,9 +52,11 @@ export async function openInProcess(
   settings: Settings,
   options: { execute?: boolean; processes?: number } = {},
 ): Promise<{ runtime: Runtime; execution: Execution | undefined }> {
+  const { openRuntime } = await import("./runtime.js");
   const runtime = await openRuntime(settings);
   try {
     if (!options.execute) return { runtime, execution: undefined };
+    const [{ syncDefinitions }, { startExecution }] = await Promise.all([import("./definitions-sync.js"), import("./execution.js")]);
     const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
     for (const f of sync.result.files) {
       if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
@@ -173,7 +175,8 @@ class ServerRunsClient implements RunsClient {
   async get(id: string): Promise<RunView | undefined> {
     const data = await graphql<{ run: Wire | null }>(this.url, `query ($id: String!) { run(id: $id) { ${RUN_FIELDS} steps { ${STEP_FIELDS} } } }`, { id });
     if (!data.run) return undefined;
-    return { ...toSummary(data.run), plan: null, steps: (data.run.steps as Wire[]).map(toStep) };
+    const run = toSummary(data.run);
+    return { ...run, plan: null, steps: (data.run.steps as Wire[]).map((s) => toStep(s, run.id)) };
   }
 
   async list(options: { limit: number; status?: RunStatus }): Promise<RunSummary[]> {
@@ -217,11 +220,11 @@ function toSummary(r: Wire): RunSummary {
   };
 }
 
-function toStep(s: Wire): StepView {
+function toStep(s: Wire, runId: string): StepView {
   return {
     waitingFor: s.waitingFor ? triggerFromWire(s.waitingFor as Wire) : null,
     id: Number(s.id),
-    runId: "",
+    runId,
     assetKey: String(s.assetKey),
     partitionKey: String(s.partitionKey),
     mapIndex: Number(s.mapIndex),

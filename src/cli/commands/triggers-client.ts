@@ -1,5 +1,5 @@
 import type { ListTriggersOptions, TriggerCounts, TriggerFilter, TriggerPage, TriggerQueryStore, TriggerStatus, TriggerView } from "../../storage/index.js";
-import { openRuntime, type Runtime } from "../runtime.js";
+import type { Runtime } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import type { Settings } from "../settings.js";
 
@@ -7,6 +7,8 @@ import type { Settings } from "../settings.js";
 export interface TriggersClient {
   list(options: ListTriggersOptions): Promise<TriggerPage>;
   counts(filter: Omit<TriggerFilter, "status">): Promise<TriggerCounts>;
+  /** The keys of the defined assets (loading the definitions in this process when no server answered). */
+  assetKeys(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -14,6 +16,7 @@ export interface TriggersClient {
 export async function connectTriggers(settings: Settings): Promise<TriggersClient> {
   const url = await serverFor(settings);
   if (url) return new ServerTriggersClient(url);
+  const { openRuntime } = await import("../runtime.js");
   return new InProcessTriggersClient(await openRuntime(settings));
 }
 
@@ -32,6 +35,13 @@ class InProcessTriggersClient implements TriggersClient {
 
   counts(filter: Omit<TriggerFilter, "status">): Promise<TriggerCounts> {
     return this.#triggers.countTriggers(filter);
+  }
+
+  async assetKeys(): Promise<string[]> {
+    const { syncDefinitions } = await import("../definitions-sync.js");
+    const { settings } = this.#runtime;
+    await syncDefinitions(this.#runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
+    return (await this.#runtime.catalog.current()).graph.keys();
   }
 
   close(): Promise<void> {
@@ -67,6 +77,11 @@ class ServerTriggersClient implements TriggersClient {
     );
     const { timedOut, ...rest } = data.triggerCounts;
     return { ...rest, timed_out: timedOut };
+  }
+
+  async assetKeys(): Promise<string[]> {
+    const data = await graphql<{ assets: { key: string }[] }>(this.url, "{ assets { key } }");
+    return data.assets.map((a) => a.key);
   }
 
   async close(): Promise<void> {}
