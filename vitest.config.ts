@@ -13,8 +13,10 @@ export default defineConfig({
   test: {
     pool: "forks",
     include: ["test/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Tests wait for conditions, and a test that runs processes declares a budget per process; these are the
+    // backstops for the rest, sized for a loaded 2-core machine, where starting `tributary dev` can take minutes.
+    testTimeout: 180_000,
+    hookTimeout: 360_000,
     globalSetup: ["test/support/global-setup.ts"],
   },
 });

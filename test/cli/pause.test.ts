@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, freePort, runCli, startCli } from "./run-cli.js";
+import { seededDataDir } from "../support/data-dir-template.js";
+import { cliBudget, DEV_START_BUDGET_MS, eventually, runCli, startDev, type DevServer } from "./run-cli.js";
 
 // tributary pause|resume in-process and through a server, and the GraphQL mutations behind them.
 const DEFS = `
@@ -28,8 +29,9 @@ afterAll(async () => {
   await Promise.all(tempDirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
+/** A data directory whose embedded database is already created and migrated: commands do not wait for that. */
 async function dataDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-pause-data-"));
+  const { path: dir } = await seededDataDir("tributary-pause-data-");
   tempDirs.push(dir);
   return dir;
 }
@@ -42,7 +44,8 @@ describe("tributary pause / resume (in-process)", () => {
   });
   const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "--data-dir", dir, "--url", "http://127.0.0.1:9"]);
 
-  it("pauses named assets and a whole group, keeps the first pausedAt, and resumes them", async () => {
+  // Each command is a process of its own: the budget is per command.
+  it("pauses named assets and a whole group, keeps the first pausedAt, and resumes them", { timeout: cliBudget(4) }, async () => {
     const first = await cli("pause", "sales/orders", "--json");
     expect(first.code, first.stderr).toBe(0);
     const one = JSON.parse(first.stdout) as PauseJson;
@@ -79,14 +82,14 @@ describe("tributary pause / resume (in-process)", () => {
     [["resume", "--group", "sale"], /GROUP_UNKNOWN.*no asset is in the group "sale"; the groups are "customers", "sales"/],
     [["pause"], /PAUSE_TARGET_REQUIRED.*name the assets to pause/],
     [["resume"], /PAUSE_TARGET_REQUIRED.*name the assets to resume/],
-  ])("rejects %j with exit code 1 and the reason, changing nothing", async (args, reason) => {
+  ])("rejects %j with exit code 1 and the reason, changing nothing", { timeout: cliBudget(1) }, async (args, reason) => {
     const r = await cli(...args);
     expect(r.code, r.stdout).toBe(1);
     expect(r.stderr).toMatch(reason);
     expect(r.stdout).toBe("");
   });
 
-  it("an unknown key among known ones pauses none of them", async () => {
+  it("an unknown key among known ones pauses none of them", { timeout: cliBudget(2) }, async () => {
     const bad = await cli("pause", "sales/orders", "nope/x", "--json");
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout)).toMatchObject({ ok: false, error: { code: "GRAPH_UNKNOWN_ASSET" } });
@@ -96,9 +99,8 @@ describe("tributary pause / resume (in-process)", () => {
 });
 
 describe("pauseAutomation / resumeAutomation through a server", () => {
-  let port: number;
-  let dev: ReturnType<typeof startCli>;
-  const url = () => `http://127.0.0.1:${port}`;
+  let dev: DevServer | undefined;
+  const url = () => dev!.url;
   async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> {
     const res = await fetch(`${url()}/graphql`, {
       method: "POST",
@@ -114,15 +116,10 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
   };
 
   beforeAll(async () => {
-    port = freePort();
-    dev = startCli(["dev", "--port", String(port), "--data-dir", await dataDir(), "--definitions", defsDir, "--processes", "1"]);
-    await eventually(async () => ((await gql<{ assets: unknown[] }>("{ assets { key } }")).data?.assets.length ? true : undefined), 90_000, `dev to start`);
-  }, 120_000);
+    dev = await startDev({ dataDir: await dataDir(), definitionsDir: defsDir, processes: 1 });
+  }, DEV_START_BUDGET_MS + 30_000);
   afterAll(async () => {
-    if (dev && dev.exitCode === null) {
-      dev.kill("SIGTERM");
-      await new Promise((resolve) => dev.once("exit", resolve));
-    }
+    await dev?.stop();
   });
 
   it("pauses by key and group, shows Asset.paused, and rejects bad input with codes", async () => {
@@ -153,7 +150,7 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
     expect(await pausedOf()).toEqual({ "crm/profiles": false, "sales/orders": true, "sales/revenue": true });
   });
 
-  it("a paused asset still runs when launched by hand", async () => {
+  it("a paused asset still runs when launched by hand", { timeout: 240_000 }, async () => {
     expect((await pausedOf())["sales/orders"]).toBe(true);
     const launched = await gql<{ launchRun: { id: string } }>(
       `mutation { launchRun(input: { assetKeys: ["sales/orders", "sales/revenue"], from: "2025-01-01", to: "2025-01-03" }) { id } }`,
@@ -164,13 +161,13 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
       const r = await gql<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
       const s = r.data?.run.status;
       return s === "success" || s === "failed" || s === "canceled" ? s : undefined;
-    }, 60_000, "the run to end");
+    }, 180_000, "the run (six steps) to end");
     expect(status).toBe("success");
     // ...and stays paused.
     expect((await pausedOf())["sales/orders"]).toBe(true);
   });
 
-  it("tributary pause/resume go through the server when one answers", async () => {
+  it("tributary pause/resume go through the server when one answers", { timeout: cliBudget(3) }, async () => {
     const r = await runCli(["resume", "sales/orders", "--json", "--url", url()]);
     expect(r.code, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as PauseJson).assets).toMatchObject([{ assetKey: "sales/orders", paused: false, pausedAt: null, changed: true }]);

@@ -4,6 +4,21 @@ import path from "node:path";
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin/tributary.mjs");
 
+/**
+ * What one CLI command may take. Quiet, a few seconds; but each is a Node process that compiles the sources, loads the
+ * definitions in a child process and starts the embedded database, and a loaded 2-core machine has taken over a
+ * minute and a half for one.
+ */
+export const CLI_COMMAND_BUDGET_MS = 180_000;
+
+/** What `tributary dev` may take to serve its definitions on a loaded machine (a fresh data directory included). */
+export const DEV_START_BUDGET_MS = 300_000;
+
+/** A test's timeout when it runs `commands` CLI commands one after another, with a margin for its own work. */
+export function cliBudget(commands: number): number {
+  return commands * CLI_COMMAND_BUDGET_MS + 30_000;
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -22,7 +37,7 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?:
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 90_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? CLI_COMMAND_BUDGET_MS);
     child.once("error", reject);
     child.once("close", (code) => {
       clearTimeout(timer);
@@ -110,7 +125,7 @@ async function startDevOn(port: number, options: { dataDir?: string; databaseUrl
       const r = await graphqlAt<{ definitionsVersion: { version: number } | null }>(port, "{ definitionsVersion { version } }");
       return r.data?.definitionsVersion ? true : undefined;
     },
-    120_000,
+    DEV_START_BUDGET_MS,
     "tributary dev to serve its definitions",
   );
   const died = exited.then(() => {
@@ -132,7 +147,8 @@ async function startDevOn(port: number, options: { dataDir?: string; databaseUrl
     stop: async () => {
       if (child.exitCode === null) {
         child.kill("SIGINT");
-        const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+        // A loaded machine can take a while to stop the workers and close the database cleanly.
+        const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
         await exited;
         clearTimeout(killer);
       }

@@ -44,7 +44,8 @@ export async function makeTempDir(prefix = "tributary-test-"): Promise<{ path: s
 
 let template: Promise<Blob> | undefined;
 
-function migratedTemplate(): Promise<Blob> {
+/** The migrated database as a tarball (built once, cached in the OS temp dir). */
+export function migratedTemplate(): Promise<Blob> {
   template ??= loadOrBuildTemplate();
   return template;
 }
@@ -71,7 +72,7 @@ async function loadOrBuildTemplate(): Promise<Blob> {
   return tarball;
 }
 
-function pgliteVersion(): string {
+export function pgliteVersion(): string {
   const require = createRequire(import.meta.url);
   const main = require.resolve("@electric-sql/pglite");
   const pkg = require(join(dirname(dirname(main)), "package.json")) as { version?: string };
