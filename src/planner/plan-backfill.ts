@@ -67,6 +67,10 @@ export function planBackfill(request: BackfillPlanRequest): BackfillPlan {
     const subset = planned.get(key)!;
     if (!subset.isEmpty()) targets.set(key, subset);
   }
+  // Upstream partitions added by includeUpstream are paced like the selection: when they bring a definition of
+  // their own at the roots of the backfill (hourly clicks under a daily selection), the one with the most
+  // partitions is the axis, so a run holds maxPartitionsPerRun of them plus what they complete downstream.
+  if (!request.subsets && request.includeUpstream) axisHash = upstreamAxis(graph, targets) ?? axisHash;
   const axis = [...targets.keys()].filter((k) => {
     const spec = graph.require(k).partitions;
     return spec !== null && axisHash !== null && specHash(spec) === axisHash;
@@ -76,6 +80,26 @@ export function planBackfill(request: BackfillPlanRequest): BackfillPlan {
   for (const subset of targets.values()) partitionCount += subset.count();
   const chunkCount = new BackfillChunks(graph, layout, ctx, request.now).count;
   return { layout, missing, partitionCount, chunkCount };
+}
+
+/**
+ * The definition (specHash) of the backfill's partitioned roots — targets no
+ * other partitioned target feeds — that has the most target partitions;
+ * undefined when no root is partitioned.
+ */
+function upstreamAxis(graph: AssetGraph, targets: ReadonlyMap<string, PartitionSubset>): string | undefined {
+  const counts = new Map<string, number>();
+  for (const [key, subset] of targets) {
+    const a = graph.require(key);
+    if (a.partitions === null) continue;
+    const fed = a.deps.some((d) => targets.has(d.assetKey) && graph.get(d.assetKey)?.partitions != null);
+    if (fed) continue;
+    const hash = specHash(a.partitions);
+    counts.set(hash, (counts.get(hash) ?? 0) + subset.count());
+  }
+  let best: string | undefined;
+  for (const [hash, n] of counts) if (best === undefined || n > counts.get(best)!) best = hash;
+  return best;
 }
 
 /** Selected partitioned assets that no other selected partitioned asset feeds (through partitioned assets, selected or not). */

@@ -192,6 +192,36 @@ describe("planBackfill + BackfillChunks: cutting a backfill into runs", () => {
     ]);
   });
 
+  it("paces the upstream partitions --include-upstream adds: the finest definition they bring is the axis", () => {
+    const clicks = asset({ key: "clicks", partitions: hourly({ start: "2025-01-01" }) }, noop);
+    const daily_ = asset({ key: "daily_clicks", partitions: d, deps: { clicks: dep(clicks, timeWindow()) } }, noop);
+    const g = graphOf(clicks, daily_);
+    const base = { graph: g, version: 1, now: NOW, materialized: nothing, assets: ["daily_clicks"], partitions: range("2025-02-01", "2025-02-28") };
+    const one = planBackfill({ ...base, includeUpstream: true, maxPartitionsPerRun: 1 });
+    expect(one.partitionCount).toBe(28 + 672);
+    expect(one.layout.axis).toEqual(["clicks"]);
+    const chunks = new BackfillChunks(g, one.layout, undefined, NOW);
+    expect(chunks.count).toBe(672);
+    let most = 0;
+    for (let k = 0; k < chunks.count; k++) {
+      let steps = 0;
+      for (const subset of chunks.chunk(k).values()) steps += subset.count();
+      most = Math.max(most, steps);
+    }
+    expect(most).toBe(2); // an hour, and the day it completes
+    const daily24 = new BackfillChunks(g, planBackfill({ ...base, includeUpstream: true, maxPartitionsPerRun: 24 }).layout, undefined, NOW);
+    expect(daily24.count).toBe(28);
+    expect(chunkNames(g, daily24)[0]).toEqual([
+      ...Array.from({ length: 24 }, (_, h) => `clicks@2025-02-01-${String(h).padStart(2, "0")}:00`),
+      "daily_clicks@2025-02-01",
+    ]);
+    // Without upstream partitions to add, the selection's own definition paces the backfill.
+    const materialized = materializedKeys(g, { clicks: [...partitionSpace(hourly({ start: "2025-01-01" })).keys(PartitionSubset.range(0, 24 * 90))] });
+    const own = planBackfill({ ...base, includeUpstream: true, materialized, maxPartitionsPerRun: 1 });
+    expect(own.layout.axis).toEqual(["daily_clicks"]);
+    expect(own.chunkCount).toBe(28);
+  });
+
   it("re-running failures: explicit subsets keep the original axis", () => {
     const space = partitionSpace(d);
     const subsets = new Map([
