@@ -17,12 +17,13 @@ export interface FollowOptions {
 /**
  * What `materialize` and `clear` share: connect (server or in-process), start
  * a run, and with --wait (always, in-process: nothing else would run it) show
- * progress until it ends; exit code 0 only if it succeeded; Ctrl-C cancels.
+ * progress until it ends; exit code 0 only if it succeeded (or, when the start
+ * says what it asked for, if that succeeded); Ctrl-C cancels.
  */
 export async function startAndFollow(
   settings: Settings,
   options: FollowOptions,
-  start: (client: RunsClient) => Promise<{ run: RunSummary; extra?: Record<string, unknown> }>,
+  start: (client: RunsClient) => Promise<{ run: RunSummary; extra?: Record<string, unknown>; succeeded?: (final: RunDetail) => boolean }>,
 ): Promise<void> {
   const client = await connectRuns(settings, { execute: true, ...(options.processes ? { processes: options.processes } : {}) });
   let interrupted = false;
@@ -31,7 +32,7 @@ export async function startAndFollow(
   };
   process.once("SIGINT", onSignal);
   try {
-    const { run, extra = {} } = await start(client);
+    const { run, extra = {}, succeeded = (final: RunDetail) => final.status === "success" } = await start(client);
     const wait = options.wait || client.where === "in-process";
     if (!wait) {
       if (options.json) printJson({ ok: true, run, ...extra });
@@ -40,9 +41,10 @@ export async function startAndFollow(
     }
     if (!options.wait && !options.json) process.stderr.write(pc.dim("no server is running: executing the run in this process\n"));
     const final = await waitForRun(client, run, { progress: !options.json && process.stderr.isTTY === true, interrupted: () => interrupted });
-    if (options.json) printJson({ ok: final.status === "success", run: final, ...extra });
+    const ok = final.status !== "canceled" && succeeded(final);
+    if (options.json) printJson({ ok, run: final, ...extra });
     else printRun(final);
-    process.exitCode = final.status === "success" ? 0 : 1;
+    process.exitCode = ok ? 0 : 1;
   } finally {
     process.off("SIGINT", onSignal);
     await client.close();
