@@ -109,8 +109,9 @@ describe("finding the server", () => {
   }, 120_000);
 
   it("asks a server named by --url that serves the project named explicitly", async () => {
-    const r = await runCli(["partitions", "disc/one", "--from", "2025-01-01", "--to", "2025-01-01", "--json", "--data-dir", dataDir, "--definitions", defsDir, "--url", dev.url], { cwd: work });
-    expect(r.code, r.stderr).toBe(0);
+    const r = await runCli(["runs", "--json", "--data-dir", dataDir, "--definitions", defsDir, "--url", dev.url], { cwd: work });
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect((JSON.parse(r.stdout) as RunsJson).runs).toHaveLength(1);
     expect(r.stderr).toContain(`asking the Tributary server at ${dev.url}`);
   }, 120_000);
 });
