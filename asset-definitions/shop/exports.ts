@@ -18,11 +18,11 @@ export const regionExports = asset(
     metadata: { pii: ["customer"] },
     deps: { orders: rawOrders },
     // Known only once the day's orders are written: the regions in the file. A day reported by an outside
-    // producer has no stored value (null), so no file to look at: every region is exported.
+    // producer has no stored value (null), so no file to look at (nor has a day whose file was since deleted):
+    // every region is exported.
     map: async ({ orders }) => {
-      if (orders === null) return [...REGIONS];
-      const rows = JSON.parse(await readFile(orders.file, "utf8")) as Order[];
-      return REGIONS.filter((region) => rows.some((o) => o.region === region));
+      const rows = orders === null ? null : await readOrders(orders.file);
+      return rows === null ? [...REGIONS] : REGIONS.filter((region) => rows.some((o) => o.region === region));
     },
     mapLabel: (region) => region,
     retries: 2,
@@ -35,3 +35,12 @@ export const regionExports = asset(
     return { region, orders: mine.length, file };
   },
 );
+
+async function readOrders(file: string): Promise<Order[] | null> {
+  try {
+    return JSON.parse(await readFile(file, "utf8")) as Order[];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}

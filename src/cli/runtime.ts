@@ -47,8 +47,14 @@ export interface Runtime {
 
 export { embeddedDbDir } from "./server-identity.js";
 
+/** Set by every command that opens the data directory, for the definitions and steps it runs. */
+export const DATA_DIR_ENV = "TRIBUTARY_DATA_DIR";
+
 /** Opens (and migrates) the metadata database the settings name: Postgres with DATABASE_URL, else PGlite. */
 export async function openRuntime(settings: Settings): Promise<Runtime> {
+  // Definitions and steps run in child processes, which inherit the environment: this tells them the data directory
+  // in use, so files they keep beside it (the demo's) follow --data-dir.
+  process.env[DATA_DIR_ENV] = settings.dataDir;
   // Built first: a bad S3 setting stops startup before the database is opened.
   const s3OutputStore = settings.s3 ? new S3OutputStore(settings.s3) : null;
   const database = await openDatabase(
