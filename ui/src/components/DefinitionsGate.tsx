@@ -42,8 +42,9 @@ export function DefinitionsGate({ children }: { children: ReactNode }) {
   }
   if (current?.state === "LOADING") {
     return (
-      <div className="loading" data-testid="definitions-loading" title={current.message ?? undefined}>
-        loading definitions…
+      <div className="loading">
+        <div data-testid="definitions-loading">loading definitions…</div>
+        {current.message ? <div className="muted">({current.message})</div> : null}
       </div>
     );
   }
