@@ -90,10 +90,16 @@ describe("tributary dev", () => {
     const dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
     try {
       await eventually(async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok ? true : undefined), 90_000, "dev to start");
-      const second = await runCli(["partitions", "dev/one", "--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"]);
+      // A one-off command goes to the server whose URL the directory's lock names...
+      const asked = await runCli(["runs", "--json", "--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"]);
+      expect(asked.code, asked.stderr).toBe(0);
+      expect(asked.stderr).toContain(`asking the Tributary server at http://127.0.0.1:${port}`);
+      // ...and a second server on the directory is refused, naming the one that holds it.
+      const second = await runCli(["dev", "--port", String(freePort()), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(/DATA_DIR_LOCKED/);
       expect(second.stderr).toContain(dataDir);
+      expect(second.stderr).toContain(`which serves the API at http://127.0.0.1:${port}`);
     } finally {
       dev.kill("SIGTERM");
       await new Promise((resolve) => dev.once("exit", resolve));
