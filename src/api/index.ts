@@ -8,8 +8,8 @@ export type { TributaryMetricsOptions, PassReport } from "./metrics/tributary-me
 export { Catalog } from "./catalog.js";
 export type { CatalogView } from "./catalog.js";
 export type { ApiContext, DefinitionFileView } from "./graphql/builder.js";
-export { listPartitions } from "./partition-listing.js";
-export type { PartitionRow, PartitionListing, PartitionStatusRow } from "./partition-listing.js";
+export { listPartitions, staleReasonView } from "./partition-listing.js";
+export type { PartitionRow, PartitionListing, PartitionStatusRow, StaleReasonView } from "./partition-listing.js";
 export { partitionStatusSummary } from "./partition-status-summary.js";
 export type { PartitionStatusCounts, PartitionStatusRange, PartitionStatusSummary } from "./partition-status-summary.js";
 export { launchRun } from "./commands/launch-run.js";

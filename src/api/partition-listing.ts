@@ -1,7 +1,8 @@
 import type { SnapshotAsset } from "../graph/index.js";
 import { InputError, PartitionError } from "../errors/index.js";
-import { loadPartitionSpace } from "../partitions/index.js";
-import type { PartitionStatusRecord } from "../storage/index.js";
+import { loadPartitionContext, partitionSpace, PartitionSubset } from "../partitions/index.js";
+import { dimensionSliceKeys, type DimensionSlice } from "../planner/index.js";
+import type { PartitionStatusRecord, StaleReason } from "../storage/index.js";
 
 export interface PartitionRow {
   key: string;
@@ -22,8 +23,11 @@ export interface PartitionListing {
 }
 
 /**
- * One page of an asset's existing partitions (optionally within [from, to]).
- * Works on index ranges, so the cost is the page size, not the partition count.
+ * One page of an asset's existing partitions (optionally within [from, to],
+ * and for a multi-partitioned asset within a selection per dimension).
+ * `last` pages from the end instead: the latest `last` of them (oldest
+ * first, no next page). Works on index ranges, so the cost is the page
+ * size, not the partition count (a dimension selection costs its keys).
  */
 export async function listPartitions(
   asset: SnapshotAsset,
@@ -32,15 +36,23 @@ export async function listPartitions(
     to?: string | undefined;
     first: number;
     after?: string | undefined;
+    /** The latest this many instead of a page from the start (not with `after`). */
+    last?: number | undefined;
+    dimensions?: readonly DimensionSlice[] | undefined;
     now: Date;
     dynamicKeys: (name: string) => Promise<readonly string[]>;
   },
 ): Promise<PartitionListing> {
-  if (!asset.partitions) {
-    const nodes = options.after ? [] : [{ key: "", start: undefined, end: undefined }];
-    return { totalCount: 1, nodes: nodes.slice(0, options.first), endCursor: null, hasNextPage: false };
+  if (options.last !== undefined && options.after !== undefined) {
+    throw new InputError("last pages from the end: leave out after", { location: { field: "last" } });
   }
-  const space = await loadPartitionSpace(asset.partitions, options.dynamicKeys);
+  if (!asset.partitions) {
+    if (options.dimensions !== undefined) dimensionSliceKeys(asset, options.dimensions, undefined, options.now);
+    const nodes = options.after ? [] : [{ key: "", start: undefined, end: undefined }];
+    return { totalCount: 1, nodes: nodes.slice(0, options.last ?? options.first), endCursor: null, hasNextPage: false };
+  }
+  const ctx = await loadPartitionContext([asset.partitions], options.dynamicKeys);
+  const space = partitionSpace(asset.partitions, ctx);
   const existing = space.all(options.now);
   let subset = existing;
   if (options.from !== undefined || options.to !== undefined) {
@@ -59,6 +71,9 @@ export async function listPartitions(
       });
     }
   }
+  if (options.dimensions !== undefined) subset = subset.intersection(space.subset(dimensionSliceKeys(asset, options.dimensions, ctx, options.now)));
+  const totalCount = subset.count();
+  if (options.last !== undefined) subset = lastOf(subset, options.last);
   let startAfter = -1;
   if (options.after !== undefined) {
     startAfter = Number(options.after);
@@ -70,7 +85,7 @@ export async function listPartitions(
   let lastIndex = -1;
   let hasNextPage = false;
   for (const index of subset.indicesFrom(startAfter + 1)) {
-    if (nodes.length === options.first) {
+    if (nodes.length === (options.last ?? options.first)) {
       hasNextPage = true;
       break;
     }
@@ -80,7 +95,7 @@ export async function listPartitions(
     lastIndex = index;
   }
   return {
-    totalCount: subset.count(),
+    totalCount,
     nodes,
     endCursor: lastIndex >= 0 ? String(lastIndex) : null,
     hasNextPage,
@@ -98,4 +113,47 @@ export function withStates(
   let page: Promise<ReadonlyMap<string, PartitionStatusRecord>> | undefined;
   const states = () => (page ??= load(nodes.map((n) => n.key)));
   return nodes.map((n) => ({ ...n, state: async () => (await states()).get(n.key) }));
+}
+
+/** The last `n` partitions of a subset. */
+function lastOf(subset: PartitionSubset, n: number): PartitionSubset {
+  const kept: [number, number][] = [];
+  let left = n;
+  for (const [start, end] of [...subset.ranges()].reverse()) {
+    if (left <= 0) break;
+    const from = Math.max(start, end - left);
+    kept.push([from, end]);
+    left -= end - from;
+  }
+  return PartitionSubset.fromRanges(kept.reverse());
+}
+
+/** Why a partition is stale, in one sentence (GraphQL's StaleReason.message, the CLI's partition listing). */
+export function staleReasonMessage(r: StaleReason): string {
+  if (r.kind === "code_version_changed") {
+    return `materialised with code version "${r.materializedWith}"; the asset's code version is now "${r.current}"`;
+  }
+  const p = r.upstreamPartitionKey === "" ? "" : ` partition "${r.upstreamPartitionKey}"`;
+  return (
+    `upstream "${r.upstreamAssetKey}"${p} was materialised again (event ${r.latestEventId}) after ` +
+    (r.readEventId === null ? "this partition read it before it had any event" : `this partition read event ${r.readEventId}`)
+  );
+}
+
+/** A stale reason with GraphQL's StaleReason field names (event ids as strings), for JSON output. */
+export type StaleReasonView =
+  | { kind: "code_version_changed"; message: string; materializedCodeVersion: string; currentCodeVersion: string }
+  | { kind: "upstream_updated"; message: string; upstreamAssetKey: string; upstreamPartitionKey: string; readEventId: string | null; latestEventId: string };
+
+export function staleReasonView(r: StaleReason): StaleReasonView {
+  const message = staleReasonMessage(r);
+  if (r.kind === "code_version_changed") return { kind: r.kind, message, materializedCodeVersion: r.materializedWith, currentCodeVersion: r.current };
+  return {
+    kind: r.kind,
+    message,
+    upstreamAssetKey: r.upstreamAssetKey,
+    upstreamPartitionKey: r.upstreamPartitionKey,
+    readEventId: r.readEventId === null ? null : String(r.readEventId),
+    latestEventId: String(r.latestEventId),
+  };
 }

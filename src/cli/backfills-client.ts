@@ -15,6 +15,8 @@ export interface BackfillView {
   readonly from: string | null;
   readonly to: string | null;
   readonly partitions: readonly string[] | null;
+  /** Keys or a range per dimension, when it was launched with a selection per dimension. */
+  readonly dimensions: readonly { readonly name: string; readonly keys?: readonly string[]; readonly from?: string; readonly to?: string }[] | null;
   readonly retryOf: string | null;
   readonly maxConcurrentRuns: number;
   readonly maxPartitionsPerRun: number;
@@ -115,6 +117,7 @@ class InProcessBackfillsClient implements BackfillsClient {
       from: record.selection.from ?? null,
       to: record.selection.to ?? null,
       partitions: record.selection.partitions ?? null,
+      dimensions: record.selection.dimensions?.map((d) => ({ name: d.name, ...(d.keys ? { keys: d.keys } : {}), ...(d.from ? { from: d.from } : {}), ...(d.to ? { to: d.to } : {}) })) ?? null,
       retryOf: record.selection.retryOf ?? null,
       maxConcurrentRuns: record.maxConcurrentRuns,
       maxPartitionsPerRun: record.maxPartitionsPerRun,
@@ -136,7 +139,7 @@ class InProcessBackfillsClient implements BackfillsClient {
   }
 }
 
-const BACKFILL_FIELDS = `id status assetKeys from to partitions retryOf maxConcurrentRuns maxPartitionsPerRun priority
+const BACKFILL_FIELDS = `id status assetKeys from to partitions dimensions retryOf maxConcurrentRuns maxPartitionsPerRun priority
   requested done failed inProgress covered chunks runsCreated waiting error createdAt canceledAt completedAt
   failedPartitions { assetKey count ranges { from to } }`;
 

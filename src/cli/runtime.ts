@@ -95,7 +95,8 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       catalog,
       runs,
       now: () => new Date(),
-      launchRun: (request) => launchRun({ graphs, runs, definitions }, request, new Date()),
+      // Without Redis no worker takes bullmq steps: a run that needs them is refused rather than left waiting.
+      launchRun: (request) => launchRun({ graphs, runs, definitions, unavailableExecutors: unavailableExecutors(settings) }, request, new Date()),
       clearPartitions: (request) => clearPartitions({ graphs, runs, definitions }, request, new Date()),
       runChecks: (request) => runChecks({ graphs, runs, definitions }, request, new Date()),
       checkResults: new PgCheckResultStore(database.db),
@@ -149,4 +150,10 @@ export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: Ap
   } finally {
     await runtime.close();
   }
+}
+
+function unavailableExecutors(settings: Settings): ReadonlyMap<string, string> {
+  return settings.redisUrl
+    ? new Map()
+    : new Map([["bullmq", "no Redis is configured; set REDIS_URL (e.g. redis://127.0.0.1:6379) here and start `tributary worker` processes, or use the local executor"]]);
 }

@@ -9,7 +9,7 @@ import {
   upstreamPartitions,
   type PartitionContext,
 } from "../../partitions/index.js";
-import { planRun, resolveSelection, type MissingUpstream, type PartitionSelection, type PlannedStep, type RunPlan } from "../../planner/index.js";
+import { dimensionSliceKeys, planRun, resolveSelection, type DimensionSlice, type MissingUpstream, type PartitionSelection, type PlannedStep, type RunPlan } from "../../planner/index.js";
 import type { DefinitionStore, RunStore } from "../../storage/index.js";
 import { createPlannedRun, materializedSubsets, missingUpstreamError, plannedRun, type PlannedRunOptions } from "./launch-run.js";
 
@@ -22,6 +22,8 @@ export interface ClearPartitionsRequest {
   /** …or an inclusive range (either end may be omitted: the first / latest existing partition). */
   readonly from?: string | undefined;
   readonly to?: string | undefined;
+  /** …or keys or a range per dimension of a multi-partitioned asset (left out: all its keys), as their cross product. */
+  readonly dimensions?: readonly DimensionSlice[] | undefined;
   /** Also clear every downstream asset's partitions that read the cleared ones, transitively. */
   readonly downstream?: boolean | undefined;
   /** Keep only the selected partitions whose status is `failed` (without a selection: all failed partitions). */
@@ -99,6 +101,9 @@ export async function planClear(services: ClearPlanServices, request: ClearParti
   if (!request.assetKey) throw new InputError("name the asset whose partitions to clear", { code: "PLAN_SELECTION_EMPTY" });
   if (request.partition !== undefined && (request.from !== undefined || request.to !== undefined)) {
     throw new InputError("give either a partition or a range (from/to), not both");
+  }
+  if (request.dimensions !== undefined && (request.partition !== undefined || request.from !== undefined || request.to !== undefined)) {
+    throw new InputError("give either a selection per dimension (dimensions) or a partition or a range (from/to), not both", { location: { field: "dimensions" } });
   }
   const { version, graph } = await services.graphs.current({ fresh: true });
   if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
@@ -193,6 +198,16 @@ async function selectRoot(
 ): Promise<PartitionSubset> {
   const hasSelection = request.partition !== undefined || request.from !== undefined || request.to !== undefined;
   let subset: PartitionSubset;
+  if (request.dimensions !== undefined) {
+    // Validated against the root's dimensions first: an unpartitioned root is named there too.
+    const keys = dimensionSliceKeys(root, request.dimensions, ctx, now);
+    subset = resolveSelection({ graph, selected: [root], selection: { kind: "keys", keys }, ctx, now }).get(root.key)!;
+    if (request.onlyFailed) {
+      const space = partitionSpace(root.partitions!, ctx);
+      subset = subset.intersection(space.subset((await services.runs.partitionKeysWithStatus(root.key, "failed")).filter((k) => space.has(k))));
+    }
+    return subset;
+  }
   if (!root.partitions) {
     if (hasSelection) {
       throw new PartitionError(`asset "${root.key}" is not partitioned: leave out partition, from and to`, {

@@ -1,9 +1,9 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, specHash, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import { parseLayout, planBackfill, serializeLayout, type BackfillPlanRequest, type PartitionSelection } from "../../planner/index.js";
+import { dimensionSliceKeys, parseLayout, planBackfill, serializeLayout, type BackfillPlanRequest, type DimensionSlice, type PartitionSelection } from "../../planner/index.js";
 import type { BackfillRecord, BackfillSelection, BackfillStore, DefinitionStore, GraphCache, RunStore } from "../../storage/index.js";
-import { materializedSubsets, missingUpstreamError } from "./launch-run.js";
+import { materializedSubsets, missingUpstreamError, sliceRoot } from "./launch-run.js";
 
 /** Below scheduled and manual work (priority 0): the claim's aging share still gives backfill steps a turn. */
 export const DEFAULT_BACKFILL_PRIORITY = -10;
@@ -18,6 +18,8 @@ export interface LaunchBackfillRequest {
   readonly partitions?: readonly string[] | undefined;
   /** …or every existing partition… */
   readonly allPartitions?: boolean | undefined;
+  /** …or keys or a range per dimension of a multi-partitioned asset (left out: all its keys), as their cross product… */
+  readonly dimensions?: readonly DimensionSlice[] | undefined;
   /**
    * …or explicit partition keys per asset, each in that asset's own
    * definition ([''] or [] for an unpartitioned one): exactly the assets of
@@ -62,6 +64,7 @@ export async function launchBackfill(services: BackfillServices, request: Launch
     ...(request.to !== undefined ? { to: request.to } : {}),
     ...(request.partitions !== undefined ? { partitions: [...request.partitions] } : {}),
     ...(request.allPartitions ? { allPartitions: true } : {}),
+    ...(request.dimensions !== undefined ? { dimensions: request.dimensions.map((d) => ({ ...d })) } : {}),
     includeUpstream: request.includeUpstream ?? false,
   };
   return services.backfills.create(
@@ -129,9 +132,10 @@ async function checkBackfill(services: Omit<BackfillServices, "backfills">, requ
     request.from !== undefined || request.to !== undefined,
     request.allPartitions === true,
     request.assetPartitions !== undefined,
+    request.dimensions !== undefined,
   ];
   if (ways.filter(Boolean).length > 1) {
-    throw new InputError("give one of: a range (from/to), a list of partitions, all partitions, or partitions per asset (assetPartitions)", {
+    throw new InputError("give one of: a range (from/to), a list of partitions, all partitions, a selection per dimension (dimensions), or partitions per asset (assetPartitions)", {
       location: { field: "partitions" },
     });
   }
@@ -259,6 +263,7 @@ async function prefetch(services: Omit<BackfillServices, "backfills">, graph: As
 }
 
 function selectionOf(request: LaunchBackfillRequest, selected: readonly SnapshotAsset[], ctx: PartitionContext, now: Date): PartitionSelection | undefined {
+  if (request.dimensions !== undefined) return { kind: "keys", keys: dimensionSliceKeys(sliceRoot(selected), request.dimensions, ctx, now) };
   if (request.allPartitions) return { kind: "all" };
   if (request.partitions !== undefined) return { kind: "keys", keys: request.partitions };
   if (request.from === undefined && request.to === undefined) return undefined;

@@ -1,7 +1,7 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import { planRun, runShape, type PartitionSelection, type RunPlan } from "../../planner/index.js";
+import { dimensionSliceKeys, planRun, runShape, type DimensionSlice, type PartitionSelection, type RunPlan } from "../../planner/index.js";
 import type { DefinitionStore, GraphCache, NewRun, RunOrigin, RunStore } from "../../storage/index.js";
 
 export interface LaunchRunRequest {
@@ -13,6 +13,11 @@ export interface LaunchRunRequest {
   readonly to?: string | undefined;
   /** Every existing partition. */
   readonly allPartitions?: boolean | undefined;
+  /**
+   * …or, for a multi-partitioned asset, keys or a range per dimension (a dimension
+   * left out: all its keys); the run takes their cross product.
+   */
+  readonly dimensions?: readonly DimensionSlice[] | undefined;
   readonly includeUpstream?: boolean | undefined;
   /** At most this many steps of the run queued or running at once. */
   readonly maxActiveSteps?: number | undefined;
@@ -25,6 +30,8 @@ export interface LaunchServices {
   readonly graphs: GraphCache;
   readonly runs: RunStore;
   readonly definitions: Pick<DefinitionStore, "listDynamicPartitions">;
+  /** Executors nothing here can run, with why and what to do (e.g. bullmq without Redis): a run needing one is refused. */
+  readonly unavailableExecutors?: ReadonlyMap<string, string> | undefined;
 }
 
 export interface LaunchedRun {
@@ -67,6 +74,7 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
   if (plan.missing.length > 0) {
     throw missingUpstreamError(plan.missing, "materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run");
   }
+  refuseUnavailableExecutors(graph, plan, services.unavailableExecutors);
   const runId = await createPlannedRun(services.runs, graph, plan, {
     origin: request.origin ?? "manual",
     priority: request.priority ?? 0,
@@ -147,6 +155,14 @@ function selectionOf(
   ctx: PartitionContext,
   now: Date,
 ): PartitionSelection | undefined {
+  if (request.dimensions !== undefined) {
+    if (request.allPartitions || request.partition !== undefined || request.from !== undefined || request.to !== undefined) {
+      throw new InputError("give either a selection per dimension (dimensions) or a partition, a range (from/to) or all partitions, not both", {
+        location: { field: "dimensions" },
+      });
+    }
+    return { kind: "keys", keys: dimensionSliceKeys(sliceRoot(selected), request.dimensions, ctx, now) };
+  }
   if (request.allPartitions) return { kind: "all" };
   if (request.partition !== undefined) return { kind: "keys", keys: [request.partition] };
   if (request.from === undefined && request.to === undefined) return undefined;
@@ -157,4 +173,30 @@ function selectionOf(
   const count = space.count(now);
   if (count === 0) throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
   return { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
+}
+
+/** The asset a selection per dimension is read in: the first multi-partitioned one selected (else the first, for the error). */
+export function sliceRoot(selected: readonly SnapshotAsset[]): SnapshotAsset {
+  return selected.find((a) => a.partitions?.kind === "multi") ?? selected.find((a) => a.partitions) ?? selected[0]!;
+}
+
+/**
+ * EXECUTOR_UNAVAILABLE when a planned step's asset names an executor that
+ * cannot run here: its steps would wait for ever, without a word.
+ */
+export function refuseUnavailableExecutors(graph: AssetGraph, plan: RunPlan, unavailable: ReadonlyMap<string, string> | undefined): void {
+  if (!unavailable || unavailable.size === 0) return;
+  const byExecutor = new Map<string, Set<string>>();
+  for (const step of plan.steps) {
+    const executor = graph.require(step.assetKey).executor;
+    if (unavailable.has(executor)) byExecutor.set(executor, (byExecutor.get(executor) ?? new Set()).add(step.assetKey));
+  }
+  const [first] = byExecutor;
+  if (!first) return;
+  const [executor, assets] = first;
+  const names = [...assets].map((k) => `"${k}"`).join(", ");
+  throw new InputError(`${names} ${assets.size === 1 ? "runs" : "run"} on executor "${executor}", which cannot run here: ${unavailable.get(executor)}; nothing was launched`, {
+    code: "EXECUTOR_UNAVAILABLE",
+    location: { assetKey: [...assets][0]! },
+  });
 }

@@ -6,6 +6,7 @@ import type { BackfillRecord, BackfillStatus, RunDetail, RunSummary } from "../.
 import { failedPartitionRanges, previewBackfill, type BackfillPreview } from "../commands/launch-backfill.js";
 import { builder, type ApiContext } from "./builder.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
+import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
 
 const BACKFILL_STATUSES = ["requested", "running", "completed", "failed", "canceling", "canceled"] as const satisfies readonly BackfillStatus[];
 const BackfillStatusEnum = builder.enumType("BackfillStatus", { values: BACKFILL_STATUSES });
@@ -40,6 +41,12 @@ const BackfillRef = builder.objectRef<BackfillRecord>("Backfill").implement({
     to: t.string({ nullable: true, resolve: (b) => b.selection.to ?? null }),
     partitions: t.stringList({ nullable: true, resolve: (b) => (b.selection.partitions ? [...b.selection.partitions] : null) }),
     allPartitions: t.boolean({ resolve: (b) => b.selection.allPartitions ?? false }),
+    dimensions: t.field({
+      type: "JSON",
+      nullable: true,
+      description: "The selection per dimension ([{ name, keys } or { name, from, to }]), when it was launched with one",
+      resolve: (b) => (b.selection.dimensions ? b.selection.dimensions.map((d) => ({ ...d })) : null),
+    }),
     includeUpstream: t.boolean({ resolve: (b) => b.selection.includeUpstream }),
     retryOf: t.string({ nullable: true, description: "The backfill whose failed partitions this one re-runs", resolve: (b) => b.selection.retryOf ?? null }),
     maxConcurrentRuns: t.exposeInt("maxConcurrentRuns"),
@@ -109,6 +116,7 @@ const launchInput = z
     to: z.string().min(1).optional(),
     partitions: z.array(z.string().min(1)).min(1, "list at least one partition key, or give a range").optional(),
     allPartitions: z.boolean().optional(),
+    dimensions: dimensionsInput,
     assetPartitions: z
       .array(z.strictObject({ assetKey: z.string().min(1, "asset keys must not be empty"), partitionKeys: z.array(z.string()) }))
       .min(1, "give the partitions of at least one asset")
@@ -119,10 +127,12 @@ const launchInput = z
     priority: z.number().int().optional(),
     tags: z.record(z.string(), z.string()).optional(),
   })
-  .refine((v) => [v.partitions !== undefined, v.from !== undefined || v.to !== undefined, v.allPartitions === true, v.assetPartitions !== undefined].filter(Boolean).length <= 1, {
-    message: "give one of: a range (from/to), a list of partitions, allPartitions, or assetPartitions",
-    path: ["partitions"],
-  });
+  .refine(
+    (v) =>
+      [v.partitions !== undefined, v.from !== undefined || v.to !== undefined, v.allPartitions === true, v.assetPartitions !== undefined, v.dimensions !== undefined].filter(Boolean)
+        .length <= 1,
+    { message: "give one of: a range (from/to), a list of partitions, allPartitions, dimensions, or assetPartitions", path: ["partitions"] },
+  );
 
 const AssetPartitionKeysInput = builder.inputType("AssetPartitionKeysInput", {
   description: "Partition keys of one asset, in its own partitions definition ([\"\"] for an unpartitioned asset)",
@@ -139,6 +149,10 @@ const LaunchBackfillInput = builder.inputType("LaunchBackfillInput", {
     to: t.string({ description: "Last partition key (inclusive)" }),
     partitions: t.stringList({ description: "Partition keys, instead of a range" }),
     allPartitions: t.boolean({ description: "Every existing partition" }),
+    dimensions: t.field({
+      type: [PartitionDimensionInput],
+      description: "For a multi-partitioned asset: keys or a range per dimension (their cross product), instead of a range or a list",
+    }),
     assetPartitions: t.field({
       type: [AssetPartitionKeysInput],
       description: "Explicit partitions per asset (each asset of assetKeys once), e.g. erasureImpact's backfill selection",

@@ -4,12 +4,14 @@ import { z } from "zod";
 import type { RunDetail, RunSummary } from "../../storage/index.js";
 import { builder } from "./builder.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
+import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
 
 const clearInput = z.strictObject({
   assetKey: z.string().min(1, "name the asset whose partitions to clear"),
   partition: z.string().min(1).optional(),
   from: z.string().min(1).optional(),
   to: z.string().min(1).optional(),
+  dimensions: dimensionsInput,
   downstream: z.boolean().optional(),
   onlyFailed: z.boolean().optional(),
 });
@@ -20,6 +22,10 @@ const ClearPartitionsInput = builder.inputType("ClearPartitionsInput", {
     partition: t.string(),
     from: t.string({ description: "First partition key of a range (inclusive)" }),
     to: t.string({ description: "Last partition key of a range (inclusive)" }),
+    dimensions: t.field({
+      type: [PartitionDimensionInput],
+      description: "For a multi-partitioned asset: keys or a range per dimension (their cross product), instead of partition or from/to",
+    }),
     downstream: t.boolean({ description: "Also clear every downstream partition that reads the cleared ones" }),
     onlyFailed: t.boolean({ description: "Only the selected partitions that failed (without a selection: every failed one)" }),
   }),

@@ -3,7 +3,7 @@
 import type { GraphQLResolveInfo, SelectionSetNode } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import type { AssetCodeVersion, PartitionStatusRecord, RecordedStatusCounts, StaleReason } from "../../storage/index.js";
-import type { PartitionStatusRow } from "../partition-listing.js";
+import { staleReasonMessage, type PartitionStatusRow } from "../partition-listing.js";
 import {
   PartitionStatusCache,
   partitionStatusSummary,
@@ -43,7 +43,7 @@ export const StaleReasonRef = builder.objectRef<StaleReason>("StaleReason").impl
   description: "Why a materialised partition is stale",
   fields: (t) => ({
     kind: t.field({ type: StaleReasonKindEnum, resolve: (r) => r.kind }),
-    message: t.string({ resolve: staleMessage }),
+    message: t.string({ resolve: staleReasonMessage }),
     materializedCodeVersion: t.string({ nullable: true, resolve: (r) => (r.kind === "code_version_changed" ? r.materializedWith : null) }),
     currentCodeVersion: t.string({ nullable: true, resolve: (r) => (r.kind === "code_version_changed" ? r.current : null) }),
     upstreamAssetKey: t.string({ nullable: true, resolve: (r) => (r.kind === "upstream_updated" ? r.upstreamAssetKey : null) }),
@@ -175,15 +175,4 @@ export async function staleReasonsOf(row: PartitionStatusRow): Promise<readonly 
 /** Whether a selection asks for `field` (fragments count as asking: they are not expanded here). */
 function asksFor(selection: SelectionSetNode | undefined, field: string): boolean {
   return (selection?.selections ?? []).some((s) => s.kind !== "Field" || s.name.value === field);
-}
-
-function staleMessage(r: StaleReason): string {
-  if (r.kind === "code_version_changed") {
-    return `materialised with code version "${r.materializedWith}"; the asset's code version is now "${r.current}"`;
-  }
-  const p = r.upstreamPartitionKey === "" ? "" : ` partition "${r.upstreamPartitionKey}"`;
-  return (
-    `upstream "${r.upstreamAssetKey}"${p} was materialised again (event ${r.latestEventId}) after ` +
-    (r.readEventId === null ? "this partition read it before it had any event" : `this partition read event ${r.readEventId}`)
-  );
 }

@@ -12,6 +12,7 @@ import { batched, perContext } from "./batch.js";
 import { builder, type ApiContext } from "./builder.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
 import { currentTriggerOf, TriggerRef } from "./triggers.js";
+import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
 
 const RUN_STATUSES = ["queued", "running", "success", "failed", "canceled"] as const;
 const RunStatusEnum = builder.enumType("RunStatus", { values: RUN_STATUSES });
@@ -223,6 +224,7 @@ const launchInput = z.strictObject({
   from: z.string().optional(),
   to: z.string().optional(),
   allPartitions: z.boolean().optional(),
+  dimensions: dimensionsInput,
   includeUpstream: z.boolean().optional(),
   maxActiveSteps: z.number().int().min(1).optional(),
   tags: z.record(z.string(), z.string()).optional(),
@@ -235,6 +237,10 @@ const LaunchRunInput = builder.inputType("LaunchRunInput", {
     from: t.string(),
     to: t.string(),
     allPartitions: t.boolean(),
+    dimensions: t.field({
+      type: [PartitionDimensionInput],
+      description: "For a multi-partitioned asset: keys or a range per dimension, instead of partition, from/to or allPartitions",
+    }),
     includeUpstream: t.boolean(),
     maxActiveSteps: t.int(),
     tags: t.field({ type: "JSON" }),

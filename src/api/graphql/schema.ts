@@ -3,6 +3,7 @@ import { describePartitions } from "../../partitions/index.js";
 import { listPartitions, withStates, type PartitionStatusRow } from "../partition-listing.js";
 import { builder, type DefinitionFileView } from "./builder.js";
 import { asGraphQLError, codeError } from "./errors.js";
+import { parseDimensionsArg, PartitionDimensionInput } from "./dimension-input.js";
 import { AssetPartitionStatusRef, PartitionStatusEnum, partitionStateOf, resolvePartitionStatus, staleReasonsOf, StaleReasonRef } from "./partition-status.js";
 import { pauseStateOf } from "./pause.js";
 import { MaterializationConnectionRef, MaterializationRef, resolveLatestMaterialization, resolveMaterializations } from "./materializations.js";
@@ -132,11 +133,19 @@ AssetRef.implement({
         to: t.arg.string({ description: "Last key (inclusive)" }),
         first: t.arg.int({ defaultValue: 100 }),
         after: t.arg.string({ description: "endCursor of the previous page" }),
+        last: t.arg.int({ description: "The latest this many instead of the first page (oldest first; not with after)" }),
+        dimensions: t.arg({
+          type: [PartitionDimensionInput],
+          description: "For a multi-partitioned asset: only these keys or ranges per dimension (dimensions left out: all keys)",
+        }),
       },
       resolve: async (a, args, ctx) => {
         const first = args.first ?? 100;
         if (first < 0 || first > MAX_PAGE) {
           throw codeError("INPUT_INVALID", `partitions(first: ${first}): first must be between 0 and ${MAX_PAGE}`);
+        }
+        if (args.last !== null && args.last !== undefined && (args.last < 0 || args.last > MAX_PAGE)) {
+          throw codeError("INPUT_INVALID", `partitions(last: ${args.last}): last must be between 0 and ${MAX_PAGE}`);
         }
         try {
           const page = await listPartitions(a, {
@@ -144,6 +153,8 @@ AssetRef.implement({
             to: args.to ?? undefined,
             first,
             after: args.after ?? undefined,
+            last: args.last ?? undefined,
+            dimensions: parseDimensionsArg(args.dimensions, "partitions"),
             now: ctx.now(),
             dynamicKeys: (name) => ctx.catalog.dynamicKeys(name),
           });

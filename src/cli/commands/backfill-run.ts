@@ -7,6 +7,7 @@ import { positiveInt } from "../options.js";
 import { printJson, table } from "../output.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { BackfillOptions } from "./backfill.js";
+import { inFlags, parseDims } from "./dimension-option.js";
 
 const STATUSES: readonly BackfillStatus[] = ["requested", "running", "completed", "failed", "canceling", "canceled"];
 const ENDED: readonly BackfillStatus[] = ["completed", "failed", "canceled"];
@@ -15,17 +16,23 @@ const ENDED: readonly BackfillStatus[] = ["completed", "failed", "canceled"];
 export async function runBackfill(keys: string[], opts: BackfillOptions, globals: GlobalOptions): Promise<void> {
   const maxConcurrentRuns = positiveInt(opts.maxRuns, "--max-runs");
   const maxPartitionsPerRun = positiveInt(opts.maxPartitionsPerRun, "--max-partitions-per-run");
+  const dimensions = parseDims(opts.dim);
   await withClient(globals, opts, true, async (client) =>
-    client.launch({
-      assetKeys: keys,
-      from: opts.from,
-      to: opts.to,
-      partitions: opts.partition,
-      allPartitions: opts.all,
-      includeUpstream: opts.includeUpstream,
-      maxConcurrentRuns,
-      maxPartitionsPerRun,
-    }),
+    client
+      .launch({
+        assetKeys: keys,
+        from: opts.from,
+        to: opts.to,
+        partitions: opts.partition,
+        allPartitions: opts.all,
+        dimensions,
+        includeUpstream: opts.includeUpstream,
+        maxConcurrentRuns,
+        maxPartitionsPerRun,
+      })
+      .catch((err: unknown) => {
+        throw inFlags(err, "a range --from <key> --to <key>, --partition <key...>, --all, or per dimension --dim <dimension=keys>");
+      }),
   );
 }
 
@@ -161,6 +168,7 @@ function printBackfill(b: BackfillView): void {
 }
 
 function selectionText(b: BackfillView): string {
+  if (b.dimensions) return b.dimensions.map(dimensionText).join(", ");
   if (b.partitions) return b.partitions.length <= 3 ? b.partitions.join(", ") : `${b.partitions.slice(0, 3).join(", ")}, … (${b.partitions.length})`;
   if (b.from !== null || b.to !== null) return `${b.from ?? "first"} … ${b.to ?? "latest"}`;
   return b.retryOf ? "failed ones" : "all";
@@ -171,4 +179,9 @@ function colorStatus(s: string): string {
   if (s === "failed") return pc.red(s);
   if (s === "running" || s === "requested") return pc.cyan(s);
   return pc.yellow(s);
+}
+
+/** `region=eu,us` or `date=2025-03-02..2025-03-08`: as --dim takes it. */
+function dimensionText(d: NonNullable<BackfillView["dimensions"]>[number]): string {
+  return `${d.name}=${d.keys ? d.keys.join(",") : `${d.from ?? ""}..${d.to ?? ""}`}`;
 }

@@ -1,11 +1,13 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../settings.js";
+import { collectDim, DIM_FLAGS, DIM_HELP } from "./dimension-option.js";
 
 export interface BackfillOptions {
   from?: string;
   to?: string;
   partition?: string[];
   all?: boolean;
+  dim?: string[];
   maxRuns?: string;
   maxPartitionsPerRun?: string;
   includeUpstream?: boolean;
@@ -28,6 +30,7 @@ export function registerBackfill(program: Command): void {
     .option("--to <key>", "last partition key (inclusive)")
     .option("--partition <key...>", "these partition keys instead of a range")
     .option("--all", "every existing partition")
+    .option(DIM_FLAGS, DIM_HELP, collectDim)
     .option("--max-runs <n>", "runs in flight at once (default 1)")
     .option("--max-partitions-per-run <n>", "partitions per run (default 1; e.g. 365 for one big run)")
     .option("--include-upstream", "also materialise upstream partitions it reads that are not materialised")

@@ -1,10 +1,12 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../settings.js";
+import { collectDim, DIM_FLAGS, DIM_HELP } from "./dimension-option.js";
 
 export interface ClearOptions {
   partition?: string;
   from?: string;
   to?: string;
+  dim?: string[];
   downstream?: boolean;
   onlyFailed?: boolean;
   wait?: boolean;
@@ -21,6 +23,7 @@ export function registerClear(program: Command): void {
     .option("--partition <key>", "one partition key")
     .option("--from <key>", "first partition key of a range (inclusive)")
     .option("--to <key>", "last partition key of a range (inclusive)")
+    .option(DIM_FLAGS, DIM_HELP, collectDim)
     .option("--downstream", "also clear every downstream partition that reads the cleared ones")
     .option("--only-failed", "only the selected partitions that failed (without a selection: every failed one)")
     .option("--run <run-id>", "with --map-index: run one mapped step of this run again, inside the run (which reopens)")

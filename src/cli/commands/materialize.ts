@@ -1,11 +1,13 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../settings.js";
+import { collectDim, DIM_FLAGS, DIM_HELP } from "./dimension-option.js";
 
 export interface MaterializeOptions {
   partition?: string;
   from?: string;
   to?: string;
   all?: boolean;
+  dim?: string[];
   includeUpstream?: boolean;
   wait?: boolean;
   json?: boolean;
@@ -21,6 +23,7 @@ export function registerMaterialize(program: Command): void {
     .option("--from <key>", "first partition key of a range (inclusive)")
     .option("--to <key>", "last partition key of a range (inclusive)")
     .option("--all", "every existing partition")
+    .option(DIM_FLAGS, DIM_HELP, collectDim)
     .option("--include-upstream", "also materialise the upstream partitions the run reads that are not materialised yet")
     .option("--wait", "wait for the run to finish, with a live progress bar; exit code 0 only if it succeeded")
     .option("--max-active-steps <n>", "at most this many steps of the run at once")

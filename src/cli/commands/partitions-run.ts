@@ -1,4 +1,6 @@
-import { listPartitions, type PartitionRow } from "../../api/index.js";
+import pc from "picocolors";
+import { listPartitions, staleReasonView, type PartitionRow, type StaleReasonView } from "../../api/index.js";
+import type { DimensionSlice } from "../../planner/index.js";
 import { describePartitions } from "../../partitions/index.js";
 import type { PartitionsSpec } from "../../partitions/index.js";
 import { PgPartitionStatusStore, type PartitionState } from "../../storage/index.js";
@@ -7,22 +9,31 @@ import { printJson, table } from "../output.js";
 import { openRuntime } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
-import { GraphError } from "../../errors/index.js";
+import { GraphError, InputError } from "../../errors/index.js";
 import { suggestKey } from "../../graph/index.js";
+import { parseDims } from "./dimension-option.js";
+import type { PartitionsOptions } from "./partitions.js";
 
 const PAGE = 10_000;
+/** Partitions shown without --limit or --all: a daily asset has hundreds. */
+export const DEFAULT_PARTITIONS_SHOWN = 50;
 
 interface Listing {
   asset: string;
   partitionsDefinition: PartitionsSpec | null;
   description: string;
   totalCount: number;
-  partitions: (PartitionRow & { status: PartitionState })[];
+  partitions: (PartitionRow & { status: PartitionState; staleReasons: StaleReasonView[]; staleReasonsTruncated: boolean })[];
 }
 
-export async function runPartitions(key: string, opts: { from?: string; to?: string; json?: boolean }, globals: GlobalOptions): Promise<void> {
+export async function runPartitions(key: string, opts: PartitionsOptions, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
-  const range = { from: opts.from, to: opts.to };
+  if (opts.all && opts.limit !== undefined) throw new InputError("--all shows every selected partition: leave out --limit", { code: "CLI_USAGE", location: { field: "--limit" } });
+  const limit = opts.all ? undefined : opts.limit === undefined ? DEFAULT_PARTITIONS_SHOWN : Number(opts.limit);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > PAGE)) {
+    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to ${PAGE}`, { code: "CLI_USAGE", location: { field: "--limit" } });
+  }
+  const range: Range = { from: opts.from, to: opts.to, dimensions: parseDims(opts.dim), last: limit };
   const url = await serverFor(settings);
   const listing = url
     ? await viaServer(url, key, range)
@@ -30,11 +41,14 @@ export async function runPartitions(key: string, opts: { from?: string; to?: str
   if (opts.json) {
     printJson({
       ...listing,
+      limit: limit ?? null,
       partitions: listing.partitions.map((p) => ({
         key: p.key,
         start: p.start?.toISOString() ?? null,
         end: p.end?.toISOString() ?? null,
         status: p.status,
+        staleReasons: p.staleReasons,
+        ...(p.staleReasonsTruncated ? { staleReasonsTruncated: true } : {}),
       })),
     });
     return;
@@ -46,9 +60,13 @@ export async function runPartitions(key: string, opts: { from?: string; to?: str
       listing.partitions.map((p) => [p.key || "(unpartitioned)", p.start?.toISOString() ?? "", p.end?.toISOString() ?? "", p.status.replace("_", " ")]),
     )}\n`,
   );
+  if (listing.partitions.length < listing.totalCount) {
+    const narrow = listing.partitionsDefinition?.kind === "multi" ? "--from/--to or --dim" : "--from/--to";
+    process.stdout.write(pc.dim(`showing the latest ${listing.partitions.length} of ${listing.totalCount}; use ${narrow}, or --limit <n> or --all\n`));
+  }
 }
 
-type Range = { from: string | undefined; to: string | undefined };
+type Range = { from: string | undefined; to: string | undefined; dimensions: DimensionSlice[] | undefined; last: number | undefined };
 
 async function inProcess(settings: Settings, key: string, range: Range): Promise<Listing> {
   const runtime = await openRuntime(settings);
@@ -73,7 +91,17 @@ async function inProcess(settings: Settings, key: string, range: Range): Promise
         { assetKey: asset.key, codeVersion: asset.codeVersion },
         page.nodes.map((n) => n.key),
       );
-      partitions.push(...page.nodes.map((n) => ({ ...n, status: states.get(n.key)?.status ?? "missing" })));
+      partitions.push(
+        ...page.nodes.map((n) => {
+          const state = states.get(n.key);
+          return {
+            ...n,
+            status: state?.status ?? "missing",
+            staleReasons: (state?.staleReasons ?? []).map(staleReasonView),
+            staleReasonsTruncated: state?.moreStaleUpstreams ?? false,
+          };
+        }),
+      );
       if (!page.hasNextPage || page.endCursor === null) break;
       after = page.endCursor;
     }
@@ -89,12 +117,33 @@ async function inProcess(settings: Settings, key: string, range: Range): Promise
   }
 }
 
-const QUERY = `query ($key: String!, $from: String, $to: String, $first: Int, $after: String) {
+const QUERY = `query ($key: String!, $from: String, $to: String, $first: Int, $after: String, $last: Int, $dimensions: [PartitionDimensionInput!]) {
   asset(key: $key) {
     partitionsDefinition partitionsDescription
-    partitions(from: $from, to: $to, first: $first, after: $after) { totalCount endCursor hasNextPage nodes { key start end status } }
+    partitions(from: $from, to: $to, first: $first, after: $after, last: $last, dimensions: $dimensions) {
+      totalCount endCursor hasNextPage
+      nodes { key start end status staleReasonsTruncated
+        staleReasons { kind message materializedCodeVersion currentCodeVersion upstreamAssetKey upstreamPartitionKey readEventId latestEventId } }
+    }
   }
 }`;
+
+type WireStaleReason = { kind: string; message: string } & Record<string, string | null>;
+
+/** GraphQL's StaleReason (enum in capitals, every field present) as the in-process listing gives it. */
+function staleReasonFromWire(r: WireStaleReason): StaleReasonView {
+  if (r.kind === "CODE_VERSION_CHANGED") {
+    return { kind: "code_version_changed", message: r.message, materializedCodeVersion: r.materializedCodeVersion ?? "", currentCodeVersion: r.currentCodeVersion ?? "" };
+  }
+  return {
+    kind: "upstream_updated",
+    message: r.message,
+    upstreamAssetKey: r.upstreamAssetKey ?? "",
+    upstreamPartitionKey: r.upstreamPartitionKey ?? "",
+    readEventId: r.readEventId ?? null,
+    latestEventId: r.latestEventId ?? "",
+  };
+}
 
 async function viaServer(url: string, key: string, range: Range): Promise<Listing> {
   type Page = {
@@ -105,7 +154,7 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
         totalCount: number;
         endCursor: string | null;
         hasNextPage: boolean;
-        nodes: { key: string; start: string | null; end: string | null; status: string }[];
+        nodes: { key: string; start: string | null; end: string | null; status: string; staleReasons: WireStaleReason[] | null; staleReasonsTruncated: boolean | null }[];
       };
     } | null;
   };
@@ -128,6 +177,8 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
         end: n.end ? new Date(n.end) : undefined,
         // GraphQL spells the enum in capitals.
         status: n.status.toLowerCase() as PartitionState,
+        staleReasons: (n.staleReasons ?? []).map(staleReasonFromWire),
+        staleReasonsTruncated: n.staleReasonsTruncated === true,
       })),
     );
     if (!page.hasNextPage || !page.endCursor) {

@@ -4,7 +4,8 @@ import { MAX_TRIGGER_PAGE, TRIGGER_STATUSES, type TriggerCounts, type TriggerSta
 import { printJson, table } from "../output.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { TriggersOptions } from "./triggers.js";
-import { connectTriggers } from "./triggers-client.js";
+import { suggestKey } from "../../graph/index.js";
+import { connectTriggers, type TriggersClient } from "./triggers-client.js";
 import { inTime, lastResultLine, triggerCall, triggerFor } from "./triggers-format.js";
 
 /** `tributary triggers`: a summary by status, then the triggers, waiting ones first. */
@@ -14,6 +15,7 @@ export async function runTriggers(opts: TriggersOptions, globals: GlobalOptions)
   try {
     const { status, limit, ...countFilter } = filter;
     const [page, counts] = await Promise.all([client.list(filter), client.counts(countFilter)]);
+    if (Object.values(counts).every((n) => n === 0)) await checkFilter(client, countFilter);
     if (opts.json) return printJson({ ok: true, counts, triggers: page.nodes, hasMore: page.hasNextPage });
     process.stdout.write(`${summary(counts)}\n`);
     if (page.nodes.length === 0) return void process.stdout.write(`no ${status ? `${status} ` : ""}triggers\n`);
@@ -42,6 +44,42 @@ function parseOptions(opts: TriggersOptions): { status?: TriggerStatus; assetKey
     ...(opts.asset ? { assetKey: opts.asset } : {}),
     ...(opts.kind ? { kind: opts.kind } : {}),
   };
+}
+
+/**
+ * Nothing matched --asset or --kind: a misspelt value would otherwise read
+ * as "no triggers". An asset must be defined (or have triggers of its own,
+ * e.g. one since removed); a kind must be built in (custom kinds count once
+ * they have triggers).
+ */
+async function checkFilter(client: TriggersClient, filter: { assetKey?: string; kind?: string }): Promise<void> {
+  const { kind, assetKey } = filter;
+  if (kind !== undefined && !(await hasTriggers(client, { kind }))) {
+    const { builtInTriggers } = await import("../../triggerer/index.js");
+    const kinds = Object.keys(builtInTriggers());
+    if (!kinds.includes(kind)) {
+      const near = suggestKey(kind, kinds);
+      throw new InputError(
+        `--kind: "${kind}" is not a trigger kind${near ? ` (did you mean "${near}"?)` : ""}; the built-in kinds are ${kinds.join(", ")}, ` +
+          "and a custom kind (triggerKind) is known once it has triggers",
+        { code: "TRIGGER_KIND_UNKNOWN", location: { field: "--kind" } },
+      );
+    }
+  }
+  if (assetKey !== undefined && !(await hasTriggers(client, { assetKey }))) {
+    const keys = await client.assetKeys();
+    if (!keys.includes(assetKey)) {
+      const near = suggestKey(assetKey, keys);
+      throw new InputError(`--asset: no asset has the key "${assetKey}"${near ? `; did you mean "${near}"?` : ""}`, {
+        code: "GRAPH_UNKNOWN_ASSET",
+        location: { field: "--asset", assetKey },
+      });
+    }
+  }
+}
+
+async function hasTriggers(client: TriggersClient, filter: { assetKey?: string; kind?: string }): Promise<boolean> {
+  return Object.values(await client.counts(filter)).some((n) => n > 0);
 }
 
 function summary(c: TriggerCounts): string {
