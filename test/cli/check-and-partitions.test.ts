@@ -72,9 +72,9 @@ describe("tributary partitions (in-process, embedded database)", () => {
     const out = JSON.parse(r.stdout) as { totalCount: number; partitions: { key: string; start: string; end: string }[] };
     expect(out.totalCount).toBe(3);
     expect(out.partitions).toEqual([
-      { key: "2025-03-01", start: "2025-03-01T00:00:00.000Z", end: "2025-03-02T00:00:00.000Z", status: "missing" },
-      { key: "2025-03-02", start: "2025-03-02T00:00:00.000Z", end: "2025-03-03T00:00:00.000Z", status: "missing" },
-      { key: "2025-03-03", start: "2025-03-03T00:00:00.000Z", end: "2025-03-04T00:00:00.000Z", status: "missing" },
+      { key: "2025-03-01", start: "2025-03-01T00:00:00.000Z", end: "2025-03-02T00:00:00.000Z", status: "missing", staleReasons: [] },
+      { key: "2025-03-02", start: "2025-03-02T00:00:00.000Z", end: "2025-03-03T00:00:00.000Z", status: "missing", staleReasons: [] },
+      { key: "2025-03-03", start: "2025-03-03T00:00:00.000Z", end: "2025-03-04T00:00:00.000Z", status: "missing", staleReasons: [] },
     ]);
   });
 
