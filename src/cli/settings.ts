@@ -9,7 +9,7 @@ import {
   parseOpenLineageConfig,
   type AlertsConfig,
   type OpenLineageConfig,
-} from "../reconciler/index.js";
+} from "../reconciler/config/index.js";
 import { parseDuration } from "../sdk/index.js";
 import { DEFAULT_SERVER_URL } from "./server-identity.js";
 // Type only: the storage module (pg, kysely, the AWS SDK) would slow every command's start.
