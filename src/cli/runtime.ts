@@ -51,7 +51,15 @@ export { embeddedDbDir } from "./server-identity.js";
 export const DATA_DIR_ENV = "TRIBUTARY_DATA_DIR";
 
 /** Opens (and migrates) the metadata database the settings name: Postgres with DATABASE_URL, else PGlite. */
-export async function openRuntime(settings: Settings): Promise<Runtime> {
+export interface RuntimeOptions {
+  /**
+   * False when this process only serves the API (`tributary api`): steps run in reconcilers elsewhere, which may have
+   * Redis when this process has not, so runs on the bullmq executor are not refused here.
+   */
+  readonly runsSteps?: boolean;
+}
+
+export async function openRuntime(settings: Settings, options: RuntimeOptions = {}): Promise<Runtime> {
   // Definitions and steps run in child processes, which inherit the environment: this tells them the data directory
   // in use, so files they keep beside it (the demo's) follow --data-dir.
   process.env[DATA_DIR_ENV] = settings.dataDir;
@@ -96,7 +104,7 @@ export async function openRuntime(settings: Settings): Promise<Runtime> {
       runs,
       now: () => new Date(),
       // Without Redis no worker takes bullmq steps: a run that needs them is refused rather than left waiting.
-      launchRun: (request) => launchRun({ graphs, runs, definitions, unavailableExecutors: unavailableExecutors(settings) }, request, new Date()),
+      launchRun: (request) => launchRun({ graphs, runs, definitions, unavailableExecutors: unavailableExecutors(settings, options) }, request, new Date()),
       clearPartitions: (request) => clearPartitions({ graphs, runs, definitions }, request, new Date()),
       runChecks: (request) => runChecks({ graphs, runs, definitions }, request, new Date()),
       checkResults: new PgCheckResultStore(database.db),
@@ -152,8 +160,14 @@ export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: Ap
   }
 }
 
-function unavailableExecutors(settings: Settings): ReadonlyMap<string, string> {
-  return settings.redisUrl
+/**
+ * Executors that no process would run. This process runs steps (dev, a one-off command) and has no Redis: nothing
+ * would ever take a bullmq step. The API alone on Postgres cannot know (a reconciler elsewhere may have Redis); on
+ * the embedded database it is the only process there is.
+ */
+export function unavailableExecutors(settings: Pick<Settings, "redisUrl" | "databaseUrl">, options: RuntimeOptions): ReadonlyMap<string, string> {
+  const cannotTell = options.runsSteps === false && settings.databaseUrl !== undefined;
+  return settings.redisUrl || cannotTell
     ? new Map()
     : new Map([["bullmq", "no Redis is configured; set REDIS_URL (e.g. redis://127.0.0.1:6379) here and start `tributary worker` processes, or use the local executor"]]);
 }

@@ -13,7 +13,7 @@ export async function runApi(opts: ApiCommandOptions, globals: GlobalOptions): P
   const settings = resolveSettings(globals);
   const port = parsePort(opts.port);
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
-  const runtime = await openRuntime(settings);
+  const runtime = await openRuntime(settings, { runsSteps: false });
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
   const server = await startApiServer(runtime, { port, host: opts.host });
   log(`serving the API at http://${opts.host}:${server.port} (GraphQL at /graphql, REST at /api/v1)`);
