@@ -222,8 +222,12 @@ export class PgRunStore implements RunStore {
                          map_count = case when id = ${Number(parent!.id)}::bigint then map_count end,
                          map_open = case when id = ${Number(parent!.id)}::bigint then map_open end
         where id = any(${steps.map((r) => r.id)}::bigint[]) and state <> 'pending'`.execute(trx);
-      // The mapped step is open again for its expanded step (whether that was judged already or still waits).
-      await sql`update steps set map_open = map_open + 1 where id = ${Number(parent!.id)}::bigint`.execute(trx);
+      // The expanded step gathers once its mapped steps that have not ended (the cleared one among them) end. Counted
+      // afresh: once the expanded step was judged (a mapped step failed), its siblings ending counted nothing down.
+      await sql`
+        update steps p set map_open = (select count(*)::int from steps c where ${MAPPED_STEP_OF} and c.map_index < p.map_count
+                                                                  and c.state = any(${UNFINISHED}::text[]))
+        where p.id = ${Number(parent!.id)}::bigint`.execute(trx);
       await lockRuns(trx, [runId]);
       const updated = await sql<Parameters<typeof toRunSummary>[0]>`
         update runs set steps_done = steps_done - ${done}::int, steps_failed = steps_failed - ${failed}::int, status = 'running',
