@@ -1,4 +1,5 @@
-import { failedPartitionRanges, type ApiContext, type LaunchBackfillRequest } from "../api/index.js";
+import type { ApiContext, LaunchBackfillRequest } from "../api/index.js";
+import { failedPartitionRanges } from "../api/views/index.js";
 import { loadPartitionContext } from "../partitions/index.js";
 import type { BackfillRecord, BackfillStatus } from "../storage/index.js";
 import type { Execution } from "./execution.js";

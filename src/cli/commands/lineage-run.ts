@@ -1,9 +1,9 @@
 import pc from "picocolors";
-import { checkLineageDepth, type Lineage, type LineageRequest } from "../../api/index.js";
+import type { Lineage, LineageRequest } from "../../api/index.js";
+import { checkLineageDepth } from "../../api/views/index.js";
 import { InputError } from "../../errors/index.js";
 import type { LineageEdge, LineageEvent } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
-import { withCurrentDefinitions } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { LineageOptions } from "./lineage.js";
@@ -32,6 +32,8 @@ function requestOf(key: string, opts: LineageOptions): LineageRequest {
 
 async function inProcess(settings: Settings, request: LineageRequest): Promise<Lineage> {
   // The current definitions decide the static graph and which partition keys exist.
+  // Loaded only without a server: the database, loader and executor would slow every command's start.
+  const { withCurrentDefinitions } = await import("../runtime.js");
   return withCurrentDefinitions(settings, (api) => api.lineage(request));
 }
 

@@ -1,12 +1,10 @@
 import pc from "picocolors";
-import { listPartitions, staleReasonView, type PartitionRow, type StaleReasonView } from "../../api/index.js";
+import { listPartitions, staleReasonView, type PartitionRow, type StaleReasonView } from "../../api/views/index.js";
 import type { DimensionSlice } from "../../planner/index.js";
 import { describePartitions } from "../../partitions/index.js";
 import type { PartitionsSpec } from "../../partitions/index.js";
-import { PgPartitionStatusStore, type PartitionState } from "../../storage/index.js";
-import { syncDefinitions } from "../definitions-sync.js";
+import type { PartitionState } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
-import { openRuntime } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import { GraphError, InputError } from "../../errors/index.js";
@@ -69,6 +67,12 @@ export async function runPartitions(key: string, opts: PartitionsOptions, global
 type Range = { from: string | undefined; to: string | undefined; dimensions: DimensionSlice[] | undefined; last: number | undefined };
 
 async function inProcess(settings: Settings, key: string, range: Range): Promise<Listing> {
+  // Loaded only without a server: the database, loader and executor would slow every command's start.
+  const [{ openRuntime }, { syncDefinitions }, { PgPartitionStatusStore }] = await Promise.all([
+    import("../runtime.js"),
+    import("../definitions-sync.js"),
+    import("../../storage/index.js"),
+  ]);
   const runtime = await openRuntime(settings);
   try {
     await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });

@@ -1,7 +1,6 @@
 import { InputError } from "../../errors/index.js";
 import type { AssetPauseState, PauseTarget } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
-import { withCurrentDefinitions } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { PauseOptions } from "./pause.js";
@@ -38,6 +37,8 @@ export async function runPause(verb: Verb, keys: readonly string[], opts: PauseO
 
 async function inProcess(settings: Settings, verb: Verb, target: PauseTarget): Promise<AssetPauseState[]> {
   // The assets table follows the definitions: load them first, so a newly defined asset is known.
+  // Loaded only without a server: the database, loader and executor would slow every command's start.
+  const { withCurrentDefinitions } = await import("../runtime.js");
   return withCurrentDefinitions(settings, (api) => (verb === "pause" ? api.pauseAutomation(target) : api.resumeAutomation(target)));
 }
 

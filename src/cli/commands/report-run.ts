@@ -1,7 +1,6 @@
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { printJson } from "../output.js";
-import { withCurrentDefinitions } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { ReportOptions } from "./report.js";
@@ -37,6 +36,8 @@ function parseMetadata(text: string | undefined): unknown {
 }
 
 async function inProcess(settings: Settings, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {
+  // Loaded only without a server: the database, loader and executor would slow every command's start.
+  const { withCurrentDefinitions } = await import("../runtime.js");
   return withCurrentDefinitions(settings, (api) => api.reportAssetEvent(request));
 }
 

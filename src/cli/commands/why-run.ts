@@ -1,16 +1,14 @@
 import pc from "picocolors";
-import {
-  formatKeyRanges,
-  MAX_EVALUATIONS_LIMIT,
-  type AutomationEvaluations,
-  type AutomationEvaluationsRequest,
-  type AutomationEvaluationView,
-  type EvaluationReasonView,
-  type KeyRange,
+import { formatKeyRanges, MAX_EVALUATIONS_LIMIT } from "../../api/views/index.js";
+import type {
+  AutomationEvaluations,
+  AutomationEvaluationsRequest,
+  AutomationEvaluationView,
+  EvaluationReasonView,
+  KeyRange,
 } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { printJson } from "../output.js";
-import { withCurrentDefinitions } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { WhyOptions } from "./why.js";
@@ -79,6 +77,8 @@ function colorDecision(decision: AutomationEvaluationView["decision"], width: nu
 
 async function inProcess(settings: Settings, request: AutomationEvaluationsRequest): Promise<AutomationEvaluations> {
   // The current definitions decide the condition and how partitions are matched.
+  // Loaded only without a server: the database, loader and executor would slow every command's start.
+  const { withCurrentDefinitions } = await import("../runtime.js");
   return withCurrentDefinitions(settings, (api) => api.automationEvaluations(request));
 }
 
