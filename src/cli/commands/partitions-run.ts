@@ -13,6 +13,8 @@ import { parseDims } from "./dimension-option.js";
 import type { PartitionsOptions } from "./partitions.js";
 
 const PAGE = 10_000;
+/** Pages asked of a server: each partition may carry stale reasons, and the server bounds the fields of one answer. */
+const SERVER_PAGE = 1_000;
 /** Partitions shown without --limit or --all: a daily asset has hundreds. */
 export const DEFAULT_PARTITIONS_SHOWN = 50;
 
@@ -165,7 +167,7 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
   const partitions: Listing["partitions"] = [];
   let after: string | null = null;
   for (;;) {
-    const data: Page = await graphql<Page>(url, QUERY, { key, ...range, first: PAGE, after });
+    const data: Page = await graphql<Page>(url, QUERY, { key, ...range, first: SERVER_PAGE, after });
     if (!data.asset) {
       const { assets } = await graphql<{ assets: { key: string }[] }>(url, "{ assets { key } }");
       const near = suggestKey(key, assets.map((a) => a.key));
