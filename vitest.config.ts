@@ -12,6 +12,9 @@ export default defineConfig({
   },
   test: {
     pool: "forks",
+    // Two test files at a time whatever the machine (vitest's default is one per core less one: a single file on two
+    // cores). Most of a file's time is spent waiting on the processes, databases and servers it drives.
+    maxWorkers: 2,
     include: ["test/**/*.test.ts"],
     // Tests wait for conditions, and a test that runs processes declares a budget per process; these are the
     // backstops for the rest, sized for a loaded 2-core machine, where starting `tributary dev` can take minutes.
