@@ -144,7 +144,7 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     check(v);
   }, 300_000);
 
-  it("agrees with tributary check, which without a previous load leaves out both definitions of a key", async () => {
+  it("agrees with tributary check: on the project it keeps the definition loaded before; without a previous load it leaves out both", async () => {
     const r = await runCli(["check", "--json", "--definitions", defsDir], { timeoutMs: 170_000 });
     expect(r.code, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout) as {
@@ -167,7 +167,18 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     const fileStatus = Object.fromEntries(out.files.map((f) => [f.file, f.status]));
     expect(fileStatus).toMatchObject({ "zz/dup.ts": "error", "shop/raw_orders.ts": "error", "dup/a.ts": "error", "dup/b.ts": "error", "map/up.ts": "ok" });
     expect(out.assets.map((a) => a.key)).not.toContain("shop/raw_orders");
-  }, 180_000);
+
+    // On the project's data directory, check knows which definition was loaded before, and decides as dev does.
+    const onProject = await runCli(["check", "--json", "--definitions", defsDir, "--data-dir", dataDir], { timeoutMs: 170_000 });
+    expect(onProject.code, onProject.stderr).toBe(1);
+    const known = JSON.parse(onProject.stdout) as typeof out & { previousLoad: string | null };
+    expect(known.previousLoad).toBe(dev!.url);
+    const kept = known.problems.filter((p) => p.assetKey === "shop/raw_orders");
+    expect(kept.map((p) => [p.code, p.file])).toEqual([["GRAPH_DUPLICATE_KEY", "zz/dup.ts"]]);
+    expect(kept[0]!.message).toContain("The definition in shop/raw_orders.ts (export rawOrders) is kept");
+    expect(Object.fromEntries(known.files.map((f) => [f.file, f.status]))).toMatchObject({ "zz/dup.ts": "error", "shop/raw_orders.ts": "ok" });
+    expect(known.assets.map((a) => a.key)).toContain("shop/raw_orders");
+  }, 360_000);
 
   it("clears an error as soon as its cause is gone, without the file being touched", async () => {
     // The copy goes: nothing is left in error for it, and the graph is as before.
@@ -189,4 +200,16 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     expect(fileOf(v, "map/down.ts")).toMatchObject({ status: "ok", message: null, problems: [] });
     expect(v.assets.map((x) => x.key).sort()).toEqual(["dup/key", "map/down", "map/up", "shop/raw_orders", "shop/revenue_7d"]);
   }, 180_000);
+
+  it("check reads the project's database when no server holds it", async () => {
+    await dev!.stop();
+    dev = undefined;
+    await writeFile(path.join(defsDir, "zz/dup.ts"), DUPLICATE);
+    const r = await runCli(["check", "--json", "--definitions", defsDir, "--data-dir", dataDir, "--url", "http://127.0.0.1:9"], { timeoutMs: 170_000 });
+    expect(r.code, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout) as { previousLoad: string | null; assets: { key: string; file: string }[]; problems: { code: string; file: string; assetKey: string }[] };
+    expect(out.previousLoad).toBe(dataDir);
+    expect(out.problems.filter((p) => p.assetKey === "shop/raw_orders").map((p) => [p.code, p.file])).toEqual([["GRAPH_DUPLICATE_KEY", "zz/dup.ts"]]);
+    expect(out.assets.find((a) => a.key === "shop/raw_orders")?.file).toBe("shop/raw_orders.ts");
+  }, 240_000);
 });

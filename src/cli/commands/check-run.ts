@@ -1,17 +1,22 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import pc from "picocolors";
 import { loadDefinitions } from "../../loader/index.js";
 import { formatLocation } from "../../errors/index.js";
-import { problemsOfFiles } from "../definitions-sync.js";
+import { previousOwnersFromStore, problemsOfFiles } from "../definitions-sync.js";
 import { printJson, table } from "../output.js";
-import { resolveSettings, type GlobalOptions } from "../settings.js";
+import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
+import { graphql, serverFor } from "../server-client.js";
 
 export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
   const started = performance.now();
-  const result = await loadDefinitions({ dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
+  const history = await previousLoad(settings);
+  const result = await loadDefinitions({ dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs, previousOwners: history.owners });
   const totalMs = Math.round(performance.now() - started);
   const fileErrors = result.files.filter((f) => f.status === "error");
-  // With no previous load to say which definition of a duplicated key came first, every one of them is in error.
+  // A duplicated key stays with the file the project loaded it from before (as dev and the reconciler decide); with
+  // no previous load to say which came first, every definition of it is in error.
   const problemsByFile = problemsOfFiles(result.problems);
   const statusOf = (f: (typeof result.files)[number]) => (f.status === "ok" && problemsByFile.has(f.file) ? "error" : f.status);
   const ok = fileErrors.length === 0 && result.problems.length === 0;
@@ -19,6 +24,7 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
     printJson({
       ok,
       definitionsDir: settings.definitionsDir,
+      previousLoad: history.from ?? null,
       contentHash: result.contentHash,
       totalMs,
       assets: result.snapshot.assets.map((a) => ({ key: a.key, kind: a.kind, group: a.group, file: a.file, partitions: a.partitions })),
@@ -59,4 +65,35 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
     );
   }
   process.exitCode = ok ? 0 : 1;
+}
+
+/**
+ * Which file each asset key was loaded from before, as the project remembers it: from the server that serves it, or
+ * from its database when one exists (the embedded data directory, or DATABASE_URL). A pre-merge check on a machine
+ * with neither has no history. Reading it never writes: a database that is missing or not migrated is no history.
+ */
+async function previousLoad(settings: Settings): Promise<{ owners: Map<string, string>; from: string | undefined }> {
+  const none = { owners: new Map<string, string>(), from: undefined };
+  const url = await serverFor(settings).catch(() => undefined);
+  if (url) {
+    const { assets } = await graphql<{ assets: { key: string; file: string | null }[] }>(url, "{ assets { key file } }");
+    return { owners: new Map(assets.flatMap((a) => (a.file ? [[a.key, a.file] as const] : []))), from: url };
+  }
+  const { embeddedDbDir } = await import("../runtime.js");
+  const dbDir = embeddedDbDir(settings);
+  if (!settings.databaseUrl && !existsSync(path.join(dbDir, "PG_VERSION"))) return none;
+  const { openDatabase, PgDefinitionStore } = await import("../../storage/index.js");
+  try {
+    const database = await openDatabase(
+      settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary check" } : { kind: "pglite", dataDir: dbDir },
+    );
+    try {
+      const owners = await previousOwnersFromStore(new PgDefinitionStore(database.db));
+      return { owners, from: settings.databaseUrl ? "DATABASE_URL" : settings.dataDir };
+    } finally {
+      await database.close();
+    }
+  } catch {
+    return none;
+  }
 }
