@@ -35,7 +35,8 @@ export type {
   SyncAssetsResult,
 } from "./definition-store.js";
 export { PgDefinitionStore } from "./pg-definition-store.js";
-export { PgRunStore, WAKE_CHANNEL } from "./pg-run-store.js";
+export { PgRunStore } from "./runs/pg-run-store.js";
+export { WAKE_CHANNEL } from "./runs/channels.js";
 export { removedAssetCompletion } from "./run-store.js";
 export type { StepSettings } from "../planner/index.js";
 export type {

@@ -15,7 +15,8 @@ import type {
 import type { BackfillsTable, BackfillStatus, Database, RunStatus } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import { toJson } from "./json.js";
-import { insertRun, WAKE_CHANNEL } from "./pg-run-store.js";
+import { WAKE_CHANNEL } from "./runs/channels.js";
+import { insertRun } from "./runs/create-run.js";
 
 const ACTIVE: readonly BackfillStatus[] = ["requested", "running", "canceling"];
 /** Step states that will still change: the partition is being (or about to be) materialised. */

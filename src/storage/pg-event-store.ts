@@ -3,7 +3,7 @@ import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import type { EventRecord, EventStore, ListEventsOptions, ReportedEvent } from "./event-store.js";
 import { toJson } from "./json.js";
-import { WAKE_CHANNEL } from "./pg-run-store.js";
+import { WAKE_CHANNEL } from "./runs/channels.js";
 
 /**
  * Appends events inside the caller's transaction and marks each partition

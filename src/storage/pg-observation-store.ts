@@ -10,7 +10,7 @@ import type {
   TimedOutObservation,
 } from "./observation-store.js";
 import { reportEventsIn } from "./pg-event-store.js";
-import { TRIGGERS_CHANNEL } from "./pg-run-store.js";
+import { TRIGGERS_CHANNEL } from "./runs/channels.js";
 
 type Trx = Transaction<Database>;
 

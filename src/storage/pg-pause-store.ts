@@ -4,7 +4,7 @@ import { suggestKey } from "../graph/index.js";
 import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import type { AssetPauseState, PauseStore, PauseTarget } from "./pause-store.js";
-import { WAKE_CHANNEL } from "./pg-run-store.js";
+import { WAKE_CHANNEL } from "./runs/channels.js";
 
 /** PauseStore on the assets table (server Postgres and PGlite). */
 export class PgPauseStore implements PauseStore {

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
-import { WAKE_CHANNEL } from "./pg-run-store.js";
+import { WAKE_CHANNEL } from "./runs/channels.js";
 import type { PoolRecord, PoolStore, SetPoolSlots } from "./pool-store.js";
 
 type PoolRow = { name: string; slots: number; occupied: number; queued: number; include_deferred: boolean; description: string; updated_at: Date };

@@ -4,7 +4,9 @@ import type { Database, TriggerStatus } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import { toJson, type JsonValue } from "./json.js";
 import { recordObservationsIn, recordObservationTimeoutsIn } from "./pg-observation-store.js";
-import { completeStepsIn, releaseDeferredPoolSlotsIn, TRIGGERS_CHANNEL, WAKE_CHANNEL } from "./pg-run-store.js";
+import { TRIGGERS_CHANNEL, WAKE_CHANNEL } from "./runs/channels.js";
+import { completeStepsIn } from "./runs/complete.js";
+import { releaseDeferredPoolSlotsIn } from "./runs/pools.js";
 import type { StepCompletion } from "./run-store.js";
 import type {
   ClaimedTrigger,

@@ -1,0 +1,164 @@
+import { sql, type Kysely } from "kysely";
+import type { SerializedError } from "../../errors/index.js";
+import { notifyIn } from "../database-handle.js";
+import type { Database } from "../database.js";
+import { toJson } from "../json.js";
+import type { HousekeepingOptions, HousekeepingResult, StepCompletion } from "../run-store.js";
+import { WAKE_CHANNEL } from "./channels.js";
+import { completeIn } from "./complete.js";
+import { startRun } from "./create-run.js";
+import { adjustPools, releaseDeferredPoolSlotsIn } from "./pools.js";
+import { adjustRunActive, lockRuns } from "./run-counters.js";
+import { cancelUnneededWaits, lockQueuedRuns, lockZombies, requeueUnstarted, scheduleDueRetries } from "./sql/housekeeping-batches.js";
+import type { Trx } from "./step-rows.js";
+
+export async function housekeeping(db: Kysely<Database>, options: HousekeepingOptions): Promise<HousekeepingResult> {
+  const now = options.now;
+  const random = options.random ?? Math.random;
+  // Each chore commits on its own. One transaction for all of them would
+  // hold steps, pools and runs from one chore while waiting for locks in
+  // the next, and deadlock with claims and completions that take the same
+  // rows in the opposite order.
+  const chore = <T>(fn: (trx: Trx) => Promise<T>, changed: (result: T) => boolean): Promise<T> =>
+    db.transaction().execute(async (trx) => {
+      const result = await fn(trx);
+      if (changed(result)) await notifyIn(trx, WAKE_CHANNEL, "housekeeping");
+      return result;
+    });
+
+  // Retries whose delay has passed become runnable again.
+  const retriesDue = await chore(
+    async (trx) =>
+      (await scheduleDueRetries(trx, now)).length,
+    (n) => n > 0,
+  );
+
+  // Zombies: running steps nobody has heard from. Their try fails (retryable).
+  const zombies = await chore(
+    async (trx) => {
+      const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
+      const rows = await lockZombies(trx, zombieBefore);
+      if (rows.length > 0) {
+        await completeIn(
+          trx,
+          rows.map(
+            (z): StepCompletion => ({
+              stepId: Number(z.id),
+              tryNumber: z.try_number,
+              startedAt: null,
+              endedAt: now,
+              workerId: z.worker_id,
+              logRef: null,
+              outcome: "failed",
+              retryable: true,
+              error: {
+                name: "ZombieStep",
+                code: "STEP_ZOMBIE",
+                message:
+                  `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
+                  `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
+              },
+            }),
+          ),
+          now,
+          random,
+        );
+      }
+      return rows.length;
+    },
+    () => false, // completeIn notifies
+  );
+
+  // Handed out but never started (the executor lost it): hand it out again;
+  // such a try does not count against the retry policy.
+  const requeued = await chore(
+    async (trx) => {
+      const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
+      const stuck = await requeueUnstarted(trx, queuedBefore, now);
+      if (stuck.length > 0) {
+        const err: SerializedError = {
+          name: "QueuedTimeout",
+          code: "STEP_QUEUED_TIMEOUT",
+          message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
+        };
+        await sql`
+          update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb
+          from jsonb_to_recordset(${toJson(stuck.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
+            as x(step_id bigint, try_number int)
+          where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
+        await adjustPools(trx, stuck.map((r) => ({ pool: r.pool, slots: r.pool_slots })), -1);
+        await adjustRunActive(trx, stuck.map((r) => r.run_id), -1, now);
+      }
+      return stuck.length;
+    },
+    (n) => n > 0,
+  );
+
+  // Runs waiting for their job's maxActiveRuns.
+  const runsStarted = await chore(
+    async (trx) => {
+      const queuedRuns = await lockQueuedRuns(trx);
+      let started = 0;
+      for (const r of queuedRuns) if (await startRun(trx, r.id, now)) started++;
+      return started;
+    },
+    (n) => n > 0,
+  );
+
+  // Cancellation: unstarted steps are skipped, active ones are aborted by
+  // their executor. Steps are locked before their runs (in id order), as
+  // completions do; doing it twice at once is harmless.
+  const { runsCanceled, toAbort } = await chore(
+    async (trx) => {
+      const canceling = await sql<{ id: string }>`
+        select id from runs where cancel_requested_at is not null and status in ('queued', 'running')
+        order by id limit 100`.execute(trx);
+      const toAbort: { stepId: number; executor: string }[] = [];
+      if (canceling.rows.length === 0) return { runsCanceled: 0, toAbort };
+      const runIds = canceling.rows.map((r) => r.id);
+      const { rows: deferred } = await sql<{ id: string }>`
+        select id from steps where run_id = any(${runIds}::uuid[]) and state = 'deferred' order by id for no key update`.execute(trx);
+      await releaseDeferredPoolSlotsIn(trx, deferred.map((r) => Number(r.id)));
+      const skipped = await sql<{ run_id: string; n: number }>`
+        with locked as (
+          select id from steps
+          where run_id = any(${runIds}::uuid[]) and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
+          order by id for no key update
+        ), s as (
+          update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = ${now}, next_retry_at = null,
+                           updated_at = ${now}
+          where id in (select id from locked)
+            and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
+          returning run_id
+        ) select run_id, count(*)::int as n from s group by run_id`.execute(trx);
+      await lockRuns(trx, runIds);
+      for (const s of skipped.rows) {
+        await trx
+          .updateTable("runs")
+          .set((eb) => ({ steps_done: eb("steps_done", "+", s.n), updated_at: now }))
+          .where("id", "=", s.run_id)
+          .execute();
+      }
+      const active = await sql<{ id: number; executor: string }>`
+        select id, executor from steps where run_id = any(${runIds}::uuid[]) and state in ('queued', 'running')`.execute(trx);
+      for (const a of active.rows) toAbort.push({ stepId: Number(a.id), executor: a.executor });
+      const done = await sql<{ id: string }>`
+        update runs set status = 'canceled', ended_at = ${now}, updated_at = ${now}
+        where id = any(${runIds}::uuid[]) and status in ('queued', 'running') and steps_active = 0
+          and not exists (select 1 from steps where steps.run_id = runs.id and steps.state in ('queued', 'running'))
+        returning id`.execute(trx);
+      return { runsCanceled: done.rows.length, toAbort };
+    },
+    (r) => r.runsCanceled > 0,
+  );
+
+  // Waits nobody needs any more (their step was canceled or cleared meanwhile): stop checking them. Triggers are
+  // locked before steps are read, as the trigger store does, and steps are only read.
+  await chore(
+    async (trx) =>
+      cancelUnneededWaits(trx, now),
+    () => false,
+  );
+
+  return { retriesDue, zombies, requeued, runsStarted, toAbort, runsCanceled };
+}

@@ -1,0 +1,64 @@
+import { sql, type Kysely } from "kysely";
+import type { Database, PartitionState } from "../database.js";
+import { toJson } from "../json.js";
+import type { Trx } from "./step-rows.js";
+
+export async function upsertPartitionStatus(
+  trx: Trx,
+  rows: readonly {
+    asset_key: string;
+    partition_key: string;
+    event_id: number | null;
+    run_id: string;
+    step_id: number;
+    data_version: string | null;
+    code_version: string | null;
+  }[],
+  status: "materialized" | "failed",
+  now: Date,
+): Promise<void> {
+  // One row per partition per statement (ON CONFLICT cannot touch a row twice).
+  const latest = new Map<string, (typeof rows)[number]>();
+  for (const r of rows) latest.set(`${r.asset_key}\u0000${r.partition_key}`, r);
+  await sql`
+    insert into partition_status as ps (asset_key, partition_key, status, last_materialization_event_id, last_run_id,
+                                        last_step_id, data_version, code_version, materialized_at, updated_at)
+    select x.asset_key, x.partition_key, ${status}, x.event_id, x.run_id, x.step_id, x.data_version, x.code_version,
+           case when x.event_id is null then null else ${now}::timestamptz end, ${now}
+    from jsonb_to_recordset(${toJson([...latest.values()])}::jsonb)
+      as x(asset_key text, partition_key text, event_id bigint, run_id uuid, step_id bigint, data_version text,
+           code_version text)
+    on conflict (asset_key, partition_key) do update set
+      status = excluded.status,
+      last_materialization_event_id = coalesce(excluded.last_materialization_event_id, ps.last_materialization_event_id),
+      last_step_id = case when excluded.last_materialization_event_id is null then ps.last_step_id else excluded.last_step_id end,
+      last_run_id = excluded.last_run_id,
+      data_version = coalesce(excluded.data_version, ps.data_version),
+      code_version = coalesce(excluded.code_version, ps.code_version),
+      materialized_at = coalesce(excluded.materialized_at, ps.materialized_at),
+      updated_at = excluded.updated_at`.execute(trx);
+}
+
+export async function materializedKeys(db: Kysely<Database>, assetKeys: readonly string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(assetKeys.map((k) => [k, []]));
+  if (assetKeys.length === 0) return out;
+  const rows = await db
+    .selectFrom("partition_status")
+    .select(["asset_key", "partition_key"])
+    .where("asset_key", "in", [...assetKeys])
+    .where("last_materialization_event_id", "is not", null)
+    .execute();
+  for (const r of rows) out.get(r.asset_key)?.push(r.partition_key);
+  return out;
+}
+
+export async function partitionKeysWithStatus(db: Kysely<Database>, assetKey: string, status: PartitionState): Promise<string[]> {
+  const rows = await db
+    .selectFrom("partition_status")
+    .select("partition_key")
+    .where("asset_key", "=", assetKey)
+    .where("status", "=", status)
+    .orderBy("partition_key")
+    .execute();
+  return rows.map((r) => r.partition_key);
+}
