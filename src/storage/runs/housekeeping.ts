@@ -28,8 +28,7 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
 
   // Retries whose delay has passed become runnable again.
   const retriesDue = await chore(
-    async (trx) =>
-      (await scheduleDueRetries(trx, now)).length,
+    async (trx) => (await scheduleDueRetries(trx, now)).length,
     (n) => n > 0,
   );
 
@@ -154,11 +153,7 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
 
   // Waits nobody needs any more (their step was canceled or cleared meanwhile): stop checking them. Triggers are
   // locked before steps are read, as the trigger store does, and steps are only read.
-  await chore(
-    async (trx) =>
-      cancelUnneededWaits(trx, now),
-    () => false,
-  );
+  await chore((trx) => cancelUnneededWaits(trx, now), () => false);
 
   return { retriesDue, zombies, requeued, runsStarted, toAbort, runsCanceled };
 }

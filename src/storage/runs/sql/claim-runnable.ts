@@ -35,23 +35,23 @@ export async function selectCandidates(
   const { kindNames, limit, agingLimit } = scope;
   const { rows } = scope.onlyIds
     ? await sql<Candidate>`
-    select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
-           false as aged, r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
-    from steps s join runs r on r.id = s.run_id
-    where s.state = 'scheduled' and s.id = any(${scope.onlyIds}::bigint[]) and s.executor = any(${kindNames}::text[])
-    for no key update of s skip locked`.execute(trx)
+        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
+               false as aged, r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
+        from steps s join runs r on r.id = s.run_id
+        where s.state = 'scheduled' and s.id = any(${scope.onlyIds}::bigint[]) and s.executor = any(${kindNames}::text[])
+        for no key update of s skip locked`.execute(trx)
     : await sql<Candidate>`
-    select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
-           (s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                     order by scheduled_at, id limit ${agingLimit}::int)) as aged,
-           r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
-    from steps s join runs r on r.id = s.run_id
-    where s.state = 'scheduled' and (
-      s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-               order by priority desc, depth desc, id limit ${limit}::int)
-      or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                  order by scheduled_at, id limit ${agingLimit}::int))
-    for no key update of s skip locked`.execute(trx);
+        select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
+               (s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                         order by scheduled_at, id limit ${agingLimit}::int)) as aged,
+               r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
+        from steps s join runs r on r.id = s.run_id
+        where s.state = 'scheduled' and (
+          s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                   order by priority desc, depth desc, id limit ${limit}::int)
+          or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                      order by scheduled_at, id limit ${agingLimit}::int))
+        for no key update of s skip locked`.execute(trx);
   return rows;
 }
 
@@ -102,6 +102,5 @@ export async function handOutSteps(trx: Trx, admitted: readonly number[], now: D
              select jsonb_agg(jsonb_build_object('kind', t.kind, 'args', t.args, 'payload', t.payload) order by t.id)
              from triggers t where t.step_id = upd.id and t.status = 'fired') end as resumed
     from upd join run_use on run_use.id = upd.run_id`.execute(trx);
-
   return rows;
 }

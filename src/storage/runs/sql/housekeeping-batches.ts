@@ -7,10 +7,10 @@ import { HOUSEKEEPING_BATCH, type Trx } from "../step-rows.js";
 /** Retries and reschedules whose time has come become scheduled. Returns the steps moved. */
 export async function scheduleDueRetries(trx: Trx, now: Date): Promise<{ id: number }[]> {
   const { rows } = await sql<{ id: number }>`
-      update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
-      where id in (select id from steps where state in ('up_for_retry', 'up_for_reschedule') and next_retry_at <= ${now}
-                   order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
-      returning id`.execute(trx);
+    update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
+    where id in (select id from steps where state in ('up_for_retry', 'up_for_reschedule') and next_retry_at <= ${now}
+                 order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
+    returning id`.execute(trx);
   return rows;
 }
 
@@ -20,9 +20,9 @@ export async function lockZombies(
   zombieBefore: Date,
 ): Promise<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }[]> {
   const { rows } = await sql<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }>`
-      select id, try_number, worker_id, heartbeat_at from steps
-      where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
-      order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked`.execute(trx);
+    select id, try_number, worker_id, heartbeat_at from steps
+    where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
+    order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked`.execute(trx);
   return rows;
 }
 
@@ -33,28 +33,28 @@ export async function requeueUnstarted(
   now: Date,
 ): Promise<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }[]> {
   const { rows } = await sql<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }>`
-      update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
-      where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
-                   order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
-      returning id, run_id, try_number, pool, pool_slots`.execute(trx);
+    update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
+    where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
+                 order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
+    returning id, run_id, try_number, pool, pool_slots`.execute(trx);
   return rows;
 }
 
 /** Queued runs not being canceled, best first, locked: those waiting for their job's maxActiveRuns. */
 export async function lockQueuedRuns(trx: Trx): Promise<{ id: string }[]> {
   const { rows } = await sql<{ id: string }>`
-      select id from runs where status = 'queued' and cancel_requested_at is null
-      order by priority desc, created_at limit 100 for no key update skip locked`.execute(trx);
+    select id from runs where status = 'queued' and cancel_requested_at is null
+    order by priority desc, created_at limit 100 for no key update skip locked`.execute(trx);
   return rows;
 }
 
 /** Waiting triggers whose step is no longer deferred, canceled. Returns how many. */
 export async function cancelUnneededWaits(trx: Trx, now: Date): Promise<bigint | undefined> {
   const result = await sql`
-      update triggers set status = 'canceled', ended_at = ${now}, lease_owner = null, lease_expires_at = null,
-                          updated_at = ${now}
-      where id in (select t.id from triggers t join steps s on s.id = t.step_id
-                   where t.status = 'waiting' and s.state <> 'deferred'
-                   order by t.id limit ${HOUSEKEEPING_BATCH}::int for no key update of t skip locked)`.execute(trx);
+    update triggers set status = 'canceled', ended_at = ${now}, lease_owner = null, lease_expires_at = null,
+                        updated_at = ${now}
+    where id in (select t.id from triggers t join steps s on s.id = t.step_id
+                 where t.status = 'waiting' and s.state <> 'deferred'
+                 order by t.id limit ${HOUSEKEEPING_BATCH}::int for no key update of t skip locked)`.execute(trx);
   return result.numAffectedRows;
 }
