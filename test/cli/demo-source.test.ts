@@ -100,7 +100,8 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
             const counts = r.data?.asset.partitionStatus.counts;
             return counts && counts.timedOut === 2 && counts.materialized === 1 ? r.data!.asset.partitionStatus : undefined;
           },
-          60_000,
+          // A fresh data directory: dev's start (minutes on a loaded machine) is part of the wait.
+          300_000,
           `two timed-out partitions and one observed\n${dev.output()}`,
         );
         expect(status.counts.missing).toBe(0);
@@ -126,5 +127,5 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
     } finally {
       await rm(root, { recursive: true, force: true });
     }
-  });
+  }, 420_000);
 });
