@@ -85,7 +85,10 @@ export class StoreExecutionBackend implements ExecutionBackend {
     for (const step of steps) {
       this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, window: step.partition.window, lineage: [], versions: [] });
     }
-    const { graph } = await this.options.graphs.current();
+    let { graph } = await this.options.graphs.current();
+    // A step planned with definitions stored after this process last looked (another process loads them) names an
+    // asset the cached graph lacks: look again before calling it unknown.
+    if (steps.some((step) => !graph.get(step.assetKey))) ({ graph } = await this.options.graphs.current({ fresh: true }));
     const involved = steps.flatMap((step) => {
       const asset = graph.get(step.assetKey);
       return asset ? [asset.partitions, ...asset.deps.map((d) => graph.get(d.assetKey)?.partitions ?? null)] : [];
