@@ -83,7 +83,7 @@ describe("a source asset's timeout under tributary dev", () => {
         path.join(defs, "feed.ts"),
         `import { daily, fileExists, sourceAsset } from "tributary";
 export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "${day(3)}" }), owner: "team:late",
-  observe: fileExists(${JSON.stringify(path.join(landing, "{partition}.json"))}), pollInterval: "1s", timeout: "1s" });
+  observe: fileExists(${JSON.stringify(path.join(landing, "{partition}.json"))}), pollInterval: "1s", timeout: "20s" });
 `,
       );
       await writeFile(path.join(landing, `${day(2)}.json`), "{}");
@@ -93,6 +93,7 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
         type Ranges = { asset: { partitionStatus: { counts: { materialized: number; timedOut: number; missing: number }; ranges: { status: string; from: string; to: string }[] } } };
         const status = await eventually(
           async () => {
+            if (dev.exitCode !== null) throw new Error(`tributary dev exited with ${dev.exitCode}:\n${dev.output()}`);
             const r = await graphqlAt<Ranges>(
               port,
               `{ asset(key: "late/feed") { partitionStatus { counts { materialized timedOut missing } ranges { status from to } } } }`,
