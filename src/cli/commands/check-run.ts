@@ -7,6 +7,7 @@ import { previousOwnersFromStore, problemsOfFiles } from "../definitions-sync.js
 import { printJson, table } from "../output.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import { graphql, serverFor } from "../server-client.js";
+import { embeddedDbDir } from "../server-identity.js";
 
 export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
@@ -79,7 +80,6 @@ async function previousLoad(settings: Settings): Promise<{ owners: Map<string, s
     const { assets } = await graphql<{ assets: { key: string; file: string | null }[] }>(url, "{ assets { key file } }");
     return { owners: new Map(assets.flatMap((a) => (a.file ? [[a.key, a.file] as const] : []))), from: url };
   }
-  const { embeddedDbDir } = await import("../runtime.js");
   const dbDir = embeddedDbDir(settings);
   if (!settings.databaseUrl && !existsSync(path.join(dbDir, "PG_VERSION"))) return none;
   const { openDatabase, PgDefinitionStore } = await import("../../storage/index.js");
