@@ -176,14 +176,23 @@ class PgBackfillTransaction implements BackfillTransaction {
     readonly backfill: BackfillRecord,
   ) {}
 
+  /**
+   * A backfill counts partitions: the steps of its runs that materialise one. A check's step and the mapped steps a
+   * partition fans out into (the run's own counters include them) are part of that partition's work, not more of it.
+   */
   async runProgress(runIds: readonly string[]): Promise<RunProgress[]> {
     if (runIds.length === 0) return [];
-    const rows = await this.trx
-      .selectFrom("runs")
-      .select(["id", "status", "steps_total", "steps_done", "steps_failed"])
-      .where("id", "in", [...runIds])
-      .execute();
-    return rows.map((r) => ({ runId: r.id, status: r.status, stepsTotal: r.steps_total, stepsDone: r.steps_done, stepsFailed: r.steps_failed }));
+    const { rows } = await sql<{ id: string; status: RunStatus; total: number; done: number; failed: number }>`
+      select r.id, r.status,
+             count(s.id)::int as total,
+             count(s.id) filter (where s.state <> all(${UNFINISHED_STEP_STATES}::text[]))::int as done,
+             count(s.id) filter (where s.state in ('failed', 'upstream_failed', 'removed')
+                                    or (s.state = 'skipped' and s.skip_reason = 'run canceled'))::int as failed
+      from runs r
+      left join steps s on s.run_id = r.id and s.check_name is null and s.map_index < 0
+      where r.id = any(${[...runIds]}::uuid[])
+      group by r.id, r.status`.execute(this.trx);
+    return rows.map((r) => ({ runId: r.id, status: r.status, stepsTotal: r.total, stepsDone: r.done, stepsFailed: r.failed }));
   }
 
   async unsuccessfulSteps(runIds: readonly string[]): Promise<UnsuccessfulStep[]> {
@@ -193,6 +202,8 @@ class PgBackfillTransaction implements BackfillTransaction {
       .select(["run_id", "asset_key", "partition_key", "state", "skip_reason"])
       .where("run_id", "in", [...runIds])
       .where("state", "<>", "success")
+      .where("check_name", "is", null)
+      .where("map_index", "<", 0)
       .execute();
     return rows.map((r) => ({ runId: r.run_id, assetKey: r.asset_key, partitionKey: r.partition_key, state: r.state, skipReason: r.skip_reason }));
   }
