@@ -46,8 +46,14 @@ describePostgres("execution: sensors holding every slot", () => {
   it("poke mode: sensors holding both slots starve their producer until they time out", async () => {
     h = await Harness.create({ files: { "k.ts": defs("poke") }, node: { capacity: 2 } });
     const sensors = await h.launch(["k/sensor"], { from: "2025-03-01", to: "2025-03-02" });
+    // The deadlock: both slots held by poking sensors before the producer asks for one.
+    await h.until(
+      async () => (await times(h!, [sensors])).filter((s) => s.state === "running").length === 2,
+      60_000,
+      "both sensors to hold a slot",
+    );
     const producers = await h.launch(["k/producer"], { from: "2025-03-01", to: "2025-03-02" });
-    const [sensorRun, producerRun] = await h.waitForRuns([sensors, producers], 30_000);
+    const [sensorRun, producerRun] = await h.waitForRuns([sensors, producers], 60_000);
     expect(sensorRun!.status).toBe("failed");
     for (const s of sensorRun!.steps) expect(s.error).toMatchObject({ code: "TRIGGER_TIMED_OUT" });
     expect(producerRun!.status).toBe("success");
