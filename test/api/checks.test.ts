@@ -68,7 +68,7 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
     return eventually(async () => {
       const { run } = await data<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
       return ["success", "failed", "canceled"].includes(run.status) ? run.status : undefined;
-    }, 60_000, `run ${id} to end\n${dev.output()}`);
+    }, 60_000, () => `run ${id} to end\n${dev.output()}`);
   }
 
   const runCount = async () => (await sql<{ n: number }>`select count(*)::int as n from runs`.execute(database.db)).rows[0]!.n;

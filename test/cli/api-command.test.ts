@@ -41,7 +41,7 @@ describePostgres("tributary api", () => {
       const port = await eventually(
         async () => Number(/serving the API at http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output())?.[1]) || undefined,
         60_000,
-        `the server to listen\n${child.output()}`,
+        () => `the server to listen\n${child.output()}`,
       );
       const base = `http://127.0.0.1:${port}`;
       const health = await fetch(`${base}/healthz`);

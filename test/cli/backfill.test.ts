@@ -84,7 +84,7 @@ describe("tributary backfill (in-process, no server)", () => {
     const url = `http://127.0.0.1:${port}`;
     const dev = startCli(["dev", "--port", String(port), "--data-dir", devData, "--definitions", defsDir, "--processes", "1"]);
     try {
-      await eventually(async () => ((await fetch(`${url}/healthz`)).ok ? true : undefined), 90_000, `dev to start\n${dev.output()}`);
+      await eventually(async () => ((await fetch(`${url}/healthz`)).ok ? true : undefined), 90_000, () => `dev to start\n${dev.output()}`);
       // Without --wait the command returns at once; the server's reconciler runs it.
       const started = await runCli(["backfill", "bf/up", "bf/day", "--from", "2025-01-06", "--to", "2025-01-09", "--max-runs", "2", "--json", "--url", url]);
       expect(started.code, started.stderr).toBe(0);

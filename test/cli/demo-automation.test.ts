@@ -33,7 +33,7 @@ describe("the demo under tributary dev", () => {
             : undefined;
         },
         240_000,
-        `automation to materialise the demo\n${dev.output()}`,
+        () => `automation to materialise the demo\n${dev.output()}`,
       );
       expect(runs.every((r) => r.origin === "automation")).toBe(true);
       const why = await graphqlAt<{ automationEvaluations: { records: { decision: string }[] } }>(

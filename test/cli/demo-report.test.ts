@@ -70,7 +70,7 @@ describe("the demo with partitions reported from outside", () => {
         return wanted.every((w) => done.has(w)) ? true : undefined;
       },
       400_000,
-      `the readers of the reported partitions (${wanted.join(", ")})\n${dev.output()}`,
+      () => `the readers of the reported partitions (${wanted.join(", ")})\n${dev.output()}`,
     );
 
     // The week holding a reported day, and the trailing seven days ending on one: the reported days count, without value.
@@ -99,7 +99,7 @@ describe("the demo with partitions reported from outside", () => {
         return checked && mapped ? mapped : undefined;
       },
       400_000,
-      `a checked day of shop/raw_orders and a fanned-out day of shop/region_exports\n${dev.output()}`,
+      () => `a checked day of shop/raw_orders and a fanned-out day of shop/region_exports\n${dev.output()}`,
     );
     const items = found.steps.filter((s) => s.assetKey === "shop/region_exports" && s.mapIndex >= 0);
     expect(items.length).toBeGreaterThan(0);
@@ -121,7 +121,7 @@ describe("the demo with partitions reported from outside", () => {
         return rates[0]?.partitionKey;
       },
       300_000,
-      `the delivery rate of a day the stand-in partner delivered\n${dev.output()}`,
+      () => `the delivery rate of a day the stand-in partner delivered\n${dev.output()}`,
     );
     const files = await readdir(landing);
     expect(files).toContain(`deliveries-${observed}.json`);

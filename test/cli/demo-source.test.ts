@@ -40,7 +40,7 @@ describe("the demo's source asset under tributary dev", () => {
           return rates.length >= 3 ? { steps, rates: rates.map((s) => s.partitionKey).sort() } : undefined;
         },
         180_000,
-        `the delivery rate of three observed days\n${dev.output()}`,
+        () => `the delivery rate of three observed days\n${dev.output()}`,
       );
       // Exactly the days the stand-in delivered, each observed once its file landed.
       const exported = read.steps.filter((s) => s.assetKey === "partner/simulated_export" && s.state === "success").map((s) => s.partitionKey).sort();
@@ -93,7 +93,7 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
         type Ranges = { asset: { partitionStatus: { counts: { materialized: number; timedOut: number; missing: number }; ranges: { status: string; from: string; to: string }[] } } };
         const status = await eventually(
           async () => {
-            if (dev.exitCode !== null) throw new Error(`tributary dev exited with ${dev.exitCode}:\n${dev.output()}`);
+            if (dev.exitCode !== null || dev.signalCode !== null) throw new Error(`tributary dev exited with ${dev.exitCode ?? dev.signalCode}:\n${dev.output()}`);
             const r = await graphqlAt<Ranges>(
               port,
               `{ asset(key: "late/feed") { partitionStatus { counts { materialized timedOut missing } ranges { status from to } } } }`,
@@ -103,7 +103,7 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
           },
           // A fresh data directory: dev's start (minutes on a loaded machine) is part of the wait.
           300_000,
-          `two timed-out partitions and one observed\n${dev.output()}`,
+          () => `two timed-out partitions and one observed\n${dev.output()}`,
         );
         expect(status.counts.missing).toBe(0);
         expect(status.ranges).toEqual([

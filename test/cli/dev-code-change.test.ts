@@ -47,7 +47,7 @@ describe("tributary dev after a definitions file changes", () => {
           { id: launched.data!.launchRun.id },
         );
         return ["success", "failed", "canceled"].includes(r.data?.run.status ?? "") ? r.data!.run : undefined;
-      }, 120_000, `the run of ${key} to end\n${dev!.output()}`);
+      }, 120_000, () => `the run of ${key} to end\n${dev!.output()}`);
     };
     const lastRan = async (): Promise<string | undefined> => (await readFile(path.join(dataDir, "ran.txt"), "utf8")).trim().split("\n").at(-1);
 
@@ -57,7 +57,7 @@ describe("tributary dev after a definitions file changes", () => {
     // Only the function body changes: still a new version, and the next run runs it.
     const before = await version();
     await writeFile(path.join(defsDir, "al.ts"), file("second body"));
-    await eventually(async () => ((await version()) > before ? true : undefined), 60_000, `a new definitions version\n${dev.output()}`);
+    await eventually(async () => ((await version()) > before ? true : undefined), 60_000, () => `a new definitions version\n${dev?.output()}`);
     expect(dev.output()).not.toMatch(/reloaded \(al\.ts\): \d+ assets, unchanged/);
     expect((await materialize("edit/a")).status).toBe("success");
     expect(await lastRan()).toBe("second body");
@@ -67,7 +67,7 @@ describe("tributary dev after a definitions file changes", () => {
     await eventually(async () => {
       const r = await graphqlAt<{ assets: { key: string }[] }>(dev!.port, "{ assets { key } }");
       return r.data?.assets.some((a) => a.key === "edit/b") ? true : undefined;
-    }, 60_000, `edit/b to appear\n${dev.output()}`);
+    }, 60_000, () => `edit/b to appear\n${dev?.output()}`);
     const run = await materialize("edit/b");
     expect(run.status, JSON.stringify(run.steps.map((s) => s.error))).toBe("success");
     expect(await lastRan()).toBe("b is new");

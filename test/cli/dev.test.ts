@@ -34,7 +34,7 @@ describe("tributary dev", () => {
       const first = await eventually(async () => {
         const r = await graphqlAt<Assets>(port, QUERY);
         return r.data?.assets.length ? r.data : undefined;
-      }, 90_000, `dev to answer GraphQL\n${dev.output()}`);
+      }, 90_000, () => `dev to answer GraphQL\n${dev.output()}`);
       expect(first.assets.map((a) => a.key)).toEqual(["dev/one"]);
       expect(first.definitionErrors).toEqual([]);
 

@@ -35,7 +35,7 @@ describe("addDynamicPartitions", () => {
       await eventually(async () => {
         const r = await graphqlAt<{ assets: unknown[] }>(port, "{ assets { key } }");
         return r.data?.assets.length ? true : undefined;
-      }, 90_000, `dev to start\n${dev.output()}`);
+      }, 90_000, () => `dev to start\n${dev.output()}`);
 
       const first = await graphqlAt<Added>(port, add("customers", ["c1", "c2"]));
       expect(first.data?.addDynamicPartitions).toEqual({ name: "customers", added: ["c1", "c2"], total: 2 });

@@ -46,7 +46,7 @@ async function materialize(input: Record<string, unknown>): Promise<string> {
     const r = await gql<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
     const status = r.data?.run.status;
     return status === "success" || status === "failed" || status === "canceled" ? status : undefined;
-  }, 60_000, `run ${id} to end\n${dev.output()}`);
+  }, 60_000, () => `run ${id} to end\n${dev.output()}`);
 }
 
 const STATUS = `query ($key: String!) {
@@ -74,7 +74,7 @@ beforeAll(async () => {
   await eventually(async () => {
     const r = await gql<{ assets: unknown[] }>("{ assets { key } }");
     return r.data?.assets.length ? true : undefined;
-  }, 90_000, `dev to start\n${dev.output()}`);
+  }, 90_000, () => `dev to start\n${dev.output()}`);
 }, 120_000);
 
 afterAll(async () => {

@@ -46,7 +46,7 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
       await eventually(
         async () => (a.output().includes("is running") && b.output().includes("is running") ? true : undefined),
         120_000,
-        `both reconcilers to start\n${a.output()}\n${b.output()}`,
+        () => `both reconcilers to start\n${a.output()}\n${b.output()}`,
       );
       const definitions = new PgDefinitionStore(db);
       const runs = new PgRunStore(db);
@@ -63,7 +63,7 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
       const run = await eventually(async () => {
         const r = await runs.getRunSummary(runId);
         return r && ["success", "failed", "canceled"].includes(r.status) ? r : undefined;
-      }, 120_000, `the run to end\n${b.output()}`);
+      }, 120_000, () => `the run to end\n${b.output()}`);
       expect(run.status).toBe("success");
       expect(run.stepsDone).toBe(300);
 

@@ -74,8 +74,11 @@ export async function graphqlAt<T>(
   return (await res.json()) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
 }
 
-/** Polls until `check` returns a value, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 60_000, what = "condition"): Promise<T> {
+/**
+ * Polls until `check` returns a value, or fails after `timeoutMs`. `what` names the condition; as a function it is
+ * read at the failure, so it can hold what a child process printed meanwhile.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 60_000, what: string | (() => string) = "condition"): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -87,7 +90,7 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+  throw new Error(`timed out waiting for ${typeof what === "function" ? what() : what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
 }
 
 export function freePort(): number {

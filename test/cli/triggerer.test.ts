@@ -62,7 +62,7 @@ describePostgres("tributary triggerer", () => {
           select lease_owner as owner, count(*)::int as n, count(*) filter (where attempts > 0)::int as checked
           from triggers where status = 'waiting' group by lease_owner`.execute(database.db);
         return rows.length === 1 && rows[0]!.owner !== null && rows[0]!.n === 1000 && rows[0]!.checked === 1000 ? rows[0]!.owner : undefined;
-      }, 60_000, `the first triggerer to hold every trigger\n${a.output()}`);
+      }, 60_000, () => `the first triggerer to hold every trigger\n${a.output()}`);
       a.kill("SIGKILL");
       await new Promise((resolve) => a.once("close", resolve));
 
@@ -73,7 +73,7 @@ describePostgres("tributary triggerer", () => {
         await rename(path.join(files, `${key}.tmp`), path.join(files, `${key}.csv`));
       }
       b = startCli(args, { env: env() });
-      await eventually(async () => ((await counts(runId)).scheduled === 1000 ? true : undefined), 60_000, `the second triggerer to fire all\n${b.output()}`);
+      await eventually(async () => ((await counts(runId)).scheduled === 1000 ? true : undefined), 60_000, () => `the second triggerer to fire all\n${b?.output()}`);
 
       const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from triggers group by status`.execute(database.db);
       expect(rows).toEqual([{ status: "fired", n: 1000 }]);
@@ -102,7 +102,7 @@ describePostgres("tributary triggerer", () => {
     );
     const cli = startCli(["triggerer", "--definitions", path.join(work, "defs")], { env: env() });
     try {
-      await eventually(async () => ((await counts(runId)).scheduled === 1 ? true : undefined), 60_000, `the custom trigger to fire\n${cli.output()}`);
+      await eventually(async () => ((await counts(runId)).scheduled === 1 ? true : undefined), 60_000, () => `the custom trigger to fire\n${cli.output()}`);
       expect(cli.output()).toContain("custom trigger kinds: partnerReady");
       const [fired] = await store.getTriggers([Number((await database.db.selectFrom("steps").select("trigger_id").where("id", "=", steps[0]!).executeTakeFirstOrThrow()).trigger_id)]);
       const payload = fired!.payload as { feed: string; pid: number };

@@ -235,7 +235,7 @@ describe("automationEvaluations and tributary why through a running server", () 
     const first = await eventually(async () => {
       const e = await evaluations({ assetKey: "live/clean" });
       return e.records.length > 0 ? e : undefined;
-    }, 60_000, `the first evaluation\n${dev.output()}`);
+    }, 60_000, () => `the first evaluation\n${dev.output()}`);
     expect(first).toMatchObject({ assetKey: "live/clean", partition: null, condition: "eager()", paused: false });
     const declined = first.records[0]!;
     expect(declined).toMatchObject({ decision: "declined", count: 1, condition: "eager()", runId: null });
@@ -256,7 +256,7 @@ describe("automationEvaluations and tributary why through a running server", () 
     const ran = await eventually(async () => {
       const e = await evaluations({ assetKey: "live/clean", partition: day, first: 10 });
       return e.records.some((r) => r.decision === "requested") && e.records[0]?.decision === "skipped" ? e : undefined;
-    }, 60_000, `clean to be requested and run\n${dev.output()}`);
+    }, 60_000, () => `clean to be requested and run\n${dev.output()}`);
     expect(ran.partition).toBe(day);
     // Oldest: the first decline; in between maybe a decline while the run was in progress.
     expect(ran.records.at(-1)!.id).toBe(declined.id);
@@ -288,7 +288,7 @@ describe("automationEvaluations and tributary why through a running server", () 
     const e = await eventually(async () => {
       const x = await evaluations({ assetKey: "live/once" });
       return x.records.some((r) => r.decision === "requested") && x.records[0]?.decision === "skipped" ? x : undefined;
-    }, 60_000, `live/once to run\n${dev.output()}`);
+    }, 60_000, () => `live/once to run\n${dev.output()}`);
     const requested = e.records.find((r) => r.decision === "requested")!;
     expect(requested).toMatchObject({ partitions: [["", ""]], count: 1 });
     expect(requested.runId).toMatch(UUID);

@@ -40,13 +40,16 @@ describePostgres("execution: definitions changing mid-run", () => {
     await h.until(async () => entered() && (await h!.runs.getRun(runId))!.steps.find((s) => s.assetKey === "d/keep")!.state === "running", 10_000, "d/keep to run");
     const version = await h.redefine({ "keep.ts": KEEP });
     expect(version).toBeGreaterThan(before.version);
+    // A node notices a new definitions version within its graph cache's age; the steps it dispatches after that
+    // are judged by the new definitions.
+    for (const node of h.nodes) await h.until(async () => (await node.graphs.current()).version === version, 10_000, `node ${node.index} to see version ${version}`);
     (globalThis as { __tributaryKeepRelease?: boolean }).__tributaryKeepRelease = true;
 
     const run = await h.waitForRun(runId, 20_000);
     const byKey = Object.fromEntries(run.steps.map((s) => [s.assetKey, s]));
     expect(byKey["d/keep"]!.state, JSON.stringify(byKey["d/keep"]!.error)).toBe("success");
     for (const k of ["d/gone", "d/after_gone", "d/gone_root"]) {
-      expect(byKey[k]!.state).toBe("removed");
+      expect(byKey[k]!.state, JSON.stringify(byKey[k])).toBe("removed");
       expect(byKey[k]!.skipReason).toContain(`asset "${k}" is no longer in the definitions`);
     }
     expect(run.status).toBe("success");

@@ -87,6 +87,8 @@ export interface Node {
   readonly index: number;
   readonly handle: PostgresHandle;
   readonly runs: PgRunStore;
+  /** The node's own view of the definitions: it sees a new version within its cache age (a second). */
+  readonly graphs: GraphCache;
   readonly executor: Executor;
   readonly reconciler: Reconciler;
   readonly backend: KillableBackend;
@@ -300,6 +302,7 @@ export class Harness {
       index,
       handle,
       runs,
+      graphs,
       executor,
       reconciler,
       backend,
