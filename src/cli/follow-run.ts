@@ -1,8 +1,8 @@
 import cliProgress from "cli-progress";
 import pc from "picocolors";
 import type { RunDetail, RunSummary } from "../storage/index.js";
-import { printRun } from "./commands/runs-run.js";
 import { printJson } from "./output.js";
+import { printRun } from "./run-format.js";
 import { connectRuns, requireRun, type RunsClient } from "./runs-client.js";
 import type { Settings } from "./settings.js";
 

@@ -6,7 +6,7 @@ import { registerDev } from "./commands/dev.js";
 import { registerMigrate } from "./commands/migrate.js";
 import { registerPartitions } from "./commands/partitions.js";
 import { registerMaterialize } from "./commands/materialize.js";
-import { registerCheckRun } from "./commands/check-run-command.js";
+import { registerCheckRun } from "./commands/check-run.js";
 import { registerClear } from "./commands/clear.js";
 import { registerBackfill } from "./commands/backfill.js";
 import { registerReport } from "./commands/report.js";
@@ -27,7 +27,10 @@ const LONG_LIVED = new Set(["dev", "api", "reconciler", "triggerer", "worker"]);
 
 let longLived = false;
 
-/** Builds the `tributary` command line; each command registers itself. */
+/**
+ * Builds the `tributary` command line. Each command registers itself in `commands/<command>.ts` (its flags and
+ * help); what it does lives in `commands/<command>.action.ts`, imported only when the command runs.
+ */
 export function buildProgram(): Command {
   const program = new Command("tributary")
     .description("Asset-centric data orchestrator for TypeScript")

@@ -19,7 +19,7 @@ export function registerApi(program: Command): void {
     .option("--host <host>", "HTTP host", "127.0.0.1")
     .action(async (opts: ApiCommandOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runApi } = await import("./api-run.js");
+      const { runApi } = await import("./api.action.js");
       await runApi(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

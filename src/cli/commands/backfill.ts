@@ -38,35 +38,35 @@ export function registerBackfill(program: Command): void {
     .option("--processes <n>", "worker processes when running in-process (no server running)")
     .option("--json", "machine-readable output")
     .action(async (keys: string[], opts: BackfillOptions, cmd: Command) => {
-      const { runBackfill } = await import("./backfill-run.js");
+      const { runBackfill } = await import("./backfill.action.js");
       await runBackfill(keys, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
   backfill
     .command("show <id>")
     .description("Show a backfill: status, progress counts, what it waits for, failed partitions")
     .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const { runBackfillShow } = await import("./backfill-run.js");
+      const { runBackfillShow } = await import("./backfill.action.js");
       await runBackfillShow(id, cmd.optsWithGlobals<GlobalOptions & BackfillOptions>());
     });
   backfill
     .command("cancel <id>")
     .description("Cancel a backfill: no new runs; its runs in flight are canceled")
     .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const { runBackfillControl } = await import("./backfill-run.js");
+      const { runBackfillControl } = await import("./backfill.action.js");
       await runBackfillControl("cancel", id, cmd.optsWithGlobals<GlobalOptions & BackfillOptions>());
     });
   backfill
     .command("resume <id>")
     .description("Resume a canceled backfill where it stopped")
     .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const { runBackfillControl } = await import("./backfill-run.js");
+      const { runBackfillControl } = await import("./backfill.action.js");
       await runBackfillControl("resume", id, cmd.optsWithGlobals<GlobalOptions & BackfillOptions>());
     });
   backfill
     .command("retry-failed <id>")
     .description("Re-run only the failed partitions of an ended backfill, as a new backfill")
     .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const { runBackfillControl } = await import("./backfill-run.js");
+      const { runBackfillControl } = await import("./backfill.action.js");
       await runBackfillControl("retry-failed", id, cmd.optsWithGlobals<GlobalOptions & BackfillOptions>());
     });
   program
@@ -76,7 +76,7 @@ export function registerBackfill(program: Command): void {
     .option("--limit <n>", "how many", "20")
     .option("--json", "machine-readable output")
     .action(async (opts: { status?: string; limit: string; json?: boolean }, cmd: Command) => {
-      const { runBackfills } = await import("./backfill-run.js");
+      const { runBackfills } = await import("./backfill.action.js");
       await runBackfills(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -1,99 +1,26 @@
-import { existsSync } from "node:fs";
-import path from "node:path";
-import pc from "picocolors";
-import { loadDefinitions } from "../../loader/index.js";
-import { formatLocation } from "../../errors/index.js";
-import { previousOwnersFromStore, problemsOfFiles } from "../definitions-sync.js";
-import { printJson, table } from "../output.js";
-import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
-import { graphql, serverFor } from "../server-client.js";
-import { embeddedDbDir } from "../server-identity.js";
+import type { Command } from "commander";
+import type { GlobalOptions } from "../settings.js";
 
-export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
-  const settings = resolveSettings(globals);
-  const started = performance.now();
-  const history = await previousLoad(settings);
-  const result = await loadDefinitions({ dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs, previousOwners: history.owners });
-  const totalMs = Math.round(performance.now() - started);
-  const fileErrors = result.files.filter((f) => f.status === "error");
-  // A duplicated key stays with the file the project loaded it from before (as dev and the reconciler decide); with
-  // no previous load to say which came first, every definition of it is in error.
-  const problemsByFile = problemsOfFiles(result.problems);
-  const statusOf = (f: (typeof result.files)[number]) => (f.status === "ok" && problemsByFile.has(f.file) ? "error" : f.status);
-  const ok = fileErrors.length === 0 && result.problems.length === 0;
-  if (opts.json) {
-    printJson({
-      ok,
-      definitionsDir: settings.definitionsDir,
-      previousLoad: history.from ?? null,
-      contentHash: result.contentHash,
-      totalMs,
-      assets: result.snapshot.assets.map((a) => ({ key: a.key, kind: a.kind, group: a.group, file: a.file, partitions: a.partitions })),
-      checks: result.snapshot.checks.map((c) => ({ assetKey: c.assetKey, name: c.name, file: c.file })),
-      files: result.files.map((f) => ({
-        file: f.file,
-        status: statusOf(f),
-        loadMs: Math.round(f.loadMs),
-        assets: f.assets.map((a) => a.key),
-        warnings: f.warnings,
-        error: f.error ?? null,
-      })),
-      problems: result.problems,
-    });
-  } else {
-    process.stdout.write(
-      `${table(
-        ["file", "status", "load ms", "assets"],
-        result.files.map((f) => [
-          f.file,
-          statusOf(f) === "ok" ? pc.green("ok") : pc.red("error"),
-          String(Math.round(f.loadMs)),
-          f.assets.map((a) => a.key).join(", "),
-        ]),
-      )}\n\n`,
-    );
-    for (const f of result.files) {
-      for (const w of f.warnings) process.stdout.write(`${pc.yellow("warning")} ${f.file}: ${w}\n`);
-      if (f.error) process.stdout.write(`${pc.red("error")} ${pc.dim(`[${f.error.code}]`)} ${f.error.message}\n`);
-    }
-    for (const p of result.problems) {
-      const where = formatLocation({ ...(p.file ? { file: p.file } : {}), ...(p.assetKey ? { assetKey: p.assetKey } : {}) });
-      process.stdout.write(`${pc.red("error")} ${pc.dim(`[${p.code}]`)} ${p.message.includes(where) ? "" : `${where}: `}${p.message}\n`);
-    }
-    process.stdout.write(
-      `${ok ? pc.green("✓") : pc.red("✗")} ${result.snapshot.assets.length} assets from ${result.files.length} files in ${totalMs} ms` +
-        `${ok ? "" : `, ${fileErrors.length + result.problems.length} error(s)`}\n`,
-    );
-  }
-  process.exitCode = ok ? 0 : 1;
+export interface CheckRunOptions {
+  partition: string[];
+  check: string[];
+  wait?: boolean;
+  json?: boolean;
 }
 
-/**
- * Which file each asset key was loaded from before, as the project remembers it: from the server that serves it, or
- * from its database when one exists (the embedded data directory, or DATABASE_URL). A pre-merge check on a machine
- * with neither has no history. Reading it never writes: a database that is missing or not migrated is no history.
- */
-async function previousLoad(settings: Settings): Promise<{ owners: Map<string, string>; from: string | undefined }> {
-  const none = { owners: new Map<string, string>(), from: undefined };
-  const url = await serverFor(settings).catch(() => undefined);
-  if (url) {
-    const { assets } = await graphql<{ assets: { key: string; file: string | null }[] }>(url, "{ assets { key file } }");
-    return { owners: new Map(assets.flatMap((a) => (a.file ? [[a.key, a.file] as const] : []))), from: url };
-  }
-  const dbDir = embeddedDbDir(settings);
-  if (!settings.databaseUrl && !existsSync(path.join(dbDir, "PG_VERSION"))) return none;
-  const { openDatabase, PgDefinitionStore } = await import("../../storage/index.js");
-  try {
-    const database = await openDatabase(
-      settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary check" } : { kind: "pglite", dataDir: dbDir },
-    );
-    try {
-      const owners = await previousOwnersFromStore(new PgDefinitionStore(database.db));
-      return { owners, from: settings.databaseUrl ? "DATABASE_URL" : settings.dataDir };
-    } finally {
-      await database.close();
-    }
-  } catch {
-    return none;
-  }
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+export function registerCheckRun(program: Command): void {
+  program
+    .command("check-run <asset-key>")
+    .description("Run an asset's checks again on the latest materialisation of its partitions, materialising nothing")
+    .option("--partition <key>", "a partition to check (repeat for several; required for a partitioned asset)", collect, [])
+    .option("--check <name>", "a check to run (repeat for several; default: all of the asset's checks)", collect, [])
+    .option("--wait", "wait for the checks to finish and print each result; exit code 0 only if all passed")
+    .option("--json", "machine-readable output")
+    .action(async (key: string, opts: CheckRunOptions, cmd: Command) => {
+      // Loaded on use, so `--help` and other commands start fast.
+      const { runCheckRun } = await import("./check-run.action.js");
+      await runCheckRun(key, opts, cmd.optsWithGlobals<GlobalOptions>());
+    });
 }

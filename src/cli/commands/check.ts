@@ -8,7 +8,7 @@ export function registerCheck(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runCheck } = await import("./check-run.js");
+      const { runCheck } = await import("./check.action.js");
       await runCheck(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -33,7 +33,7 @@ export function registerClear(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (key: string, opts: ClearOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runClear } = await import("./clear-run.js");
+      const { runClear } = await import("./clear.action.js");
       await runClear(key, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -11,7 +11,7 @@ export function registerDev(program: Command): void {
     .option("--concurrency-per-process <n>", "steps one worker process runs at once (default 4)")
     .action(async (opts: { port: string; host: string; processes?: string; concurrencyPerProcess?: string }, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runDev } = await import("./dev-run.js");
+      const { runDev } = await import("./dev.action.js");
       await runDev(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

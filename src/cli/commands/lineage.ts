@@ -20,7 +20,7 @@ export function registerLineage(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (key: string, opts: LineageOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runLineage } = await import("./lineage-run.js");
+      const { runLineage } = await import("./lineage.action.js");
       await runLineage(key, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

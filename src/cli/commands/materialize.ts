@@ -31,7 +31,7 @@ export function registerMaterialize(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (keys: string[], opts: MaterializeOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runMaterialize } = await import("./materialize-run.js");
+      const { runMaterialize } = await import("./materialize.action.js");
       await runMaterialize(keys, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

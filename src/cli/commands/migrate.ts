@@ -8,7 +8,7 @@ export function registerMigrate(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runMigrate } = await import("./migrate-run.js");
+      const { runMigrate } = await import("./migrate.action.js");
       await runMigrate(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

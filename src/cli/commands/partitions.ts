@@ -23,7 +23,7 @@ export function registerPartitions(program: Command): void {
     .option("--json", "machine-readable output (the same partitions; stale ones with their reasons)")
     .action(async (key: string, opts: PartitionsOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runPartitions } = await import("./partitions-run.js");
+      const { runPartitions } = await import("./partitions.action.js");
       await runPartitions(key, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

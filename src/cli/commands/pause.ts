@@ -19,7 +19,7 @@ export function registerPause(program: Command): void {
       .option("--json", "machine-readable output")
       .action(async (keys: string[], opts: PauseOptions, cmd: Command) => {
         // Loaded on use, so `--help` and other commands start fast.
-        const { runPause } = await import("./pause-run.js");
+        const { runPause } = await import("./pause.action.js");
         await runPause(verb, keys, opts, cmd.optsWithGlobals<GlobalOptions>());
       });
   }

@@ -36,7 +36,7 @@ export function registerReconciler(program: Command): void {
       "processes",
     )
     .action(async (opts: ReconcilerCommandOptions, cmd: Command) => {
-      const { runReconciler } = await import("./reconciler-run.js");
+      const { runReconciler } = await import("./reconciler.action.js");
       await runReconciler(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -20,7 +20,7 @@ export function registerReport(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (key: string, opts: ReportOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runReport } = await import("./report-run.js");
+      const { runReport } = await import("./report.action.js");
       await runReport(key, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -9,7 +9,7 @@ export function registerRuns(program: Command): void {
     .option("--limit <n>", "how many", "20")
     .option("--json", "machine-readable output")
     .action(async (opts: { status?: string; limit: string; json?: boolean }, cmd: Command) => {
-      const { runRuns } = await import("./runs-run.js");
+      const { runRuns } = await import("./runs.action.js");
       await runRuns(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
   program
@@ -17,7 +17,7 @@ export function registerRuns(program: Command): void {
     .description("Show a run and its steps (state, try, times, errors)")
     .option("--json", "machine-readable output")
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
-      const { runRun } = await import("./runs-run.js");
+      const { runRun } = await import("./runs.action.js");
       await runRun(id, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -19,7 +19,7 @@ export function registerTriggerer(program: Command): void {
     .option("--check-timeout <duration>", "time limit of one check", "30s")
     .option("--lease <duration>", "how long another triggerer waits before taking over this one's triggers if it dies", "30s")
     .action(async (opts: TriggererCommandOptions, cmd: Command) => {
-      const { runTriggerer } = await import("./triggerer-run.js");
+      const { runTriggerer } = await import("./triggerer.action.js");
       await runTriggerer(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -20,7 +20,7 @@ export function registerTriggers(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (opts: TriggersOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runTriggers } = await import("./triggers-run.js");
+      const { runTriggers } = await import("./triggers.action.js");
       await runTriggers(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -16,7 +16,7 @@ export function registerWhy(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (key: string, opts: WhyOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
-      const { runWhy } = await import("./why-run.js");
+      const { runWhy } = await import("./why.action.js");
       await runWhy(key, opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

@@ -24,7 +24,7 @@ export function registerWorker(program: Command): void {
     .option("--grace <duration>", "on SIGTERM, how long running steps get to finish before they are stopped and handed back", "30s")
     .option("--logs-dir <dir>", "where step logs are written before they are shipped (default <data-dir>/worker-logs)")
     .action(async (opts: WorkerCommandOptions, cmd: Command) => {
-      const { runWorker } = await import("./worker-run.js");
+      const { runWorker } = await import("./worker.action.js");
       await runWorker(opts, cmd.optsWithGlobals<GlobalOptions>());
     });
 }

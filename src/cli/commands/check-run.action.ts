@@ -8,7 +8,7 @@ import { openInProcess } from "../runs-client.js";
 import type { Runtime } from "../runtime.js";
 import { graphql, serverFor } from "../server-client.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
-import type { CheckRunOptions } from "./check-run-command.js";
+import type { CheckRunOptions } from "./check-run.js";
 
 /** Where a check run stands. */
 interface CheckRunState {

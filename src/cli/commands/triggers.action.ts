@@ -3,10 +3,10 @@ import { InputError } from "../../errors/index.js";
 import { MAX_TRIGGER_PAGE, TRIGGER_STATUSES, type TriggerCounts, type TriggerStatus, type TriggerView } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
+import { inTime, lastResultLine, triggerCall, triggerFor } from "../triggers-format.js";
 import type { TriggersOptions } from "./triggers.js";
 import { suggestKey } from "../../graph/index.js";
 import { connectTriggers, type TriggersClient } from "./triggers-client.js";
-import { inTime, lastResultLine, triggerCall, triggerFor } from "./triggers-format.js";
 
 /** `tributary triggers`: a summary by status, then the triggers, waiting ones first. */
 export async function runTriggers(opts: TriggersOptions, globals: GlobalOptions): Promise<void> {

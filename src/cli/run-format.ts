@@ -1,45 +1,9 @@
+// How runs read for people: a run with its steps as a table, status colours, durations.
 import pc from "picocolors";
-import { InputError } from "../../errors/index.js";
-import type { RunStatus, RunSummary } from "../../storage/index.js";
-import { printJson, table } from "../output.js";
-import { connectRuns, requireRun, type RunView, type StepView } from "../runs-client.js";
-import { resolveSettings, type GlobalOptions } from "../settings.js";
+import type { RunSummary } from "../storage/index.js";
+import { table } from "./output.js";
+import type { RunView, StepView } from "./runs-client.js";
 import { describeWait } from "./triggers-format.js";
-
-const STATUSES: readonly RunStatus[] = ["queued", "running", "success", "failed", "canceled"];
-
-export async function runRuns(opts: { status?: string; limit: string; json?: boolean }, globals: GlobalOptions): Promise<void> {
-  const limit = Number(opts.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to 1000`);
-  if (opts.status !== undefined && !STATUSES.includes(opts.status as RunStatus)) {
-    throw new InputError(`--status: "${opts.status}" is not a run status; use one of ${STATUSES.join(", ")}`);
-  }
-  const client = await connectRuns(resolveSettings(globals));
-  try {
-    const runs = await client.list({ limit, ...(opts.status ? { status: opts.status as RunStatus } : {}) });
-    if (opts.json) return printJson({ runs });
-    if (runs.length === 0) return void process.stdout.write("no runs yet\n");
-    process.stdout.write(
-      `${table(
-        ["run", "status", "origin", "steps", "created", "duration"],
-        runs.map((r) => [r.id, colorStatus(r.status), r.origin, `${r.stepsDone}/${r.stepsTotal}`, r.createdAt.toISOString(), duration(r)]),
-      )}\n`,
-    );
-  } finally {
-    await client.close();
-  }
-}
-
-export async function runRun(id: string, opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
-  const client = await connectRuns(resolveSettings(globals));
-  try {
-    const run = requireRun(await client.get(id), id);
-    if (opts.json) return printJson({ run });
-    printRun(run);
-  } finally {
-    await client.close();
-  }
-}
 
 /** A run with its steps, for people; a deferred step also says what it waits for. */
 export function printRun(run: RunView): void {
@@ -96,21 +60,23 @@ export function inPlanOrder<S extends Pick<StepView, "assetKey" | "partitionKey"
   return out;
 }
 
-function errorLine(error: unknown): string | undefined {
-  if (!error || typeof error !== "object") return undefined;
-  const e = error as { code?: string; message?: string };
-  return `${e.code ? `[${e.code}] ` : ""}${(e.message ?? "").split("\n")[0]}`.slice(0, 160);
-}
-
-function duration(r: RunSummary): string {
+/** How long the run took, or has been running: "840 ms", "12.3 s"; empty before it started. */
+export function duration(r: RunSummary): string {
   if (!r.startedAt) return "";
   const ms = (r.endedAt ?? new Date()).getTime() - r.startedAt.getTime();
   return ms < 10_000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function colorStatus(s: string): string {
+/** A run's or a step's status in its colour: green success, red failure, cyan under way, yellow otherwise. */
+export function colorStatus(s: string): string {
   if (s === "success") return pc.green(s);
   if (s === "failed" || s === "upstream_failed") return pc.red(s);
   if (s === "running" || s === "queued") return pc.cyan(s);
   return pc.yellow(s);
+}
+
+function errorLine(error: unknown): string | undefined {
+  if (!error || typeof error !== "object") return undefined;
+  const e = error as { code?: string; message?: string };
+  return `${e.code ? `[${e.code}] ` : ""}${(e.message ?? "").split("\n")[0]}`.slice(0, 160);
 }
