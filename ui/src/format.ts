@@ -31,3 +31,10 @@ export const formatCount = (n: number | null | undefined): string => (n == null 
 
 /** An asset key as a URL path (its `/` separators kept, each part escaped). */
 export const assetPath = (key: string): string => `/assets/${key.split("/").map(encodeURIComponent).join("/")}`;
+
+/** A JSON value in one line (objects as compact JSON). */
+export function jsonText(value: unknown): string {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "string") return value;
+  return JSON.stringify(value);
+}

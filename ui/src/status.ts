@@ -35,3 +35,7 @@ export function stateColor(state: string | null | undefined): string {
   if (!state) return "#d4d4d8";
   return STATE_COLORS[state] ?? PARTITION_COLORS[state] ?? "#a1a1aa";
 }
+
+/** Statuses in which a run or a backfill is still under way (pages refresh while one is). */
+export const ACTIVE_RUN_STATUSES: ReadonlySet<string> = new Set(["queued", "running"]);
+export const ACTIVE_BACKFILL_STATUSES: ReadonlySet<string> = new Set(["requested", "running", "canceling"]);

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState } from "react";
 import { useLocation } from "wouter";
 import { gql, GraphQLRequestError, useMutation, useQuery } from "../api";
 import { formatCount } from "../format";
-import { ErrorView } from "./common";
+import { ErrorView } from "./QueryStates";
 import "./BackfillDialog.css";
 
 interface AssetOption {

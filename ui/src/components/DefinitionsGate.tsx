@@ -1,6 +1,6 @@
 import { useEffect, useState, type ReactNode } from "react";
 import { useQuery } from "../api";
-import { Loading } from "./common";
+import { Loading } from "./QueryStates";
 
 interface DefinitionsStatus {
   state: "LOADING" | "LOADED" | "FAILED" | null;

@@ -3,7 +3,8 @@
 import { useMemo, useRef } from "react";
 import { formatDuration } from "../format";
 import { stateColor } from "../status";
-import { CheckTag, checksAfterTheirAsset, MapTag, stepLabel } from "./run-bits";
+import { checksAfterTheirAsset, stepLabel } from "./step-identity";
+import { CheckTag, MapTag } from "./StepTags";
 import { useWidth } from "./use-width";
 import "./Gantt.css";
 

@@ -3,17 +3,18 @@
 // selected (partition, range, tab, status) lives in the URL query, so a link shows the same view.
 import { Link } from "wouter";
 import { useQuery } from "../api";
-import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
+import { ErrorView, Loading, NotFound } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
 import { formatAgo } from "../format";
-import { usePageParams } from "./asset-common";
-import { AutomationTab } from "./asset-automation";
-import { ChecksTab } from "./asset-checks";
-import { DefinitionCard, type AssetDefinition } from "./asset-definition";
-import { HistoryTab } from "./asset-history";
-import { LineageTab } from "./asset-lineage";
-import { PartitionsTab } from "./asset-partitions-list";
+import { usePageParams } from "./asset-page-params";
 import { ASSET_QUERY, STATUS_QUERY } from "./asset-queries";
-import { StatusSection, useRangeIndex, type StatusData } from "./asset-status";
+import { AutomationTab } from "./AssetAutomationTab";
+import { ChecksTab } from "./AssetChecksTab";
+import { DefinitionCard, type AssetDefinition } from "./AssetDefinitionCard";
+import { HistoryTab } from "./AssetHistoryTab";
+import { LineageTab } from "./AssetLineageTab";
+import { PartitionsTab } from "./AssetPartitionsTab";
+import { StatusSection, useRangeIndex, type StatusData } from "./AssetStatusSection";
 import "./Asset.css";
 
 

@@ -1,9 +1,12 @@
 import { useState } from "react";
 import { Link } from "wouter";
 import { useQuery } from "../api";
-import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
-import { ACTIVE_BACKFILL_STATUSES, BackfillProgress, useNow } from "../components/run-bits";
+import { BackfillProgress } from "../components/ProgressBars";
+import { ErrorView, Loading, NotFound } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
+import { useNow } from "../components/use-now";
 import { assetPath, formatCount, formatTime } from "../format";
+import { ACTIVE_BACKFILL_STATUSES } from "../status";
 import { BACKFILL_ROW_FIELDS, BackfillActions, describeSelection, type BackfillRow } from "./Backfills";
 import { RUN_ROW_FIELDS, RunTable, type RunRow } from "./Runs";
 import "./Backfills.css";

@@ -2,9 +2,12 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { useMutation, useQuery } from "../api";
 import { BackfillDialog } from "../components/BackfillDialog";
-import { ErrorView, QueryView, StateBadge } from "../components/common";
-import { ACTIVE_BACKFILL_STATUSES, BackfillProgress, useUrlParams } from "../components/run-bits";
+import { BackfillProgress } from "../components/ProgressBars";
+import { ErrorView, QueryView } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
+import { useUrlParams } from "../components/use-url-params";
 import { formatAgo, formatTime } from "../format";
+import { ACTIVE_BACKFILL_STATUSES } from "../status";
 import "./Backfills.css";
 
 const BACKFILL_STATUSES = ["requested", "running", "completed", "failed", "canceling", "canceled"] as const;

@@ -1,9 +1,9 @@
 import { useMemo } from "react";
 import { Link, useSearchParams } from "wouter";
 import { useQuery } from "../api";
-import { QueryView } from "../components/common";
 import { DefinitionsGate } from "../components/DefinitionsGate";
 import { HealthBar, type StatusCounts } from "../components/HealthBar";
+import { QueryView } from "../components/QueryStates";
 import { assetPath, formatAgo, formatCount, formatTime } from "../format";
 import "./Catalog.css";
 

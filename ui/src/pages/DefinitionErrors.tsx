@@ -1,5 +1,6 @@
 import { useQuery } from "../api";
-import { QueryView, StateBadge } from "../components/common";
+import { QueryView } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
 import { formatAgo, formatCount, formatTime } from "../format";
 import "./DefinitionErrors.css";
 

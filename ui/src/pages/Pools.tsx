@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { useMutation, useQuery } from "../api";
-import { ErrorView, QueryView } from "../components/common";
+import { ErrorView, QueryView } from "../components/QueryStates";
 import { formatAgo, formatCount, formatTime } from "../format";
 import "./Pools.css";
 

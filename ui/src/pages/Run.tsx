@@ -1,11 +1,16 @@
 import { useCallback, useEffect, useRef, type ReactNode } from "react";
 import { Link } from "wouter";
 import { useEventSource, useMutation, useQuery } from "../api";
-import { ErrorView, Loading, NotFound, StateBadge } from "../components/common";
 import { Gantt, type GanttSort, type GanttStep } from "../components/Gantt";
 import { LogView } from "../components/LogView";
-import { ACTIVE_RUN_STATUSES, CheckTag, elapsedMs, MapTag, StepsProgress, useNow, useUrlParams } from "../components/run-bits";
+import { StepsProgress } from "../components/ProgressBars";
+import { ErrorView, Loading, NotFound } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
+import { CheckTag, MapTag } from "../components/StepTags";
+import { elapsedMs, useNow } from "../components/use-now";
+import { useUrlParams } from "../components/use-url-params";
 import { assetPath, formatDuration, formatTime } from "../format";
+import { ACTIVE_RUN_STATUSES } from "../status";
 import "./Run.css";
 
 interface StepTry {

@@ -1,9 +1,13 @@
 import { useState } from "react";
 import { Link } from "wouter";
 import { useQuery } from "../api";
-import { ACTIVE_RUN_STATUSES, elapsedMs, localToIso, StepsProgress, useNow, useUrlParams } from "../components/run-bits";
-import { QueryView, StateBadge } from "../components/common";
+import { StepsProgress } from "../components/ProgressBars";
+import { QueryView } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
+import { elapsedMs, useNow } from "../components/use-now";
+import { useUrlParams } from "../components/use-url-params";
 import { formatAgo, formatDuration, formatTime } from "../format";
+import { ACTIVE_RUN_STATUSES } from "../status";
 import "./Runs.css";
 
 const PAGE_SIZE = 30;
@@ -239,4 +243,11 @@ export function partitionsSummary(assets: readonly { steps: number; minPartition
   const last = partitioned.map((a) => a.maxPartition).sort().at(-1)!;
   const count = Math.max(...partitioned.map((a) => a.steps));
   return first === last ? first : `${first} … ${last} (${count})`;
+}
+
+/** A datetime-local input's value ("2026-01-02T03:04") as an ISO instant, or undefined when empty or invalid. */
+function localToIso(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }

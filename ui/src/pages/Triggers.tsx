@@ -1,7 +1,8 @@
 import { useState } from "react";
 import { Link, useSearchParams } from "wouter";
 import { gql, useQuery } from "../api";
-import { ErrorView, QueryView, StateBadge } from "../components/common";
+import { ErrorView, QueryView } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
 import { assetPath, formatAgo, formatCount, formatDuration, formatTime } from "../format";
 import "./Triggers.css";
 

@@ -1,9 +1,10 @@
 // Lineage around the chosen partition: the static graph (with partition mappings) and, run by run, which
 // materialisation read which, upstream and downstream.
 import { useQuery } from "../api";
-import { ErrorView, Loading } from "../components/common";
+import { ErrorView, Loading } from "../components/QueryStates";
 import { formatTime } from "../format";
-import { AssetLink, RunLink, type PageParams } from "./asset-common";
+import type { PageParams } from "./asset-page-params";
+import { AssetLink, RunLink } from "./AssetPageLinks";
 
 const LINEAGE_QUERY = `query($key: String!, $partition: String, $depth: Int) {
   up: lineage(assetKey: $key, partitionKey: $partition, direction: UPSTREAM, depth: $depth) { ...L }

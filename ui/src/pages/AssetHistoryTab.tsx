@@ -1,9 +1,10 @@
 // Materialisations, external reports and observations of the asset (or of the chosen partition), newest first.
 import { useState } from "react";
 import { useQuery } from "../api";
-import { ErrorView, Loading, StackPager } from "../components/common";
+import { ErrorView, Loading } from "../components/QueryStates";
+import { StackPager } from "../components/StackPager";
 import { formatAgo, formatTime } from "../format";
-import { RunLink } from "./asset-common";
+import { RunLink } from "./AssetPageLinks";
 
 const PAGE = 25;
 const HISTORY_QUERY = `query($key: String!, $partition: String, $after: String) { asset(key: $key) {

@@ -3,9 +3,10 @@
 import { useState } from "react";
 import { Link } from "wouter";
 import { useQuery } from "../api";
-import { ErrorView, Loading, StackPager } from "../components/common";
-import { formatAgo, formatTime } from "../format";
-import { jsonText, type PageParams } from "./asset-common";
+import { ErrorView, Loading } from "../components/QueryStates";
+import { StackPager } from "../components/StackPager";
+import { formatAgo, formatTime, jsonText } from "../format";
+import type { PageParams } from "./asset-page-params";
 
 const PAGE = 25;
 

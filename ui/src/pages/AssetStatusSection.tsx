@@ -3,14 +3,14 @@
 import { useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
 import { useMutation, type QueryState } from "../api";
-import { ErrorView, Loading } from "../components/common";
 import { indexRanges, PartitionBar, StatusLegend, type IndexSelection, type RangeIndex, type StatusRange } from "../components/PartitionBar";
 import { PartitionMatrix, selectedIndices, type CellSelection } from "../components/PartitionMatrix";
+import { ErrorView, Loading } from "../components/QueryStates";
 import { formatCount } from "../format";
 import { PARTITION_COLORS } from "../status";
-import type { PageParams } from "./asset-common";
-import type { AssetDefinition } from "./asset-definition";
+import type { PageParams } from "./asset-page-params";
 import { loadPartitionIndex, type PartitionIndex } from "./asset-partition-index";
+import type { AssetDefinition } from "./AssetDefinitionCard";
 
 
 export interface StatusData {

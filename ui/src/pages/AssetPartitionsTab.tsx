@@ -3,12 +3,13 @@
 import { useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
 import { gql, useQuery } from "../api";
-import { ErrorView, Loading, StackPager } from "../components/common";
 import { statusLabel, type RangeIndex, type StatusRange } from "../components/PartitionBar";
+import { ErrorView, Loading } from "../components/QueryStates";
+import { StackPager } from "../components/StackPager";
 import { formatCount, formatTime } from "../format";
 import { PARTITION_COLORS } from "../status";
-import type { PageParams } from "./asset-common";
-import type { AssetDefinition } from "./asset-definition";
+import type { PageParams } from "./asset-page-params";
+import type { AssetDefinition } from "./AssetDefinitionCard";
 
 const PAGE = 50;
 const PARTITION_FIELDS = `endCursor hasNextPage nodes { key status start end materializedAt dataVersion staleReasonsTruncated

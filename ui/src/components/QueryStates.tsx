@@ -1,7 +1,7 @@
+// What a page shows instead of (or above) its data: loading, an error, a thing not found, the API unreachable.
 import type { ReactNode } from "react";
 import { Link } from "wouter";
 import { ApiUnreachableError, GraphQLRequestError, probeNow, useReachability } from "../api";
-import { stateColor } from "../status";
 
 /** The banner shown while the API cannot be reached; it retries by itself and on demand. */
 export function ApiBanner() {
@@ -49,16 +49,6 @@ export function Loading({ what }: { what?: string }) {
   return <div className="loading">Loading{what ? ` ${what}` : ""}…</div>;
 }
 
-/** A state as a coloured pill. */
-export function StateBadge({ state }: { state: string | null | undefined }) {
-  const s = state ?? "unknown";
-  return (
-    <span className="badge" data-state={s} style={{ background: stateColor(s) }}>
-      {s.toLowerCase().replace(/_/g, " ")}
-    </span>
-  );
-}
-
 /** Data, loading and error of a query, in one place: shows the error or the spinner, else the children. */
 export function QueryView<T>({ state, what, children }: { state: { data: T | undefined; error: Error | undefined }; what?: string; children: (data: T) => ReactNode }) {
   if (state.error && state.data === undefined) return <ErrorView error={state.error} />;
@@ -70,36 +60,3 @@ export function QueryView<T>({ state, what, children }: { state: { data: T | und
     </>
   );
 }
-
-/**
- * Back / page n / next under a cursor-paged table: the pages walked so far are a stack of cursors (`depth` of
- * them); `next` is the cursor of the following page, undefined on the last one.
- */
-export function StackPager<C>({
-  depth,
-  onBack,
-  next,
-  onNext,
-  labels = ["← newer", "older →"],
-  nextTestId,
-}: {
-  depth: number;
-  onBack: () => void;
-  next: C | undefined;
-  onNext: (cursor: C) => void;
-  labels?: readonly [string, string];
-  nextTestId?: string;
-}) {
-  return (
-    <div className="toolbar pager">
-      <button type="button" disabled={depth === 1} onClick={onBack}>
-        {labels[0]}
-      </button>
-      <span className="muted">page {depth}</span>
-      <button type="button" disabled={next === undefined} onClick={() => next !== undefined && onNext(next)} data-testid={nextTestId}>
-        {labels[1]}
-      </button>
-    </div>
-  );
-}
-

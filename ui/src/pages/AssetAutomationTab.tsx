@@ -1,9 +1,10 @@
 // The latest automation decisions about the asset (or the chosen partition), with their reasons.
 import { useQuery } from "../api";
-import { ErrorView, Loading, StateBadge } from "../components/common";
+import { ErrorView, Loading } from "../components/QueryStates";
+import { StateBadge } from "../components/StateBadge";
 import { formatCount, formatTime } from "../format";
 import { stateColor } from "../status";
-import { AssetLink, RunLink } from "./asset-common";
+import { AssetLink, RunLink } from "./AssetPageLinks";
 
 const EVALUATIONS_QUERY = `query($key: String!, $partition: String) {
   automationEvaluations(assetKey: $key, partition: $partition, first: 25) {

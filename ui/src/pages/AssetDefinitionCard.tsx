@@ -1,7 +1,7 @@
 // The asset's definition as the current definitions state it.
 import type { ReactNode } from "react";
-import { formatDuration, formatTime } from "../format";
-import { AssetLink, jsonText } from "./asset-common";
+import { formatDuration, formatTime, jsonText } from "../format";
+import { AssetLink } from "./AssetPageLinks";
 
 export interface AssetDefinition {
   key: string;

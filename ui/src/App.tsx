@@ -1,6 +1,6 @@
 import { Link, Redirect, Route, Switch, useLocation } from "wouter";
 import { decodeAssetKey } from "./asset-path";
-import { ApiBanner, NotFound } from "./components/common";
+import { ApiBanner, NotFound } from "./components/QueryStates";
 import { AssetPage } from "./pages/Asset";
 import { BackfillPage } from "./pages/Backfill";
 import { BackfillsPage } from "./pages/Backfills";
