@@ -16,16 +16,11 @@
 // after one warm-up.
 //
 //   npx tsx bench/api.ts [--requests 30] [--assets 10000]
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
-import { storeBenchDefinitions } from "./_definitions.js";
+import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
+import { p50p95max, printResult, timed, withScope } from "./_setup.js";
 import { createApiApp } from "../src/api/index.js";
-import { openRuntime } from "../src/cli/runtime.js";
-import { resolveSettings } from "../src/cli/settings.js";
 import { partitionSpace, type PartitionsSpec } from "../src/partitions/index.js";
-import { createDatabase, databaseUrlWithName, dropDatabase } from "../src/storage/index.js";
 import { hourlyStart, mixedStatuses, now, random, resetRandom, seedHistory, type SeedAsset } from "./_seed-history.js";
 
 const { values } = parseArgs({
@@ -33,7 +28,6 @@ const { values } = parseArgs({
 });
 const REQUESTS = Number(values.requests);
 const ASSETS = Number(values.assets);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 type Request = (query: string, variables?: Record<string, unknown>) => Promise<{ ms: number; data: Record<string, unknown> }>;
 
 /**
@@ -47,20 +41,16 @@ async function withApi<T>(
   assets: (specs: ReadonlyMap<string, PartitionsSpec>) => SeedAsset[],
   run: (request: Request, seeded: object, specs: ReadonlyMap<string, PartitionsSpec>) => Promise<T>,
 ): Promise<T> {
-  const dbName = `tributary_bench_api_${name}_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-api-"));
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const runtime = await openRuntime(resolveSettings({ definitions: dir, dataDir: dir }, { DATABASE_URL: url }));
-  try {
-    const loadStarted = performance.now();
-    await storeBenchDefinitions(runtime.database.db, dir, source, 300_000);
-    const loadDefinitionsMs = Math.round(performance.now() - loadStarted);
+  return withScope(async (scope) => {
+    const url = await scope.scratchDatabase(`api_${name}`);
+    const dir = await scope.tempDir("api");
+    const runtime = await openBenchRuntime(scope, url, dir);
+    const load = await timed(() => storeBenchDefinitions(runtime.database.db, dir, source, 300_000));
+    const loadDefinitionsMs = Math.round(load.ms);
     const { graph } = await runtime.graphs.current();
     const specs = new Map(graph.assets.filter((a) => a.partitions).map((a) => [a.key, a.partitions!]));
-    const seedStarted = performance.now();
-    const seeded = await seedHistory(runtime.database.db, assets(specs));
-    const seedMs = Math.round(performance.now() - seedStarted);
+    const { value: seeded, ms: seedingMs } = await timed(() => seedHistory(runtime.database.db, assets(specs)));
+    const seedMs = Math.round(seedingMs);
     const app = createApiApp({ context: { ...runtime.apiContext(), now: () => now }, ping: async () => {}, version: "bench" });
     const request: Request = async (query, variables) => {
       const started = performance.now();
@@ -75,11 +65,7 @@ async function withApi<T>(
       return { ms, data: body.data };
     };
     return await run(request, { ...seeded, loadDefinitionsMs, seedMs }, specs);
-  } finally {
-    await runtime.close();
-    await dropDatabase(adminUrl, dbName);
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** One warm-up, then `times` timed requests: p50/p95/max in ms, and the last answer. */
@@ -88,9 +74,7 @@ async function measure(request: Request, query: string, variables: Record<string
   const ms: number[] = [];
   let data: Record<string, unknown> = {};
   for (let i = 0; i < times; i++) ({ ms: ms[i]!, data } = await request(query, variables));
-  ms.sort((a, b) => a - b);
-  const pick = (q: number) => Math.round(ms[Math.min(ms.length - 1, Math.ceil(q * ms.length) - 1)]! * 10) / 10;
-  return { stats: { requests: times, p50: pick(0.5), p95: pick(0.95), max: pick(1) }, data };
+  return { stats: { requests: times, ...p50p95max(ms) }, data };
 }
 
 const STATUS_QUERY = `query($key: String!) { asset(key: $key) { partitionStatus {
@@ -233,7 +217,7 @@ async function main(): Promise<void> {
   const partitions = await partitionsScenario();
   const assets = await assetsScenario();
   const erasure = await erasureScenario();
-  process.stdout.write(`${JSON.stringify({ bench: "api", database: "postgres (local)", requests: REQUESTS, partitions, assets, erasure })}\n`);
+  printResult({ bench: "api", database: "postgres (local)", requests: REQUESTS, partitions, assets, erasure });
 }
 
 await main();

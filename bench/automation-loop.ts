@@ -8,30 +8,16 @@
 // after 50 reported events. Prints one JSON object.
 //
 //   npx tsx bench/automation-loop.ts [--assets 10000]
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
 import { storeBenchDefinitions } from "./_definitions.js";
+import { printResult, sleep, timed, withScope } from "./_setup.js";
 import { partitionSpace } from "../src/partitions/index.js";
 import { AutomationTask } from "../src/reconciler/index.js";
-import {
-  createDatabase,
-  databaseUrlWithName,
-  dropDatabase,
-  GraphCache,
-  migrate,
-  openPostgres,
-  PgAutomationStore,
-  PgEventStore,
-  PgRunStore,
-  toJson,
-} from "../src/storage/index.js";
+import { GraphCache, PgAutomationStore, PgEventStore, PgRunStore, toJson } from "../src/storage/index.js";
 
 const { values } = parseArgs({ options: { assets: { type: "string", default: "10000" } } });
 const N = Number(values.assets);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const now = new Date("2026-01-01T00:30:00Z");
 
 // Same shape as bench/automation-tick.ts: one definitions file, one export per asset.
@@ -60,16 +46,10 @@ function definitionsSource(): string {
 }
 
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_auto_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-auto-"));
-  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 4 });
-  try {
-    await migrate(handle.db);
-    const loadStarted = performance.now();
-    const definitions = await storeBenchDefinitions(handle.db, dir, definitionsSource(), 120_000);
-    const loadMs = performance.now() - loadStarted;
+  await withScope(async (scope) => {
+    const { db } = await scope.database("auto", 4);
+    const dir = await scope.tempDir("auto");
+    const { value: definitions, ms: loadMs } = await timed(() => storeBenchDefinitions(db, dir, definitionsSource(), 120_000));
     const graphs = new GraphCache(definitions, 0);
     const { graph } = await graphs.current();
 
@@ -82,7 +62,7 @@ async function main(): Promise<void> {
       if (rows.length === 0) return;
       await sql`insert into partition_status (asset_key, partition_key, status, last_materialization_event_id, materialized_at, updated_at)
                 select x.asset_key, x.partition_key, 'materialized', x.event_id, ${now}, ${now}
-                from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(asset_key text, partition_key text, event_id bigint)`.execute(handle.db);
+                from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(asset_key text, partition_key text, event_id bigint)`.execute(db);
       seeded += rows.length;
       rows = [];
     };
@@ -94,12 +74,12 @@ async function main(): Promise<void> {
       if (rows.length >= 20_000) await flush();
     }
     await flush();
-    await sql`analyze`.execute(handle.db);
+    await sql`analyze`.execute(db);
     const seedMs = performance.now() - seedStarted;
 
-    const runs = new PgRunStore(handle.db);
+    const runs = new PgRunStore(db);
     const task = new AutomationTask({
-      store: new PgAutomationStore(handle.db),
+      store: new PgAutomationStore(db),
       runs,
       graphs,
       definitions,
@@ -119,35 +99,29 @@ async function main(): Promise<void> {
       const space = partitionSpace(a.partitions!);
       events.push({ assetKey: a.key, partitionKey: space.keyAt(space.count(now) - 2 - Math.floor(random() * 10)), kind: "external" as const, metadata: {} });
     }
-    await new PgEventStore(handle.db).reportEvents(events, now);
+    await new PgEventStore(db).reportEvents(events, now);
     // Events are read once no older transaction in the cluster is open (see events.tx_id): tick until they are.
     let incremental = await task.tick(new Date(now.getTime() + 2_000));
     for (let i = 1; i < 100 && (incremental?.events ?? 0) === 0; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
       incremental = await task.tick(new Date(now.getTime() + 2_000 + i));
     }
-    const runsCreated = Number((await sql<{ n: string }>`select count(*) as n from runs`.execute(handle.db)).rows[0]!.n);
-    const records = Number((await sql<{ n: string }>`select count(*) as n from automation_evaluations`.execute(handle.db)).rows[0]!.n);
-    process.stdout.write(
-      `${JSON.stringify({
-        bench: "automation-loop",
-        database: "postgres (local)",
-        assets: N,
-        partitionStatusRows: seeded,
-        loadDefinitionsMs: Math.round(loadMs),
-        seedMs: Math.round(seedMs),
-        firstTick: round(first),
-        steadyFullTick: round(steady),
-        incrementalAfter50Events: round(incremental),
-        runsCreated,
-        evaluationRecords: records,
-      })}\n`,
-    );
-  } finally {
-    await handle.close();
-    await dropDatabase(adminUrl, dbName);
-    await rm(dir, { recursive: true, force: true });
-  }
+    const runsCreated = Number((await sql<{ n: string }>`select count(*) as n from runs`.execute(db)).rows[0]!.n);
+    const records = Number((await sql<{ n: string }>`select count(*) as n from automation_evaluations`.execute(db)).rows[0]!.n);
+    printResult({
+      bench: "automation-loop",
+      database: "postgres (local)",
+      assets: N,
+      partitionStatusRows: seeded,
+      loadDefinitionsMs: Math.round(loadMs),
+      seedMs: Math.round(seedMs),
+      firstTick: round(first),
+      steadyFullTick: round(steady),
+      incrementalAfter50Events: round(incremental),
+      runsCreated,
+      evaluationRecords: records,
+    });
+  });
 }
 
 function round<T extends { ms: number } | undefined>(s: T): T {

@@ -11,6 +11,7 @@ import { AssetGraph, validateGraph, type SnapshotAsset } from "../src/graph/inde
 import { asset, daily, dep, eager, hourly, onCron, onMissing, type AssetDefinition } from "../src/index.js";
 import { partitionSpace, PartitionSubset, type PartitionSpace } from "../src/partitions/index.js";
 import { runAutomationTick, type AssetAutomationState, type AssetView } from "../src/reconciler/index.js";
+import { printResult } from "./_setup.js";
 
 const { values } = parseArgs({ options: { assets: { type: "string", default: "10000" } } });
 const N = Number(values.assets);
@@ -100,15 +101,13 @@ for (let e = 0; e < 50; e++) {
 }
 const incremental = tick(new Date(now.getTime() + 2_000), touched);
 
-process.stdout.write(
-  `${JSON.stringify({
-    bench: "automation-tick",
-    assets: N,
-    depsPerAsset: DEPS,
-    partitions: totalPartitions,
-    buildGraphMs: Number(buildMs.toFixed(0)),
-    firstFullTick: first,
-    steadyFullTick: steady,
-    incrementalAfter50Events: { ...incremental, downstreamAssets: touched.size },
-  })}\n`,
-);
+printResult({
+  bench: "automation-tick",
+  assets: N,
+  depsPerAsset: DEPS,
+  partitions: totalPartitions,
+  buildGraphMs: Number(buildMs.toFixed(0)),
+  firstFullTick: first,
+  steadyFullTick: steady,
+  incrementalAfter50Events: { ...incremental, downstreamAssets: touched.size },
+});

@@ -5,24 +5,13 @@
 //   npx tsx bench/backfill.ts [--only 1x16,1x64,7x16,365x1] [--days 365]
 // Pacings are <maxPartitionsPerRun>x<maxConcurrentRuns>. Every pacing
 // backfills the same year again (a fresh backfill re-materialises it).
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
 import { launchBackfill } from "../src/api/index.js";
-import { benchLocalExecutor, storeBenchDefinitions } from "./_definitions.js";
-import { BackfillTask, Reconciler } from "../src/reconciler/index.js";
-import {
-  createDatabase,
-  databaseUrlWithName,
-  dropDatabase,
-  GraphCache,
-  migrate,
-  openPostgres,
-  PgBackfillStore,
-  PgRunStore,
-} from "../src/storage/index.js";
+import { benchLocalExecutor, storeBenchGraph } from "./_definitions.js";
+import { printResult, round1, sleep, unlimitedDefaultPool, withScope } from "./_setup.js";
+import { BackfillTask } from "../src/reconciler/index.js";
+import { PgBackfillStore } from "../src/storage/index.js";
 
 const { values: args } = parseArgs({
   options: { only: { type: "string", default: "1x16,1x64,7x16,365x1" }, days: { type: "string", default: "365" } },
@@ -33,7 +22,6 @@ const pacings = args.only.split(",").map((p) => {
   return { maxPartitionsPerRun: perRun, maxConcurrentRuns: concurrent };
 });
 const days = Number(args.days);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const ASSETS = 25;
 
 // g/00 is the root; g/i reads g/(i-1) and, from g/03 on, g/(i-3): a deep
@@ -53,12 +41,6 @@ ${Array.from({ length: ASSETS }, (_, i) => `export const g${i} = built[${i}];`).
 `;
 
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_backfill_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-backfill-defs-"));
-  const logsDir = await mkdtemp(path.join(tmpdir(), "tributary-bench-backfill-logs-"));
-  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 10 });
   const results: Record<string, unknown> = {
     bench: "backfill",
     database: "postgres (local)",
@@ -66,34 +48,27 @@ async function main(): Promise<void> {
     days,
     steps: ASSETS * days,
   };
-  let stop: (() => Promise<void>) | undefined;
-  try {
-    await migrate(handle.db);
-    const definitions = await storeBenchDefinitions(handle.db, dir, DEFINITIONS, 60_000);
-    const runs = new PgRunStore(handle.db);
-    const backfills = new PgBackfillStore(handle.db);
-    const graphs = new GraphCache(definitions);
-    await sql`update pools set slots = 100000 where name = 'default_pool'`.execute(handle.db);
+  await withScope(async (scope) => {
+    const { db, handle } = await scope.database("backfill");
+    const dirs = { definitionsDir: await scope.tempDir("backfill-defs"), logsDir: await scope.tempDir("backfill-logs") };
+    const stores = await storeBenchGraph(db, dirs.definitionsDir, DEFINITIONS, 60_000);
+    const { runs, graphs, definitions } = stores;
+    const backfills = new PgBackfillStore(db);
+    await unlimitedDefaultPool(db);
 
-    const executor = benchLocalExecutor({ runs, definitions, graphs }, { definitionsDir: dir, logsDir }, 128);
+    const executor = benchLocalExecutor(stores, dirs, 128);
     let passes = 0;
     const task = new BackfillTask({ backfills, graphs, definitions, log: (level, m) => level !== "info" && process.stderr.write(`[${level}] ${m}\n`) });
-    const reconciler = new Reconciler({
+    await scope.reconciler({
       store: runs,
       database: handle,
       graphs,
       executors: { local: executor },
-      definitionsDir: dir,
-      logsDir,
+      ...dirs,
       // The fallback timer is long, so a result that depended on it would show.
       pollIntervalMs: 5_000,
       tasks: [{ name: task.name, run: (now) => (passes++, task.run(now)) }],
     });
-    await reconciler.start();
-    stop = async () => {
-      await reconciler.stop();
-      await executor.close({ graceMs: 1_000 });
-    };
 
     const last = new Date(Date.UTC(2025, 0, days)).toISOString().slice(0, 10);
     const out: Record<string, unknown>[] = [];
@@ -110,7 +85,7 @@ async function main(): Promise<void> {
       for (;;) {
         record = (await backfills.get(b.id))!;
         if (["completed", "failed", "canceled"].includes(record.status)) break;
-        await new Promise((r) => setTimeout(r, 10));
+        await sleep(10);
       }
       const wallMs = performance.now() - started;
       if (record.status !== "completed") throw new Error(`backfill ${b.id} ended ${record.status}: ${JSON.stringify(record.error)}`);
@@ -125,7 +100,7 @@ async function main(): Promise<void> {
         select count(*)::int as runs,
                percentile_cont(0.5) within group (order by extract(epoch from (created_at - prev_end)) * 1000) as gap_p50,
                max(extract(epoch from (created_at - prev_end)) * 1000) as gap_max
-        from r`.execute(handle.db);
+        from r`.execute(db);
       const r = rows[0]!;
       const { rows: inner } = await sql<{
         run_p50: number;
@@ -145,7 +120,7 @@ async function main(): Promise<void> {
         from step_deps sd join steps s on s.id = sd.step_id join runs r on r.id = s.run_id
         join step_tries d on d.step_id = sd.step_id and d.try_number = 1
         join step_tries u on u.step_id = sd.upstream_step_id and u.try_number = 1
-        where r.backfill_id = ${b.id}::uuid`.execute(handle.db);
+        where r.backfill_id = ${b.id}::uuid`.execute(db);
       out.push({
         maxPartitionsPerRun: pacing.maxPartitionsPerRun,
         maxConcurrentRuns: pacing.maxConcurrentRuns,
@@ -155,30 +130,20 @@ async function main(): Promise<void> {
         launchMs: Math.round(launchMs),
         stepsPerSec: Math.round((record.done / wallMs) * 1000),
         taskPasses: passes,
-        runMsP50: round(inner[0]!.run_p50),
-        handoffMs: { p50: round(inner[0]!.handoff_p50), p99: round(inner[0]!.handoff_p99) },
+        runMsP50: round1(inner[0]!.run_p50),
+        handoffMs: { p50: round1(inner[0]!.handoff_p50), p99: round1(inner[0]!.handoff_p99) },
         handoffStagesP50Ms: {
-          endToScheduled: round(inner[0]!.to_scheduled),
-          scheduledToQueued: round(inner[0]!.to_queued),
-          queuedToStarted: round(inner[0]!.to_started),
+          endToScheduled: round1(inner[0]!.to_scheduled),
+          scheduledToQueued: round1(inner[0]!.to_queued),
+          queuedToStarted: round1(inner[0]!.to_started),
         },
-        ...(r.gap_p50 !== null ? { refillMs: { p50: round(r.gap_p50), max: round(r.gap_max) } } : {}),
+        ...(r.gap_p50 !== null ? { refillMs: { p50: round1(r.gap_p50), max: round1(r.gap_max) } } : {}),
       });
       process.stderr.write(`${JSON.stringify(out[out.length - 1])}\n`);
     }
     results.pacings = out;
-  } finally {
-    await stop?.();
-    await handle.close();
-    await dropDatabase(adminUrl, dbName);
-    await rm(dir, { recursive: true, force: true });
-    await rm(logsDir, { recursive: true, force: true });
-  }
-  console.log(JSON.stringify(results));
-}
-
-function round(n: number | null): number | null {
-  return n === null ? null : Math.round(n * 10) / 10;
+  });
+  printResult(results);
 }
 
 await main();

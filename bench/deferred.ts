@@ -8,23 +8,13 @@
 // Files appear in waves of --wave every 100 ms, so the triggerer and the
 // reconciler see a steady arrival rate rather than one burst.
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
 import { launchRun } from "../src/api/index.js";
-import { Reconciler } from "../src/reconciler/index.js";
-import {
-  createDatabase,
-  databaseUrlWithName,
-  dropDatabase,
-  GraphCache,
-  migrate,
-  openPostgres,
-  PgRunStore,
-} from "../src/storage/index.js";
-import { benchLocalExecutor, storeBenchDefinitions } from "./_definitions.js";
+import { benchLocalExecutor, storeBenchGraph } from "./_definitions.js";
+import { floorRank, printResult, REPO_ROOT, sleep, stopProcess, unlimitedDefaultPool, withScope } from "./_setup.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -36,8 +26,6 @@ const { values: args } = parseArgs({
 const STEPS = Number(args.steps);
 const WAVE = Number(args.wave);
 const CAPACITY = 16;
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
-const repo = path.resolve(import.meta.dirname, "..");
 
 const definitions = (landing: string) => `
 import { asset, hourly, fileExists } from "tributary";
@@ -64,43 +52,27 @@ async function treeUsage(pid: number): Promise<{ rssMb: number; cpuSec: number }
   return { rssMb: Math.round(all.reduce((a, u) => a + u.rssMb, 0) * 10) / 10, cpuSec: all.reduce((a, u) => a + u.cpuSec, 0) };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_deferred_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const scratch = await mkdtemp(path.join(tmpdir(), "tributary-bench-deferred-"));
-  const dir = path.join(scratch, "defs");
-  const logsDir = path.join(scratch, "logs");
-  const landing = path.join(scratch, "landing");
-  await Promise.all([mkdir(dir), mkdir(logsDir), mkdir(landing)]);
-  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 10 });
   const results: Record<string, unknown> = { bench: "deferred", database: "postgres (local)", steps: STEPS, interval: args.interval, executorSlots: CAPACITY };
-  const stops: (() => Promise<void>)[] = [];
-  try {
-    await migrate(handle.db);
-    const defs = await storeBenchDefinitions(handle.db, dir, definitions(landing));
-    const runs = new PgRunStore(handle.db);
-    const graphs = new GraphCache(defs);
-    await sql`update pools set slots = 100000 where name = 'default_pool'`.execute(handle.db);
-    const executor = benchLocalExecutor({ runs, definitions: defs, graphs }, { definitionsDir: dir, logsDir }, CAPACITY / 2);
-    const reconciler = new Reconciler({ store: runs, database: handle, graphs, executors: { local: executor }, definitionsDir: dir, logsDir });
-    await reconciler.start();
-    stops.push(async () => {
-      await reconciler.stop();
-      await executor.close({ graceMs: 1_000 });
-    });
+  await withScope(async (scope) => {
+    const { db, url, handle } = await scope.database("deferred");
+    const scratch = await scope.tempDir("deferred");
+    const dir = path.join(scratch, "defs");
+    const logsDir = path.join(scratch, "logs");
+    const landing = path.join(scratch, "landing");
+    await Promise.all([mkdir(dir), mkdir(logsDir), mkdir(landing)]);
+    const stores = await storeBenchGraph(db, dir, definitions(landing));
+    const { runs, graphs, definitions: defs } = stores;
+    await unlimitedDefaultPool(db);
+    const executor = benchLocalExecutor(stores, { definitionsDir: dir, logsDir }, CAPACITY / 2);
+    await scope.reconciler({ store: runs, database: handle, graphs, executors: { local: executor }, definitionsDir: dir, logsDir });
 
-    const triggerer = spawn(process.execPath, ["--import", "tsx", path.join(repo, "src/cli/main.ts"), "triggerer", "--definitions", dir], {
-      cwd: repo,
+    const triggerer = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "src/cli/main.ts"), "triggerer", "--definitions", dir], {
+      cwd: REPO_ROOT,
       env: { ...process.env, DATABASE_URL: url },
       stdio: ["ignore", "ignore", "inherit"],
     });
-    stops.push(async () => {
-      triggerer.kill("SIGTERM");
-      await new Promise((resolve) => triggerer.once("exit", resolve));
-    });
+    scope.onClose(() => stopProcess(triggerer));
     await sleep(2_000);
     const idleBefore = await treeUsage(triggerer.pid!);
 
@@ -109,7 +81,7 @@ async function main(): Promise<void> {
     const launched = performance.now();
     const { runId } = await launchRun({ graphs, runs, definitions: defs }, { assetKeys: ["bench/waits"], from: "2025-01-01-00:00", to: last }, new Date());
     for (;;) {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'deferred'`.execute(handle.db);
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'deferred'`.execute(db);
       if (rows[0]!.n === STEPS) break;
       await sleep(50);
     }
@@ -117,7 +89,7 @@ async function main(): Promise<void> {
     const { rows: held } = await sql<{ active: number; occupied: number; running: number }>`
       select (select steps_active from runs where id = ${runId}) as active,
              (select occupied_slots from pools where name = 'default_pool') as occupied,
-             (select count(*)::int from steps where run_id = ${runId} and state in ('queued', 'running')) as running`.execute(handle.db);
+             (select count(*)::int from steps where run_id = ${runId} and state in ('queued', 'running')) as running`.execute(db);
     results.allDeferredMs = Math.round(deferMs);
     results.whileWaiting = { ...held[0]!, executorFreeSlots: executor.freeSlots() };
 
@@ -127,7 +99,7 @@ async function main(): Promise<void> {
     const windowMs = 10_000;
     await sleep(windowMs);
     const b = await treeUsage(triggerer.pid!);
-    const { rows: checks } = await sql<{ checks: number }>`select coalesce(sum(attempts), 0)::int as checks from triggers`.execute(handle.db);
+    const { rows: checks } = await sql<{ checks: number }>`select coalesce(sum(attempts), 0)::int as checks from triggers`.execute(db);
     results.triggerer = {
       rssMbIdle: idleBefore.rssMb,
       rssMbHolding: b.rssMb,
@@ -137,7 +109,7 @@ async function main(): Promise<void> {
 
     // 3. Files appear in waves; each step's latency from its file to running again.
     const { rows: parts } = await sql<{ partition_key: string; start: string }>`
-      select partition_key, partition_window->>'start' as start from triggers order by partition_key`.execute(handle.db);
+      select partition_key, partition_window->>'start' as start from triggers order by partition_key`.execute(db);
     const written = new Map<string, number>();
     const wavesStarted = performance.now();
     for (let i = 0; i < parts.length; i += WAVE) {
@@ -148,7 +120,7 @@ async function main(): Promise<void> {
       await sleep(100);
     }
     for (;;) {
-      const { rows } = await sql<{ status: string }>`select status from runs where id = ${runId}`.execute(handle.db);
+      const { rows } = await sql<{ status: string }>`select status from runs where id = ${runId}`.execute(db);
       if (rows[0]!.status !== "running" && rows[0]!.status !== "queued") break;
       await sleep(50);
     }
@@ -157,20 +129,15 @@ async function main(): Promise<void> {
       select s.partition_key, t.ended_at as fired, r.started_at as started, (select status from runs where id = ${runId}) as status
       from steps s join triggers t on t.step_id = s.id
       join step_tries r on r.step_id = s.id and r.try_number = s.try_number
-      where s.run_id = ${runId}`.execute(handle.db);
+      where s.run_id = ${runId}`.execute(db);
     const toFired = timeline.map((r) => r.fired.getTime() - written.get(r.partition_key)!).sort((x, y) => x - y);
     const toRunning = timeline.map((r) => r.started.getTime() - written.get(r.partition_key)!).sort((x, y) => x - y);
-    const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+    const pct = (xs: number[], p: number) => floorRank(xs, p / 100)!;
     results.runStatus = timeline[0]?.status;
     results.fileToFiredMs = { p50: pct(toFired, 50), p99: pct(toFired, 99) };
     results.fileToRunningMs = { p50: pct(toRunning, 50), p99: pct(toRunning, 99), max: toRunning.at(-1) };
-  } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    await handle.close();
-    await dropDatabase(adminUrl, dbName);
-    await rm(scratch, { recursive: true, force: true });
-  }
-  console.log(JSON.stringify(results));
+  });
+  printResult(results);
 }
 
 await main();

@@ -1,49 +1,32 @@
 // Cold start of `tributary dev` to its first GraphQL answer listing the demo
 // assets: once on a fresh data directory (PGlite initialises a new database)
 // and once reopening it. Prints one JSON object.
-import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-
-const root = path.resolve(import.meta.dirname, "..");
+import { printResult, startTributary, stopProcess, timed, withScope } from "./_setup.js";
 
 async function firstAnswerMs(dataDir: string, port: number): Promise<number> {
-  const started = performance.now();
-  const child = spawn(process.execPath, ["bin/tributary.mjs", "dev", "--port", String(port), "--data-dir", dataDir], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  try {
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`tributary dev exited with ${child.exitCode}: ${stderr}`);
-      if (performance.now() - started > 120_000) throw new Error("no answer within 120 s");
-      try {
-        const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ query: "{ assets { key } }" }),
-        });
-        const body = (await res.json()) as { data?: { assets: unknown[] } };
-        if ((body.data?.assets.length ?? 0) > 0) return performance.now() - started;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((r) => setTimeout(r, 20));
+  const listsAssets = async () => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ assets { key } }" }),
+      });
+      const body = (await res.json()) as { data?: { assets: unknown[] } };
+      return (body.data?.assets.length ?? 0) > 0;
+    } catch {
+      return false; // not listening yet
     }
-  } finally {
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
-  }
+  };
+  const { value: dev, ms } = await timed(() =>
+    startTributary(["dev", "--port", String(port), "--data-dir", dataDir], { ready: listsAssets, timeoutMs: 120_000, pollMs: 20 }),
+  );
+  await stopProcess(dev.child);
+  return ms;
 }
 
-const dataDir = await mkdtemp(path.join(tmpdir(), "tributary-bench-"));
-try {
+await withScope(async (scope) => {
+  const dataDir = await scope.tempDir("dev");
   const freshMs = await firstAnswerMs(dataDir, 3901);
   const reopenMs = await firstAnswerMs(dataDir, 3902);
-  console.log(JSON.stringify({ bench: "dev-cold-start", freshDataDirMs: Math.round(freshMs), reopenedDataDirMs: Math.round(reopenMs) }));
-} finally {
-  await rm(dataDir, { recursive: true, force: true });
-}
+  printResult({ bench: "dev-cold-start", freshDataDirMs: Math.round(freshMs), reopenedDataDirMs: Math.round(reopenMs) });
+});

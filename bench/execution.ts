@@ -13,33 +13,18 @@
 //    expansion (the expanding try's end → its mapped steps created), and the
 //    mapped steps' own span (first created → last ended). The gather happens in
 //    the transaction that records the last mapped step.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { sql, type Kysely } from "kysely";
-import { runToEnd, storeBenchDefinitions } from "./_definitions.js";
-import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
-import { buildDispatch, Reconciler } from "../src/reconciler/index.js";
-import type { SnapshotAsset } from "../src/graph/index.js";
-import {
-  createDatabase,
-  databaseUrlWithName,
-  dropDatabase,
-  GraphCache,
-  migrate,
-  openPostgres,
-  PgRunStore,
-  type ClaimedStep,
-  type Database,
-} from "../src/storage/index.js";
+import { benchBackend, runToEnd, storeBenchGraph } from "./_definitions.js";
+import { printResult, round1, unlimitedDefaultPool, withScope } from "./_setup.js";
+import { LocalExecutor } from "../src/executor/index.js";
+import type { PgRunStore, Database } from "../src/storage/index.js";
 
 const { values: args } = parseArgs({
   options: { reconcilers: { type: "string", default: "1" }, only: { type: "string", default: "w1,w2,w3,w4" } },
 });
 const reconcilerCount = Number(args.reconcilers);
 const only = new Set(args.only.split(","));
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 
 const DEFINITIONS = `
 import { allPartitions, asset, dep, staticPartitions } from "tributary";
@@ -58,95 +43,69 @@ export const gathered = asset({ key: "w4/gathered", deps: { mapped } }, (_ctx, {
 `;
 
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-defs-"));
-  const logsDir = await mkdtemp(path.join(tmpdir(), "tributary-bench-logs-"));
-  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 10 });
   const results: Record<string, unknown> = { bench: "execution", reconcilers: reconcilerCount, database: "postgres (local)" };
-  const stops: (() => Promise<void>)[] = [];
-  try {
-    await migrate(handle.db);
-    const definitions = await storeBenchDefinitions(handle.db, dir, DEFINITIONS, 60_000);
-    const runs = new PgRunStore(handle.db);
-    if (process.env.BENCH_PROFILE) profile(runs, results);
-    const graphs = new GraphCache(definitions);
-    await sql`update pools set slots = 100000 where name = 'default_pool'`.execute(handle.db);
+  await withScope(async (scope) => {
+    const { db, handle } = await scope.database("execution");
+    const dirs = { definitionsDir: await scope.tempDir("defs"), logsDir: await scope.tempDir("logs") };
+    const stores = await storeBenchGraph(db, dirs.definitionsDir, DEFINITIONS, 60_000);
+    if (process.env.BENCH_PROFILE) profile(stores.runs, results);
+    await unlimitedDefaultPool(db);
 
-    const reconcilers: Reconciler[] = [];
     for (let i = 0; i < reconcilerCount; i++) {
-      const followUp = process.env.BENCH_NO_FAST_PATH
-        ? undefined
-        : { executor: "local", dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset }) => buildDispatch(claim, def, { definitionsDir: dir, logsDir }) };
-      const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null, ...(followUp ? { followUp } : {}) });
-      const executor = new LocalExecutor(backend, {
+      const executor = new LocalExecutor(benchBackend(stores, "local", dirs, !process.env.BENCH_NO_FAST_PATH), {
         processes: reconcilerCount === 1 ? 2 : 1,
         concurrencyPerProcess: Number(process.env.BENCH_CPP ?? 256),
         maxBatchSize: Number(process.env.BENCH_BATCH ?? 500),
-        definitionsDir: dir,
+        definitionsDir: dirs.definitionsDir,
       });
-      const reconciler = new Reconciler({
-        store: runs,
+      await scope.reconciler({
+        store: stores.runs,
         database: handle,
-        graphs,
+        graphs: stores.graphs,
         executors: { local: executor },
-        definitionsDir: dir,
-        logsDir,
+        ...dirs,
         pollIntervalMs: 500,
         claimBatch: Number(process.env.BENCH_CLAIM ?? 512),
       });
-      await reconciler.start();
-      reconcilers.push(reconciler);
-      stops.push(async () => {
-        await reconciler.stop();
-        await executor.close({ graceMs: 1_000 });
-      });
     }
     // Warm up the worker processes (first import of the definitions file).
-    await runToEnd({ runs, graphs, definitions }, ["w2/root"], undefined);
+    await runToEnd(stores, ["w2/root"], undefined);
 
     if (only.has("w1")) {
-      const t = await runToEnd({ runs, graphs, definitions }, ["w1/a", "w1/b", "w1/c"], { all: true });
-      results.w1 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000), ...(await handoff(handle.db, t.runId)) };
+      const t = await runToEnd(stores, ["w1/a", "w1/b", "w1/c"], { all: true });
+      results.w1 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000), ...(await handoff(db, t.runId)) };
       // The same chains, 50 at a time: hand-off when a slot is free (orchestration overhead, no queueing).
-      const light = await runToEnd({ runs, graphs, definitions }, ["w1/a", "w1/b", "w1/c"], { from: "c00000", to: "c00049" });
-      results.w1Unsaturated = { steps: light.steps, wallMs: Math.round(light.ms), ...(await handoff(handle.db, light.runId)) };
+      const light = await runToEnd(stores, ["w1/a", "w1/b", "w1/c"], { from: "c00000", to: "c00049" });
+      results.w1Unsaturated = { steps: light.steps, wallMs: Math.round(light.ms), ...(await handoff(db, light.runId)) };
     }
     if (only.has("w2")) {
-      const t = await runToEnd({ runs, graphs, definitions }, ["w2/root", "w2/child", "w2/join"], { all: true });
+      const t = await runToEnd(stores, ["w2/root", "w2/child", "w2/join"], { all: true });
       results.w2 = { steps: t.steps, wallMs: Math.round(t.ms) };
     }
     if (only.has("w3")) {
-      const t = await runToEnd({ runs, graphs, definitions }, ["w3/burst"], { all: true });
+      const t = await runToEnd(stores, ["w3/burst"], { all: true });
       results.w3 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
     }
     if (only.has("w4")) {
-      const t = await runToEnd({ runs, graphs, definitions }, ["w4/list", "w4/mapped", "w4/gathered"], undefined);
+      const t = await runToEnd(stores, ["w4/list", "w4/mapped", "w4/gathered"], undefined);
       const { rows } = await sql<{ mapped: number; expand_ms: number; run_ms: number }>`
         select count(*) filter (where s.map_index >= 0)::int as mapped,
                extract(epoch from (max(s.created_at) filter (where s.map_index >= 0)
                                    - max(t.ended_at) filter (where s.asset_key = 'w4/mapped' and s.map_index = -1))) * 1000 as expand_ms,
                extract(epoch from (max(s.ended_at) filter (where s.map_index >= 0) - min(s.created_at) filter (where s.map_index >= 0))) * 1000 as run_ms
         from steps s left join step_tries t on t.step_id = s.id and t.try_number = 1
-        where s.run_id = ${t.runId}::uuid`.execute(handle.db);
+        where s.run_id = ${t.runId}::uuid`.execute(db);
       const m = rows[0]!;
       results.w4 = {
         mappedSteps: m.mapped,
         wallMs: Math.round(t.ms),
         mappedStepsPerSec: Math.round((m.mapped / m.run_ms) * 1000),
-        expandMs: round(m.expand_ms),
+        expandMs: round1(m.expand_ms),
         runMappedMs: Math.round(m.run_ms),
       };
     }
-  } finally {
-    for (const stop of stops) await stop();
-    await handle.close();
-    await dropDatabase(adminUrl, dbName);
-    await rm(dir, { recursive: true, force: true });
-    await rm(logsDir, { recursive: true, force: true });
-  }
-  console.log(JSON.stringify(results));
+  });
+  printResult(results);
 }
 
 /** Upstream end → downstream start over a run's edges, and where the time went (p50 per stage). */
@@ -165,8 +124,8 @@ async function handoff(db: Kysely<Database>, runId: string): Promise<Record<stri
     where s.run_id = ${runId}::uuid`.execute(db);
   const h = rows[0]!;
   return {
-    handoffMs: { p50: round(h.p50), p99: round(h.p99), samples: h.n },
-    handoffStagesP50Ms: { endToScheduled: round(h.to_scheduled), scheduledToQueued: round(h.to_queued), queuedToStarted: round(h.to_started) },
+    handoffMs: { p50: round1(h.p50), p99: round1(h.p99), samples: h.n },
+    handoffStagesP50Ms: { endToScheduled: round1(h.to_scheduled), scheduledToQueued: round1(h.to_queued), queuedToStarted: round1(h.to_started) },
   };
 }
 
@@ -186,10 +145,6 @@ function profile(store: PgRunStore, results: Record<string, unknown>): void {
       return out;
     };
   }
-}
-
-function round(n: number | null): number | null {
-  return n === null ? null : Math.round(n * 10) / 10;
 }
 
 await main();

@@ -8,10 +8,11 @@
 // With --burst, every step is submitted at once instead (a midnight burst):
 // latency is then mostly queueing.
 //   npx tsx bench/executor-overhead.ts [--steps 20000] [--processes N] [--concurrency 4] [--burst] [--flush-delay 1]
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { LocalExecutor, type ExecutionBackend, type StepDispatch, type StepInputs } from "../src/executor/index.js";
+import { ascending, BenchScope, floorRank, printResult } from "./_setup.js";
 
 function arg(name: string): number | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,7 +25,8 @@ const CONCURRENCY = arg("concurrency") ?? 4;
 const BURST = process.argv.includes("--burst");
 const FLUSH_DELAY_MS = arg("flush-delay") ?? 1;
 
-const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-exec-"));
+const scope = new BenchScope();
+const dir = await scope.tempDir("exec");
 const file = path.join(dir, "noop.ts");
 await writeFile(file, `import { asset } from "tributary";\nexport const noop = asset({ key: "bench/noop" }, () => null);\n`);
 
@@ -118,33 +120,27 @@ await allDone;
 const ms = performance.now() - began;
 const calls = { started: executor.reportCalls.started - calls0.started, finished: executor.reportCalls.finished - calls0.finished };
 await executor.close({ graceMs: 5_000 });
-await rm(dir, { recursive: true, force: true });
+await scope.close();
 
 const latencies: number[] = [];
 for (let id = 1; id <= STEPS; id++) latencies.push(finishedAt[id]! - submittedAt[id]!);
 
-function pct(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return +sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2);
-}
+const pct = (values: number[], p: number): number => +floorRank(ascending(values), p / 100)!.toFixed(2);
 
-console.log(
-  JSON.stringify(
-    {
-      steps: STEPS,
-      mode: BURST ? "burst" : "keep-full",
-      processes: PROCESSES,
-      concurrencyPerProcess: CONCURRENCY,
-      flushDelayMs: FLUSH_DELAY_MS,
-      ms: Math.round(ms),
-      stepsPerSec: Math.round((STEPS / ms) * 1000),
-      p50SubmitToFinishedMs: pct(latencies, 50),
-      p99SubmitToFinishedMs: pct(latencies, 99),
-      p99SubmitToStartedMs: pct(dispatchMs, 99),
-      p99EndToReportedMs: pct(reportMs, 99),
-      backendCalls: { ...calls, perThousandSteps: +(((calls.started + calls.finished) / STEPS) * 1000).toFixed(1) },
-    },
-    null,
-    2,
-  ),
+printResult(
+  {
+    steps: STEPS,
+    mode: BURST ? "burst" : "keep-full",
+    processes: PROCESSES,
+    concurrencyPerProcess: CONCURRENCY,
+    flushDelayMs: FLUSH_DELAY_MS,
+    ms: Math.round(ms),
+    stepsPerSec: Math.round((STEPS / ms) * 1000),
+    p50SubmitToFinishedMs: pct(latencies, 50),
+    p99SubmitToFinishedMs: pct(latencies, 99),
+    p99SubmitToStartedMs: pct(dispatchMs, 99),
+    p99EndToReportedMs: pct(reportMs, 99),
+    backendCalls: { ...calls, perThousandSteps: +(((calls.started + calls.finished) / STEPS) * 1000).toFixed(1) },
+  },
+  2,
 );

@@ -5,11 +5,11 @@
 // build and hash the snapshot.
 //   npx tsx bench/load-definitions.ts [--files 1000] [--concurrency N]
 import { readFileSync } from "node:fs";
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { buildSnapshot, hashSnapshot } from "../src/graph/index.js";
 import { loadDefinitions } from "../src/loader/index.js";
+import { ascending, nearestRank, printResult, round1, withScope } from "./_setup.js";
 
 function arg(name: string): number | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -63,11 +63,7 @@ async function generate(dir: string): Promise<number> {
   return assetCount;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-}
-
-const round = (n: number): number => Math.round(n * 10) / 10;
+const percentile = (sorted: number[], p: number): number => nearestRank(sorted, p / 100) ?? 0;
 
 /** CPU milliseconds of the child processes that have ended (Linux: /proc), or undefined. */
 function childrenCpuMs(): number | undefined {
@@ -80,8 +76,8 @@ function childrenCpuMs(): number | undefined {
   }
 }
 
-const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-defs-"));
-try {
+await withScope(async (scope) => {
+  const dir = await scope.tempDir("defs");
   const generatedAssets = await generate(dir);
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
@@ -100,31 +96,27 @@ try {
   const hash = hashSnapshot(built.graph);
   const hashMs = performance.now() - hashStarted;
 
-  const perFile = result.files.map((f) => f.loadMs).sort((a, b) => a - b);
-  console.log(
-    JSON.stringify({
-      files: result.files.length,
-      assets: result.snapshot.assets.length,
-      generatedAssets,
-      errors: result.files.filter((f) => f.status === "error").length,
-      problems: result.problems.length,
-      concurrency: result.concurrency,
-      totalMs: Math.round(totalMs),
-      filesPerSecond: round(result.files.length / (totalMs / 1000)),
-      perFileMs: { p50: round(percentile(perFile, 50)), p95: round(percentile(perFile, 95)), max: round(perFile.at(-1) ?? 0) },
-      // The loader process (compiling included: esbuild's own process is not counted) and its children, per file.
-      cpuMsPerFile: {
-        loader: round(loaderCpuMs / result.files.length),
-        ...(childCpuMs === undefined ? {} : { children: round(childCpuMs / result.files.length) }),
-      },
-      snapshot: { buildAndValidateMs: round(buildMs), hashMs: round(hashMs), contentHash: hash.slice(0, 12) },
-    }),
-  );
+  const perFile = ascending(result.files.map((f) => f.loadMs));
+  printResult({
+    files: result.files.length,
+    assets: result.snapshot.assets.length,
+    generatedAssets,
+    errors: result.files.filter((f) => f.status === "error").length,
+    problems: result.problems.length,
+    concurrency: result.concurrency,
+    totalMs: Math.round(totalMs),
+    filesPerSecond: round1(result.files.length / (totalMs / 1000)),
+    perFileMs: { p50: round1(percentile(perFile, 50)), p95: round1(percentile(perFile, 95)), max: round1(perFile.at(-1) ?? 0) },
+    // The loader process (compiling included: esbuild's own process is not counted) and its children, per file.
+    cpuMsPerFile: {
+      loader: round1(loaderCpuMs / result.files.length),
+      ...(childCpuMs === undefined ? {} : { children: round1(childCpuMs / result.files.length) }),
+    },
+    snapshot: { buildAndValidateMs: round1(buildMs), hashMs: round1(hashMs), contentHash: hash.slice(0, 12) },
+  });
   if (result.files.some((f) => f.status === "error")) {
     const first = result.files.find((f) => f.status === "error")!;
     console.error(`first error: ${first.file}: ${first.error?.message}`);
     process.exitCode = 1;
   }
-} finally {
-  await rm(dir, { recursive: true, force: true });
-}
+});

@@ -14,6 +14,7 @@ import {
   upstreamPartitions,
   weekly,
 } from "../src/partitions/index.js";
+import { ascending, floorRank, printResult } from "./_setup.js";
 
 const RUNS = 9;
 
@@ -25,8 +26,7 @@ function median(fn: () => unknown): number {
     fn();
     times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  return Number(times[Math.floor(RUNS / 2)]!.toFixed(3));
+  return Number(floorRank(ascending(times), 0.5)!.toFixed(3));
 }
 
 // 100 000 hourly keys in a DST zone (crosses 22 DST changes).
@@ -66,22 +66,20 @@ const recentHours = partitionSpace(hourly({ start: "2014-01-01", timezone: "Amer
 const nowFor100k = recentHours.windowAt(100_000)!.start;
 const countAllNow100kHourly = median(() => recentHours.all(nowFor100k).count());
 
-process.stdout.write(
-  `${JSON.stringify({
-    runs: RUNS,
-    enumerate100kHourlyKeysMs: enumerate100kHourlyKeys,
-    mapYearDailiesToWeekliesMs: mapYearDailiesToWeeklies,
-    mapYearWeekliesToDailiesMs: mapYearWeekliesToDailies,
-    mapEveryOtherDayToWeekliesMs: mapEveryOtherDayToWeeklies,
-    map365DailiesOneByOneToWeekliesMs: mapEachDailyToItsWeekly,
-    union1mPartitions10kRangesMs: union1m,
-    intersection1mPartitions10kRangesMs: intersection1m,
-    difference1mPartitions10kRangesMs: difference1m,
-    countAllNow100kHourlyMs: countAllNow100kHourly,
-    checks: {
-      lastOf100kHourlyKeys: lastKey,
-      existingHourly: recentHours.count(nowFor100k),
-      unionCount: a.union(b).count(),
-    },
-  })}\n`,
-);
+printResult({
+  runs: RUNS,
+  enumerate100kHourlyKeysMs: enumerate100kHourlyKeys,
+  mapYearDailiesToWeekliesMs: mapYearDailiesToWeeklies,
+  mapYearWeekliesToDailiesMs: mapYearWeekliesToDailies,
+  mapEveryOtherDayToWeekliesMs: mapEveryOtherDayToWeeklies,
+  map365DailiesOneByOneToWeekliesMs: mapEachDailyToItsWeekly,
+  union1mPartitions10kRangesMs: union1m,
+  intersection1mPartitions10kRangesMs: intersection1m,
+  difference1mPartitions10kRangesMs: difference1m,
+  countAllNow100kHourlyMs: countAllNow100kHourly,
+  checks: {
+    lastOf100kHourlyKeys: lastKey,
+    existingHourly: recentHours.count(nowFor100k),
+    unionCount: a.union(b).count(),
+  },
+});

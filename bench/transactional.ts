@@ -6,27 +6,15 @@
 // JSON object; records nothing.
 //
 //   npx tsx bench/transactional.ts [--steps 2000] [--concurrency 4,8] [--local-concurrency 4] [--no-local]
-import { mkdtemp, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { symlink } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
-import { LocalExecutor, StoreExecutionBackend, TransactionalExecutor, type Executor } from "../src/executor/index.js";
-import type { SnapshotAsset } from "../src/graph/index.js";
-import { buildDispatch, Reconciler } from "../src/reconciler/index.js";
-import {
-  createDatabase,
-  databaseUrlWithName,
-  dropDatabase,
-  GraphCache,
-  migrate,
-  openPostgres,
-  PgRunStore,
-  type ClaimedStep,
-  type PgDefinitionStore,
-} from "../src/storage/index.js";
-import { runToEnd, storeBenchDefinitions } from "./_definitions.js";
+import { LocalExecutor, TransactionalExecutor, type Executor } from "../src/executor/index.js";
+import { Reconciler } from "../src/reconciler/index.js";
+import type { PostgresHandle } from "../src/storage/index.js";
+import { benchBackend, runToEnd, storeBenchGraph, type BenchDirs, type BenchStores } from "./_definitions.js";
+import { printResult, REPO_ROOT, unlimitedDefaultPool, withScope } from "./_setup.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -39,8 +27,6 @@ const { values: args } = parseArgs({
 const STEPS = Number(args.steps);
 const CONCURRENCIES = args.concurrency.split(",").map(Number);
 const LOCAL_CONCURRENCY = Number(args["local-concurrency"]);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
-const REPO = fileURLToPath(new URL("..", import.meta.url));
 
 const definitionsOf = (url: string) => `
 import { asset, staticPartitions } from "tributary";
@@ -64,68 +50,54 @@ export const local = asset({ key: "bench/local", partitions: keys }, async (ctx)
 `;
 
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_tx_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-tx-defs-"));
-  const logsDir = await mkdtemp(path.join(tmpdir(), "tributary-bench-tx-logs-"));
-  // The local step imports pg: resolve it from this checkout.
-  await symlink(path.join(REPO, "node_modules"), path.join(dir, "node_modules"));
-  const handle = await openPostgres({ kind: "postgres", url, maxConnections: 20 });
   const results: Record<string, unknown> = { bench: "transactional", steps: STEPS, database: "postgres (local)", reconcilers: 1 };
-  try {
-    await migrate(handle.db);
-    const definitions = await storeBenchDefinitions(handle.db, dir, definitionsOf(url), 60_000);
-    await sql`create table bench_rows (id bigserial primary key, asset text not null, partition_key text not null)`.execute(handle.db);
-    await sql`update pools set slots = 100000 where name = 'default_pool'`.execute(handle.db);
-    const runs = new PgRunStore(handle.db);
-    const graphs = new GraphCache(definitions);
-    const dirs = { definitionsDir: dir, logsDir };
-    const followUp = (kind: string) => ({ executor: kind, dispatchOf: (claim: ClaimedStep, def: { asset: SnapshotAsset }) => buildDispatch(claim, def, dirs) });
+  await withScope(async (scope) => {
+    const { db, url, handle } = await scope.database("tx", 20);
+    const dirs = { definitionsDir: await scope.tempDir("tx-defs"), logsDir: await scope.tempDir("tx-logs") };
+    // The local step imports pg: resolve it from this checkout.
+    await symlink(path.join(REPO_ROOT, "node_modules"), path.join(dirs.definitionsDir, "node_modules"));
+    const stores = await storeBenchGraph(db, dirs.definitionsDir, definitionsOf(url), 60_000);
+    await sql`create table bench_rows (id bigserial primary key, asset text not null, partition_key text not null)`.execute(db);
+    await unlimitedDefaultPool(db);
 
     const transactional: Record<string, unknown>[] = [];
     for (const concurrency of CONCURRENCIES) {
-      const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null, followUp: followUp("transactional") });
-      const executor = new TransactionalExecutor(backend, {
+      const executor = new TransactionalExecutor(benchBackend(stores, "transactional", dirs), {
         database: handle,
-        runs,
+        runs: stores.runs,
         concurrency,
-        definitionsDir: dir,
+        definitionsDir: dirs.definitionsDir,
       });
-      const t = await measure({ runs, graphs, definitions, handle, dirs }, "transactional", executor, "bench/tx");
+      const t = await measure(stores, handle, dirs, "transactional", executor, "bench/tx");
       transactional.push({ concurrency, ...t });
-      await sql`truncate bench_rows`.execute(handle.db);
+      await sql`truncate bench_rows`.execute(db);
     }
     results.transactional = transactional;
 
     if (!args["no-local"]) {
-      const backend = new StoreExecutionBackend({ runs, definitions, graphs, outputStore: null, followUp: followUp("local") });
-      const executor = new LocalExecutor(backend, { processes: 2, concurrencyPerProcess: LOCAL_CONCURRENCY, definitionsDir: dir });
+      const executor = new LocalExecutor(benchBackend(stores, "local", dirs), { processes: 2, concurrencyPerProcess: LOCAL_CONCURRENCY, definitionsDir: dirs.definitionsDir });
       await executor.ready();
-      results.local = { processes: 2, concurrencyPerProcess: LOCAL_CONCURRENCY, ...(await measure({ runs, graphs, definitions, handle, dirs }, "local", executor, "bench/local")) };
+      results.local = { processes: 2, concurrencyPerProcess: LOCAL_CONCURRENCY, ...(await measure(stores, handle, dirs, "local", executor, "bench/local")) };
     }
-  } finally {
-    await handle.close();
-    await dropDatabase(adminUrl, dbName);
-    for (const d of [dir, logsDir]) await rm(d, { recursive: true, force: true });
-  }
-  console.log(JSON.stringify(results));
+  });
+  printResult(results);
 }
 
 /** One reconciler with this executor alone; a run of every partition of the asset, from launch to its end. */
 async function measure(
-  s: { runs: PgRunStore; graphs: GraphCache; definitions: PgDefinitionStore; handle: Awaited<ReturnType<typeof openPostgres>>; dirs: { definitionsDir: string; logsDir: string } },
+  stores: BenchStores,
+  handle: PostgresHandle,
+  dirs: BenchDirs,
   kind: string,
   executor: Executor,
   assetKey: string,
 ): Promise<Record<string, number>> {
   const reconciler = new Reconciler({
-    store: s.runs,
-    database: s.handle,
-    graphs: s.graphs,
+    store: stores.runs,
+    database: handle,
+    graphs: stores.graphs,
     executors: { [kind]: executor },
-    definitionsDir: s.dirs.definitionsDir,
-    logsDir: s.dirs.logsDir,
+    ...dirs,
     pollIntervalMs: 500,
     onPass: (ms, info) => {
       passes++;
@@ -138,8 +110,8 @@ async function measure(
   let claimed = 0;
   await reconciler.start();
   try {
-    const { ms } = await runToEnd({ graphs: s.graphs, runs: s.runs, definitions: s.definitions }, [assetKey], { all: true });
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from bench_rows`.execute(s.handle.db);
+    const { ms } = await runToEnd(stores, [assetKey], { all: true });
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from bench_rows`.execute(handle.db);
     if (rows[0]!.n !== STEPS) throw new Error(`${kind}: ${rows[0]!.n} rows for ${STEPS} steps`);
     return {
       wallMs: Math.round(ms),

@@ -13,15 +13,14 @@
 // - catalog: until the first page of rows is in the table; then typing a search until the rows are filtered.
 //
 //   npx tsx bench/ui-graph.ts [--runs 5]
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
-import path from "node:path";
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { mixedStatuses, resetRandom, random, seedHistory, type SeedAsset } from "./_seed-history.js";
 import { staticPartitions } from "../src/partitions/index.js";
-import { createDatabase, databaseUrlWithName, dropDatabase, migrate, openPostgres } from "../src/storage/index.js";
-import { startDev, stats } from "./_ui-bench.js";
+import { writeBenchDefinitions } from "./_definitions.js";
+import { printResult, withScope } from "./_setup.js";
+import { launchChromium, startDev, stats } from "./_ui-bench.js";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "5" }, assets: { type: "string", default: "2000" } } });
 const RUNS = Number(values.runs);
@@ -29,8 +28,6 @@ const ASSETS = Number(values.assets);
 const GROUPS = ["ingest", "crm", "finance", "marketing", "ops", "product", "sales", "support"];
 const LEVELS = 12;
 const KEYS = Array.from({ length: 24 }, (_, i) => `p${String(i).padStart(2, "0")}`);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /** The definitions file and each asset's upstreams, upstream assets first. */
 function generate(): { source: string; assets: { key: string; upstreams: string[] }[]; edges: number } {
@@ -72,24 +69,20 @@ function generate(): { source: string; assets: { key: string; upstreams: string[
 }
 
 async function seed(url: string, assets: readonly { key: string; upstreams: string[] }[]): Promise<object> {
-  const handle = await openPostgres({ kind: "postgres", url });
-  try {
-    await migrate(handle.db);
+  return withScope(async (scope) => {
+    const { db } = await scope.postgres(url);
     resetRandom();
     const partitions = staticPartitions(KEYS);
     return await seedHistory(
-      handle.db,
+      db,
       assets.map((a): SeedAsset => {
         const statuses = mixedStatuses(KEYS.length);
         return { key: a.key, partitions, from: () => 0, status: (i) => statuses[i]!, upstreams: a.upstreams, codeVersion: null };
       }),
     );
-  } finally {
-    await handle.close();
-  }
+  });
 }
 
-/** `tributary dev` on the bench definitions; resolves once GraphQL serves them. */
 /** A fresh context and page that records console errors. */
 async function freshPage(browser: Browser, problems: string[]): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -116,18 +109,15 @@ const phasesOf = (page: Page) =>
   ]);
 
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_ui_graph_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-ui-graph-"));
-  let dev: { port: number; stop: () => Promise<void> } | undefined;
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"] });
-  const problems: string[] = [];
-  try {
+  await withScope(async (scope) => {
+    const url = await scope.scratchDatabase("ui_graph");
+    const dir = await scope.tempDir("ui-graph");
+    const browser = await launchChromium(scope);
+    const problems: string[] = [];
     const { source, assets, edges } = generate();
-    await writeFile(path.join(dir, "bench.ts"), source);
+    await writeBenchDefinitions(dir, source);
     const seeded = await seed(url, assets);
-    dev = await startDev(url, dir);
+    const dev = await startDev(scope, url, dir);
     const base = `http://127.0.0.1:${dev.port}`;
 
     const graph = { ready: [] as number[], layout: [] as number[], query: [] as number[], revisit: [] as number[] };
@@ -196,34 +186,27 @@ async function main(): Promise<void> {
       await page.context().close();
     }
     if (problems.length > 0) throw new Error(`console errors:\n${problems.join("\n")}`);
-    process.stdout.write(
-      `${JSON.stringify({
-        bench: "ui-graph",
-        browser: "chromium (headless)",
-        viewport: "1280x800",
-        database: "postgres (local)",
-        loadAverage1m: Math.round(loadavg()[0]! * 10) / 10,
-        assets: assets.length,
-        groups: GROUPS.length,
-        edges,
-        seeded,
-        graph: {
-          navigationToDrawnMs: stats(graph.ready),
-          layoutInWorkerMs: stats(graph.layout),
-          graphqlMs: stats(graph.query),
-          revisitInAppMs: stats(graph.revisit),
-          nodesByStatus: statuses,
-          lastLoad: graphPhases,
-        },
-        catalog: { navigationToRowsMs: stats(catalog.ready), graphqlMs: stats(catalog.query), searchToRowsMs: stats(catalog.search), lastLoad: catalogPhases },
-      })}\n`,
-    );
-  } finally {
-    await browser.close();
-    await dev?.stop();
-    await dropDatabase(adminUrl, dbName);
-    await rm(dir, { recursive: true, force: true });
-  }
+    printResult({
+      bench: "ui-graph",
+      browser: "chromium (headless)",
+      viewport: "1280x800",
+      database: "postgres (local)",
+      loadAverage1m: Math.round(loadavg()[0]! * 10) / 10,
+      assets: assets.length,
+      groups: GROUPS.length,
+      edges,
+      seeded,
+      graph: {
+        navigationToDrawnMs: stats(graph.ready),
+        layoutInWorkerMs: stats(graph.layout),
+        graphqlMs: stats(graph.query),
+        revisitInAppMs: stats(graph.revisit),
+        nodesByStatus: statuses,
+        lastLoad: graphPhases,
+      },
+      catalog: { navigationToRowsMs: stats(catalog.ready), graphqlMs: stats(catalog.query), searchToRowsMs: stats(catalog.search), lastLoad: catalogPhases },
+    });
+  });
 }
 
 await main();

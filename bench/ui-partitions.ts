@@ -8,23 +8,19 @@
 // (performance.measure "partition-bar-draw").
 //
 //   npx tsx bench/ui-partitions.ts [--runs 10] [--sizes 10000,100000]
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
-import path from "node:path";
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { chromium } from "playwright-core";
 import { hourlyStart, mixedStatuses, resetRandom, seedHistory, type SeedAsset } from "./_seed-history.js";
 import { hourly } from "../src/partitions/index.js";
-import { createDatabase, databaseUrlWithName, dropDatabase, migrate, openPostgres } from "../src/storage/index.js";
-import { startDev, stats } from "./_ui-bench.js";
+import { writeBenchDefinitions } from "./_definitions.js";
+import { printResult, withScope } from "./_setup.js";
+import { launchChromium, startDev, stats } from "./_ui-bench.js";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "10" }, sizes: { type: "string", default: "10000,100000" } } });
 const RUNS = Number(values.runs);
 // Seeded and defined always (the seed is the same whatever is measured); measured: these.
 const SIZES = [10_000, 100_000];
 const MEASURED = values.sizes.split(",").map(Number);
-const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const END = "2026-01-01T00:00";
 
 const source = [
@@ -35,9 +31,8 @@ const source = [
 ].join("\n");
 
 async function seed(url: string): Promise<object> {
-  const handle = await openPostgres({ kind: "postgres", url });
-  try {
-    await migrate(handle.db);
+  return withScope(async (scope) => {
+    const { db } = await scope.postgres(url);
     resetRandom();
     const assets: SeedAsset[] = [
       { key: "bench/raw", partitions: hourly({ start: hourlyStart(100_000), end: END }), from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
@@ -46,24 +41,18 @@ async function seed(url: string): Promise<object> {
         return { key: `bench/p${n}`, partitions: hourly({ start: hourlyStart(n), end: END }), from: () => 0, status: (i) => statuses[i]!, upstreams: ["bench/raw"], codeVersion: "v2" };
       }),
     ];
-    return await seedHistory(handle.db, assets);
-  } finally {
-    await handle.close();
-  }
+    return await seedHistory(db, assets);
+  });
 }
 
-/** `tributary dev` on the bench definitions; resolves once GraphQL serves them. */
 async function main(): Promise<void> {
-  const dbName = `tributary_bench_ui_parts_${process.pid}`;
-  await createDatabase(adminUrl, dbName);
-  const url = databaseUrlWithName(adminUrl, dbName);
-  const dir = await mkdtemp(path.join(tmpdir(), "tributary-bench-ui-"));
-  let dev: { port: number; stop: () => Promise<void> } | undefined;
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"] });
-  try {
-    await writeFile(path.join(dir, "bench.ts"), source);
+  await withScope(async (scope) => {
+    const url = await scope.scratchDatabase("ui_parts");
+    const dir = await scope.tempDir("ui");
+    const browser = await launchChromium(scope);
+    await writeBenchDefinitions(dir, source);
     const seeded = await seed(url);
-    dev = await startDev(url, dir);
+    const dev = await startDev(scope, url, dir);
     const out: Record<string, unknown> = {};
     const phases: Record<number, string[]> = {};
     for (const n of SIZES.filter((size) => MEASURED.includes(size))) {
@@ -111,13 +100,8 @@ async function main(): Promise<void> {
     }
     // The machine's 1-minute load average at the end: the figures move with it on a shared machine.
     const load = Math.round(loadavg()[0]! * 10) / 10;
-    process.stdout.write(`${JSON.stringify({ bench: "ui-partitions", browser: "chromium (headless)", viewport: "1280x800", database: "postgres (local)", loadAverage1m: load, seeded, ...out })}\n`);
-  } finally {
-    await browser.close();
-    await dev?.stop();
-    await dropDatabase(adminUrl, dbName);
-    await rm(dir, { recursive: true, force: true });
-  }
+    printResult({ bench: "ui-partitions", browser: "chromium (headless)", viewport: "1280x800", database: "postgres (local)", loadAverage1m: load, seeded, ...out });
+  });
 }
 
 await main();
