@@ -11,7 +11,8 @@
 import { writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import { LocalExecutor, type ExecutionBackend, type StepDispatch, type StepInputs } from "../src/executor/index.js";
+import { LocalExecutor } from "../src/executor/index.js";
+import type { ExecutionBackend, StepDispatch, StepInputs } from "../src/execution/index.js";
 import { ascending, BenchScope, floorRank, printResult } from "./_setup.js";
 
 function arg(name: string): number | undefined {

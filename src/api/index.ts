@@ -42,4 +42,3 @@ export type {
 // The execution API workers report through (docs/execution-api.md).
 export { executionRoutes, ExecutionApiError, MAX_FINISH_BODY_BYTES, MAX_LOG_CHUNK_BYTES } from "./execution/execution-routes.js";
 export type { ExecutionApiServices } from "./execution/execution-routes.js";
-export type { ExecutionApiBackend, ApiStepOutcome, ApiStepResult, ApiTryDispatch, ApiStepInputs } from "./execution/execution-schemas.js";

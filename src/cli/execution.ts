@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { BullmqExecutor, LocalExecutor, StoreExecutionBackend, TransactionalExecutor, type Executor, type StepDispatch } from "../executor/index.js";
+import type { Executor, StepDispatch } from "../execution/index.js";
+import { BullmqExecutor, LocalExecutor, StoreExecutionBackend, TransactionalExecutor } from "../executor/index.js";
 import {
   AlertsTask,
   AutomationTask,
   BackfillTask,
-  buildDispatch,
   lineageSinkFor,
   ObservationsTask,
   OpenLineageTask,
@@ -13,7 +13,7 @@ import {
   type ReconcilerOptions,
 } from "../reconciler/index.js";
 import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerStore, PgTryTokenStore } from "../storage/index.js";
-import { startTriggerer } from "./commands/triggerer-start.js";
+import { startTriggerer } from "./triggerer-start.js";
 import type { Runtime } from "./runtime.js";
 
 /** The reconciler's default: steps queued this long without starting are handed out again. */
@@ -50,7 +50,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     definitions: runtime.definitions,
     graphs: runtime.graphs,
     outputStore: runtime.outputStore,
-    followUp: { executor: "local", dispatchOf: (claim, def, planned) => buildDispatch(claim, def, dirs, planned) },
+    followUp: { executor: "local", dirs },
   });
   const executor = new LocalExecutor(backend, {
     processes: options.processes ?? os.availableParallelism(),
@@ -66,7 +66,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       definitions: runtime.definitions,
       graphs: runtime.graphs,
       outputStore: runtime.outputStore,
-      followUp: { executor: "transactional", dispatchOf: (claim, def, planned) => buildDispatch(claim, def, dirs, planned) },
+      followUp: { executor: "transactional", dirs },
     }),
     {
       database: runtime.database,

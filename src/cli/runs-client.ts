@@ -1,7 +1,7 @@
 import type { ApiContext, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
 import type { MappedStepRef, RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
-import { TRIGGER_FIELDS, triggerFromWire } from "./commands/triggers-client.js";
+import { TRIGGER_FIELDS, triggerFromWire } from "./triggers-client.js";
 // Types only: the in-process pieces (database, loader, executor) are loaded when a command works without a server.
 import type { Execution } from "./execution.js";
 import type { Runtime } from "./runtime.js";

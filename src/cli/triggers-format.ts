@@ -1,6 +1,6 @@
 // How triggers read for people: `fileExists(/in/2025-03-01.csv)`, "checked 3×, next in 4 s".
 import type { TriggerView } from "../storage/index.js";
-import { renderTemplate } from "../triggerer/templates/index.js";
+import { renderTemplate } from "../trigger-checks/templates/index.js";
 
 const MAX_CALL_LENGTH = 80;
 

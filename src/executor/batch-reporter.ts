@@ -1,4 +1,4 @@
-import type { ExecutionBackend, StepDispatch, StepResult, StepStarted } from "./types.js";
+import type { ExecutionBackend, StepDispatch, StepResult, StepStarted } from "../execution/index.js";
 
 export interface BatchReporterOptions {
   /** How long the first event of a batch waits for company. 0: the next turn of the event loop. */

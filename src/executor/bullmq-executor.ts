@@ -11,7 +11,7 @@ import {
   type CancelMessage,
   type StepJob,
 } from "./bullmq-queues.js";
-import type { Executor, StepDispatch } from "./types.js";
+import type { Executor, StepDispatch } from "../execution/index.js";
 
 export interface BullmqExecutorOptions {
   readonly redisUrl: string;

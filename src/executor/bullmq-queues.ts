@@ -1,6 +1,6 @@
 import path from "node:path";
 import { Redis } from "ioredis";
-import type { StepDispatch } from "./types.js";
+import type { StepDispatch } from "../execution/index.js";
 
 /**
  * What the BullMQ executor (in the reconciler) and `tributary worker` share:

@@ -11,7 +11,7 @@ import {
   type StepJob,
 } from "./bullmq-queues.js";
 import { LocalExecutor, type LocalExecutorOptions } from "./local-executor.js";
-import type { ExecutionBackend, StepDispatch, StepResult } from "./types.js";
+import type { ExecutionBackend, StepDispatch, StepResult } from "../execution/index.js";
 
 export interface BullmqStepWorkerOptions extends Omit<LocalExecutorOptions, "onError" | "definitionsDir"> {
   readonly redisUrl: string;

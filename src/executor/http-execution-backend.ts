@@ -1,6 +1,6 @@
 import { open } from "node:fs/promises";
 import { serializeError, TributaryError } from "../errors/index.js";
-import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "./types.js";
+import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "../execution/index.js";
 
 export interface HttpExecutionBackendOptions {
   /** The API server, e.g. `http://tributary-api:3000`; the routes are under `/execution/v1`. */

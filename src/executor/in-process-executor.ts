@@ -4,7 +4,7 @@ import type { TributaryError } from "../errors/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime } from "./step-runtime.js";
 import { StepScheduler, type Lane, type LaneStep } from "./step-scheduler.js";
-import type { ExecutionBackend, Executor, StepDispatch } from "./types.js";
+import type { ExecutionBackend, Executor, StepDispatch } from "../execution/index.js";
 
 export interface InProcessExecutorOptions {
   /** Where ctx.secrets.get looks; default: environment variables. */

@@ -1,14 +1,5 @@
-// Executors run step tries and report through an ExecutionBackend; they talk
+// Executors run step tries and report through an ExecutionBackend (the execution contract); they talk
 // to the rest of Tributary only through that seam.
-export type {
-  Executor,
-  ExecutionBackend,
-  StepDispatch,
-  StepStarted,
-  StepOutcome,
-  StepResult,
-  StepInputs,
-} from "./types.js";
 export { LocalExecutor } from "./local-executor.js";
 export type { LocalExecutorOptions } from "./local-executor.js";
 export { InProcessExecutor } from "./in-process-executor.js";

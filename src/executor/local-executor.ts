@@ -2,7 +2,7 @@ import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
 import { describeTry, serializedStepError, STEP_ERROR_CODES } from "./step-errors.js";
 import { StepScheduler } from "./step-scheduler.js";
-import type { ExecutionBackend, Executor, StepDispatch } from "./types.js";
+import type { ExecutionBackend, Executor, StepDispatch } from "../execution/index.js";
 import { describeExit, WorkerProcess, type WorkerExit } from "./worker-process.js";
 import type { HostCall } from "./worker-protocol.js";
 

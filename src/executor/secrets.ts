@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url";
 import { InputError, TributaryError, type SerializedError } from "../errors/index.js";
 import { describeTry, STEP_ERROR_CODES, tryLocation } from "./step-errors.js";
 import type { Redactor } from "./step-log.js";
-import type { StepDispatch } from "./types.js";
+import type { StepDispatch } from "../execution/index.js";
 
 /** A directory with one file per secret (Docker and Kubernetes secrets mounts). */
 export const SECRETS_DIR_ENV = "TRIBUTARY_SECRETS_DIR";

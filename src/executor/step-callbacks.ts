@@ -2,7 +2,7 @@ import { TributaryError, type SerializedError } from "../errors/index.js";
 import type { AssetContext, DefinitionCallbacks, StepFailure } from "../sdk/index.js";
 import { describeTry, formatMs, tryLocation } from "./step-errors.js";
 import type { StepLog } from "./step-log.js";
-import type { StepDispatch, StepOutcome } from "./types.js";
+import type { StepDispatch, StepOutcome } from "../execution/index.js";
 
 /** Codes of what a callback did wrong (they only ever reach the step log). */
 export const CALLBACK_ERROR_CODES = {

@@ -1,5 +1,5 @@
 import { serializeError, TributaryError, UserCodeError, type ErrorLocation, type SerializedError } from "../errors/index.js";
-import type { StepDispatch } from "./types.js";
+import type { StepDispatch } from "../execution/index.js";
 
 /**
  * Stable codes of the failures the executor itself produces (user code that

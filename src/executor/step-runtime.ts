@@ -13,7 +13,7 @@ import {
   type CheckDefinition,
   type Expansion,
 } from "../sdk/index.js";
-import type { MaterializedLookup } from "../triggerer/index.js";
+import type { MaterializedLookup } from "../trigger-checks/index.js";
 import {
   describeTry,
   STEP_ERROR_CODES,
@@ -23,7 +23,7 @@ import {
 } from "./step-errors.js";
 import { runStepCallbacks } from "./step-callbacks.js";
 import { StepLog, type LogLevel } from "./step-log.js";
-import type { StepDispatch, StepOutcome } from "./types.js";
+import type { StepDispatch, StepOutcome } from "../execution/index.js";
 import { makeWaits, type WaitEnd } from "./step-waits.js";
 import { ChainSecretBackend, EnvSecretBackend, redactSerializedError, SecretResolver } from "./secrets.js";
 

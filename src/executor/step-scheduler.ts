@@ -13,7 +13,7 @@ import {
   withoutStack,
 } from "./step-errors.js";
 import { appendStepLog } from "./step-log.js";
-import type { ExecutionBackend, StepDispatch, StepInputs, StepOutcome } from "./types.js";
+import type { ExecutionBackend, StepDispatch, StepInputs, StepOutcome } from "../execution/index.js";
 
 /** A step handed to a lane, with its inputs. */
 export interface LaneStep {

@@ -1,9 +1,9 @@
 import { InputError, TributaryError } from "../errors/index.js";
 import { BUILT_IN_TRIGGER_KINDS, isTriggerKindKnown, PERMANENT_TRIGGER_ERRORS, resolveWait, type AssetContext, type ResolvedWait, type TriggerSpec, type WaitForOptions } from "../sdk/index.js";
-import type { TriggerPartition, TriggerRegistry } from "../triggerer/index.js";
+import type { TriggerPartition, TriggerRegistry } from "../trigger-checks/index.js";
 import type { ActiveTry, RuntimeHost } from "./step-runtime.js";
 import { describeTry, STEP_ERROR_CODES, stepError } from "./step-errors.js";
-import type { StepDispatch, StepOutcome } from "./types.js";
+import type { StepDispatch, StepOutcome } from "../execution/index.js";
 
 /** How a waiting try ends: deferred to the triggerer, or rescheduled for its next check. */
 export type WaitEnd = Extract<StepOutcome, { kind: "deferred" } | { kind: "rescheduled" }>;
@@ -64,12 +64,12 @@ const builtInsByHost = new WeakMap<RuntimeHost, Promise<TriggerRegistry>>();
 async function workerChecks(host: RuntimeHost): Promise<TriggerRegistry> {
   let builtIns = builtInsByHost.get(host);
   if (!builtIns) {
-    builtIns = import("../triggerer/index.js").then((t) =>
+    builtIns = import("../trigger-checks/index.js").then((t) =>
       t.builtInTriggers({ materialized: host.materialized, connections: t.envSqlConnections(process.env).connections }),
     );
     builtInsByHost.set(host, builtIns);
   }
-  const { realmTriggerChecks } = await import("../triggerer/index.js");
+  const { realmTriggerChecks } = await import("../trigger-checks/index.js");
   // Custom kinds as the definitions imported so far define them (a later file may add some).
   return { ...realmTriggerChecks(), ...(await builtIns) };
 }
@@ -134,7 +134,7 @@ async function checkOnce(
 ): Promise<unknown> {
   const partition: TriggerPartition | undefined =
     d.partitionKey === "" ? undefined : { key: d.partitionKey, ...(d.partition.window ? { window: d.partition.window } : {}) };
-  const { checkTrigger } = await import("../triggerer/index.js");
+  const { checkTrigger } = await import("../trigger-checks/index.js");
   try {
     const result = await checkTrigger(spec, { partition, now: new Date(), signal, assetKey: d.assetKey }, { timeoutMs: CHECK_TIMEOUT_MS, registry });
     return result.fired ? result.payload : NOT_YET;

@@ -1,12 +1,10 @@
 import { serializeError, StorageError, TributaryError } from "../errors/index.js";
-import { readsMany, type AssetGraph, type SnapshotAsset, type SnapshotCheck } from "../graph/index.js";
+import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.js";
 import { loadPartitionContext, partitionSpace, UNPARTITIONED, upstreamPartitions } from "../partitions/index.js";
 import {
   INLINE_OUTPUT_LIMIT_BYTES,
-  removedAssetCompletion,
   type DefinitionStore,
   type GraphCache,
-  type ClaimedStep,
   type GatheredItem,
   type LineageInput,
   type OutputStore,
@@ -17,7 +15,7 @@ import { DEFAULT_MAX_MAP_ITEMS } from "../sdk/index.js";
 import { dataVersionOf, type VersionedInput } from "./data-version.js";
 import { STEP_ERROR_CODES } from "./step-errors.js";
 import type { CheckOutput } from "./step-runtime.js";
-import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "./types.js";
+import { dispatchClaims, type DispatchDirs, type ExecutionBackend, type InputsRequest, type StepDispatch, type StepInputs, type StepResult, type StepStarted } from "../execution/index.js";
 
 export interface StoreBackendOptions {
   readonly runs: RunStore;
@@ -32,16 +30,11 @@ export interface StoreBackendOptions {
   /**
    * The mini-scheduler fast path: when an executor reports results with free
    * slots, the same transaction claims the steps they made runnable for it,
-   * and `dispatchOf` turns each claim into what the executor runs.
+   * and they are dispatched as the reconciler dispatches its claims.
    */
   readonly followUp?: {
     readonly executor: string;
-    /** `planned`: the definition in the version the claim's run was planned with, when that version has it. */
-    readonly dispatchOf: (
-      claim: ClaimedStep,
-      def: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
-      planned?: { asset: SnapshotAsset; check?: SnapshotCheck | undefined },
-    ) => StepDispatch;
+    readonly dirs: DispatchDirs;
   };
 }
 
@@ -65,7 +58,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
     this.clock = options.clock ?? (() => new Date());
   }
 
-  async loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
+  async loadInputs(steps: readonly InputsRequest[]): Promise<ReadonlyMap<number, StepInputs>> {
     // The reads are idempotent: a dropped connection or a restarting server
     // is retried here rather than failing every step of the batch (which
     // would count against their retry policies, or fail them outright).
@@ -79,7 +72,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
     }
   }
 
-  private async loadInputsOnce(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
+  private async loadInputsOnce(steps: readonly InputsRequest[]): Promise<ReadonlyMap<number, StepInputs>> {
     const out = new Map<number, StepInputs>();
     if (steps.length === 0) return out;
     for (const step of steps) {
@@ -193,23 +186,15 @@ export class StoreExecutionBackend implements ExecutionBackend {
     for (const r of results) this.inFlight.delete(tryKey(r.stepId, r.tryNumber));
     this.options.onCompleted?.(results);
     if (!followUp || summary.claimed.length === 0) return [];
-    const dispatches: StepDispatch[] = [];
-    const unrunnable: StepCompletion[] = [];
-    const plannedGraphs = new Map<number, AssetGraph | undefined>();
-    for (const version of new Set(summary.claimed.map((c) => c.snapshotVersion))) {
-      plannedGraphs.set(version, await this.options.graphs.atVersion(version).catch(() => undefined));
-    }
-    for (const claim of summary.claimed) {
-      const def = definitionIn(graph, claim);
-      if (def) {
-        const plannedGraph = plannedGraphs.get(claim.snapshotVersion);
-        dispatches.push(followUp.dispatchOf(claim, def, plannedGraph && definitionIn(plannedGraph, claim)));
-        continue;
-      }
-      unrunnable.push(removedAssetCompletion(claim, this.clock()));
-    }
+    const { byExecutor, unrunnable } = await dispatchClaims(summary.claimed, {
+      graphs: this.options.graphs,
+      dirs: followUp.dirs,
+      now: this.clock(),
+      workerId: null,
+    });
     if (unrunnable.length > 0) await this.options.runs.completeSteps(unrunnable, this.clock());
-    return dispatches;
+    // The store claimed them for this executor (followUp.executor) only.
+    return [...byExecutor.values()].flat();
   }
 
   /**
@@ -358,13 +343,4 @@ function tryKey(stepId: number, tryNumber: number): string {
 
 function formatBytes(n: number): string {
   return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${Math.round(n / 1024)} KB`;
-}
-
-/** The claimed step's asset (and check) in a graph; undefined when that graph lacks it. */
-function definitionIn(graph: AssetGraph, claim: ClaimedStep): { asset: SnapshotAsset; check?: SnapshotCheck } | undefined {
-  const asset = graph.get(claim.assetKey);
-  if (!asset) return undefined;
-  if (claim.checkName === null) return { asset };
-  const check = graph.checksFor(claim.assetKey).find((c) => c.name === claim.checkName);
-  return check ? { asset, check } : undefined;
 }

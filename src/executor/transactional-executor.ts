@@ -14,7 +14,7 @@ import { StepRuntime, type TryEnd } from "./step-runtime.js";
 import { importVersion } from "./versioned-import.js";
 import { StepScheduler, type Lane, type LaneStep } from "./step-scheduler.js";
 import type { StoreExecutionBackend } from "./store-backend.js";
-import type { ExecutionBackend, Executor, StepDispatch, StepOutcome, StepResult, StepStarted } from "./types.js";
+import type { ExecutionBackend, Executor, StepDispatch, StepOutcome, StepResult, StepStarted } from "../execution/index.js";
 
 /** What the executor needs of its backend: the store-backed one, whose completions it records itself. */
 export type TransactionalBackend = ExecutionBackend & Pick<StoreExecutionBackend, "completionOf">;

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { serializeError, type TributaryError } from "../errors/index.js";
 import type { Lane, LaneStep } from "./step-scheduler.js";
-import type { StepOutcome } from "./types.js";
+import type { StepOutcome } from "../execution/index.js";
 import type { FromWorker, HostCall, ToWorker } from "./worker-protocol.js";
 
 // Plain JS: registers tsx, then runs worker-child.ts.

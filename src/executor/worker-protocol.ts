@@ -1,5 +1,5 @@
 import type { ErrorLocation, SerializedError } from "../errors/index.js";
-import type { StepDispatch, StepOutcome } from "./types.js";
+import type { StepDispatch, StepOutcome } from "../execution/index.js";
 
 // Messages between LocalExecutor and its worker child processes (JSON over
 // the IPC channel). Both directions batch: one message carries every step

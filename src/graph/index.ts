@@ -10,6 +10,8 @@ export type { GraphProblem, GraphProblemCode } from "./graph-problem.js";
 export { checkDependencyMapping, readsMany } from "./partition-deps.js";
 export { SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
 export type { DefinitionsSnapshot, SnapshotAsset, SnapshotCheck } from "./snapshot.js";
+export { stepSettings } from "./step-settings.js";
+export type { StepSettings } from "./step-settings.js";
 export { suggestKey } from "./suggest-key.js";
 export { analyzeGraph, validateGraph } from "./validate-graph.js";
 export type { GraphAnalysis, ValidateGraphOptions } from "./validate-graph.js";

@@ -17,8 +17,8 @@ export { STEP_STATES, TERMINAL_STEP_STATES, STEP_TRANSITIONS, isTerminal, canTra
 export type { StepState } from "./step-states.js";
 export { deriveRunState } from "./run-state.js";
 export type { DerivedRunState } from "./run-state.js";
-export { stepSettings, runShape } from "./run-settings.js";
-export type { StepSettings, RunShape } from "./run-settings.js";
+export { runShape } from "./run-settings.js";
+export type { RunShape } from "./run-settings.js";
 export { planBackfill } from "./plan-backfill.js";
 export type { BackfillPlanRequest, BackfillPlan } from "./plan-backfill.js";
 export { BackfillChunks } from "./backfill-chunks.js";

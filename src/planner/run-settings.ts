@@ -1,37 +1,12 @@
-import type { AssetGraph, SnapshotAsset } from "../graph/index.js";
-import type { RetryPolicySpec, TriggerRule } from "../sdk/index.js";
+import { stepSettings, type AssetGraph, type StepSettings } from "../graph/index.js";
 import type { RunPlan } from "./run-plan.js";
+import { serializePlan, type SerializedPlan } from "./serialize-plan.js";
 
-/** How the steps of one asset behave, fixed when the run is planned. */
-export interface StepSettings {
-  readonly triggerRule: TriggerRule;
-  readonly retries: RetryPolicySpec;
-  readonly pool: string | null;
-  readonly poolSlots: number;
-  readonly priority: number;
-  readonly executor: string;
-  readonly queue: string | null;
-  readonly timeoutMs: number | null;
-  readonly maxConcurrency: number | null;
-}
-
-/** The asset's run-time settings, fixed into its steps when the run is created. */
-export function stepSettings(asset: SnapshotAsset): StepSettings {
-  return {
-    triggerRule: asset.triggerRule,
-    retries: asset.retries,
-    pool: asset.pool,
-    poolSlots: asset.poolSlots,
-    priority: asset.priority,
-    executor: asset.executor,
-    queue: asset.queue,
-    timeoutMs: asset.timeoutMs,
-    maxConcurrency: asset.maxConcurrency,
-  };
-}
-
-/** What a run of this plan needs besides the plan: its job limits and each asset's step settings. */
+/** What storing a run of this plan needs: its steps, its stored form, its job limits and each asset's step settings. */
 export interface RunShape {
+  readonly steps: RunPlan["steps"];
+  readonly plan: SerializedPlan;
+  readonly snapshotVersion: number;
   readonly jobName: string | null;
   readonly maxActiveRuns: number | null;
   readonly settings: (assetKey: string) => StepSettings;
@@ -45,7 +20,8 @@ export function runShape(graph: AssetGraph, plan: RunPlan): RunShape {
   const keys = [...new Set(plan.steps.map((s) => s.assetKey))];
   const settings = (key: string) => stepSettings(graph.require(key));
   const limits = keys.map((k) => graph.get(k)?.maxActiveRuns).filter((n): n is number => typeof n === "number");
-  if (limits.length === 0) return { jobName: null, maxActiveRuns: null, settings };
+  const stored = { steps: plan.steps, plan: serializePlan(plan), snapshotVersion: plan.version, settings };
+  if (limits.length === 0) return { ...stored, jobName: null, maxActiveRuns: null };
   const first = graph.get(keys[0]!);
-  return { jobName: first ? `${first.group}:${first.key}` : null, maxActiveRuns: Math.min(...limits), settings };
+  return { ...stored, jobName: first ? `${first.group}:${first.key}` : null, maxActiveRuns: Math.min(...limits) };
 }

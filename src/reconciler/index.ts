@@ -2,7 +2,6 @@
 // interface) and otherwise talks to the rest of Tributary only through storage.
 export { Reconciler } from "./reconciler.js";
 export type { ReconcilerOptions, ReconcilerPassStats, ReconcilerTask } from "./reconciler.js";
-export { buildDispatch, definitionOfClaim, partitionInfo } from "./dispatch-builder.js";
 export { runAutomationTick, DEFAULT_GAP_MS, DEFAULT_MAX_REQUESTED } from "./automation/automation-tick.js";
 export type { AutomationTickInput, AutomationTickResult, RunRequest } from "./automation/automation-tick.js";
 export { evaluateAsset, latestDue } from "./automation/evaluate-asset.js";

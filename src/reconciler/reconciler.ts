@@ -1,10 +1,7 @@
 import os from "node:os";
 import { randomUUID } from "node:crypto";
-import type { Executor, StepDispatch } from "../executor/index.js";
-import { serializeError } from "../errors/index.js";
-import type { AssetGraph } from "../graph/index.js";
-import { removedAssetCompletion, WAKE_CHANNEL, type ClaimedStep, type DatabaseHandle, type GraphCache, type RunStore, type StepCompletion } from "../storage/index.js";
-import { buildDispatch, definitionOfClaim } from "./dispatch-builder.js";
+import { dispatchClaims, type Executor } from "../execution/index.js";
+import { WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore } from "../storage/index.js";
 
 export interface ReconcilerOptions {
   readonly store: RunStore;
@@ -180,36 +177,13 @@ export class Reconciler {
       });
       if (claims.length === 0) return dispatched;
       dispatched += claims.length;
-      let { graph } = await this.options.graphs.current();
-      if (claims.some((c) => !definitionOfClaim(graph, c))) ({ graph } = await this.options.graphs.current({ fresh: true }));
-      const plannedGraphs = await plannedGraphsOf(this.options.graphs, claims);
-      const byExecutor = new Map<string, StepDispatch[]>();
-      const removed: StepCompletion[] = [];
-      for (const claim of claims) {
-        const def = definitionOfClaim(graph, claim);
-        if (!def) {
-          removed.push(removedAssetCompletion(claim, this.clock()));
-          continue;
-        }
-        try {
-          const plannedGraph = plannedGraphs.get(claim.snapshotVersion);
-          const dispatch = buildDispatch(claim, def, this.options, plannedGraph && definitionOfClaim(plannedGraph, claim));
-          byExecutor.set(claim.executor, [...(byExecutor.get(claim.executor) ?? []), dispatch]);
-        } catch (err) {
-          removed.push({
-            stepId: claim.stepId,
-            tryNumber: claim.tryNumber,
-            startedAt: null,
-            endedAt: this.clock(),
-            workerId: this.id,
-            logRef: null,
-            outcome: "failed",
-            retryable: false,
-            error: serializeError(err),
-          });
-        }
-      }
-      if (removed.length > 0) await this.options.store.completeSteps(removed, this.clock());
+      const { byExecutor, unrunnable } = await dispatchClaims(claims, {
+        graphs: this.options.graphs,
+        dirs: this.options,
+        now: this.clock(),
+        workerId: this.id,
+      });
+      if (unrunnable.length > 0) await this.options.store.completeSteps(unrunnable, this.clock());
       for (const [kind, steps] of byExecutor) {
         const executor = this.options.executors[kind];
         if (executor) executor.submit(steps);
@@ -217,15 +191,6 @@ export class Reconciler {
       if (claims.length < (this.options.claimBatch ?? 512)) return dispatched;
     }
   }
-}
-
-/** The graphs of the versions the claimed steps' runs were planned with (a version that cannot be read is left out). */
-async function plannedGraphsOf(graphs: GraphCache, claims: readonly ClaimedStep[]): Promise<Map<number, AssetGraph | undefined>> {
-  const out = new Map<number, AssetGraph | undefined>();
-  for (const version of new Set(claims.map((c) => c.snapshotVersion))) {
-    out.set(version, await graphs.atVersion(version).catch(() => undefined));
-  }
-  return out;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -38,7 +38,6 @@ export { PgDefinitionStore } from "./pg-definition-store.js";
 export { PgRunStore } from "./runs/pg-run-store.js";
 export { WAKE_CHANNEL } from "./runs/channels.js";
 export { removedAssetCompletion } from "./run-store.js";
-export type { StepSettings } from "../planner/index.js";
 export type {
   RunStore,
   NewRun,

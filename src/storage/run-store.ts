@@ -1,9 +1,22 @@
 import type { SerializedError } from "../errors/index.js";
-import type { RunPlan, StepSettings } from "../planner/index.js";
+import type { StepSettings } from "../graph/index.js";
 import type { PartitionState, RunOrigin, RunStatus, StepState } from "./database.js";
 
+/** One step of a run's plan, in plan order: its upstream steps by their index in the plan (always smaller). */
+export interface PlannedStepRow {
+  readonly assetKey: string;
+  /** `""` for an unpartitioned asset. */
+  readonly partitionKey: string;
+  readonly upstream: readonly number[];
+  /** The asset check the step runs, for a check's step. */
+  readonly check?: string | undefined;
+}
+
 export interface NewRun {
-  readonly plan: RunPlan;
+  /** The plan's steps, in topological order. */
+  readonly steps: readonly PlannedStepRow[];
+  /** The plan as the run keeps it (runs.plan, returned as RunDetail.plan). */
+  readonly plan: unknown;
   readonly snapshotVersion: number;
   readonly origin: RunOrigin;
   /** Added to every step's asset priority; backfills pass a negative one. */

@@ -1,18 +1,6 @@
 /**
- * Triggerer: checks triggers (serialisable descriptions of async waits, see
- * sdk/triggers.ts) for deferred steps and source observations. The only entry
- * point of this module for the rest of Tributary.
+ * Triggerer: claims the due triggers of deferred steps and source observations, checks them (with the trigger
+ * checks) and records what they found. Custom trigger kinds are checked in a child process of their own.
  */
 export { Triggerer, type TriggererOptions } from "./triggerer.js";
 export { TriggerKindProcess, type TriggerKindProcessOptions } from "./trigger-kind-process.js";
-export { checkTrigger, type CheckTriggerContext, type CheckTriggerOptions } from "./check-trigger.js";
-export { renderTemplate, TEMPLATE_FIELDS } from "./render-template.js";
-export { TriggerError, PERMANENT_TRIGGER_ERRORS } from "./trigger-error.js";
-export { defineTriggerCheck, realmTriggerChecks } from "./trigger-check.js";
-export type { TriggerCheck, TriggerRegistry, TriggerPartition, CheckContext, CheckResult } from "./trigger-check.js";
-export { builtInTriggers, type BuiltInTriggerServices } from "./built-in-triggers.js";
-export { s3ClientFromEnv, type S3Env } from "./checks/s3-object-exists-check.js";
-export { SQL_PAYLOAD_ROWS, type SqlConnections, type SqlQueryable } from "./checks/sql-returns-rows-check.js";
-export type { MaterializedLookup } from "./checks/asset-materialized-check.js";
-export { pgMaterializedLookup } from "./pg-materialized-lookup.js";
-export { envSqlConnections, connectionEnvName } from "./env-sql-connections.js";

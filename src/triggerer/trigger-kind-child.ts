@@ -10,8 +10,7 @@ import { pathToFileURL } from "node:url";
 import { MessageChannel } from "node:worker_threads";
 import { serializeError, type SerializedError } from "../errors/index.js";
 import { definedTriggerKinds, definitionKind, type TriggerKindDefinition } from "../sdk/index.js";
-import { checkTrigger } from "./check-trigger.js";
-import { triggerCheckOf, type TriggerCheck } from "./trigger-check.js";
+import { checkTrigger, triggerCheckOf, type TriggerCheck } from "../trigger-checks/index.js";
 import type { FromKindProcess, ToKindProcess } from "./trigger-kind-protocol.js";
 
 /** The triggerer enforces each check's timeout; this only bounds a check it forgot to abort. */

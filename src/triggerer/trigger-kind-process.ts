@@ -2,8 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import type { SerializedError } from "../errors/index.js";
-import { defineTriggerCheck, type CheckContext, type CheckResult, type TriggerRegistry } from "./trigger-check.js";
-import { TriggerError } from "./trigger-error.js";
+import { defineTriggerCheck, TriggerError, type CheckContext, type CheckResult, type TriggerRegistry } from "../trigger-checks/index.js";
 import type { FromKindProcess, ToKindProcess } from "./trigger-kind-protocol.js";
 
 // Plain JS: registers tsx, then runs trigger-kind-child.ts.

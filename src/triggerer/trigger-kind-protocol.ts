@@ -1,5 +1,5 @@
 import type { SerializedError } from "../errors/index.js";
-import type { CheckResult, TriggerPartition } from "./trigger-check.js";
+import type { CheckResult, TriggerPartition } from "../trigger-checks/index.js";
 
 // Messages between a triggerer and its trigger-kind child process (JSON over
 // the IPC channel): the child imports the definitions files and runs the

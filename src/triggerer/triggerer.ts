@@ -2,9 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { serializeError } from "../errors/index.js";
 import { TRIGGERS_CHANNEL, triggerBackoffMs, type ClaimedTrigger, type TriggerCheckResult, type TriggerStore } from "../storage/index.js";
-import { checkTrigger } from "./check-trigger.js";
-import type { CheckResult, TriggerRegistry } from "./trigger-check.js";
-import { PERMANENT_TRIGGER_ERRORS, TriggerError } from "./trigger-error.js";
+import { checkTrigger, PERMANENT_TRIGGER_ERRORS, TriggerError, type CheckResult, type TriggerRegistry } from "../trigger-checks/index.js";
 
 
 export interface TriggererOptions {

@@ -108,7 +108,7 @@ describePostgres("REST clearTaskInstances: dry runs and all-or-nothing clears", 
     const before = await rowCounts(h.db);
     const { graph } = await h.graphs.current({ fresh: true });
     const plan = { version: 1, missing: [], steps: [{ index: 0, assetKey: "shop/raw", partitionKey: "2025-01-07", upstream: [] }] };
-    const good = { plan, snapshotVersion: 1, origin: "rerun" as const, ...runShape(graph, plan) };
+    const good = { ...runShape(graph, plan), origin: "rerun" as const };
     await expect(h.runs.createRuns([good, { ...good, maxActiveSteps: 0 }], new Date())).rejects.toThrow(/max_active_steps/);
     expect(await rowCounts(h.db)).toEqual(before);
   });

@@ -5,9 +5,24 @@ import { describe, expect, it } from "vitest";
 // The layering of STYLE.md, checked on every import in src/.
 const SRC = path.resolve(import.meta.dirname, "../../src");
 
-type Module = "errors" | "partitions" | "sdk" | "graph" | "planner" | "loader" | "reconciler" | "executor" | "triggerer" | "storage" | "api" | "cli" | "index";
+type Module =
+  | "errors"
+  | "partitions"
+  | "sdk"
+  | "graph"
+  | "planner"
+  | "loader"
+  | "storage"
+  | "execution"
+  | "trigger-checks"
+  | "reconciler"
+  | "executor"
+  | "triggerer"
+  | "api"
+  | "cli"
+  | "index";
 
-/** Which modules each module may import (values only; `import type` of an interface module is listed separately). */
+/** Which modules each module may import. No exceptions: a module not listed is not imported, not even for a type. */
 const ALLOWED: Record<Module, readonly Module[]> = {
   errors: [],
   partitions: ["errors"],
@@ -16,17 +31,16 @@ const ALLOWED: Record<Module, readonly Module[]> = {
   planner: ["errors", "partitions", "sdk", "graph"],
   storage: ["errors", "partitions", "sdk", "graph", "planner"],
   loader: ["errors", "partitions", "sdk", "graph", "index"],
-  // Poke and reschedule waits run trigger checks inside the worker.
-  executor: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "triggerer", "index"],
-  reconciler: ["errors", "partitions", "sdk", "graph", "planner", "storage"],
-  triggerer: ["errors", "partitions", "sdk", "graph", "planner", "storage"],
-  api: ["errors", "partitions", "sdk", "graph", "planner", "storage"],
-  cli: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "reconciler", "executor", "triggerer", "api"],
+  // The execution contract, and claims turned into dispatches.
+  execution: ["errors", "partitions", "sdk", "graph", "storage"],
+  // How triggers are checked: by the triggerer, and by a worker for poke and reschedule waits.
+  "trigger-checks": ["errors", "partitions", "sdk", "storage"],
+  executor: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "index"],
+  reconciler: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
+  triggerer: ["errors", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks"],
+  api: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
+  cli: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "reconciler", "executor", "triggerer", "api"],
   index: ["errors", "partitions", "sdk"],
-};
-/** Interfaces a module may name in `import type` without depending on the implementation. */
-const TYPE_ONLY: Partial<Record<Module, readonly Module[]>> = {
-  reconciler: ["executor"],
 };
 /** Packages a definitions file must never pull in through the SDK: it must load in milliseconds. */
 const SDK_FORBIDDEN_PACKAGES = ["pg", "kysely", "bullmq", "ioredis", "hono", "@hono/node-server", "graphql", "graphql-yoga", "@pothos/core", "@electric-sql/pglite", "@aws-sdk/client-s3"];
@@ -72,7 +86,7 @@ describe("the import graph", () => {
       if (!target.startsWith(SRC)) continue;
       const to = moduleOf(target.replace(/\.js$/, ".ts"));
       if (to === from) continue;
-      const ok = ALLOWED[from].includes(to) || (imp.typeOnly && (TYPE_ONLY[from] ?? []).includes(to));
+      const ok = ALLOWED[from].includes(to);
       if (!ok) violations.push(`${path.relative(SRC, imp.file)} imports ${to} (${imp.specifier})`);
     }
     expect(violations).toEqual([]);

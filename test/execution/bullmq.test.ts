@@ -6,7 +6,7 @@ import { afterEach, expect, it } from "vitest";
 import { BullmqExecutor } from "../../src/executor/bullmq-executor.js";
 import { Reconciler } from "../../src/reconciler/index.js";
 import { PgTryTokenStore } from "../../src/storage/index.js";
-import { freePort, startCli } from "../cli/run-cli.js";
+import { CLI_COMMAND_BUDGET_MS, cliBudget, freePort, startCli } from "../cli/run-cli.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 
@@ -121,7 +121,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     const port = freePort();
     const proc = startCli(["api", "--port", String(port), "--definitions", h.dir, "--data-dir", path.join(h.scratch, "api")], { env: { DATABASE_URL: h.url } });
     api = { url: `http://127.0.0.1:${port}`, proc };
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + CLI_COMMAND_BUDGET_MS;
     while (!(await fetch(`${api.url}/readyz`).then((r) => r.ok, () => false))) {
       if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`tributary api did not start:\n${proc.output()}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -136,7 +136,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
       { env: { REDIS_URL: redis!.url, ...env } },
     );
     workers.push(w);
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + CLI_COMMAND_BUDGET_MS;
     while (!w.output().includes("takes steps from queue")) {
       if (w.exitCode !== null) throw new Error(`tributary worker exited with ${w.exitCode}:\n${w.output()}`);
       if (Date.now() > deadline) throw new Error(`tributary worker did not start:\n${w.output()}`);
@@ -167,7 +167,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
       from step_tries t where t.run_id = ${run.id}`.execute(h!.db);
     expect(tokens.rows[0]).toEqual({ n: 21, hashed: 21 });
     for (const w of workers) expect(w.output()).toContain("reporting through the execution API");
-  }, 120_000);
+  }, cliBudget(3));
 
   it("routes a step to the workers of its queue only", async () => {
     await setUp();
@@ -180,7 +180,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     await startWorker(["--queues", "gpu"]);
     const run = await h!.waitForRun(runId, 60_000);
     expect(run.status).toBe("success");
-  }, 120_000);
+  }, cliBudget(3));
 
   it("SIGTERM: the worker takes no more steps and lets the running one finish", async () => {
     const { ranFile } = await setUp();
@@ -188,13 +188,13 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     const runId = await h!.launch(["q/slow"]);
     await h!.until(async () => (await ranLines(ranFile)).includes("slow try 1"), 30_000, "the slow step to start");
     w.kill("SIGTERM");
-    const run = await h!.waitForRun(runId, 30_000);
+    const run = await h!.waitForRun(runId, 60_000);
     expect(run.status).toBe("success");
     expect(run.steps[0]!.tryNumber).toBe(1);
     await new Promise((r) => (w.exitCode === null ? w.once("exit", r) : r(null)));
     expect(w.exitCode, w.output()).toBe(0);
     expect(w.output()).toContain("worker stopped");
-  }, 90_000);
+  }, cliBudget(2));
 
   it("SIGKILL: the dead worker's step is noticed by its missing heartbeat and retried on another", async () => {
     const { ranFile } = await setUp({ zombieAfterMs: 7_000 }); // over the workers' 5 s heartbeat
@@ -207,7 +207,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     expect(run.status, JSON.stringify(run.steps[0]!.tries)).toBe("success");
     expect(run.steps[0]!.tries.map((t) => [t.tryNumber, t.state])).toEqual([[1, "failed"], [2, "success"]]);
     expect((run.steps[0]!.tries[0]!.error as { code: string }).code).toBe("STEP_ZOMBIE");
-  }, 120_000);
+  }, cliBudget(3));
 
   it("a worker runs the definitions version a step was planned with: a new asset, an edited body, without a restart", async () => {
     await setUp();
@@ -225,7 +225,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     expect(await outputOf(await h!.launch(["q/echo"]))).toBe("one");
     await h!.redefine({ "fleet.ts": echo("two") });
     expect(await outputOf(await h!.launch(["q/echo"]))).toBe("two");
-  }, 180_000);
+  }, cliBudget(3));
 
   it("Redis stopped for 30 s mid-run (and back empty): no step lost or run twice", async () => {
     const { ranFile } = await setUp({ queuedTimeoutMs: 5_000 });
@@ -243,5 +243,5 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     expect(ran.sort()).toEqual(Array.from({ length: 20 }, (_, i) => "k" + String(i).padStart(2, "0")));
     const successes = run.steps.filter((s) => s.assetKey === "q/fleet").map((s) => s.tries.filter((t) => t.state === "success").length);
     expect(successes.every((n) => n === 1)).toBe(true);
-  }, 180_000);
+  }, cliBudget(3));
 });

@@ -10,17 +10,9 @@ import { sql, type Kysely } from "kysely";
 import { inject } from "vitest";
 import { launchRun, type LaunchRunRequest } from "../../src/api/index.js";
 import { syncDefinitions } from "../../src/cli/definitions-sync.js";
-import {
-  InProcessExecutor,
-  LocalExecutor,
-  StoreExecutionBackend,
-  type ExecutionBackend,
-  type Executor,
-  type StepDispatch,
-  type StepResult,
-  type StepStarted,
-} from "../../src/executor/index.js";
-import { buildDispatch, Reconciler, type ReconcilerTask } from "../../src/reconciler/index.js";
+import { InProcessExecutor, LocalExecutor, StoreExecutionBackend } from "../../src/executor/index.js";
+import type { ExecutionBackend, Executor, StepDispatch, StepResult, StepStarted } from "../../src/execution/index.js";
+import { Reconciler, type ReconcilerTask } from "../../src/reconciler/index.js";
 import {
   createDatabase,
   databaseUrlWithName,
@@ -241,7 +233,7 @@ export class Harness {
       graphs,
       outputStore: this.outputStore,
       // The mini-scheduler fast path, as `tributary dev` and `reconciler` run it.
-      followUp: { executor: "local", dispatchOf: (claim, def, planned) => buildDispatch(claim, def, dirs, planned) },
+      followUp: { executor: "local", dirs },
     });
     const backend = new KillableBackend(inner);
     const onError = (err: unknown, what: string): void => {

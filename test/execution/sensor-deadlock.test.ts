@@ -1,7 +1,8 @@
 import { sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
 import { PgTriggerStore } from "../../src/storage/index.js";
-import { builtInTriggers, pgMaterializedLookup, Triggerer } from "../../src/triggerer/index.js";
+import { Triggerer } from "../../src/triggerer/index.js";
+import { builtInTriggers, pgMaterializedLookup } from "../../src/trigger-checks/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 

@@ -6,7 +6,7 @@
 // definitions the way `tributary reconciler` does (the executor's default,
 // through the worker's module hooks). It prints "ready" once its reconciler runs.
 import { StoreExecutionBackend, TransactionalExecutor } from "../../src/executor/index.js";
-import { buildDispatch, Reconciler } from "../../src/reconciler/index.js";
+import { Reconciler } from "../../src/reconciler/index.js";
 import { GraphCache, openPostgres, PgDefinitionStore, PgRunStore } from "../../src/storage/index.js";
 
 const [url, defsDir, logsDir] = process.argv.slice(2);
@@ -25,7 +25,7 @@ const backend = new StoreExecutionBackend({
   definitions,
   graphs,
   outputStore: null,
-  followUp: { executor: "transactional", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
+  followUp: { executor: "transactional", dirs },
 });
 const executor = new TransactionalExecutor(backend, {
   database: handle,

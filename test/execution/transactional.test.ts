@@ -9,19 +9,12 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  arm,
-  disarmAll,
-  StoreExecutionBackend,
-  TransactionalExecutor,
-  TRANSACTIONAL_NEEDS_POSTGRES,
-  type ExecutionBackend,
-  type StepDispatch,
-  type StepResult,
-} from "../../src/executor/index.js";
+import { arm, disarmAll, StoreExecutionBackend, TransactionalExecutor, TRANSACTIONAL_NEEDS_POSTGRES } from "../../src/executor/index.js";
+import type { ExecutionBackend, StepDispatch, StepResult } from "../../src/execution/index.js";
 import { StepRuntime } from "../../src/executor/step-runtime.js";
 import { asset } from "../../src/index.js";
-import { buildDispatch, Reconciler } from "../../src/reconciler/index.js";
+import { Reconciler } from "../../src/reconciler/index.js";
+import { buildDispatch } from "../../src/execution/index.js";
 import { GraphCache, openPostgres, PgDefinitionStore, PgRunStore, type ClaimedStep, type PostgresHandle } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness, sleep } from "./harness.js";
@@ -97,7 +90,7 @@ async function startNode(h: Harness, shadow: string, options: { zombieAfterMs?: 
     definitions,
     graphs,
     outputStore: h.outputStore,
-    followUp: { executor: "transactional", dispatchOf: (claim, def) => buildDispatch(claim, def, dirs) },
+    followUp: { executor: "transactional", dirs },
   });
   const executor = new TransactionalExecutor(backend, {
     database: handle,

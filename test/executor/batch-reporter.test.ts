@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BatchReporter } from "../../src/executor/batch-reporter.js";
-import type { ExecutionBackend, StepResult, StepStarted } from "../../src/executor/index.js";
+import type { ExecutionBackend, StepResult, StepStarted } from "../../src/execution/index.js";
 
 function started(stepId: number): StepStarted {
   return { stepId, tryNumber: 1, workerId: "w", hostname: "h", pid: 1, startedAt: new Date(0) };

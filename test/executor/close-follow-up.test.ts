@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { InProcessExecutor, STEP_ERROR_CODES, type ExecutionBackend, type StepDispatch, type StepResult } from "../../src/executor/index.js";
+import { InProcessExecutor, STEP_ERROR_CODES } from "../../src/executor/index.js";
+import type { ExecutionBackend, StepDispatch, StepResult } from "../../src/execution/index.js";
 import { asset } from "../../src/index.js";
 import { dispatch, errorOf, FakeBackend, removeTempDirs, tempDir, waitUntil } from "./helpers.js";
 

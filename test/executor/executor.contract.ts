@@ -2,7 +2,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Executor, StepDispatch } from "../../src/executor/index.js";
+import type { Executor, StepDispatch } from "../../src/execution/index.js";
 import { dispatch, errorOf, FakeBackend, readLog, removeTempDirs, SDK_PATH, tempDir, waitUntil } from "./helpers.js";
 
 export interface ContractOptions {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SerializedError } from "../../src/errors/index.js";
-import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "../../src/executor/index.js";
+import type { ExecutionBackend, InputsRequest, StepDispatch, StepInputs, StepResult, StepStarted } from "../../src/execution/index.js";
 
 /** The SDK by absolute path: definitions that work both in worker processes and in vitest's own process. */
 export const SDK_PATH = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
@@ -73,7 +73,7 @@ export class FakeBackend implements ExecutionBackend {
   readonly orderViolations: number[] = [];
   private waiters: { ids: number[]; resolve: () => void }[] = [];
 
-  async loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>> {
+  async loadInputs(steps: readonly InputsRequest[]): Promise<ReadonlyMap<number, StepInputs>> {
     this.calls.loadInputs++;
     if (this.loadInputsError) throw this.loadInputsError;
     return new Map(steps.map((s) => [s.stepId, this.inputs.get(s.stepId) ?? { ok: true as const, inputs: {} }]));

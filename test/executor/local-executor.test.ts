@@ -1,7 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { LocalExecutor, type LocalExecutorOptions, type StepDispatch } from "../../src/executor/index.js";
+import { LocalExecutor, type LocalExecutorOptions } from "../../src/executor/index.js";
+import type { StepDispatch } from "../../src/execution/index.js";
 import { executorContract } from "./executor.contract.js";
 import { dispatch, errorOf, FakeBackend, isAlive, readLog, removeTempDirs, tempDir, waitUntil } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { StepDispatch } from "../../src/executor/index.js";
+import type { StepDispatch } from "../../src/execution/index.js";
 import { runMessage } from "../../src/executor/worker-process.js";
 
 const dispatch = (stepId: number, mapIndex = -1): StepDispatch => ({

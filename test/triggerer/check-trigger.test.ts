@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { at, BUILT_IN_TRIGGER_KINDS, fileExists, type TriggerSpec } from "../../src/sdk/index.js";
-import {
-  builtInTriggers,
-  checkTrigger,
-  defineTriggerCheck,
-  TriggerError,
-  type TriggerRegistry,
-} from "../../src/triggerer/index.js";
+import { builtInTriggers, checkTrigger, defineTriggerCheck, TriggerError, type TriggerRegistry } from "../../src/trigger-checks/index.js";
 
 const now = new Date("2025-03-15T12:00:00Z");
 

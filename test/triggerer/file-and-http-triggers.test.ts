@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { daily, partitionKeyWindowIso } from "../../src/partitions/index.js";
 import { fileExists, httpOk } from "../../src/sdk/index.js";
-import { builtInTriggers, checkTrigger, TriggerError } from "../../src/triggerer/index.js";
+import { builtInTriggers, checkTrigger, TriggerError } from "../../src/trigger-checks/index.js";
 
 const registry = builtInTriggers();
 const now = new Date();

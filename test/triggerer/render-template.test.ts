@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { daily, partitionKeyWindowIso } from "../../src/partitions/index.js";
-import { renderTemplate, TriggerError } from "../../src/triggerer/index.js";
+import { renderTemplate, TriggerError } from "../../src/trigger-checks/index.js";
 
 function thrown(fn: () => unknown): TriggerError {
   try {

@@ -7,7 +7,7 @@ import path from "node:path";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3ObjectExists } from "../../src/sdk/index.js";
-import { builtInTriggers, checkTrigger, s3ClientFromEnv, TriggerError } from "../../src/triggerer/index.js";
+import { builtInTriggers, checkTrigger, s3ClientFromEnv, TriggerError } from "../../src/trigger-checks/index.js";
 
 const now = new Date();
 

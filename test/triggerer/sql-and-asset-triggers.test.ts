@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { assetMaterialized, sqlReturnsRows } from "../../src/sdk/index.js";
 import { PgEventStore } from "../../src/storage/index.js";
-import { builtInTriggers, checkTrigger, envSqlConnections, pgMaterializedLookup, SQL_PAYLOAD_ROWS, TriggerError } from "../../src/triggerer/index.js";
+import { builtInTriggers, checkTrigger, envSqlConnections, pgMaterializedLookup, SQL_PAYLOAD_ROWS, TriggerError } from "../../src/trigger-checks/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 
 const now = new Date();

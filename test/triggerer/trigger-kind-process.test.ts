@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkTrigger, TriggerKindProcess, type TriggerRegistry } from "../../src/triggerer/index.js";
+import { TriggerKindProcess } from "../../src/triggerer/index.js";
+import { checkTrigger, type TriggerRegistry } from "../../src/trigger-checks/index.js";
 import { ROOT } from "../cli/run-cli.js";
 
 // A custom trigger kind exported by a definitions module, next to an asset;

@@ -139,13 +139,11 @@ export async function createPlannedRun(
 /** The new run that stores a plan (createPlannedRun; createRuns for several in one transaction). */
 export function plannedRun(graph: AssetGraph, plan: RunPlan, options: PlannedRunOptions): NewRun {
   return {
-    plan,
-    snapshotVersion: plan.version,
+    ...runShape(graph, plan),
     origin: options.origin,
     priority: options.priority,
     tags: options.tags,
     maxActiveSteps: options.maxActiveSteps,
-    ...runShape(graph, plan),
   };
 }
 

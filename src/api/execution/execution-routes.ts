@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
 import { TributaryError } from "../../errors/index.js";
 import type { AssetGraph } from "../../graph/index.js";
+import type { ExecutionBackend, InputsRequest, StepOutcome } from "../../execution/index.js";
 import { partitionInfo } from "../../partitions/index.js";
 import type { GraphCache, OutputStore, TokenCheck, TokenTry, TryTokenStore } from "../../storage/index.js";
 import { tryLogFile } from "../logs/log-file.js";
@@ -17,10 +18,7 @@ import {
   materializedQuery,
   MAX_BATCH_TRIES,
   startBody,
-  type ApiStepOutcome,
   type BatchItemResult,
-  type ApiTryDispatch,
-  type ExecutionApiBackend,
 } from "./execution-schemas.js";
 import { appendShippedChunk, readShippedLog } from "./shipped-log.js";
 
@@ -41,7 +39,7 @@ const ARCHIVE_CONCURRENCY = 16;
 export interface ExecutionApiServices {
   readonly tokens: TryTokenStore;
   /** The API process's StoreExecutionBackend (one instance, no `followUp`): results are recorded exactly as a local executor's. */
-  readonly backend: ExecutionApiBackend;
+  readonly backend: ExecutionBackend;
   readonly graphs: Pick<GraphCache, "current">;
   /** Where shipped logs are written: the live-log routes read them there (`<logsDir>/<run>/<step>-<try>.log`). */
   readonly logsDir: string;
@@ -107,7 +105,7 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
     return verdict;
   };
 
-  const dispatchOf = async (t: TokenTry): Promise<ApiTryDispatch> => {
+  const dispatchOf = async (t: TokenTry): Promise<InputsRequest> => {
     const { graph } = await services.graphs.current();
     return tryDispatch(graph, t, logFileOf(t));
   };
@@ -158,7 +156,7 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
    */
   const recordFinishes = async (finishes: readonly { t: TokenTry; report: FinishReport }[]): Promise<{ recorded: true; logObject: string | null }[]> => {
     const items = finishes.map(({ t, report }) => {
-      const outcome: ApiStepOutcome =
+      const outcome: StepOutcome =
         // The server measures the output itself: the inline limit is its to apply.
         report.outcome.kind === "success" ? { ...report.outcome, sizeBytes: Buffer.byteLength(report.outcome.outputJson) } : report.outcome;
       return { t, report, outcome, logFile: logFileOf(t) };
@@ -314,7 +312,7 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
 }
 
 /** The dispatch the server's backend reads a try's inputs with, from the try's step row and the current definitions. */
-export function tryDispatch(graph: AssetGraph, t: TokenTry, logRef: string): ApiTryDispatch {
+export function tryDispatch(graph: AssetGraph, t: TokenTry, logRef: string): InputsRequest {
   const asset = graph.get(t.assetKey);
   const check = t.checkName === null ? undefined : graph.checksFor(t.assetKey).find((k) => k.name === t.checkName);
   return {
@@ -333,7 +331,7 @@ export function tryDispatch(graph: AssetGraph, t: TokenTry, logRef: string): Api
 }
 
 /** Outcomes whose recording uses what the try read (lineage, data versions, a check's identity, the partition window). */
-function needsInputs(outcome: ApiStepOutcome): boolean {
+function needsInputs(outcome: StepOutcome): boolean {
   return outcome.kind === "success" || outcome.kind === "expanded" || outcome.kind === "deferred";
 }
 

@@ -1,75 +1,10 @@
 import { z } from "zod";
 import type { SerializedError } from "../../errors/index.js";
+import type { DeferRequest, StepOutcome } from "../../execution/index.js";
 import { MAX_DYNAMIC_KEYS_PER_CALL } from "../commands/add-dynamic-partitions.js";
 
-// The execution API's bodies and the backend it delegates to. The API may not
-// import the executor module (layering), so the shapes the executor's
-// ExecutionBackend exchanges are restated here; StoreExecutionBackend fits
-// ExecutionApiBackend structurally, which the composition root type-checks.
-
-/** What a worker asks the triggerer to wait for when its try defers. */
-export interface ApiDeferRequest {
-  readonly kind: string;
-  readonly args: Readonly<Record<string, unknown>>;
-  readonly timeoutMs: number;
-  readonly pollIntervalMs: number;
-  readonly softFail: boolean;
-}
-
-/** How a try ended: the executor's StepOutcome. */
-export type ApiStepOutcome =
-  | { readonly kind: "success"; readonly outputJson: string; readonly sizeBytes: number }
-  | { readonly kind: "failed"; readonly error: SerializedError; readonly retryable: boolean }
-  | { readonly kind: "skipped"; readonly reason: string }
-  | { readonly kind: "deferred"; readonly trigger: ApiDeferRequest }
-  | { readonly kind: "rescheduled"; readonly nextCheckAt: number; readonly waitStartedAt: number }
-  | { readonly kind: "expanded"; readonly count: number; readonly itemsJson: string; readonly labels: readonly (string | null)[] | null };
-
-/** The part of an executor's StepDispatch that reading a try's inputs needs, rebuilt by the server from the database. */
-export interface ApiTryDispatch {
-  readonly stepId: number;
-  readonly runId: string;
-  readonly tryNumber: number;
-  readonly assetKey: string;
-  readonly partitionKey: string;
-  readonly mapIndex: number;
-  readonly partition: {
-    readonly window: { readonly start: string; readonly end: string } | null;
-    readonly dimensions: Readonly<Record<string, string>> | null;
-  };
-  readonly check?: { readonly name: string; readonly blocking: boolean; readonly severity: "warn" | "error" };
-  readonly timeoutMs: number | null;
-  readonly logRef: string;
-}
-
-export interface ApiStepResult {
-  readonly stepId: number;
-  readonly runId: string;
-  readonly tryNumber: number;
-  readonly outcome: ApiStepOutcome;
-  readonly startedAt: Date | null;
-  readonly endedAt: Date;
-  readonly workerId: string;
-  readonly logRef: string;
-  readonly hostname?: string;
-  readonly pid?: number;
-}
-
-export type ApiStepInputs =
-  | { readonly ok: true; readonly inputs: Readonly<Record<string, unknown>> }
-  | { readonly ok: false; readonly error: SerializedError };
-
-/** What the routes delegate to: the API process's StoreExecutionBackend (one instance, built without `followUp`). */
-export interface ExecutionApiBackend {
-  loadInputs(steps: readonly ApiTryDispatch[]): Promise<ReadonlyMap<number, ApiStepInputs>>;
-  started(
-    events: readonly { readonly stepId: number; readonly tryNumber: number; readonly workerId: string; readonly hostname: string; readonly pid: number; readonly startedAt: Date }[],
-  ): Promise<void>;
-  heartbeat(steps: readonly { readonly stepId: number; readonly tryNumber: number }[]): Promise<void>;
-  finished(results: readonly ApiStepResult[], options?: { readonly freeSlots: number }): Promise<unknown>;
-  addDynamicPartitions(name: string, keys: readonly string[]): Promise<void>;
-  materialized(assetKey: string, partitionKey: string): Promise<{ eventId: number } | undefined>;
-}
+// The execution API's bodies: the wire format of the execution contract, checked against its types (a schema whose
+// output drifts from StepOutcome or DeferRequest does not compile).
 
 const MAX_TEXT = 64 * 1024;
 const shortText = z.string().min(1).max(512);
@@ -98,7 +33,7 @@ const jsonText = (what: string, check: (value: unknown) => boolean = () => true)
     }
   }, `must be ${what}`);
 
-const deferRequest = z.object({
+const deferRequest: z.ZodType<DeferRequest> = z.object({
   kind: shortText,
   args: z.record(z.string(), z.unknown()),
   timeoutMs: z.number().int().min(0),
@@ -106,7 +41,7 @@ const deferRequest = z.object({
   softFail: z.boolean(),
 });
 
-const outcome = z.discriminatedUnion("kind", [
+const outcome: z.ZodType<StepOutcome> = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("success"), outputJson: jsonText("JSON text"), sizeBytes: z.number().int().min(0) }),
   z.object({ kind: z.literal("failed"), error: serializedError, retryable: z.boolean() }),
   z.object({ kind: z.literal("skipped"), reason: z.string().max(MAX_TEXT) }),
@@ -140,7 +75,7 @@ const reportFields = {
 const finishFields = { outcome, ...reportFields };
 
 /** An `expanded` outcome's count is the number of its items. */
-const countMatchesItems = (b: { outcome: z.infer<typeof outcome> }) =>
+const countMatchesItems = (b: { outcome: StepOutcome }) =>
   b.outcome.kind !== "expanded" || (JSON.parse(b.outcome.itemsJson) as unknown[]).length === b.outcome.count;
 const countIssue = { message: "must equal the number of items in outcome.itemsJson", path: ["outcome", "count"] };
 

@@ -5,7 +5,7 @@ import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
-import { startTriggerer, type RunningTriggerer } from "./triggerer-start.js";
+import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
 import { parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
 
 export interface DevOptions {

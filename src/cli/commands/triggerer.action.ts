@@ -3,7 +3,7 @@ import { durationMs, positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { TriggererCommandOptions } from "./triggerer.js";
-import { startTriggerer } from "./triggerer-start.js";
+import { startTriggerer } from "../triggerer-start.js";
 
 /** `tributary triggerer`: checks triggers until SIGINT/SIGTERM, then gives its triggers back. */
 export async function runTriggerer(opts: TriggererCommandOptions, globals: GlobalOptions): Promise<void> {

@@ -6,7 +6,7 @@ import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { inTime, lastResultLine, triggerCall, triggerFor } from "../triggers-format.js";
 import type { TriggersOptions } from "./triggers.js";
 import { suggestKey } from "../../graph/index.js";
-import { connectTriggers, type TriggersClient } from "./triggers-client.js";
+import { connectTriggers, type TriggersClient } from "../triggers-client.js";
 
 /** `tributary triggers`: a summary by status, then the triggers, waiting ones first. */
 export async function runTriggers(opts: TriggersOptions, globals: GlobalOptions): Promise<void> {
@@ -55,7 +55,7 @@ function parseOptions(opts: TriggersOptions): { status?: TriggerStatus; assetKey
 async function checkFilter(client: TriggersClient, filter: { assetKey?: string; kind?: string }): Promise<void> {
   const { kind, assetKey } = filter;
   if (kind !== undefined && !(await hasTriggers(client, { kind }))) {
-    const { builtInTriggers } = await import("../../triggerer/index.js");
+    const { builtInTriggers } = await import("../../trigger-checks/index.js");
     const kinds = Object.keys(builtInTriggers());
     if (!kinds.includes(kind)) {
       const near = suggestKey(kind, kinds);

@@ -455,13 +455,12 @@ export class AutomationTask implements ReconcilerTask {
     const group = createHash("sha256").update(request.assetKeys.join("\u0000")).digest("hex").slice(0, 12);
     const { runId } = await this.options.runs.createRun(
       {
-        plan,
+        ...runShape(graph, plan),
         snapshotVersion: version,
         origin: "automation",
         priority: 0,
         tags: { "tributary/automation-tick": String(tick) },
         idempotencyKey: `automation:${tick}:${group}:${request.partitionKey ?? ""}`,
-        ...runShape(graph, plan),
       },
       now,
     );

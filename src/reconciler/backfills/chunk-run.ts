@@ -103,7 +103,7 @@ export async function chunkRun(c: ChunkContext, k: number, generation: number): 
   }
   const { runId } = await tx.createRun(
     {
-      plan,
+      ...runShape(graph, plan),
       snapshotVersion: c.version,
       origin: "backfill",
       priority: backfill.priority,
@@ -111,7 +111,6 @@ export async function chunkRun(c: ChunkContext, k: number, generation: number): 
       maxActiveSteps: null,
       idempotencyKey: `backfill:${backfill.id}:${k}${generation > 0 ? `:${generation}` : ""}`,
       backfillId: backfill.id,
-      ...runShape(graph, plan),
     },
     c.now,
   );

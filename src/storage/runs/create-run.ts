@@ -1,5 +1,4 @@
 import { sql } from "kysely";
-import { serializePlan } from "../../planner/index.js";
 import { notifyIn } from "../database-handle.js";
 import { toJson } from "../json.js";
 import type { NewRun } from "../run-store.js";
@@ -13,7 +12,7 @@ import { DEFAULT_POOL, type Trx } from "./step-rows.js";
  * that run (created: false) and writes nothing.
  */
 export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ runId: string; created: boolean }> {
-  const steps = run.plan.steps;
+  const steps = run.steps;
   const inserted = await trx
     .insertInto("runs")
     .values({
@@ -22,7 +21,7 @@ export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ run
       backfill_id: run.backfillId ?? null,
       idempotency_key: run.idempotencyKey ?? null,
       snapshot_version: run.snapshotVersion,
-      plan: toJson(serializePlan(run.plan)),
+      plan: toJson(run.plan),
       job_name: run.jobName ?? null,
       priority: run.priority ?? 0,
       tags: toJson(run.tags ?? {}),

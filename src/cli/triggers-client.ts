@@ -1,7 +1,7 @@
-import type { ListTriggersOptions, TriggerCounts, TriggerFilter, TriggerPage, TriggerQueryStore, TriggerStatus, TriggerView } from "../../storage/index.js";
-import type { Runtime } from "../runtime.js";
-import { graphql, serverFor } from "../server-client.js";
-import type { Settings } from "../settings.js";
+import type { ListTriggersOptions, TriggerCounts, TriggerFilter, TriggerPage, TriggerQueryStore, TriggerStatus, TriggerView } from "../storage/index.js";
+import type { Runtime } from "./runtime.js";
+import { graphql, serverFor } from "./server-client.js";
+import type { Settings } from "./settings.js";
 
 /** Triggers, through a running server's API or from the database in this process. */
 export interface TriggersClient {
@@ -16,7 +16,7 @@ export interface TriggersClient {
 export async function connectTriggers(settings: Settings): Promise<TriggersClient> {
   const url = await serverFor(settings);
   if (url) return new ServerTriggersClient(url);
-  const { openRuntime } = await import("../runtime.js");
+  const { openRuntime } = await import("./runtime.js");
   return new InProcessTriggersClient(await openRuntime(settings));
 }
 
@@ -38,7 +38,7 @@ class InProcessTriggersClient implements TriggersClient {
   }
 
   async assetKeys(): Promise<string[]> {
-    const { syncDefinitions } = await import("../definitions-sync.js");
+    const { syncDefinitions } = await import("./definitions-sync.js");
     const { settings } = this.#runtime;
     await syncDefinitions(this.#runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
     return (await this.#runtime.catalog.current()).graph.keys();

@@ -50,6 +50,15 @@ export interface StepDispatch {
   readonly token?: string;
 }
 
+/**
+ * What reading a try's inputs needs of its dispatch: a worker sends it, and the execution API rebuilds it from the
+ * database for a worker that reports over HTTP.
+ */
+export type InputsRequest = Pick<
+  StepDispatch,
+  "stepId" | "runId" | "tryNumber" | "assetKey" | "partitionKey" | "mapIndex" | "partition" | "check" | "timeoutMs" | "logRef"
+>;
+
 /** A fired trigger of a deferred step, handed back to the re-entered function. */
 export interface ResumedTrigger {
   readonly kind: string;
@@ -114,7 +123,7 @@ export type StepInputs =
  * execution API. Every method takes batches: executors coalesce calls.
  */
 export interface ExecutionBackend {
-  loadInputs(steps: readonly StepDispatch[]): Promise<ReadonlyMap<number, StepInputs>>;
+  loadInputs(steps: readonly InputsRequest[]): Promise<ReadonlyMap<number, StepInputs>>;
   started(events: readonly StepStarted[]): Promise<void>;
   heartbeat(steps: readonly { readonly stepId: number; readonly tryNumber: number }[]): Promise<void>;
   /**

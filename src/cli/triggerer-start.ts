@@ -1,7 +1,8 @@
-import { discoverDefinitionFiles } from "../../loader/index.js";
-import { PgTriggerStore } from "../../storage/index.js";
-import { builtInTriggers, envSqlConnections, pgMaterializedLookup, Triggerer, TriggerKindProcess } from "../../triggerer/index.js";
-import type { Runtime } from "../runtime.js";
+import { discoverDefinitionFiles } from "../loader/index.js";
+import { PgTriggerStore } from "../storage/index.js";
+import { builtInTriggers, envSqlConnections, pgMaterializedLookup } from "../trigger-checks/index.js";
+import { Triggerer, TriggerKindProcess } from "../triggerer/index.js";
+import type { Runtime } from "./runtime.js";
 
 export interface StartTriggererOptions {
   readonly concurrency?: number;
