@@ -10,6 +10,7 @@ import type { Runtime } from "../src/cli/runtime.js";
 import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
 import { GraphCache, PgDefinitionStore, PgRunStore, type Database } from "../src/storage/index.js";
 import { sleep, type BenchScope } from "./_setup.js";
+import { RUN_DECISIONS } from "../src/planner/index.js";
 
 /** Where dispatched steps find their definitions and write their logs. */
 export interface BenchDirs {
@@ -42,7 +43,7 @@ export async function storeBenchDefinitions(db: Kysely<Database>, dir: string, s
 /** storeBenchDefinitions, then the run store and graph cache over the stored definitions. */
 export async function storeBenchGraph(db: Kysely<Database>, dir: string, source: string, timeoutMs = 60_000): Promise<BenchStores> {
   const definitions = await storeBenchDefinitions(db, dir, source, timeoutMs);
-  return { definitions, runs: new PgRunStore(db), graphs: new GraphCache(definitions) };
+  return { definitions, runs: new PgRunStore(db, RUN_DECISIONS), graphs: new GraphCache(definitions) };
 }
 
 /**

@@ -15,6 +15,7 @@ import { printResult, sleep, timed, withScope } from "./_setup.js";
 import { partitionSpace } from "../src/partitions/index.js";
 import { AutomationTask } from "../src/reconciler/index.js";
 import { GraphCache, PgAutomationStore, PgEventStore, PgRunStore, toJson } from "../src/storage/index.js";
+import { RUN_DECISIONS } from "../src/planner/index.js";
 
 const { values } = parseArgs({ options: { assets: { type: "string", default: "10000" } } });
 const N = Number(values.assets);
@@ -77,7 +78,7 @@ async function main(): Promise<void> {
     await sql`analyze`.execute(db);
     const seedMs = performance.now() - seedStarted;
 
-    const runs = new PgRunStore(db);
+    const runs = new PgRunStore(db, RUN_DECISIONS);
     const task = new AutomationTask({
       store: new PgAutomationStore(db),
       runs,

@@ -25,6 +25,7 @@ import {
 import { syncDefinitions } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
+import { RUN_DECISIONS } from "../planner/index.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
 export interface Runtime {
@@ -77,7 +78,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     throw err;
   }
   const definitions = new PgDefinitionStore(database.db);
-  const runs = new PgRunStore(database.db);
+  const runs = new PgRunStore(database.db, RUN_DECISIONS);
   const backfills = new PgBackfillStore(database.db);
   const alerts = new PgAlertStore(database.db);
   const graphs = new GraphCache(definitions);

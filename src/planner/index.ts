@@ -11,7 +11,7 @@ export type { RunPlan, PlannedStep, MissingUpstream } from "./run-plan.js";
 export { serializePlan, parsePlan, PLAN_FORMAT } from "./serialize-plan.js";
 export type { SerializedPlan, SerializedStep } from "./serialize-plan.js";
 export { evaluateTriggerRule, countUpstreamStates } from "./trigger-rules.js";
-export type { UpstreamCounts, TriggerDecision } from "./trigger-rules.js";
+export type { UpstreamCounts, TriggerDecision } from "../sdk/index.js";
 export { retryDelayMs, shouldRetry, maxTries, DEFAULT_MAX_RETRY_DELAY_MS } from "./retry.js";
 export { STEP_STATES, TERMINAL_STEP_STATES, STEP_TRANSITIONS, isTerminal, canTransition } from "./step-states.js";
 export type { StepState } from "./step-states.js";
@@ -25,3 +25,5 @@ export { BackfillChunks } from "./backfill-chunks.js";
 export type { AssetSubsets } from "./backfill-chunks.js";
 export { serializeLayout, parseLayout, layoutVersion } from "./backfill-layout.js";
 export type { BackfillLayout, SerializedBackfillLayout } from "./backfill-layout.js";
+// The decisions the run store's transactions apply (storage's RunDecisions), made here.
+export { RUN_DECISIONS } from "./run-decisions.js";

@@ -1,27 +1,5 @@
 import { InputError } from "../errors/index.js";
-import type { TriggerRule } from "../sdk/index.js";
-
-/**
- * How many direct upstream steps a step has, and how many of them ended in
- * each terminal state. Upstreams still pending, scheduled, queued, running,
- * up for retry/reschedule or deferred are the ones not counted in any field.
- */
-export interface UpstreamCounts {
-  readonly total: number;
-  readonly success: number;
-  readonly failed: number;
-  readonly upstreamFailed: number;
-  readonly skipped: number;
-  readonly removed: number;
-}
-
-/**
- * What a trigger rule says about a pending step now:
- * - `wait`: not decided yet (upstreams still running, or the rule is still reachable);
- * - `run`: the rule is met: the step may be scheduled;
- * - `skipped` / `upstream_failed`: the rule can no longer be met; the step ends in that state.
- */
-export type TriggerDecision = "wait" | "run" | "skipped" | "upstream_failed";
+import type { TriggerDecision, TriggerRule, UpstreamCounts } from "../sdk/index.js";
 
 /**
  * Evaluates a trigger rule with Apache Airflow 2.x semantics: those of

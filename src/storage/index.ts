@@ -200,3 +200,4 @@ export type { CheckResultStore, CheckResultView, CheckResultQuery } from "./chec
 // Execution API: bearer tokens scoped to one step try.
 export { PgTryTokenStore, hashTryToken, DEFAULT_TRY_TOKEN_TTL_MS } from "./pg-try-token-store.js";
 export type { TryTokenStore, TokenTry, TokenCheck, IssuedTryToken } from "./pg-try-token-store.js";
+export type { RunDecisions } from "./run-decisions.js";

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from "kysely";
+import type { RunDecisions } from "./run-decisions.js";
 import { InputError, type SerializedError } from "../errors/index.js";
 import type { Database, TriggerStatus } from "./database.js";
 import { notifyIn } from "./database-handle.js";
@@ -67,9 +68,12 @@ export function triggerBackoffMs(pollIntervalMs: number, failures: number): numb
  */
 export class PgTriggerStore implements TriggerStore {
   readonly #db: Kysely<Database>;
+  readonly #decisions: RunDecisions;
 
-  constructor(db: Kysely<Database>) {
+  /** `decisions`: what ending a deferred step applies downstream (trigger rules) and to its retries. */
+  constructor(db: Kysely<Database>, decisions: RunDecisions) {
     this.#db = db;
+    this.#decisions = decisions;
   }
 
   async createTriggers(rows: readonly NewTrigger[], now: Date): Promise<CreatedTrigger[]> {
@@ -241,7 +245,7 @@ export class PgTriggerStore implements TriggerStore {
           where t.id = x.id`.execute(trx);
       }
       const { canceled, scheduledSteps } = await fire(trx, fires, now);
-      const failedSteps = await fail(trx, failures, now);
+      const failedSteps = await fail(trx, this.#decisions, failures, now);
       return {
         applied: waits.length + fires.length + failures.length,
         ignored,
@@ -276,7 +280,7 @@ export class PgTriggerStore implements TriggerStore {
       if (observations.length > 0) await recordObservationTimeoutsIn(trx, observations, now);
       const failedSteps: number[] = [];
       const skippedSteps: number[] = [];
-      await endDeferredSteps(trx, ended, now, (step, trigger) => {
+      await endDeferredSteps(trx, this.#decisions, ended, now, (step, trigger) => {
         const message =
           `${describeStep(step)} waited on a "${trigger.kind}" trigger (id ${trigger.id}) past its timeout; ` +
           `check that the awaited data arrives, or raise the wait's timeout`;
@@ -398,7 +402,7 @@ async function fire(trx: Trx, fires: readonly Ending<{ checks: number; payload: 
  * template) end `failed`, and their deferred steps fail for good with the
  * error, which then names the step's asset and partition. Returns the failed steps.
  */
-async function fail(trx: Trx, failures: readonly Ending<{ checks: number; error: SerializedError }>[], now: Date): Promise<number[]> {
+async function fail(trx: Trx, decisions: RunDecisions, failures: readonly Ending<{ checks: number; error: SerializedError }>[], now: Date): Promise<number[]> {
   if (failures.length === 0) return [];
   const updates = failures.map((f) => ({ id: f.id, checks: f.checks, error: f.error, last_result: { error: f.error.message } }));
   await sql`
@@ -407,7 +411,7 @@ async function fail(trx: Trx, failures: readonly Ending<{ checks: number; error:
     from jsonb_to_recordset(${toJson(updates)}::jsonb) as x(id bigint, checks int, error jsonb, last_result jsonb)
     where t.id = x.id`.execute(trx);
   const failedSteps: number[] = [];
-  await endDeferredSteps(trx, failures, now, (step, trigger) => {
+  await endDeferredSteps(trx, decisions, failures, now, (step, trigger) => {
     failedSteps.push(step.id);
     const error: SerializedError = {
       ...trigger.error,
@@ -447,6 +451,7 @@ type DeferredEnd =
  */
 async function endDeferredSteps<T extends Ending>(
   trx: Trx,
+  decisions: RunDecisions,
   triggers: readonly T[],
   now: Date,
   end: (step: DeferredStep, trigger: T) => DeferredEnd,
@@ -462,7 +467,7 @@ async function endDeferredSteps<T extends Ending>(
     deferred: true,
     ...end(step, byStep.get(step.id)!),
   }));
-  if (completions.length > 0) await completeStepsIn(trx, completions, now, Math.random);
+  if (completions.length > 0) await completeStepsIn(trx, completions, now, decisions, Math.random);
 }
 
 function describeStep(step: DeferredStep): string {

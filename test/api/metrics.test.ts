@@ -23,6 +23,7 @@ import { createScratchDatabase, describePostgres } from "../support/pg.js";
 import { openTestPglite } from "../support/pglite.js";
 import { newTestDatabaseName } from "../support/test-database-names.js";
 import { parsePrometheusText, sample, type PrometheusText } from "./metrics-text.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // m/a: five daily partitions in a 3-slot pool; m/b: a step for an executor kind nobody here runs (it stays scheduled).
 const DEFS = `
@@ -90,7 +91,7 @@ describePostgres("/metrics", () => {
     claimAt = new Date(Date.now() + 3_000);
     const claimed = await h.runs.claimRunnable({ now: claimAt, capacity: { local: 10 }, limit: 10 });
     expect(claimed).toHaveLength(3);
-    await new PgTriggerStore(h.db).createTriggers(
+    await new PgTriggerStore(h.db, RUN_DECISIONS).createTriggers(
       [
         { kind: "fileExists", args: { path: "/in/x" }, assetKey: "m/source", partitionKey: "2025-01-01", nextCheckAt: new Date(Date.now() - 60_000) },
         { kind: "fileExists", args: { path: "/in/y" }, assetKey: "m/source", partitionKey: "2025-01-02", nextCheckAt: new Date("2099-01-01T00:00:00Z") },
@@ -164,7 +165,7 @@ describePostgres("/metrics", () => {
 
   it("records a pass that failed (its connection is gone) under outcome=failed", async () => {
     const lost = await openPostgres({ kind: "postgres", url: h.url });
-    const reconciler = reportingReconciler({ store: new PgRunStore(lost.db), database: lost });
+    const reconciler = reportingReconciler({ store: new PgRunStore(lost.db, RUN_DECISIONS), database: lost });
     await lost.close();
     await expect(reconciler.pass()).rejects.toThrow();
     const text = await scrape(app);

@@ -29,7 +29,7 @@ const ALLOWED: Record<Module, readonly Module[]> = {
   sdk: ["errors", "partitions"],
   graph: ["errors", "partitions", "sdk"],
   planner: ["errors", "partitions", "sdk", "graph"],
-  storage: ["errors", "partitions", "sdk", "graph", "planner"],
+  storage: ["errors", "partitions", "sdk", "graph"],
   loader: ["errors", "partitions", "sdk", "graph", "index"],
   // The execution contract, and claims turned into dispatches.
   execution: ["errors", "partitions", "sdk", "graph", "storage"],

@@ -7,6 +7,7 @@ import { GraphCache, PgDefinitionStore, PgRunStore } from "../../src/storage/ind
 import { storeDefinitions, chainSource } from "../api/graphql-fixture.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { eventually, graphqlAt, runCli, startCli } from "./run-cli.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // `tributary api`: the HTTP server alone, as a real child process over a test Postgres database.
 describePostgres("tributary api", () => {
@@ -26,7 +27,7 @@ describePostgres("tributary api", () => {
   /** A step that is running as far as the database knows (claimed and started here), with one log line written. */
   async function runningStep(): Promise<{ runId: string; stepId: number }> {
     const definitions = new PgDefinitionStore(database.db);
-    const runs = new PgRunStore(database.db);
+    const runs = new PgRunStore(database.db, RUN_DECISIONS);
     const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["chain/a000"], partition: "2025-01-02" }, new Date());
     const [claim] = await runs.claimRunnable({ now: new Date(), capacity: { local: 1 }, limit: 1 });
     await runs.markStarted([{ stepId: claim!.stepId, tryNumber: 1, workerId: "test", hostname: "test", pid: 1, startedAt: new Date() }], new Date());

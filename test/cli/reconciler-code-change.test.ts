@@ -6,6 +6,7 @@ import { launchRun } from "../../src/api/index.js";
 import { GraphCache, PgDefinitionStore, PgRunStore } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { eventually, startCli } from "./run-cli.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // `tributary reconciler --watch` as a definitions file is edited under it: its local worker processes run the
 // new version (an edited body, a new asset) without a restart.
@@ -36,7 +37,7 @@ describePostgres("tributary reconciler after a definitions file changes", () => 
     try {
       await eventually(async () => (reconciler.output().includes("is running") ? true : undefined), 180_000, () => `the reconciler to start\n${reconciler.output()}`);
       const definitions = new PgDefinitionStore(database.db);
-      const runs = new PgRunStore(database.db);
+      const runs = new PgRunStore(database.db, RUN_DECISIONS);
       const graphs = new GraphCache(definitions, 0);
       const materialize = async (key: string): Promise<void> => {
         const { runId } = await launchRun({ graphs, runs, definitions }, { assetKeys: [key] }, new Date());

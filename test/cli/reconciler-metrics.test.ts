@@ -7,6 +7,7 @@ import { GraphCache, PgDefinitionStore, PgRunStore } from "../../src/storage/ind
 import { parsePrometheusText, sample } from "../api/metrics-text.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { eventually, freePort, runCli, startCli } from "./run-cli.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // `tributary reconciler --metrics-port`: a reconciler running as its own process serves its pass
 // and task metrics over real HTTP, as Prometheus scrapes it.
@@ -50,7 +51,7 @@ describePostgres("tributary reconciler --metrics-port", () => {
       await running(reconciler);
       expect(reconciler.output()).toContain(`serving metrics at http://127.0.0.1:${port}/metrics`);
       const definitions = new PgDefinitionStore(database.db);
-      const runs = new PgRunStore(database.db);
+      const runs = new PgRunStore(database.db, RUN_DECISIONS);
       const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["rm/one"] }, new Date());
       await eventually(async () => ((await runs.getRunSummary(runId))?.status === "success" ? true : undefined), 60_000, "the run to succeed");
 

@@ -7,6 +7,7 @@ import { launchRun } from "../../src/api/index.js";
 import { GraphCache, PgDefinitionStore, PgRunStore } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { eventually, startCli } from "./run-cli.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // Two `tributary reconciler` processes on one Postgres, as in production;
 // one is killed with SIGKILL in the middle of a burst.
@@ -49,7 +50,7 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
         () => `both reconcilers to start\n${a.output()}\n${b.output()}`,
       );
       const definitions = new PgDefinitionStore(db);
-      const runs = new PgRunStore(db);
+      const runs = new PgRunStore(db, RUN_DECISIONS);
       const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["r/burst"], allPartitions: true }, new Date());
 
       // Both are working; then one dies without any chance to clean up.

@@ -7,6 +7,7 @@ import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { resetDatabase } from "../support/reset.js";
 import { deferredRun } from "../triggerer/deferred-run.js";
 import { eventually, ROOT, runCli, startCli } from "./run-cli.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 const PARTNER = `
 import { triggerKind } from "tributary";
@@ -46,7 +47,7 @@ describePostgres("tributary triggerer", () => {
 
   it("a triggerer SIGKILLed while holding 1 000 file triggers: another finishes them all once the leases lapse", async () => {
     const { runId, steps } = await deferredRun(database.db, 1000);
-    const store = new PgTriggerStore(database.db);
+    const store = new PgTriggerStore(database.db, RUN_DECISIONS);
     const files = path.join(work, "files");
     await store.createTriggers(
       steps.map((stepId) => ({ kind: "fileExists", args: { path: path.join(files, "{partition}.csv") }, stepId, pollIntervalMs: 200 })),
@@ -91,7 +92,7 @@ describePostgres("tributary triggerer", () => {
 
   it("runs a custom trigger kind from a definitions module in its child process, and gives its triggers back on SIGTERM", async () => {
     const { runId, steps } = await deferredRun(database.db, 2);
-    const store = new PgTriggerStore(database.db);
+    const store = new PgTriggerStore(database.db, RUN_DECISIONS);
     const file = path.join(work, "files", "never-there");
     await store.createTriggers(
       [

@@ -5,6 +5,7 @@ import { afterEach, expect, it } from "vitest";
 import { PgTriggerStore } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness, sleep } from "./harness.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // Deferred steps and reschedule-mode sensors through the real reconciler,
 // executor and Postgres. The triggerer's part (claiming and checking) is
@@ -34,7 +35,7 @@ async function stepStates(h: Harness, runId: string): Promise<Record<string, str
 
 /** Plays the triggerer: every waiting trigger of these steps fires with a payload. */
 async function fireAll(h: Harness, payload: (t: { partitionKey: string | null }) => unknown): Promise<number[]> {
-  const store = new PgTriggerStore(h.db);
+  const store = new PgTriggerStore(h.db, RUN_DECISIONS);
   const claimed = await store.claimDue("test-triggerer", new Date(), { limit: 100, leaseMs: 30_000 });
   const result = await store.recordChecks(
     "test-triggerer",
@@ -133,7 +134,7 @@ describePostgres("execution: deferred steps and reschedule-mode sensors", () => 
     await h.redefine({ "d.ts": defs(landing) });
     const runId = await h.launch(["d/waiter", "d/after"], { partition: "2025-03-05" });
     await h.until(async () => (await stepStates(h!, runId))["d/waiter@2025-03-05"] === "deferred", 20_000, "the wait");
-    const expired = await new PgTriggerStore(h.db).expire(new Date(Date.now() + 2 * 3_600_000));
+    const expired = await new PgTriggerStore(h.db, RUN_DECISIONS).expire(new Date(Date.now() + 2 * 3_600_000));
     expect(expired.failedSteps).toHaveLength(1);
     const run = await h.waitForRun(runId, 10_000);
     expect(run.status).toBe("failed");

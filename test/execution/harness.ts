@@ -29,6 +29,7 @@ import {
   type RunStatus,
 } from "../../src/storage/index.js";
 import { newTestDatabaseName } from "../support/test-database-names.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 /** Absolute path of the SDK, for definitions imported by vitest itself (the in-process executor). */
 const SDK_PATH = new URL("../../src/index.ts", import.meta.url).pathname;
@@ -159,7 +160,7 @@ export class Harness {
     this.url = databaseUrlWithName(context.adminUrl, this.dbName);
     this.handle = await openPostgres({ kind: "postgres", url: this.url, applicationName: "tributary-test", onConnectionError: () => undefined });
     this.definitions = new PgDefinitionStore(this.db);
-    this.runs = new PgRunStore(this.db);
+    this.runs = new PgRunStore(this.db, RUN_DECISIONS);
     this.graphs = new GraphCache(this.definitions, 0);
 
     this.scratch = await this.tempDir("tributary-exec-it-");
@@ -224,7 +225,7 @@ export class Harness {
       applicationName: `tributary-node-${index}`,
       onConnectionError: (e) => errors.push(`connection: ${e.message}`),
     });
-    const runs = new PgRunStore(handle.db);
+    const runs = new PgRunStore(handle.db, RUN_DECISIONS);
     const graphs = new GraphCache(new PgDefinitionStore(handle.db));
     const dirs = { definitionsDir: this.dir, logsDir: this.logsDir };
     const inner = new StoreExecutionBackend({

@@ -5,6 +5,7 @@ import { Triggerer } from "../../src/triggerer/index.js";
 import { builtInTriggers, pgMaterializedLookup } from "../../src/trigger-checks/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 // The seed's poke deadlock: every worker slot is held by sensors poking for
 // data whose producer cannot start because there is no free slot. In poke
@@ -68,7 +69,7 @@ describePostgres("execution: sensors holding every slot", () => {
   it("deferrable mode: the same sensors free their slots, the producer runs, and the sensors finish", async () => {
     h = await Harness.create({ files: { "k.ts": defs("deferrable") }, node: { capacity: 2 } });
     triggerer = new Triggerer({
-      store: new PgTriggerStore(h.db),
+      store: new PgTriggerStore(h.db, RUN_DECISIONS),
       registry: builtInTriggers({ materialized: pgMaterializedLookup(h.db) }),
       listen: (channel, handler) => h!.handle.listen(channel, handler),
     });

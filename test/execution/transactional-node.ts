@@ -8,6 +8,7 @@
 import { StoreExecutionBackend, TransactionalExecutor } from "../../src/executor/index.js";
 import { Reconciler } from "../../src/reconciler/index.js";
 import { GraphCache, openPostgres, PgDefinitionStore, PgRunStore } from "../../src/storage/index.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 const [url, defsDir, logsDir] = process.argv.slice(2);
 if (!url || !defsDir || !logsDir) {
@@ -16,7 +17,7 @@ if (!url || !defsDir || !logsDir) {
 }
 
 const handle = await openPostgres({ kind: "postgres", url, applicationName: "tributary-tx-child", onConnectionError: () => undefined });
-const runs = new PgRunStore(handle.db);
+const runs = new PgRunStore(handle.db, RUN_DECISIONS);
 const definitions = new PgDefinitionStore(handle.db);
 const graphs = new GraphCache(definitions);
 const dirs = { definitionsDir: defsDir, logsDir };

@@ -18,6 +18,7 @@ import { buildDispatch } from "../../src/execution/index.js";
 import { GraphCache, openPostgres, PgDefinitionStore, PgRunStore, type ClaimedStep, type PostgresHandle } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness, sleep } from "./harness.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 const SDK_PATH = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
 const CHILD = fileURLToPath(new URL("./transactional-node.ts", import.meta.url));
@@ -81,7 +82,7 @@ async function shadowOf(h: Harness): Promise<string> {
 async function startNode(h: Harness, shadow: string, options: { zombieAfterMs?: number } = {}): Promise<TxNode> {
   const errors: string[] = [];
   const handle = await openPostgres({ kind: "postgres", url: h.url, applicationName: "tributary-tx-node", onConnectionError: (e) => errors.push(e.message) });
-  const runs = new PgRunStore(handle.db);
+  const runs = new PgRunStore(handle.db, RUN_DECISIONS);
   const definitions = new PgDefinitionStore(handle.db);
   const graphs = new GraphCache(definitions);
   const dirs = { definitionsDir: h.dir, logsDir: h.logsDir };

@@ -12,6 +12,7 @@ import {
 import { alertText } from "../../src/reconciler/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { resetDatabase } from "../support/reset.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 const NOW = new Date("2025-03-20T12:00:00Z");
 const LATER = new Date("2025-03-20T13:00:00Z");
@@ -48,7 +49,7 @@ describePostgres("observation store: fired and timed-out source observations", (
   it("gives readers of a source partition its latest observation: { observedAt, payload }, with the event for lineage", async () => {
     await observe([{ triggerId: 1, assetKey: "partner/feed", partitionKey: "2025-03-19", payload: { size: 1 } }]);
     await observe([{ triggerId: 2, assetKey: "partner/feed", partitionKey: "2025-03-19", payload: { size: 2 } }], LATER);
-    const [rec] = await new PgRunStore(database.db).latestOutputs([{ assetKey: "partner/feed", partitionKey: "2025-03-19" }]);
+    const [rec] = await new PgRunStore(database.db, RUN_DECISIONS).latestOutputs([{ assetKey: "partner/feed", partitionKey: "2025-03-19" }]);
     const latest = await database.db.selectFrom("events").select("id").orderBy("id", "desc").executeTakeFirstOrThrow();
     expect(rec).toMatchObject({ hasOutput: true, ref: null, eventId: latest.id, inline: { observedAt: LATER.toISOString(), payload: { size: 2 } } });
   });

@@ -4,6 +4,7 @@ import { PgTriggerStore, TRIGGER_MAX_BACKOFF_MS, TRIGGERS_CHANNEL, WAKE_CHANNEL,
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { resetDatabase } from "../support/reset.js";
 import { deferredRun as deferredRunIn } from "../triggerer/deferred-run.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 const NOW = new Date("2025-03-12T12:00:00Z");
 const LEASE = 30_000;
@@ -15,7 +16,7 @@ describePostgres("PgTriggerStore", () => {
 
   beforeEach(async () => {
     await resetDatabase(database.db);
-    store = new PgTriggerStore(database.db);
+    store = new PgTriggerStore(database.db, RUN_DECISIONS);
   });
 
   const deferredRun = (count: number, options: { downstream?: boolean } = {}) => deferredRunIn(database.db, count, { ...options, now: NOW });

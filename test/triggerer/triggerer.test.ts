@@ -10,6 +10,7 @@ import { builtInTriggers, defineTriggerCheck, type TriggerRegistry } from "../..
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { resetDatabase } from "../support/reset.js";
 import { deferredRun } from "./deferred-run.js";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 /** A check that answers when the test says so, counting how many run at once. */
 function gatedCheck() {
@@ -60,7 +61,7 @@ describePostgres("Triggerer", () => {
   });
   beforeEach(async () => {
     await resetDatabase(database.db);
-    store = new PgTriggerStore(database.db);
+    store = new PgTriggerStore(database.db, RUN_DECISIONS);
     errors.length = 0;
   });
   afterEach(async () => {

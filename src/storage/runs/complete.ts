@@ -3,6 +3,7 @@ import type { SerializedError } from "../../errors/index.js";
 import { notifyIn } from "../database-handle.js";
 import type { StepState } from "../database.js";
 import { toJson } from "../json.js";
+import type { RunDecisions } from "../run-decisions.js";
 import type { ClaimedStep, CompletionSummary, FollowUp, StepCompletion } from "../run-store.js";
 import { WAKE_CHANNEL } from "./channels.js";
 import { recordCheckResults } from "./check-results.js";
@@ -25,16 +26,18 @@ export async function completeStepsIn(
   trx: Trx,
   completions: readonly StepCompletion[],
   now: Date,
+  decisions: RunDecisions,
   random: () => number = Math.random,
 ): Promise<CompletionSummary> {
   if (completions.length === 0) return { applied: 0, ignored: [], scheduled: 0, finishedRuns: [], claimed: [] };
-  return completeIn(trx, completions, now, random);
+  return completeIn(trx, completions, now, decisions, random);
 }
 
 export async function completeIn(
   trx: Trx,
   completions: readonly StepCompletion[],
   now: Date,
+  decisions: RunDecisions,
   random: () => number,
   followUp?: FollowUp,
 ): Promise<CompletionSummary> {
@@ -80,7 +83,7 @@ export async function completeIn(
     // Fanned out: the step waits for its mapped steps (created below), then gathers their outputs.
     else if (c.outcome === "expanded") state = "pending";
     else if (c.outcome === "released" && step.state === "queued") state = "scheduled";
-    else ({ state, nextRetryAt } = retryOrFail(step, c.tryNumber, c.outcome === "released" || c.retryable, now, random));
+    else ({ state, nextRetryAt } = retryOrFail(step, c.tryNumber, c.outcome === "released" || c.retryable, now, random, decisions));
     applied.push({ c, step, state, nextRetryAt, wasActive: ACTIVE.includes(step.state) });
   }
   if (applied.length === 0) return { applied: 0, ignored, scheduled: 0, finishedRuns: [], claimed: [] };
@@ -170,6 +173,7 @@ export async function completeIn(
     trx,
     changes.filter((c, i) => isTerminalState(c.state) && !isMapped(applied[i]!)),
     now,
+    decisions,
     await countDownExpanded(trx, ended.filter(isMapped).map((a) => ({ step: a.step, state: a.state })), now),
   );
   // Pool and run rows are shared by every transaction that moves steps: they

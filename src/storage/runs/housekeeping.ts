@@ -1,4 +1,5 @@
 import { sql, type Kysely } from "kysely";
+import type { RunDecisions } from "../run-decisions.js";
 import type { SerializedError } from "../../errors/index.js";
 import { notifyIn } from "../database-handle.js";
 import type { Database } from "../database.js";
@@ -12,7 +13,7 @@ import { adjustRunActive, lockRuns } from "./run-counters.js";
 import { cancelUnneededWaits, lockQueuedRuns, lockZombies, requeueUnstarted, scheduleDueRetries } from "./sql/housekeeping-batches.js";
 import type { Trx } from "./step-rows.js";
 
-export async function housekeeping(db: Kysely<Database>, options: HousekeepingOptions): Promise<HousekeepingResult> {
+export async function housekeeping(db: Kysely<Database>, options: HousekeepingOptions, decisions: RunDecisions): Promise<HousekeepingResult> {
   const now = options.now;
   const random = options.random ?? Math.random;
   // Each chore commits on its own. One transaction for all of them would
@@ -60,6 +61,7 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
             }),
           ),
           now,
+          decisions,
           random,
         );
       }

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Database, PartitionState, RunStatus } from "../database.js";
+import type { RunDecisions } from "../run-decisions.js";
 import type {
   ClaimedStep,
   ClaimOptions,
@@ -37,11 +38,14 @@ import { heartbeat, markStarted } from "./step-liveness.js";
  */
 export class PgRunStore implements RunStore {
   readonly #db: Kysely<Database>;
+  readonly #decisions: RunDecisions;
   /** Fractional share of claims owed to the longest-waiting steps (see claimRunnable). */
   #agingCredit = 0;
 
-  constructor(db: Kysely<Database>) {
+  /** `decisions`: the trigger-rule and retry decisions the completion path applies (the planner's). */
+  constructor(db: Kysely<Database>, decisions: RunDecisions) {
     this.#db = db;
+    this.#decisions = decisions;
   }
 
   // ── runs ────────────────────────────────────────────────────────────────
@@ -120,7 +124,7 @@ export class PgRunStore implements RunStore {
     followUp?: FollowUp,
   ): Promise<CompletionSummary> {
     if (completions.length === 0) return { applied: 0, ignored: [], scheduled: 0, finishedRuns: [], claimed: [] };
-    return this.#db.transaction().execute((trx) => completeIn(trx, completions, now, random, followUp));
+    return this.#db.transaction().execute((trx) => completeIn(trx, completions, now, this.#decisions, random, followUp));
   }
 
   /**
@@ -128,13 +132,13 @@ export class PgRunStore implements RunStore {
    * step's completion in the transaction that holds the step's own writes, so both commit or neither does.
    */
   completeStepsWithin(trx: Transaction<Database>, completions: readonly StepCompletion[], now: Date): Promise<CompletionSummary> {
-    return completeStepsIn(trx, completions, now);
+    return completeStepsIn(trx, completions, now, this.#decisions);
   }
 
   // ── housekeeping ────────────────────────────────────────────────────────
 
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {
-    return housekeeping(this.#db, options);
+    return housekeeping(this.#db, options, this.#decisions);
   }
 
   // ── reads for data passing and planning ─────────────────────────────────

@@ -1,7 +1,7 @@
 import { sql } from "kysely";
-import { evaluateTriggerRule } from "../../planner/index.js";
 import type { TriggerRule } from "../../sdk/index.js";
 import type { StepState } from "../database.js";
+import type { RunDecisions } from "../run-decisions.js";
 import { toJson } from "../json.js";
 import { recordGathered } from "./gathered-outputs.js";
 import type { StepChange, Trx } from "./step-rows.js";
@@ -19,6 +19,7 @@ export async function propagate(
   trx: Trx,
   terminal: readonly StepChange[],
   now: Date,
+  decide: Pick<RunDecisions, "triggerRule">,
   /** Pending steps to judge as well (expanded steps whose mapped steps all ended, or one failed). */
   judge: readonly number[] = [],
 ): Promise<{ scheduled: number[]; cascaded: StepChange[] }> {
@@ -79,7 +80,7 @@ export async function propagate(
       group by s.id, r.cancel_requested_at`.execute(trx);
     const decisions: { id: number; state: StepState; reason: string | null }[] = [];
     for (const r of rows) {
-      const decision = evaluateTriggerRule(r.trigger_rule, {
+      const decision = decide.triggerRule(r.trigger_rule, {
         total: r.total,
         success: r.success,
         failed: r.failed,

@@ -1,4 +1,4 @@
-import { retryDelayMs, shouldRetry } from "../../planner/index.js";
+import type { RunDecisions } from "../run-decisions.js";
 import type { LockedStep } from "./step-rows.js";
 
 /**
@@ -11,9 +11,10 @@ export function retryOrFail(
   retryable: boolean,
   now: Date,
   random: () => number,
+  decisions: Pick<RunDecisions, "shouldRetry" | "retryDelayMs">,
 ): { state: "up_for_retry" | "failed"; nextRetryAt: Date | null } {
   const policy = step.retry_policy;
-  const retry = retryable && !step.cancel_requested && policy !== null && shouldRetry(policy, tryNumber, step.tries_before);
+  const retry = retryable && !step.cancel_requested && policy !== null && decisions.shouldRetry(policy, tryNumber, step.tries_before);
   if (!retry) return { state: "failed", nextRetryAt: null };
-  return { state: "up_for_retry", nextRetryAt: new Date(now.getTime() + retryDelayMs(policy, tryNumber - step.tries_before, random)) };
+  return { state: "up_for_retry", nextRetryAt: new Date(now.getTime() + decisions.retryDelayMs(policy, tryNumber - step.tries_before, random)) };
 }
