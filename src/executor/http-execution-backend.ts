@@ -78,6 +78,8 @@ interface TryEntry {
  * from `finished`.
  *
  * @example
+ * import type { StepDispatch } from "../execution/index.js";
+ * // given definitionsDir: string, dispatchWithToken: StepDispatch
  * const backend = new HttpExecutionBackend({ url: "http://api:3000", onTryRejected: (s) => executor.cancel([s.stepId], "stale") });
  * const executor = new LocalExecutor(backend, { definitionsDir });
  * executor.submit([dispatchWithToken]);
@@ -406,6 +408,8 @@ export interface TryLogShipperOptions {
  * tick from the same offset.
  *
  * @example
+ * import type { StepDispatch } from "../execution/index.js";
+ * // given dispatch: StepDispatch, post: (chunk: Uint8Array, offset: number) => Promise<void>
  * const shipper = new TryLogShipper(dispatch.logRef, (chunk, offset) => post(chunk, offset)).start();
  * // … the try runs …
  * await shipper.stop(); // sends what is left

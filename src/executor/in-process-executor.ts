@@ -34,6 +34,8 @@ export interface InProcessExecutorOptions {
  * reported failed and abandoned, still running). Never use it for real work.
  *
  * @example
+ * import type { ExecutionBackend, StepDispatch } from "../execution/index.js";
+ * // given backend: ExecutionBackend, dispatch: StepDispatch, orders: AssetDefinition
  * const executor = new InProcessExecutor(backend, { importModule: async () => ({ orders }) });
  * executor.submit([dispatch]);   // backend.finished receives the result
  * await executor.close();

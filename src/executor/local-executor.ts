@@ -52,6 +52,8 @@ const SHUTDOWN_GRACE_MS = 2_000;
  * that needs it; call `reload()` after definitions change.
  *
  * @example
+ * import type { ExecutionBackend, StepDispatch } from "../execution/index.js";
+ * // given backend: ExecutionBackend, steps: readonly StepDispatch[]
  * const executor = new LocalExecutor(backend, { processes: 4, definitionsDir: "asset-definitions" });
  * await executor.ready();
  * executor.submit(steps);              // results arrive through backend.finished

@@ -226,8 +226,11 @@ function joinAnd(parts: readonly string[]): string {
  * Errors name the secret and where it was looked for, never a value.
  *
  * @example
+ * import type { StepDispatch } from "../execution/index.js";
+ * import type { Redactor } from "./step-log.js";
+ * // given redactor: Redactor, dispatch: StepDispatch
  * const resolver = new SecretResolver(await secretBackendFromEnv(process.env));
- * const password = await resolver.resolve("db_password", active.log.redactor, active.dispatch);
+ * const password = await resolver.resolve("db_password", redactor, dispatch);
  */
 export class SecretResolver {
   constructor(readonly backend: SecretBackend) {}

@@ -99,8 +99,12 @@ const KEEPING: ReadonlySet<StepCompletion["outcome"]> = new Set(["success", "che
  * executor then fails its steps with a clear error.
  *
  * @example
- * const executor = new TransactionalExecutor(backend, { database: runtime.database, runs: runtime.runs });
- * new Reconciler({ ..., executors: { local, transactional: executor } });
+ * import type { Executor } from "../execution/index.js";
+ * import { Reconciler, type ReconcilerOptions } from "../reconciler/index.js";
+ * import type { DatabaseHandle, PgRunStore } from "../storage/index.js";
+ * // given backend: TransactionalBackend, database: DatabaseHandle, runs: PgRunStore, local: Executor, options: ReconcilerOptions
+ * const executor = new TransactionalExecutor(backend, { database, runs });
+ * new Reconciler({ ...options, executors: { local, transactional: executor } });
  */
 export class TransactionalExecutor implements Executor {
   readonly kind = "transactional";

@@ -23,6 +23,7 @@ export interface ExpandOptions {
  * Edges to keys that are not in the graph are ignored (a validated snapshot
  * has none).
  * @example
+ * // given snapshot: DefinitionsSnapshot
  * const graph = AssetGraph.fromSnapshot(snapshot);
  * graph.select("+sales/revenue_7d"); // revenue_7d and everything it reads, upstream first
  */
@@ -178,7 +179,9 @@ export class AssetGraph {
    * after (add everything that reads it); a number limits the levels
    * (`1+sales/orders+2`). Throws GraphError on an unknown key or an item that
    * matches nothing.
-   * @example graph.select("+sales/revenue_7d group:finance")
+   * @example
+ * // given graph: AssetGraph
+ * graph.select("+sales/revenue_7d group:finance")
    */
   select(selection: string | readonly string[]): string[] {
     const items = (typeof selection === "string" ? [selection] : selection)

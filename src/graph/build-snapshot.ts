@@ -39,7 +39,8 @@ export interface BuiltSnapshot {
  * downstream of them, are left out with a problem each; everything else
  * stays, so one bad file never stops the rest.
  * @example
- * const { graph, contentHash, problems } = buildSnapshot(load.files, await store.lastGoodByFile(), ownersOf(previousGraph));
+ * // given files: readonly FileDefinitions[], lastGood: ReadonlyMap<string, PreviousDefinitions>, owners: ReadonlyMap<string, string>
+ * const { graph, contentHash, problems } = buildSnapshot(files, lastGood, owners);
  */
 export function buildSnapshot(
   fileResults: readonly FileDefinitions[],

@@ -36,6 +36,7 @@ export interface GraphAnalysis {
  * dependencies, partition mappings, checks on unknown assets. Each problem
  * names the file, the asset and the field, and says what to do.
  * @example
+ * // given assets: readonly SnapshotAsset[], checks: readonly SnapshotCheck[]
  * for (const p of validateGraph(assets, checks)) console.error(p.message);
  */
 export function validateGraph(

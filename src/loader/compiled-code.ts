@@ -15,8 +15,13 @@ export type CompiledCode =
  * version is a file of its own, so importing it gives a module of its own: a long-lived process runs each
  * version's code, never the first one it imported.
  * @example
- * const code = await compiledCode("/defs/orders.ts", dispatch.codeHash);
- * if (code.ok) namespace = code.bundle.endsWith(".cjs") ? require(code.bundle) : await import(pathToFileURL(code.bundle).href);
+ * import { createRequire } from "node:module";
+ * import { pathToFileURL } from "node:url";
+ * // given codeHash: string
+ * const code = await compiledCode("/defs/orders.ts", codeHash);
+ * if (code.ok) {
+ *   const namespace = code.bundle.endsWith(".cjs") ? createRequire(import.meta.url)(code.bundle) : await import(pathToFileURL(code.bundle).href);
+ * }
  */
 export async function compiledCode(file: string, codeHash: string): Promise<CompiledCode> {
   const outDir = path.join(await cacheDir(), "definitions");

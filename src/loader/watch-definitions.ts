@@ -51,6 +51,7 @@ export interface DefinitionsWatcher {
  * A key that another file defines again stays with the file it was loaded
  * from; the other file's definition is the one in error.
  * @example
+ * // given store: { save(result: LoadDefinitionsResult): Promise<void> }
  * const watcher = watchDefinitions("asset-definitions", async ({ result }) => store.save(result));
  * await watcher.ready;
  */

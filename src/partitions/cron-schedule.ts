@@ -27,7 +27,9 @@ const ANCHOR_WALL = daysFromCivil(2000, 1, 1) * DAY_MS;
  * cron itself does), or why it has none: the expression does not parse, or
  * it never fires.
  *
- * @example cronSchedule("30 1 * * *", "America/New_York").after(new Date("2024-11-03T05:00:00Z")) // 06:30Z, 01:30 EST
+ * @example
+ * const schedule = cronSchedule("30 1 * * *", "America/New_York"); // a string says what is wrong with the expression
+ * if (typeof schedule !== "string") schedule.after(new Date("2024-11-03T05:00:00Z")); // 06:30Z, 01:30 EST
  */
 export function cronSchedule(cron: string, timezone: string | null): CronSchedule | string {
   const zone = timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;

@@ -32,7 +32,9 @@ export function multiPartitions(dimensions: Readonly<Record<string, SingleDimens
 /**
  * The multi key of one key per dimension, in the definition's dimension order.
  *
- * @example multiPartitionKey(spec, { date: "2025-03-15", region: "eu" }) // "eu|2025-03-15" for { region, date }
+ * @example
+ * // given spec: MultiPartitionsSpec
+ * multiPartitionKey(spec, { date: "2025-03-15", region: "eu" }) // "eu|2025-03-15" for { region, date }
  */
 export function multiPartitionKey(spec: MultiPartitionsSpec, keys: Readonly<Record<string, string>>): string {
   return spec.dimensions

@@ -28,6 +28,8 @@ export type AssetSubsets = ReadonlyMap<string, PartitionSubset>;
  * layout.
  *
  * @example
+ * import type { AssetGraph } from "../graph/index.js";
+ * // given graph: AssetGraph, layout: BackfillLayout, now: Date
  * const chunks = new BackfillChunks(graph, layout, undefined, now);
  * for (let k = 0; k < chunks.count; k++) chunks.chunk(k); // Map { "sales/orders" => 0-1, … }
  */

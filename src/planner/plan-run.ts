@@ -67,6 +67,9 @@ export interface PlanRunRequest {
  * PartitionError for partitions that do not fit (see resolveSelection).
  *
  * @example
+ * import type { AssetGraph } from "../graph/index.js";
+ * import { PartitionSubset } from "../partitions/index.js";
+ * // given graph: AssetGraph
  * const plan = planRun({
  *   graph, version: 3, assets: ["sales/orders", "sales/revenue_7d"],
  *   partitions: { kind: "range", from: "2025-03-01", to: "2025-03-31" },

@@ -63,7 +63,9 @@ export type Upstream<T> = T | null;
  * order for time windows, all partitions, static and multi mappings.
  * Each upstream value may be `null` (see {@link Upstream}).
  * A key string instead of an asset gives an untyped dependency: `T` is the upstream's output.
- * @example dep(orders, timeWindow({ startOffset: -6 }))  // (Order | null)[] for the last 7 days
+ * @example
+ * // given orders: AssetDefinition<{ id: string; rows: number }>
+ * dep(orders, timeWindow({ startOffset: -6 }))  // ({ id, rows } | null)[] for the last 7 days
  */
 export function dep<A extends AssetDefinition>(upstream: A, mapping: ManyMapping): Dep<Upstream<OutputOf<A>>[]>;
 export function dep<A extends AssetDefinition>(upstream: A, mapping?: SingleMapping): Dep<Upstream<OutputOf<A>>>;
@@ -390,11 +392,12 @@ function callbacksOf(config: AssetConfigBase): DefinitionCallbacks {
  * With `map`, the function runs once per item `map` answers (`ctx.map`), and
  * downstream assets receive the outputs as an array in item order.
  * @example
+ * // given files: AssetDefinition<{ paths: string[] }>, parse: (path: string) => Promise<unknown>
  * const orders = asset({ key: "sales/orders", partitions: daily({ start: "2025-01-01" }) },
  *   async (ctx) => ({ rows: 42, day: ctx.partition.key }));
  * const summary = asset({ key: "sales/summary", partitions: daily({ start: "2025-01-01" }), deps: { orders } },
  *   async (_ctx, { orders }) => (orders?.rows ?? 0) * 2);   // null: the day was reported, not materialised
- * const parsed = asset({ key: "sales/parsed", deps: { files }, map: ({ files }) => files.paths },
+ * const parsed = asset({ key: "sales/parsed", deps: { files }, map: ({ files }) => files?.paths ?? [] },
  *   async (ctx) => parse(ctx.map.item));   // downstream receives parsed outputs as an array
  */
 export function asset<const D extends DepsRecord | undefined, I, T>(

@@ -24,6 +24,7 @@ export interface RetryInfo {
  * Hooks are functions: they are not part of the serialised definitions.
  *
  * @example
+ * // given notifyPager: (text: string) => Promise<void>, load: (window: { start: Date; end: Date }) => Promise<number>
  * asset({ key: "sales/orders", retries: 2,
  *   onFailure: async (ctx, error) => notifyPager(`${ctx.assetKey} ${ctx.partition.key}: ${error.message}`) },
  *   async (ctx) => load(ctx.partition.window!));

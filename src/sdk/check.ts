@@ -37,7 +37,9 @@ const checkConfigSchema = z.strictObject({
  * A data-quality check of an asset's partitions; a failing blocking check
  * stops downstream materialisation of that partition. The check receives the partition's stored value: null
  * for a partition an outside producer reported (see {@link Upstream}).
- * @example check(orders, { name: "not_empty", blocking: true }, (_ctx, value) => ({ passed: (value?.rows ?? 0) > 0 }))
+ * @example
+ * // given orders: AssetDefinition<{ rows: number }>
+ * check(orders, { name: "not_empty", blocking: true }, (_ctx, value) => ({ passed: (value?.rows ?? 0) > 0 }))
  */
 export function check<A extends AssetDefinition>(
   target: A | string,

@@ -136,6 +136,7 @@ const anyJsonObject: ArgsSchema = z.record(z.string(), z.json());
  * Defines a trigger kind of your own.
  *
  * @example
+ * import { z } from "zod";
  * export const partnerReady = triggerKind({
  *   kind: "partnerReady",
  *   args: z.object({ url: z.string() }),

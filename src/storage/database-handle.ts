@@ -64,6 +64,8 @@ export function assertChannel(channel: string): void {
  * delivered only if and when that transaction commits.
  *
  * @example
+ * import type { Kysely } from "kysely";
+ * // given db: Kysely<Database>
  * await db.transaction().execute(async (trx) => {
  *   await trx.updateTable("steps").set({ state: "success" }).where("id", "=", 1).execute();
  *   await notifyIn(trx, "steps_changed", "1");

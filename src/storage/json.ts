@@ -16,6 +16,8 @@ export type JsonText = string & { readonly [jsonTextBrand]: true };
  * Serialises a value for a json/jsonb column.
  *
  * @example
+ * import type { Kysely } from "kysely";
+ * // given db: Kysely<Database>
  * await db.insertInto("cursors").values({ name: "events", value: toJson({ id: 42 }) }).execute();
  */
 export function toJson(value: unknown): JsonText {

@@ -29,6 +29,7 @@ interface AppliedRow {
  * knows migrations this code does not.
  *
  * @example
+ * // given handle: DatabaseHandle
  * const { applied } = await migrate(handle.db);
  */
 export async function migrate(db: Kysely<Database>, options: MigrateOptions = {}): Promise<MigrateResult> {

@@ -20,6 +20,7 @@ export interface MigrationStatus {
  * file pending.
  *
  * @example
+ * // given handle: DatabaseHandle
  * const status = await migrationStatus(handle.db, await readMigrationFiles());
  * if (!status.current) console.log(status.pending);
  */

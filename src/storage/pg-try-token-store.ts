@@ -68,9 +68,11 @@ export function hashTryToken(token: string): string {
  * TryTokenStore on step_tries.token_hash / token_expires_at (migration 0010).
  *
  * @example
+ * import type { Kysely } from "kysely";
+ * // given db: Kysely<Database>, claim: ClaimedStep
  * const tokens = new PgTryTokenStore(db);
  * const [issued] = await tokens.issue([{ stepId: claim.stepId, tryNumber: claim.tryNumber }], new Date());
- * dispatch = { ...dispatch, token: issued?.token };
+ * const token = issued?.token; // goes to the worker with the step's dispatch
  */
 export class PgTryTokenStore implements TryTokenStore {
   readonly #db: Kysely<Database>;

@@ -25,6 +25,9 @@ export interface BuiltInTriggerServices {
  * extend the registry.
  *
  * @example
+ * import type { Kysely } from "kysely";
+ * import type { Database } from "../storage/index.js";
+ * // given db: Kysely<Database>, myCheck: TriggerCheck
  * const registry = { ...builtInTriggers({ materialized: pgMaterializedLookup(db) }), myKind: myCheck };
  */
 export function builtInTriggers(services: BuiltInTriggerServices = {}): TriggerRegistry {

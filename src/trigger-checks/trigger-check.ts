@@ -50,6 +50,7 @@ export type TriggerRegistry = Readonly<Record<string, TriggerCheck<never>>>;
  * {@link TriggerRegistry}.
  *
  * @example
+ * import { z } from "zod";
  * const always = defineTriggerCheck({
  *   schema: z.object({}),
  *   check: async () => ({ fired: true, payload: null }),

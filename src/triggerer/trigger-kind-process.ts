@@ -42,6 +42,9 @@ interface Child {
  * them) and the next check starts a new one.
  *
  * @example
+ * import { discoverDefinitionFiles } from "../loader/index.js";
+ * import { builtInTriggers } from "../trigger-checks/index.js";
+ * // given definitionsDir: string
  * const kinds = await TriggerKindProcess.start({ definitionsDir, files: await discoverDefinitionFiles(definitionsDir) });
  * const registry = { ...builtInTriggers(), ...kinds.registry };
  */

@@ -61,7 +61,11 @@ interface Held {
  * leases lapse (a check may then run twice, which is harmless for a read).
  *
  * @example
- * const triggerer = new Triggerer({ store: new PgTriggerStore(db), registry: builtInTriggers(), listen: (c, h) => handle.listen(c, h) });
+ * import { RUN_DECISIONS } from "../planner/index.js";
+ * import { PgTriggerStore, type DatabaseHandle } from "../storage/index.js";
+ * import { builtInTriggers } from "../trigger-checks/index.js";
+ * // given handle: DatabaseHandle
+ * const triggerer = new Triggerer({ store: new PgTriggerStore(handle.db, RUN_DECISIONS), registry: builtInTriggers(), listen: (c, h) => handle.listen(c, h) });
  * await triggerer.start();
  * // …
  * await triggerer.stop();

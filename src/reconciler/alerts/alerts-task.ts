@@ -31,7 +31,10 @@ export interface AlertsTaskOptions {
  * up dispatching steps; one delivery round at a time per task.
  *
  * @example
- * new Reconciler({ …, tasks: [new AlertsTask({ store: new PgAlertStore(db), graphs, definitions, config })] });
+ * import type { Kysely } from "kysely";
+ * import { PgAlertStore, type Database, type DefinitionStore, type GraphCache } from "../../storage/index.js";
+ * // given db: Kysely<Database>, graphs: GraphCache, definitions: DefinitionStore, config: AlertsConfig, options: ReconcilerOptions
+ * new Reconciler({ ...options, tasks: [new AlertsTask({ store: new PgAlertStore(db), graphs, definitions, config })] });
  */
 export class AlertsTask implements ReconcilerTask {
   readonly name = "alerts";

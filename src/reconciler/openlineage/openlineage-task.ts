@@ -51,6 +51,9 @@ interface Positioned {
  * exponential backoff.
  *
  * @example
+ * import type { Kysely } from "kysely";
+ * import { PgOpenLineageStore, type Database } from "../../storage/index.js";
+ * // given db: Kysely<Database>
  * new OpenLineageTask({ store: new PgOpenLineageStore(db), sink: new HttpLineageSink("http://marquez:5000"), namespace: "tributary://prod", owner: "reconciler-1" });
  */
 export class OpenLineageTask implements ReconcilerTask {
