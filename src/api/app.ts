@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { createYoga, maskError } from "graphql-yoga";
 import { GraphQLError } from "graphql";
 import { schema } from "./graphql/schema.js";
-import type { ApiContext } from "./graphql/builder.js";
+import type { ApiServices, AssetsApi, RunsApi } from "./services.js";
 import { TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
@@ -11,7 +11,7 @@ import { useQueryLimits } from "./graphql/limits.js";
 import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
-import { definitionsReadiness, type Catalog } from "./catalog.js";
+import { definitionsReadiness } from "./catalog.js";
 import { graphiqlRoutes, renderLocalGraphiQL } from "./graphiql-routes.js";
 import { stderrLog, yogaLogger } from "./graphql/yoga-logger.js";
 import { executionRoutes, type ExecutionApiServices } from "./execution/execution-routes.js";
@@ -34,7 +34,8 @@ export interface ServerIdentity {
 }
 
 export interface ApiOptions {
-  context: ApiContext;
+  /** The API's services, built once by the composition root: GraphQL reads them all, the other routes the groups they use. */
+  context: ApiServices;
   /** What /healthz says this server serves. */
   identity?: ServerIdentity;
   /** Checks the database answers; /healthz reports it. */
@@ -44,7 +45,7 @@ export interface ApiOptions {
   /** Metrics and migration checks behind `/metrics` and `/readyz` (see observabilityOf). */
   observability?: Observability;
   // Without it, /api/v1 answers 404.
-  /** What the Airflow-compatible REST API at `/api/v1` reads besides the context. */
+  /** What the Airflow-compatible REST API at `/api/v1` reads besides the API's services. */
   rest?: AirflowApiServices;
   // Without it, /runs/:runId/steps/:stepId/logs answers 404.
   /** Where the live step log routes read logs. */
@@ -77,6 +78,8 @@ export function createApiApp(options: ApiOptions): Hono {
     },
   });
 
+  // Services built only for /metrics or the GraphiQL page (as in tests) have no runs or assets.
+  const runs = options.context.runs as RunsApi | undefined;
   const app = new Hono();
   app.get("/healthz", async (c) => {
     try {
@@ -88,16 +91,15 @@ export function createApiApp(options: ApiOptions): Hono {
   });
   // /metrics and /readyz.
   if (options.observability) {
-    // A context built only for /metrics (as in tests) has no catalog.
-    const catalog = options.context.catalog as Catalog | undefined;
+    const catalog = (options.context.assets as AssetsApi | undefined)?.catalog;
     app.route("/", observabilityRoutes(options.ping, options.observability, () => definitionsReadiness(catalog)));
   }
   // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));
   // Step logs over SSE, or as plain text.
-  if (options.logs) app.route("/", stepLogRoutes(options.context.runs, options.logs));
+  if (options.logs) app.route("/", stepLogRoutes(options.context.runs.store, options.logs));
   // A run's progress as it changes (SSE), for the UI and scripts.
-  app.route("/", runEventRoutes(options.context.runs));
+  if (runs) app.route("/", runEventRoutes(runs.store));
   if (options.execution) app.route("/execution/v1", executionRoutes(options.execution));
   app.route("/", graphiqlRoutes());
   app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) => yoga.fetch(c.req.raw, {}));

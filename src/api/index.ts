@@ -2,12 +2,12 @@ export { createApiApp } from "./app.js";
 export type { ApiOptions, ServerIdentity } from "./app.js";
 // /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
-export type { Observability, ReadinessProblem } from "./metrics/observability-routes.js";
+export type { Observability, ObservabilityStores, ReadinessProblem } from "./metrics/observability-routes.js";
 export { TributaryMetrics } from "./metrics/tributary-metrics.js";
 export type { TributaryMetricsOptions, PassReport } from "./metrics/tributary-metrics.js";
 export { Catalog } from "./catalog.js";
 export type { CatalogView } from "./catalog.js";
-export type { ApiContext, DefinitionFileView } from "./graphql/builder.js";
+export type { ApiServices, RunsApi, BackfillsApi, AssetsApi, AutomationApi, LineageApi, DefinitionFileView } from "./services.js";
 export { listPartitions, staleReasonView } from "./partition-listing.js";
 export type { PartitionRow, PartitionListing, PartitionStatusRow, StaleReasonView } from "./partition-listing.js";
 export { partitionStatusSummary } from "./partition-status-summary.js";

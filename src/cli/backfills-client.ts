@@ -1,4 +1,4 @@
-import type { ApiContext, LaunchBackfillRequest } from "../api/index.js";
+import type { BackfillsApi, LaunchBackfillRequest } from "../api/index.js";
 import { failedPartitionRanges } from "../api/views/index.js";
 import { loadPartitionContext } from "../partitions/index.js";
 import type { BackfillRecord, BackfillStatus } from "../storage/index.js";
@@ -63,17 +63,17 @@ export async function connectBackfills(settings: Settings, options: { execute?: 
 
 class InProcessBackfillsClient implements BackfillsClient {
   readonly where = "in-process" as const;
-  private readonly commands: ApiContext;
+  private readonly commands: BackfillsApi;
 
   constructor(
     private readonly runtime: Runtime,
     private readonly execution: Execution | undefined,
   ) {
-    this.commands = runtime.apiContext();
+    this.commands = runtime.apiContext().backfills;
   }
 
   async launch(request: LaunchBackfillRequest): Promise<BackfillView> {
-    return this.woken(await this.commands.launchBackfill(request));
+    return this.woken(await this.commands.launch(request));
   }
 
   async get(id: string): Promise<BackfillView | undefined> {
@@ -86,15 +86,15 @@ class InProcessBackfillsClient implements BackfillsClient {
   }
 
   async cancel(id: string): Promise<BackfillView> {
-    return this.woken(await this.commands.cancelBackfill(id));
+    return this.woken(await this.commands.cancel(id));
   }
 
   async resume(id: string): Promise<BackfillView> {
-    return this.woken(await this.commands.resumeBackfill(id));
+    return this.woken(await this.commands.resume(id));
   }
 
   async retryFailed(id: string): Promise<BackfillView> {
-    return this.woken(await this.commands.retryBackfillFailures(id));
+    return this.woken(await this.commands.retryFailures(id));
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ApiContext, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
+import type { ApiServices, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
 import type { MappedStepRef, RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
 import { TRIGGER_FIELDS, triggerFromWire } from "./triggers-client.js";
@@ -87,14 +87,14 @@ class InProcessRunsClient implements RunsClient {
     this.commands = runtime.apiContext();
   }
 
-  private readonly commands: ApiContext;
+  private readonly commands: Pick<ApiServices, "runs" | "triggers">;
 
   async launch(request: LaunchRunRequest): Promise<RunSummary> {
-    return this.started((await this.commands.launchRun(request)).runId);
+    return this.started((await this.commands.runs.launch(request)).runId);
   }
 
   async clear(request: ClearPartitionsRequest): Promise<RunSummary> {
-    return this.started((await this.commands.clearPartitions(request)).runId);
+    return this.started((await this.commands.runs.clearPartitions(request)).runId);
   }
 
   async clearMappedStep(target: MappedStepRef): Promise<RunSummary> {

@@ -1,9 +1,26 @@
 import path from "node:path";
-import { addDynamicPartitions, automationEvaluations, Catalog, clearPartitions, erasureImpact, launchBackfill, lineage, launchRun, reportAssetEvent, retryBackfillFailures, runChecks, type ApiContext, type DefinitionFileView } from "../api/index.js";
+import type { Kysely } from "kysely";
+import {
+  addDynamicPartitions,
+  automationEvaluations,
+  Catalog,
+  clearPartitions,
+  erasureImpact,
+  launchBackfill,
+  lineage,
+  launchRun,
+  reportAssetEvent,
+  retryBackfillFailures,
+  runChecks,
+  type ApiServices,
+  type DefinitionFileView,
+  type ObservabilityStores,
+} from "../api/index.js";
 import {
   GraphCache,
   LocalDirOutputStore,
   migrate,
+  migrationStatus,
   openDatabase,
   PgAlertStore,
   PgAutomationStore,
@@ -17,10 +34,16 @@ import {
   PgRunStore,
   PgTriggerQueryStore,
   PgMaterializationQueryStore,
+  PgMetricsQueryStore,
   PgCheckResultStore,
   S3OutputStore,
+  type AlertStore,
+  type BackfillStore,
+  type Database,
   type DatabaseHandle,
+  type DefinitionStore,
   type OutputStore,
+  type RunStore,
 } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
@@ -42,7 +65,10 @@ export interface Runtime {
   /** Outputs over the inline limit: S3 with TRIBUTARY_S3_BUCKET; null when not configured (Postgres mode without TRIBUTARY_OUTPUT_DIR). */
   readonly outputStore: OutputStore | null;
   readonly logsDir: string;
-  apiContext(): ApiContext;
+  /** What `/metrics` and `/readyz` read (a reconciler process serves only its own metrics: it leaves out `metrics`). */
+  readonly observabilityStores: ObservabilityStores;
+  /** The API's services over this database, built once: every transport and in-process command uses these. */
+  apiContext(): ApiServices;
   close(): Promise<void>;
 }
 
@@ -86,9 +112,17 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
   // Embedded mode keeps large outputs in the data directory; with Postgres they need a configured store.
   const outputDir = settings.outputDir ?? (settings.databaseUrl ? undefined : path.join(settings.dataDir, "outputs"));
   const outputStore = s3OutputStore ?? (outputDir ? new LocalDirOutputStore(outputDir) : null);
-  const pauses = new PgPauseStore(database.db);
-  // Lineage and erasure queries.
-  const lineageServices = { graphs, definitions, lineage: new PgLineageStore(database.db) };
+  const api = apiServices({
+    db: database.db,
+    definitions,
+    graphs,
+    catalog,
+    runs,
+    backfills,
+    alerts,
+    // Without Redis no worker takes bullmq steps: a run that needs them is refused rather than left waiting.
+    unavailableExecutors: unavailableExecutors(settings, options),
+  });
   return {
     settings,
     database,
@@ -100,45 +134,8 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     catalog,
     outputStore,
     logsDir: settings.logsDir ?? path.join(settings.dataDir, "logs"),
-    apiContext: () => ({
-      catalog,
-      runs,
-      now: () => new Date(),
-      // Without Redis no worker takes bullmq steps: a run that needs them is refused rather than left waiting.
-      launchRun: (request) => launchRun({ graphs, runs, definitions, unavailableExecutors: unavailableExecutors(settings, options) }, request, new Date()),
-      clearPartitions: (request) => clearPartitions({ graphs, runs, definitions }, request, new Date()),
-      runChecks: (request) => runChecks({ graphs, runs, definitions }, request, new Date()),
-      checkResults: new PgCheckResultStore(database.db),
-      backfills,
-      launchBackfill: (request) => launchBackfill({ graphs, runs, definitions, backfills }, request, new Date()),
-      cancelBackfill: (id) => backfills.requestCancel(id, new Date()),
-      resumeBackfill: (id) => backfills.resume(id, new Date()),
-      retryBackfillFailures: (id) => retryBackfillFailures({ graphs, runs, definitions, backfills }, id, new Date()),
-      addDynamicPartitions: (request) => addDynamicPartitions({ graphs, definitions }, request),
-      alerts,
-      partitionStatus: new PgPartitionStatusStore(database.db),
-      pauses,
-      triggers: new PgTriggerQueryStore(database.db),
-      pools: new PgPoolStore(database.db),
-      lineage: (request) => lineage(lineageServices, request),
-      erasureImpact: (request) => erasureImpact(lineageServices, request),
-      reads: new PgMaterializationQueryStore(database.db), // GraphQL reads
-      pauseAutomation: (target) => pauses.pause(target, new Date()),
-      resumeAutomation: (target) => pauses.resume(target, new Date()),
-      automationEvaluations: (request) =>
-        automationEvaluations({ graphs, definitions, evaluations: new PgAutomationStore(database.db), pauses }, request),
-      reportAssetEvent: (request) => reportAssetEvent({ graphs, events: new PgEventStore(database.db), definitions }, request, new Date()),
-      definitionFiles: async (): Promise<DefinitionFileView[]> =>
-        (await definitions.listFiles()).map((f) => ({
-          path: f.path,
-          status: f.status,
-          error: f.error as DefinitionFileView["error"],
-          warnings: f.warnings,
-          problems: f.problems as DefinitionFileView["problems"],
-          loadMs: f.loadMs,
-          loadedAt: f.loadedAt,
-        })),
-    }),
+    observabilityStores: observabilityStores(database.db),
+    apiContext: () => api,
     close: () => database.close(),
   };
 }
@@ -148,7 +145,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
  * current definitions (a file that fails to load is a warning; the others
  * still count), runs `fn` with the API, and closes.
  */
-export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: ApiContext, runtime: Runtime) => Promise<T>): Promise<T> {
+export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: ApiServices, runtime: Runtime) => Promise<T>): Promise<T> {
   const runtime = await openRuntime(settings);
   try {
     const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
@@ -171,4 +168,83 @@ export function unavailableExecutors(settings: Pick<Settings, "redisUrl" | "data
   return settings.redisUrl || cannotTell
     ? new Map()
     : new Map([["bullmq", "no Redis is configured; set REDIS_URL (e.g. redis://127.0.0.1:6379) here and start `tributary worker` processes, or use the local executor"]]);
+}
+
+/** What the API's services are built from: the database, and the stores and catalog the process shares. */
+export interface ApiParts {
+  readonly db: Kysely<Database>;
+  readonly definitions: DefinitionStore;
+  readonly graphs: GraphCache;
+  readonly catalog: Catalog;
+  readonly runs: RunStore;
+  readonly backfills: BackfillStore;
+  readonly alerts: Pick<AlertStore, "list">;
+  /** Executors no process would run (see unavailableExecutors): a run that needs one is refused. */
+  readonly unavailableExecutors: ReadonlyMap<string, string>;
+}
+
+/** The API's services in their groups, each command wired to the stores it writes, stamped with the current time. */
+export function apiServices(parts: ApiParts): ApiServices {
+  const { db, definitions, graphs, runs, backfills } = parts;
+  const planning = { graphs, runs, definitions };
+  const pauses = new PgPauseStore(db);
+  const events = new PgEventStore(db);
+  const evaluations = new PgAutomationStore(db);
+  // Lineage and erasure queries.
+  const lineageServices = { graphs, definitions, lineage: new PgLineageStore(db) };
+  return {
+    runs: {
+      store: runs,
+      reads: new PgMaterializationQueryStore(db),
+      launch: (request) => launchRun({ ...planning, unavailableExecutors: parts.unavailableExecutors }, request, new Date()),
+      clearPartitions: (request) => clearPartitions(planning, request, new Date()),
+      runChecks: (request) => runChecks(planning, request, new Date()),
+    },
+    backfills: {
+      store: backfills,
+      launch: (request) => launchBackfill({ ...planning, backfills }, request, new Date()),
+      cancel: (id) => backfills.requestCancel(id, new Date()),
+      resume: (id) => backfills.resume(id, new Date()),
+      retryFailures: (id) => retryBackfillFailures({ ...planning, backfills }, id, new Date()),
+    },
+    assets: {
+      catalog: parts.catalog,
+      definitionFiles: async (): Promise<DefinitionFileView[]> =>
+        (await definitions.listFiles()).map((f) => ({
+          path: f.path,
+          status: f.status,
+          error: f.error as DefinitionFileView["error"],
+          warnings: f.warnings,
+          problems: f.problems as DefinitionFileView["problems"],
+          loadMs: f.loadMs,
+          loadedAt: f.loadedAt,
+        })),
+      partitionStatus: new PgPartitionStatusStore(db),
+      checkResults: new PgCheckResultStore(db),
+      reportEvent: (request) => reportAssetEvent({ graphs, events, definitions }, request, new Date()),
+      addDynamicPartitions: (request) => addDynamicPartitions({ graphs, definitions }, request),
+    },
+    automation: {
+      evaluations: (request) => automationEvaluations({ graphs, definitions, evaluations, pauses }, request),
+      pauses,
+      pause: (target) => pauses.pause(target, new Date()),
+      resume: (target) => pauses.resume(target, new Date()),
+    },
+    lineage: {
+      around: (request) => lineage(lineageServices, request),
+      erasureImpact: (request) => erasureImpact(lineageServices, request),
+    },
+    triggers: new PgTriggerQueryStore(db),
+    pools: new PgPoolStore(db),
+    alerts: parts.alerts,
+    now: () => new Date(),
+  };
+}
+
+/** The stores behind `/metrics` and `/readyz` over one database. */
+export function observabilityStores(db: Kysely<Database>): ObservabilityStores {
+  return {
+    metrics: new PgMetricsQueryStore(db),
+    migrationStatus: (files) => migrationStatus(db, files),
+  };
 }

@@ -19,6 +19,8 @@ export { deriveRunState } from "./run-state.js";
 export type { DerivedRunState } from "./run-state.js";
 export { runShape } from "./run-settings.js";
 export type { RunShape } from "./run-settings.js";
+export { plannedRun } from "./planned-run.js";
+export type { PlannedRun, PlannedRunOptions } from "./planned-run.js";
 export { planBackfill } from "./plan-backfill.js";
 export type { BackfillPlanRequest, BackfillPlan } from "./plan-backfill.js";
 export { BackfillChunks } from "./backfill-chunks.js";

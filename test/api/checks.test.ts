@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Catalog, createApiApp, type ApiContext } from "../../src/api/index.js";
-import { GraphCache, PgCheckResultStore, PgDefinitionStore } from "../../src/storage/index.js";
+import { createApiApp } from "../../src/api/index.js";
 import { eventually, graphqlAt, startDev, type DevServer } from "../cli/run-cli.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { countingStatements } from "./graphql-fixture.js";
 
 // Three days of orders; the 3rd has none, which the blocking check refuses. Ten unpartitioned assets with a check
@@ -231,12 +231,7 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
 
   it("reads checks and latest results of many assets in as many statements as of one", async () => {
     const counted = countingStatements(database.db);
-    const definitions = new PgDefinitionStore(counted.db);
-    const context = {
-      catalog: new Catalog(new GraphCache(definitions, 0), definitions),
-      checkResults: new PgCheckResultStore(counted.db),
-      now: () => new Date(),
-    } as unknown as ApiContext;
+    const context = apiServicesOn(counted.db);
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     const count = async (search: string) => {
       counted.reset();

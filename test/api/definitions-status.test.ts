@@ -1,9 +1,10 @@
 import { sql } from "kysely";
 import { afterAll, expect, it } from "vitest";
-import { Catalog, createApiApp, observabilityOf, type ApiContext } from "../../src/api/index.js";
+import { Catalog, createApiApp } from "../../src/api/index.js";
 import { GraphCache, PgDefinitionStore } from "../../src/storage/index.js";
 import { chainSource, storeDefinitions } from "./graphql-fixture.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { apiServicesOn, observabilityOn } from "../support/api-services.js";
 
 // definitionsStatus and /readyz of a server without a loader (`tributary api`): the stored snapshot decides.
 describePostgres("definitions status from the stored snapshot", () => {
@@ -14,15 +15,13 @@ describePostgres("definitions status from the stored snapshot", () => {
   });
 
   it("is LOADING (503 DEFINITIONS_LOADING) until definitions are stored, then LOADED with their version", async () => {
-    const definitions = new PgDefinitionStore(database.db);
-    const catalog = new Catalog(new GraphCache(definitions, 0), definitions);
     const app = createApiApp({
-      context: { catalog } as Partial<ApiContext> as ApiContext,
+      context: apiServicesOn(database.db),
       ping: async () => {
         await sql`select 1`.execute(database.db);
       },
       version: "test",
-      observability: observabilityOf(database.db),
+      observability: observabilityOn(database.db),
     });
     const status = async () => {
       const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ definitionsStatus { state loadedAt version message } }" }) });

@@ -6,7 +6,7 @@ import path from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiApp, type ApiContext } from "../../src/api/index.js";
+import { createApiApp } from "../../src/api/index.js";
 import { HttpExecutionBackend, InProcessExecutor, StoreExecutionBackend } from "../../src/executor/index.js";
 import type { StepDispatch, StepResult } from "../../src/execution/index.js";
 import { asset } from "../../src/index.js";
@@ -14,6 +14,7 @@ import { buildDispatch } from "../../src/execution/index.js";
 import { PgTryTokenStore, type ClaimedStep } from "../../src/storage/index.js";
 import { Harness, sleep } from "../execution/harness.js";
 import { describePostgres } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 
 // The execution API end to end: a real HTTP server (createApiApp with `execution`) over a real Postgres, the
 // HttpExecutionBackend as a remote worker's backend. No reconciler runs: the tests claim steps themselves, as a
@@ -56,7 +57,7 @@ describePostgres("execution API (/execution/v1)", () => {
     tokens = new PgTryTokenStore(h.db);
     const backend = new StoreExecutionBackend({ runs: h.runs, definitions: h.definitions, graphs: h.graphs, outputStore: h.outputStore });
     const app = createApiApp({
-      context: { runs: h.runs } as Partial<ApiContext> as ApiContext,
+      context: apiServicesOn(h.db, { runs: h.runs }),
       ping: async () => {},
       version: "test",
       execution: { tokens, backend, graphs: h.graphs, logsDir: serverLogs, outputStore: h.outputStore },

@@ -1,8 +1,9 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Catalog, createApiApp, type ApiContext } from "../../src/api/index.js";
-import { GraphCache, PgDefinitionStore, PgPartitionStatusStore, PgPauseStore } from "../../src/storage/index.js";
+import { createApiApp } from "../../src/api/index.js";
+import { PgPauseStore } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { chainSource, countingStatements, storeDefinitions } from "./graphql-fixture.js";
 
 type GraphQLResult<T> = { data?: T; errors?: { message: string }[] };
@@ -29,13 +30,7 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
 
     counted = countingStatements(database.db);
     const db = counted.db;
-    const definitions = new PgDefinitionStore(db);
-    const context = {
-      catalog: new Catalog(new GraphCache(definitions, 0), definitions),
-      partitionStatus: new PgPartitionStatusStore(db),
-      pauses: new PgPauseStore(db),
-      now: () => new Date(),
-    } as unknown as ApiContext;
+    const context = apiServicesOn(db);
     app = createApiApp({ context, ping: async () => {}, version: "test" });
     // Loads the snapshot into the graph cache: later requests only check its version.
     await count(`{ assets(search: "nothing") { key } }`);

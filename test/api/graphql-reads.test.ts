@@ -3,10 +3,10 @@
 // in a child process (errors keep their codes there); statement counts through the app in-process.
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Catalog, createApiApp, type ApiContext } from "../../src/api/index.js";
-import { GraphCache, PgDefinitionStore, PgMaterializationQueryStore } from "../../src/storage/index.js";
+import { createApiApp } from "../../src/api/index.js";
 import { graphqlAt } from "../cli/run-cli.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { chainSource, countingStatements, storeDefinitions } from "./graphql-fixture.js";
 import { startApiServer, type ApiServer } from "./triggers-seed.js";
 
@@ -245,12 +245,7 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
 
   it("reads materialisations of 100 assets in as many statements as of 1", async () => {
     const counted = countingStatements(database.db);
-    const definitions = new PgDefinitionStore(counted.db);
-    const context = {
-      catalog: new Catalog(new GraphCache(definitions, 0), definitions),
-      reads: new PgMaterializationQueryStore(counted.db),
-      now: () => new Date(),
-    } as unknown as ApiContext;
+    const context = apiServicesOn(counted.db);
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     const count = async (search: string): Promise<{ assets: { key: string; latestMaterialization: { dataVersion: string } | null; materializations: { nodes: unknown[] } }[]; statements: number }> => {
       counted.reset();
@@ -278,7 +273,7 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
       values (${firstRun}::uuid, 'chain/a007', '2025-01-09', 'pending', 0, 1, 'default_pool'),
              (${firstRun}::uuid, 'plain', '', 'pending', 0, 1, 'default_pool')`.execute(database.db);
     const counted = countingStatements(database.db);
-    const context = { reads: new PgMaterializationQueryStore(counted.db), now: () => new Date() } as unknown as ApiContext;
+    const context = apiServicesOn(counted.db);
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     counted.reset();
     const query = `{ runsConnection(first: 20) { nodes { id assets { assetKey steps minPartition maxPartition } } } }`;

@@ -1,10 +1,11 @@
 import { sql, type Kysely, type KyselyPlugin } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiApp, erasureImpact, launchBackfill, lineage, type ApiContext, type LineageServices } from "../../src/api/index.js";
+import { createApiApp, erasureImpact, launchBackfill, lineage, type ApiServices, type LineageServices } from "../../src/api/index.js";
 import { TributaryError } from "../../src/errors/index.js";
 import { PgBackfillStore, PgLineageStore, type Database, type LineageEvent } from "../../src/storage/index.js";
 import type { Harness } from "../execution/harness.js";
 import { describePostgres } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { LINEAGE_DEFS, materialisedLineageGraph } from "./lineage-graph.js";
 
 const at = (e: Pick<LineageEvent, "assetKey" | "partitionKey">) => `${e.assetKey}@${e.partitionKey}`;
@@ -381,8 +382,8 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
   });
 
   describe("GraphQL", () => {
-    const request = async <T>(context: Partial<ApiContext>, query: string, variables: Record<string, unknown>) => {
-      const app = createApiApp({ context: context as ApiContext, ping: async () => {}, version: "test" });
+    const request = async <T>(context: ApiServices, query: string, variables: Record<string, unknown>) => {
+      const app = createApiApp({ context, ping: async () => {}, version: "test" });
       const res = await app.request("/graphql", {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -392,10 +393,8 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
       expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
       return body.data!;
     };
-    const context = (): Partial<ApiContext> => ({
-      lineage: (r) => lineage(services(), r),
-      erasureImpact: (r) => erasureImpact(services(), r),
-    });
+    // The lineage queries read what services() reads: the harness's graph and definitions, lineage on the counted handle.
+    const context = () => apiServicesOn(counted, { graphs: h.graphs, definitions: h.definitions });
 
     it("answers lineage and erasureImpact with the same graph as the functions", async () => {
       const data = await request<{ lineage: { direction: string; assets: { key: string }[]; start: { eventId: string }; materializations: unknown[]; inputs: { upstreamEventId: string | null }[] } }>(

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql, type Kysely, type KyselyPlugin } from "kysely";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createApiApp, observabilityOf, type ApiContext, type Observability } from "../../src/api/index.js";
+import { createApiApp, type ApiServices, type Observability } from "../../src/api/index.js";
 import { Reconciler, type ReconcilerOptions } from "../../src/reconciler/index.js";
 import {
   createDatabase,
@@ -21,6 +21,7 @@ import {
 import { Harness } from "../execution/harness.js";
 import { createScratchDatabase, describePostgres } from "../support/pg.js";
 import { openTestPglite } from "../support/pglite.js";
+import { observabilityOn } from "../support/api-services.js";
 import { newTestDatabaseName } from "../support/test-database-names.js";
 import { parsePrometheusText, sample, type PrometheusText } from "./metrics-text.js";
 import { RUN_DECISIONS } from "../../src/planner/index.js";
@@ -32,12 +33,12 @@ export const a = asset({ key: "m/a", partitions: daily({ start: "2025-01-01" }),
 export const b = asset({ key: "m/b", executor: "bullmq", queue: "heavy" }, async () => 2);
 `;
 
-/** The app with a context no route here reads: /metrics, /healthz and /readyz need only the database. */
+/** The app with services no route here reads: /metrics, /healthz and /readyz need only the database. */
 function appOn(db: Kysely<Database>, observability: Observability) {
   const ping = async () => {
     await sql`select 1`.execute(db);
   };
-  return createApiApp({ context: {} as unknown as ApiContext, ping, version: "test", observability });
+  return createApiApp({ context: {} as unknown as ApiServices, ping, version: "test", observability });
 }
 
 async function scrape(app: ReturnType<typeof appOn>): Promise<PrometheusText> {
@@ -82,7 +83,7 @@ describePostgres("/metrics", () => {
       transformResult: async (args) => args.result,
     };
     // Created before any step is queued: the dispatch latency histogram counts tries queued since.
-    observability = observabilityOf(h.db.withPlugin(counter));
+    observability = observabilityOn(h.db.withPlugin(counter));
     app = appOn(h.db, observability);
     await h.setPool("warehouse", 3);
     await h.launch(["m/a"], { from: "2025-01-01", to: "2025-01-05" });
@@ -274,7 +275,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
     await withScratchDatabase(async (db) => {
       const { dir, last } = await migrationsWithoutLast();
       await migrate(db, { dir });
-      const { status, body } = await readyz(appOn(db, observabilityOf(db)));
+      const { status, body } = await readyz(appOn(db, observabilityOn(db)));
       expect(status).toBe(503);
       expect(body.status).toBe("not_ready");
       expect(body.problems).toHaveLength(1);
@@ -290,7 +291,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
 
   it("503 MIGRATIONS_PENDING listing every file for a database never migrated", async () => {
     await withScratchDatabase(async (db) => {
-      const { status, body } = await readyz(appOn(db, observabilityOf(db)));
+      const { status, body } = await readyz(appOn(db, observabilityOn(db)));
       expect(status).toBe(503);
       expect(body.problems.map((p) => p.code)).toEqual(["MIGRATIONS_PENDING"]);
       for (const file of await readMigrationFiles()) expect(body.problems[0]!.message).toContain(file.name);
@@ -301,7 +302,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
     await withScratchDatabase(async (db) => {
       await migrate(db);
       const { dir, last } = await migrationsWithoutLast();
-      const older = await readyz(appOn(db, observabilityOf(db, { migrationsDir: dir })));
+      const older = await readyz(appOn(db, observabilityOn(db, { migrationsDir: dir })));
       expect(older.status).toBe(503);
       expect(older.body.problems.map((p) => p.code)).toEqual(["MIGRATIONS_UNKNOWN"]);
       expect(older.body.problems[0]!.message).toContain(last);
@@ -309,7 +310,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
       const first = (await readMigrationFiles())[0]!.name;
       await appendFile(path.join(dir, `${first}.sql`), "\n-- edited after it was applied\n");
       await writeFile(path.join(dir, "9999_not_applied.sql"), "select 1;\n");
-      const edited = await readyz(appOn(db, observabilityOf(db, { migrationsDir: dir })));
+      const edited = await readyz(appOn(db, observabilityOn(db, { migrationsDir: dir })));
       expect(edited.status).toBe(503);
       expect(edited.body.problems.map((p) => p.code)).toEqual(["MIGRATIONS_PENDING", "MIGRATIONS_UNKNOWN", "MIGRATIONS_CHANGED"]);
       expect(edited.body.problems[0]!.message).toContain("9999_not_applied");
@@ -320,7 +321,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
   it("503 MIGRATIONS_UNCHECKED when the migration files cannot be read", async () => {
     await withScratchDatabase(async (db) => {
       const missing = path.join(tmpdir(), "tributary-no-such-migrations-dir");
-      const { status, body } = await readyz(appOn(db, observabilityOf(db, { migrationsDir: missing })));
+      const { status, body } = await readyz(appOn(db, observabilityOn(db, { migrationsDir: missing })));
       expect(status).toBe(503);
       expect(body.problems.map((p) => p.code)).toEqual(["MIGRATIONS_UNCHECKED"]);
       expect(body.problems[0]!.message).toContain(missing);
@@ -334,7 +335,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
     await createDatabase(context.adminUrl, name, { template: context.templateDatabase });
     const handle = await openPostgres({ kind: "postgres", url: databaseUrlWithName(context.adminUrl, name), onConnectionError: () => undefined });
     try {
-      const app = appOn(handle.db, observabilityOf(handle.db));
+      const app = appOn(handle.db, observabilityOn(handle.db));
       expect((await app.request("/healthz")).status).toBe(200);
       expect((await readyz(app)).status).toBe(200);
       await dropDatabase(context.adminUrl, name);
@@ -360,7 +361,7 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
 
 describe("/metrics and /readyz", () => {
   it("are not served by an app created without observability", async () => {
-    const app = createApiApp({ context: {} as unknown as ApiContext, ping: async () => {}, version: "test" });
+    const app = createApiApp({ context: {} as unknown as ApiServices, ping: async () => {}, version: "test" });
     expect((await app.request("/metrics")).status).toBe(404);
     expect((await app.request("/readyz")).status).toBe(404);
   });
@@ -368,7 +369,7 @@ describe("/metrics and /readyz", () => {
   it("work on the embedded database (PGlite), as `tributary dev` runs by default", async () => {
     const handle = await openTestPglite();
     try {
-      const app = appOn(handle.db, observabilityOf(handle.db));
+      const app = appOn(handle.db, observabilityOn(handle.db));
       expect(await readyz(app)).toEqual({ status: 200, body: { status: "ready", problems: [] } });
       const text = await scrape(app);
       expect(sample(text, "tributary_steps", { state: "scheduled" })).toBe(0);

@@ -3,12 +3,13 @@
 // steps are always read fresh, and a time space growing with `now` shows its new partitions.
 import { sql, type KyselyPlugin } from "kysely";
 import { beforeEach, expect, it } from "vitest";
-import { Catalog, createApiApp, type ApiContext } from "../../src/api/index.js";
+import { Catalog, createApiApp } from "../../src/api/index.js";
 import type { SnapshotAsset } from "../../src/graph/index.js";
 import { asset, dep, hourly, type AssetDefinition } from "../../src/index.js";
 import { PartitionStatusCache, partitionStatusSummary, type PartitionStatusSummary } from "../../src/api/partition-status-summary.js";
 import { GraphCache, PgDefinitionStore, PgPartitionStatusStore } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { chainSource, storeDefinitions } from "./graphql-fixture.js";
 
 const noop = async () => null;
@@ -170,7 +171,7 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     expect(await ranges(up)).toEqual(["failed 00:00–00:00", "missing 01:00–01:00", "materialized 02:00–02:00", "missing 03:00–05:00"]);
   });
 
-  it("through GraphQL: a server's requests share the cache, each with its own context as `tributary dev` builds them", async () => {
+  it("through GraphQL: a server's requests share the cache, even with services built per request", async () => {
     const removeDefinitions = await storeDefinitions(database.db, chainSource(2));
     try {
       // Whether each statement read the keys again (the only one joining event_inputs) or only validated them.
@@ -187,8 +188,8 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
       const definitions = new PgDefinitionStore(db);
       const catalog = new Catalog(new GraphCache(definitions, 0), definitions);
       const now = new Date("2025-01-06T12:00:00Z");
-      const context = () => ({ catalog, partitionStatus: new PgPartitionStatusStore(db), now: () => now }) as unknown as ApiContext;
-      // A new app (and context, and store) per request: only the catalog is shared, as in the CLI's runtime.
+      const context = () => ({ ...apiServicesOn(db, { definitions, catalog }), now: () => now });
+      // A new app (and services, and stores) per request: only the catalog is shared.
       const apps = () => createApiApp({ context: context(), ping: async () => {}, version: "test" });
       const ranges = async () => {
         const res = await apps().request("/graphql", {

@@ -2,8 +2,9 @@ import { readFileSync } from "node:fs";
 import type { Hono } from "hono";
 import { sql, type Kysely } from "kysely";
 import { expect } from "vitest";
-import { Catalog, clearPartitions, createApiApp, launchRun, type ApiContext } from "../../src/api/index.js";
-import { PgAirflowQueryStore, PgPauseStore, PgPoolStore, type Database } from "../../src/storage/index.js";
+import { createApiApp } from "../../src/api/index.js";
+import { PgAirflowQueryStore, type Database } from "../../src/storage/index.js";
+import { apiServicesOn } from "../support/api-services.js";
 import type { Harness } from "../execution/harness.js";
 
 // The REST tests' client: the API over a harness's real stores, every response checked against Airflow's own
@@ -36,16 +37,7 @@ const errorValidator = new ResponseValidator({
 
 /** The REST app over the harness's stores, as `tributary dev` wires it. */
 export function restApp(h: Harness): Hono {
-  const deps = { graphs: h.graphs, runs: h.runs, definitions: h.definitions };
-  const context = {
-    catalog: new Catalog(h.graphs, h.definitions),
-    runs: h.runs,
-    now: () => new Date(),
-    launchRun: (request) => launchRun(deps, request, new Date()),
-    clearPartitions: (request) => clearPartitions(deps, request, new Date()),
-    pauses: new PgPauseStore(h.db),
-    pools: new PgPoolStore(h.db),
-  } as Partial<ApiContext> as ApiContext;
+  const context = apiServicesOn(h.db, { graphs: h.graphs, definitions: h.definitions, runs: h.runs });
   return createApiApp({ context, ping: async () => {}, version: "test", rest: { queries: new PgAirflowQueryStore(h.db), logsDir: h.logsDir } });
 }
 

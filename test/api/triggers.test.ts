@@ -1,12 +1,11 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createApiApp, type ApiContext } from "../../src/api/index.js";
-import { PgRunStore, PgTriggerQueryStore } from "../../src/storage/index.js";
+import { createApiApp } from "../../src/api/index.js";
 import { graphqlAt } from "../cli/run-cli.js";
 import { countingStatements } from "./graphql-fixture.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { LATER, seedTriggers, startApiServer, type ApiServer, type SeededTriggers, type TriggerName } from "./triggers-seed.js";
-import { RUN_DECISIONS } from "../../src/planner/index.js";
 
 type GraphQLResult<T> = { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
 type Node = { id: string; kind: string; status: string; stepId: string | null; runId: string | null; assetKey: string | null; partitionKey: string | null };
@@ -184,7 +183,7 @@ describePostgres("GraphQL triggers", () => {
 
     const counted = countingStatements(database.db);
     const db = counted.db;
-    const context = { runs: new PgRunStore(db, RUN_DECISIONS), triggers: new PgTriggerQueryStore(db), now: () => new Date() } as unknown as ApiContext;
+    const context = apiServicesOn(db);
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     const run = async (fields: string) => {
       counted.reset();

@@ -2,11 +2,12 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
-import { createApiApp, type ApiContext } from "../../src/api/index.js";
+import { createApiApp } from "../../src/api/index.js";
 import { syncDefinitions } from "../../src/cli/definitions-sync.js";
 import { AlertsTask, parseAlertsConfig } from "../../src/reconciler/index.js";
 import { PgAlertStore } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { WebhookReceiver, type ReceivedRequest } from "../support/webhook-receiver.js";
 import { Harness, sleep, type HarnessOptions } from "./harness.js";
 
@@ -135,7 +136,7 @@ describePostgres("alerts", () => {
     expect(rows[0]!.sent_to.sort()).toEqual(["log", "slack-sales"]);
 
     // What was sent, through GraphQL.
-    const app = createApiApp({ context: { alerts: new PgAlertStore(h.db) } as unknown as ApiContext, ping: async () => {}, version: "test" });
+    const app = createApiApp({ context: apiServicesOn(h.db), ping: async () => {}, version: "test" });
     const query = async (q: string) => {
       const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: q }) });
       return (await res.json()) as { data?: { alerts: Record<string, unknown>[] }; errors?: unknown[] };

@@ -4,17 +4,16 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import {
-  Catalog,
   createApiApp,
   launchBackfill,
   retryBackfillFailures,
-  type ApiContext,
   type LaunchBackfillRequest,
 } from "../../src/api/index.js";
 import { BackfillTask } from "../../src/reconciler/index.js";
 import { GraphCache, PgBackfillStore, type BackfillRecord, type BackfillStatus } from "../../src/storage/index.js";
 import { ACTIVE_IDS_QUERY } from "../../src/storage/pg-backfill-store.js";
 import { describePostgres } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { Harness, sleep, type HarnessOptions } from "./harness.js";
 
 // raw (daily; fails where a marker file says so, waits while "hold" exists)
@@ -459,19 +458,7 @@ describePostgres("execution: backfills", () => {
   it("GraphQL: launchBackfill, backfill(id) with counts and runs, cancel, resume, retry; bad input writes nothing", async () => {
     await start();
     const backfills = store();
-    const graphs = new GraphCache(h!.definitions);
-    const svc = { graphs, runs: h!.runs, definitions: h!.definitions, backfills };
-    const context = {
-      catalog: new Catalog(graphs, h!.definitions),
-      runs: h!.runs,
-      now: () => new Date(),
-      definitionFiles: async () => [],
-      backfills,
-      launchBackfill: (request: LaunchBackfillRequest) => launchBackfill(svc, request, new Date()),
-      cancelBackfill: (id: string) => backfills.requestCancel(id, new Date()),
-      resumeBackfill: (id: string) => backfills.resume(id, new Date()),
-      retryBackfillFailures: (id: string) => retryBackfillFailures(svc, id, new Date()),
-    } as unknown as ApiContext;
+    const context = apiServicesOn(h!.db, { graphs: new GraphCache(h!.definitions), definitions: h!.definitions, runs: h!.runs, backfills });
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     const gql = async <T>(query: string, variables: Record<string, unknown> = {}) => {
       const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });

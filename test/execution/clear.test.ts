@@ -3,9 +3,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { Catalog, clearPartitions, createApiApp, type ApiContext, type ClearPartitionsRequest } from "../../src/api/index.js";
+import { clearPartitions, createApiApp, type ClearPartitionsRequest } from "../../src/api/index.js";
 import { GraphCache } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
+import { apiServicesOn } from "../support/api-services.js";
 import { Harness } from "./harness.js";
 
 // up (daily) → day (daily, fails where a marker file exists) → week (weekly rollup of the days).
@@ -118,15 +119,7 @@ describePostgres("execution: clear and rerun", () => {
 
   it("GraphQL clearPartitions: bad input writes no run; returns the rerun", async () => {
     await seed();
-    const graphs = new GraphCache(h!.definitions);
-    const context = {
-      catalog: new Catalog(graphs, h!.definitions),
-      clearPartitions: (request: ClearPartitionsRequest) => clearPartitions({ graphs, runs: h!.runs, definitions: h!.definitions }, request, new Date()),
-      runs: h!.runs,
-      now: () => new Date(),
-      definitionFiles: async () => [],
-      launchRun: () => Promise.reject(new Error("not used")),
-    } as unknown as ApiContext;
+    const context = apiServicesOn(h!.db, { graphs: new GraphCache(h!.definitions), definitions: h!.definitions, runs: h!.runs });
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     const mutate = async (input: Record<string, unknown>) => {
       const res = await app.request("/graphql", {

@@ -131,7 +131,7 @@ describe("reportAssetEvent", () => {
 describe("GraphQL reportAssetEvent", () => {
   it("returns the event, and errors without writing for bad input", async () => {
     const { createApiApp } = await import("../../src/api/index.js");
-    const context = { reportAssetEvent: (request: Parameters<typeof reportAssetEvent>[1]) => reportAssetEvent(services, request, NOW) };
+    const context = { assets: { reportEvent: (request: Parameters<typeof reportAssetEvent>[1]) => reportAssetEvent(services, request, NOW) } };
     const app = createApiApp({ context: context as never, ping: async () => {}, version: "test" });
     const query = `mutation ($input: ReportAssetEventInput!) { reportAssetEvent(input: $input) { eventId assetKey partitionKey createdAt } }`;
     const post = async (input: unknown) =>

@@ -2,12 +2,12 @@ import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createApiApp, type ApiContext } from "../../src/api/index.js";
+import { createApiApp, type ApiServices } from "../../src/api/index.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage } from "./browser.js";
 
 // GraphiQL at /graphql comes from this server alone: it works on a machine without internet.
 
-const app = () => createApiApp({ context: {} as ApiContext, ping: async () => {}, version: "test" });
+const app = () => createApiApp({ context: {} as ApiServices, ping: async () => {}, version: "test" });
 
 /** The URLs of the page's scripts and stylesheets. */
 function assetUrls(html: string): string[] {

@@ -9,9 +9,20 @@ import {
   upstreamPartitions,
   type PartitionContext,
 } from "../../partitions/index.js";
-import { dimensionSliceKeys, planRun, resolveSelection, type DimensionSlice, type MissingUpstream, type PartitionSelection, type PlannedStep, type RunPlan } from "../../planner/index.js";
-import type { DefinitionStore, RunStore } from "../../storage/index.js";
-import { createPlannedRun, materializedSubsets, missingUpstreamError, plannedRun, type PlannedRunOptions } from "./launch-run.js";
+import {
+  dimensionSliceKeys,
+  plannedRun,
+  planRun,
+  resolveSelection,
+  type DimensionSlice,
+  type MissingUpstream,
+  type PartitionSelection,
+  type PlannedRunOptions,
+  type PlannedStep,
+  type RunPlan,
+} from "../../planner/index.js";
+import type { DefinitionStore, RunOrigin, RunStore } from "../../storage/index.js";
+import { materializedSubsets, missingUpstreamError } from "./launch-run.js";
 
 const SAMPLE_SIZE = 5;
 
@@ -79,7 +90,7 @@ export interface ClearedRun {
  */
 export async function clearPartitions(services: ClearServices, request: ClearPartitionsRequest, now: Date): Promise<ClearedRun> {
   const planned = await planClear(services, request, now);
-  const runId = await createPlannedRun(services.runs, planned.graph, planned.plan, rerunOptions(planned), now);
+  const { runId } = await services.runs.createRun(plannedRun(planned.graph, planned.plan, rerunOptions(planned)), now);
   return clearedRun(runId, planned);
 }
 
@@ -179,8 +190,8 @@ export async function createClearRuns(runs: Pick<RunStore, "createRuns">, plans:
   return plans.map((p, i) => clearedRun(created[i]!.runId, p));
 }
 
-function rerunOptions(planned: ClearPlan): PlannedRunOptions {
-  return { origin: "rerun", priority: 0, tags: { "tributary/cleared": planned.assetKey }, maxActiveSteps: null };
+function rerunOptions(planned: ClearPlan): PlannedRunOptions<RunOrigin> {
+  return { origin: "rerun", tags: { "tributary/cleared": planned.assetKey } };
 }
 
 function clearedRun(runId: string, planned: ClearPlan): ClearedRun {

@@ -1,8 +1,8 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import { dimensionSliceKeys, planRun, runShape, type DimensionSlice, type PartitionSelection, type RunPlan } from "../../planner/index.js";
-import type { DefinitionStore, GraphCache, NewRun, RunOrigin, RunStore } from "../../storage/index.js";
+import { dimensionSliceKeys, plannedRun, planRun, type DimensionSlice, type PartitionSelection, type RunPlan } from "../../planner/index.js";
+import type { DefinitionStore, GraphCache, RunOrigin, RunStore } from "../../storage/index.js";
 
 export interface LaunchRunRequest {
   readonly assetKeys: readonly string[];
@@ -75,12 +75,10 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
     throw missingUpstreamError(plan.missing, "materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run");
   }
   refuseUnavailableExecutors(graph, plan, services.unavailableExecutors);
-  const runId = await createPlannedRun(services.runs, graph, plan, {
-    origin: request.origin ?? "manual",
-    priority: request.priority ?? 0,
-    tags: request.tags ?? {},
-    maxActiveSteps: request.maxActiveSteps ?? null,
-  }, now);
+  const { runId } = await services.runs.createRun(
+    plannedRun(graph, plan, { origin: request.origin ?? "manual", priority: request.priority, tags: request.tags, maxActiveSteps: request.maxActiveSteps }),
+    now,
+  );
   return { runId, steps: plan.steps.length, plan };
 }
 
@@ -115,36 +113,6 @@ export function missingUpstreamError(missing: RunPlan["missing"], hint: string):
     ? hint
     : "no run can make partitions that do not exist: wait for windows that have not closed, and pick partitions whose upstream partitions are defined";
   return new InputError(`the run would read upstream partitions that are not there:\n${lines.join("\n")}\n${advice}`, { code: "PLAN_MISSING_UPSTREAM" });
-}
-
-export interface PlannedRunOptions {
-  readonly origin: RunOrigin;
-  readonly priority: number;
-  readonly tags: Readonly<Record<string, string>>;
-  readonly maxActiveSteps: number | null;
-}
-
-/** Stores a plan as a new run, with its job limits and each asset's step settings. */
-export async function createPlannedRun(
-  runs: Pick<RunStore, "createRun">,
-  graph: AssetGraph,
-  plan: RunPlan,
-  options: PlannedRunOptions,
-  now: Date,
-): Promise<string> {
-  const { runId } = await runs.createRun(plannedRun(graph, plan, options), now);
-  return runId;
-}
-
-/** The new run that stores a plan (createPlannedRun; createRuns for several in one transaction). */
-export function plannedRun(graph: AssetGraph, plan: RunPlan, options: PlannedRunOptions): NewRun {
-  return {
-    ...runShape(graph, plan),
-    origin: options.origin,
-    priority: options.priority,
-    tags: options.tags,
-    maxActiveSteps: options.maxActiveSteps,
-  };
 }
 
 function selectionOf(

@@ -1,8 +1,8 @@
 import { InputError, TributaryError } from "../../errors/index.js";
 import type { SnapshotAsset, SnapshotCheck } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
-import type { PlannedStep, RunPlan } from "../../planner/index.js";
-import { createPlannedRun, type LaunchedRun, type LaunchServices } from "./launch-run.js";
+import { plannedRun, type PlannedStep, type RunPlan } from "../../planner/index.js";
+import type { LaunchedRun, LaunchServices } from "./launch-run.js";
 
 export interface RunChecksRequest {
   readonly assetKey: string;
@@ -45,7 +45,7 @@ export async function runChecks(services: LaunchServices, request: RunChecksRequ
     for (const c of checks) steps.push({ index: steps.length, assetKey: asset.key, partitionKey, upstream: [], check: c.name });
   }
   const plan: RunPlan = { version, steps, missing: [] };
-  const runId = await createPlannedRun(services.runs, graph, plan, { origin: "manual", priority: 0, tags: { checks: asset.key }, maxActiveSteps: null }, now);
+  const { runId } = await services.runs.createRun(plannedRun(graph, plan, { origin: "manual", tags: { checks: asset.key } }), now);
   return { runId, steps: steps.length, plan };
 }
 

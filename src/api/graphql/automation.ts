@@ -99,7 +99,7 @@ builder.queryFields((t) => ({
           location: { assetKey: args.assetKey, field: "first" },
         });
       }
-      return ctx.automationEvaluations({ assetKey: args.assetKey, partition: args.partition ?? undefined, limit: first });
+      return ctx.automation.evaluations({ assetKey: args.assetKey, partition: args.partition ?? undefined, limit: first });
     },
   }),
 }));

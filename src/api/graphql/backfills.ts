@@ -4,7 +4,8 @@ import { z } from "zod";
 import { loadPartitionContext } from "../../partitions/index.js";
 import type { BackfillRecord, BackfillStatus, RunDetail, RunSummary } from "../../storage/index.js";
 import { failedPartitionRanges, previewBackfill, type BackfillPreview } from "../commands/launch-backfill.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
 import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
 
@@ -71,9 +72,9 @@ const BackfillRef = builder.objectRef<BackfillRecord>("Backfill").implement({
       type: [FailedPartitionsRef],
       description: "What retryBackfillFailures would re-run",
       resolve: async (b, _args, ctx) => {
-        const { graph } = await ctx.catalog.current();
+        const { graph } = await ctx.assets.catalog.current();
         const specs = Object.keys(b.cursor.failedPartitions).map((k) => graph.get(k)?.partitions ?? null);
-        const partitionCtx = await loadPartitionContext(specs, (name) => ctx.catalog.dynamicKeys(name));
+        const partitionCtx = await loadPartitionContext(specs, (name) => ctx.assets.catalog.dynamicKeys(name));
         return failedPartitionRanges(b, graph, partitionCtx);
       },
     }),
@@ -84,7 +85,7 @@ const BackfillRef = builder.objectRef<BackfillRecord>("Backfill").implement({
       resolve: async (b, args, ctx) => {
         const first = args.first ?? 100;
         if (first < 1 || first > 1000) throw codeError("INPUT_INVALID", `runs(first: ${first}): first must be between 1 and 1000`);
-        return ctx.runs.listRuns({ limit: first, backfillId: b.id });
+        return ctx.runs.store.listRuns({ limit: first, backfillId: b.id });
       },
     }),
   }),
@@ -98,14 +99,14 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const first = args.first ?? 50;
       if (first < 1 || first > 1000) throw codeError("INPUT_INVALID", `backfills(first: ${first}): first must be between 1 and 1000`);
-      return ctx.backfills.list({ limit: first, ...(args.status ? { status: args.status } : {}) });
+      return ctx.backfills.store.list({ limit: first, ...(args.status ? { status: args.status } : {}) });
     },
   }),
   backfill: t.field({
     type: BackfillRef,
     nullable: true,
     args: { id: t.arg.string({ required: true }) },
-    resolve: async (_root, args, ctx) => (await ctx.backfills.get(args.id)) ?? null,
+    resolve: async (_root, args, ctx) => (await ctx.backfills.store.get(args.id)) ?? null,
   }),
 }));
 
@@ -191,11 +192,11 @@ const BackfillPreviewRef = builder.objectRef<BackfillPreview>("BackfillPreview")
 });
 
 /** The services previewBackfill reads, from the request's context (it writes nothing, so needs no backfill store). */
-function previewServices(ctx: ApiContext): Parameters<typeof previewBackfill>[0] {
+function previewServices(ctx: Pick<ApiServices, "assets" | "runs">): Parameters<typeof previewBackfill>[0] {
   return {
-    graphs: { current: () => ctx.catalog.current() },
-    runs: ctx.runs,
-    definitions: { listDynamicPartitions: (name) => ctx.catalog.dynamicKeys(name) },
+    graphs: { current: () => ctx.assets.catalog.current() },
+    runs: ctx.runs.store,
+    definitions: { listDynamicPartitions: (name) => ctx.assets.catalog.dynamicKeys(name) },
   };
 }
 
@@ -223,7 +224,7 @@ builder.objectFields(RUN_TYPE, (t) => ({
     type: BackfillRef,
     nullable: true,
     description: "The backfill that created this run, if any",
-    resolve: async (r, _args, ctx) => (r.backfillId ? ((await ctx.backfills.get(r.backfillId)) ?? null) : null),
+    resolve: async (r, _args, ctx) => (r.backfillId ? ((await ctx.backfills.store.get(r.backfillId)) ?? null) : null),
   }),
 }));
 
@@ -235,7 +236,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const input = parseInput(launchInput, args.input, "launchBackfill");
       try {
-        return await ctx.launchBackfill(input);
+        return await ctx.backfills.launch(input);
       } catch (err) {
         throw asGraphQLError(err);
       }
@@ -245,19 +246,19 @@ builder.mutationFields((t) => ({
     type: BackfillRef,
     description: "Stops creating runs and cancels the backfill's runs in flight",
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => command(() => ctx.cancelBackfill(args.id)),
+    resolve: (_root, args, ctx) => command(() => ctx.backfills.cancel(args.id)),
   }),
   resumeBackfill: t.field({
     type: BackfillRef,
     description: "Continues a canceled backfill where it stopped",
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => command(() => ctx.resumeBackfill(args.id)),
+    resolve: (_root, args, ctx) => command(() => ctx.backfills.resume(args.id)),
   }),
   retryBackfillFailures: t.field({
     type: BackfillRef,
     description: "Re-runs only the failed partitions of an ended backfill, as a new backfill",
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => command(() => ctx.retryBackfillFailures(args.id)),
+    resolve: (_root, args, ctx) => command(() => ctx.backfills.retryFailures(args.id)),
   }),
 }));
 

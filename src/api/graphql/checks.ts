@@ -6,7 +6,8 @@ import type { SnapshotAsset, SnapshotCheck } from "../../graph/index.js";
 import { InputError } from "../../errors/index.js";
 import type { CheckResultQuery, CheckResultView, ReadPage, RunDetail, RunSummary } from "../../storage/index.js";
 import { batched, perContext } from "./batch.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
 import { assetPartitionKey } from "./materializations.js";
 import { checkFirst } from "./runs.js";
@@ -67,16 +68,16 @@ const CheckResultConnectionRef = builder.objectRef<ReadPage<CheckResultView>>("C
 });
 
 /** One statement per GraphQL level, whatever the number of assets and checks asking. */
-const pageLoader = perContext((ctx: ApiContext) => {
+const pageLoader = perContext((ctx: Pick<ApiServices, "assets">) => {
   const load = batched(async (keys: string[]) => {
-    const pages = await ctx.checkResults.checkResults(keys.map((k) => JSON.parse(k) as CheckResultQuery));
+    const pages = await ctx.assets.checkResults.checkResults(keys.map((k) => JSON.parse(k) as CheckResultQuery));
     return new Map(keys.map((k, i) => [k, pages[i]!]));
   });
   return async (query: CheckResultQuery) => (await load(JSON.stringify(query)))!;
 });
 
 /** The results of every run of a list, in one statement. */
-const runResultsLoader = perContext((ctx: ApiContext) => batched((ids: string[]) => ctx.checkResults.resultsOfRuns(ids)));
+const runResultsLoader = perContext((ctx: Pick<ApiServices, "assets">) => batched((ids: string[]) => ctx.assets.checkResults.resultsOfRuns(ids)));
 
 const AssetCheckRef = builder.objectRef<AssetCheckView>("AssetCheck").implement({
   description: "A data-quality check of an asset's partitions, run after each materialisation",
@@ -119,7 +120,7 @@ builder.objectFields(ASSET_TYPE, (t) => ({
     type: [AssetCheckRef],
     nullable: false,
     description: "The asset's checks, by name",
-    resolve: async (a, _args, ctx) => (await ctx.catalog.current()).graph.checksFor(a.key).map((check) => ({ asset: a, check })),
+    resolve: async (a, _args, ctx) => (await ctx.assets.catalog.current()).graph.checksFor(a.key).map((check) => ({ asset: a, check })),
   }),
   checkResults: t.field({
     type: CheckResultConnectionRef,
@@ -135,7 +136,7 @@ builder.objectFields(ASSET_TYPE, (t) => ({
       const args = parseInput(checkResultsArgs, rawArgs, field, "");
       checkFirst(field, args.first);
       try {
-        if (args.check !== undefined) requireCheck(a, (await ctx.catalog.current()).graph.checksFor(a.key), args.check);
+        if (args.check !== undefined) requireCheck(a, (await ctx.assets.catalog.current()).graph.checksFor(a.key), args.check);
         const partitionKey = await checkedPartition(a, args.partition, ctx);
         return await pageLoader(ctx)({ assetKey: a.key, checkName: args.check, partitionKey, first: args.first, after: args.after });
       } catch (err) {
@@ -178,8 +179,8 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const input = parseInput(runChecksInput, args.input, "runChecks");
       try {
-        const launched = await ctx.runChecks(input);
-        const run = await ctx.runs.getRun(launched.runId);
+        const launched = await ctx.runs.runChecks(input);
+        const run = await ctx.runs.store.getRun(launched.runId);
         if (!run) throw codeError("INTERNAL", `run ${launched.runId} vanished after being created`);
         return run;
       } catch (err) {
@@ -201,7 +202,7 @@ function requireCheck(asset: SnapshotAsset, checks: readonly SnapshotCheck[], na
  * unpartitioned asset). A key must belong to the asset's partitions
  * definition (its code says why not); an unpartitioned asset takes none.
  */
-async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: ApiContext): Promise<string | undefined> {
+async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: Pick<ApiServices, "assets">): Promise<string | undefined> {
   if (partition === undefined) return asset.partitions ? undefined : "";
   return assetPartitionKey(asset, partition, ctx);
 }

@@ -26,6 +26,6 @@ builder.queryFields((t) => ({
   definitionsStatus: t.field({
     type: DefinitionsStatusRef,
     description: "The state of the definitions load; answers at once, unlike the queries that read the graph",
-    resolve: (_root, _args, ctx) => ctx.catalog.status(),
+    resolve: (_root, _args, ctx) => ctx.assets.catalog.status(),
   }),
 }));

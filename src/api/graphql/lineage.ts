@@ -152,7 +152,7 @@ builder.queryFields((t) => ({
     },
     resolve: (_root, args, ctx) =>
       answer(() =>
-        ctx.lineage({
+        ctx.lineage.around({
           assetKey: args.assetKey,
           partitionKey: args.partitionKey ?? undefined,
           direction: args.direction ?? undefined,
@@ -167,7 +167,7 @@ builder.queryFields((t) => ({
       assetKey: t.arg.string({ required: true }),
       partitionKeys: t.arg.stringList({ required: true }),
     },
-    resolve: (_root, args, ctx) => answer(() => ctx.erasureImpact({ assetKey: args.assetKey, partitionKeys: args.partitionKeys })),
+    resolve: (_root, args, ctx) => answer(() => ctx.lineage.erasureImpact({ assetKey: args.assetKey, partitionKeys: args.partitionKeys })),
   }),
 }));
 

@@ -7,7 +7,8 @@ import { loadPartitionContext, partitionSpace } from "../../partitions/index.js"
 import { PartitionError, TributaryError } from "../../errors/index.js";
 import { MATERIALIZATION_KINDS, type MaterializationQuery, type MaterializationView, type ReadPage } from "../../storage/index.js";
 import { batched, perContext } from "./batch.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
 import { checkFirst } from "./runs.js";
 
@@ -51,16 +52,16 @@ const materializationArgs = z.strictObject({
 });
 
 /** One statement per GraphQL level, whatever the number of assets asking. */
-const pageLoader = perContext((ctx: ApiContext) => {
+const pageLoader = perContext((ctx: Pick<ApiServices, "runs">) => {
   const load = batched(async (keys: string[]) => {
-    const pages = await ctx.reads.materializations(keys.map((k) => JSON.parse(k) as MaterializationQuery));
+    const pages = await ctx.runs.reads.materializations(keys.map((k) => JSON.parse(k) as MaterializationQuery));
     return new Map(keys.map((k, i) => [k, pages[i]!]));
   });
   return async (query: MaterializationQuery) => (await load(JSON.stringify(query)))!;
 });
 
 /** Resolver of Asset.materializations(partition, first, after). */
-export async function resolveMaterializations(asset: SnapshotAsset, rawArgs: Record<string, unknown>, ctx: ApiContext): Promise<ReadPage<MaterializationView>> {
+export async function resolveMaterializations(asset: SnapshotAsset, rawArgs: Record<string, unknown>, ctx: Pick<ApiServices, "assets" | "runs">): Promise<ReadPage<MaterializationView>> {
   const field = `asset("${asset.key}").materializations`;
   const args = parseInput(materializationArgs, rawArgs, field, "");
   checkFirst(field, args.first);
@@ -73,7 +74,7 @@ export async function resolveMaterializations(asset: SnapshotAsset, rawArgs: Rec
 }
 
 /** Resolver of Asset.latestMaterialization(partition). */
-export async function resolveLatestMaterialization(asset: SnapshotAsset, partition: string | null | undefined, ctx: ApiContext): Promise<MaterializationView | null> {
+export async function resolveLatestMaterialization(asset: SnapshotAsset, partition: string | null | undefined, ctx: Pick<ApiServices, "assets" | "runs">): Promise<MaterializationView | null> {
   try {
     const partitionKey = await checkedPartition(asset, partition ?? undefined, ctx);
     return (await pageLoader(ctx)({ assetKey: asset.key, partitionKey, first: 1 })).nodes[0] ?? null;
@@ -87,7 +88,7 @@ export async function resolveLatestMaterialization(asset: SnapshotAsset, partiti
  * the asset's partitions definition (its code says why not); an unpartitioned
  * asset takes none.
  */
-async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: ApiContext): Promise<string | undefined> {
+async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: Pick<ApiServices, "assets">): Promise<string | undefined> {
   if (partition === undefined) return undefined;
   const key = await assetPartitionKey(asset, partition, ctx);
   return asset.partitions ? key : undefined;
@@ -98,12 +99,12 @@ async function checkedPartition(asset: SnapshotAsset, partition: string | undefi
  * the partitions' own code says why not); an unpartitioned asset takes only
  * "" (PARTITION_UNEXPECTED otherwise).
  */
-export async function assetPartitionKey(asset: SnapshotAsset, partition: string, ctx: ApiContext): Promise<string> {
+export async function assetPartitionKey(asset: SnapshotAsset, partition: string, ctx: Pick<ApiServices, "assets">): Promise<string> {
   if (!asset.partitions) {
     if (partition === "") return "";
     throw codeError("PARTITION_UNEXPECTED", `asset "${asset.key}" is not partitioned: leave out the partition (got "${partition}")`);
   }
-  const space = partitionSpace(asset.partitions, await loadPartitionContext([asset.partitions], (name) => ctx.catalog.dynamicKeys(name)));
+  const space = partitionSpace(asset.partitions, await loadPartitionContext([asset.partitions], (name) => ctx.assets.catalog.dynamicKeys(name)));
   try {
     space.indexOf(partition);
   } catch (err) {

@@ -14,7 +14,8 @@ import {
   type RecordedStatusRead,
 } from "../partition-status-summary.js";
 import { batched, perContext } from "./batch.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices, AssetsApi } from "../services.js";
 import { asGraphQLError } from "./errors.js";
 
 export const PartitionStatusEnum = builder.enumType("PartitionStatus", {
@@ -100,9 +101,9 @@ export const AssetPartitionStatusRef = builder.objectRef<PartitionStatusSummary>
  * asks the store once per GraphQL level for all the assets resolved there.
  */
 function perAssetLoader<V>(
-  load: (ctx: ApiContext, assets: AssetCodeVersion[]) => Promise<ReadonlyMap<string, V>>,
-): (ctx: ApiContext) => (asset: AssetCodeVersion) => Promise<V | undefined> {
-  return perContext((ctx: ApiContext) => {
+  load: (ctx: Pick<ApiServices, "assets">, assets: AssetCodeVersion[]) => Promise<ReadonlyMap<string, V>>,
+): (ctx: Pick<ApiServices, "assets">) => (asset: AssetCodeVersion) => Promise<V | undefined> {
+  return perContext((ctx: Pick<ApiServices, "assets">) => {
     const loader = batched(async (keys: string[]) => {
       const assets = keys.map((k) => JSON.parse(k) as [string, string | null]).map(([assetKey, codeVersion]) => ({ assetKey, codeVersion }));
       const byAsset = await load(ctx, assets);
@@ -113,16 +114,16 @@ function perAssetLoader<V>(
 }
 
 /** Recorded counts of many assets in one aggregate query per GraphQL level (`assets { partitionStatus { counts } }`). */
-const countsLoader = perAssetLoader((ctx, assets) => ctx.partitionStatus.countByStatus(assets));
+const countsLoader = perAssetLoader((ctx, assets) => ctx.assets.partitionStatus.countByStatus(assets));
 
 /**
  * Recorded statuses of many assets per GraphQL level (`assets { partitionStatus { ranges } }`): one statement
  * validating the cached ones, one reading the others (see PartitionStatusStore.recordedStatusOfMany).
  */
-const recordedLoader = perContext((ctx: ApiContext) => {
+const recordedLoader = perContext((ctx: Pick<ApiServices, "assets">) => {
   const loader = batched(async (keys: string[]) => {
     const assets = keys.map((k) => JSON.parse(k) as KnownRecordedStatus);
-    const byAsset = await ctx.partitionStatus.recordedStatusOfMany(assets);
+    const byAsset = await ctx.assets.partitionStatus.recordedStatusOfMany(assets);
     return new Map(keys.map((k, i) => [k, byAsset.get(assets[i]!.assetKey)!]));
   });
   return (asset: KnownRecordedStatus): Promise<RecordedStatusRead | undefined> => loader(JSON.stringify(asset));
@@ -132,15 +133,15 @@ const recordedLoader = perContext((ctx: ApiContext) => {
  * Folded recorded statuses per server: keyed by its catalog, which a server builds once for its database,
  * whereas it builds a context (and its stores) per request.
  */
-const caches = new WeakMap<ApiContext["catalog"], PartitionStatusCache>();
-function cacheOf(ctx: ApiContext): PartitionStatusCache {
-  let cache = caches.get(ctx.catalog);
-  if (!cache) caches.set(ctx.catalog, (cache = new PartitionStatusCache()));
+const caches = new WeakMap<AssetsApi["catalog"], PartitionStatusCache>();
+function cacheOf(ctx: Pick<ApiServices, "assets">): PartitionStatusCache {
+  let cache = caches.get(ctx.assets.catalog);
+  if (!cache) caches.set(ctx.assets.catalog, (cache = new PartitionStatusCache()));
   return cache;
 }
 
 /** Resolver of Asset.partitionStatus. */
-export async function resolvePartitionStatus(asset: SnapshotAsset, ctx: ApiContext, info: GraphQLResolveInfo): Promise<PartitionStatusSummary> {
+export async function resolvePartitionStatus(asset: SnapshotAsset, ctx: Pick<ApiServices, "assets" | "now">, info: GraphQLResolveInfo): Promise<PartitionStatusSummary> {
   try {
     const counts = countsLoader(ctx);
     const recorded = recordedLoader(ctx);
@@ -156,7 +157,7 @@ export async function resolvePartitionStatus(asset: SnapshotAsset, ctx: ApiConte
       counts: async () => (await counts({ assetKey: asset.key, codeVersion: asset.codeVersion })) as RecordedStatusCounts,
       withRanges: info.fieldNodes.some((n) => asksFor(n.selectionSet, "ranges")),
       now: ctx.now(),
-      dynamicKeys: (name) => ctx.catalog.dynamicKeys(name),
+      dynamicKeys: (name) => ctx.assets.catalog.dynamicKeys(name),
     });
   } catch (err) {
     throw asGraphQLError(err);

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import type { AssetPauseState, PauseTarget } from "../../storage/index.js";
 import { batched, perContext } from "./batch.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices } from "../services.js";
 import { parseInput } from "./errors.js";
 
 const AutomationPauseRef = builder.objectRef<AssetPauseState>("AutomationPauseState").implement({
@@ -40,15 +41,15 @@ builder.mutationFields((t) => ({
       "Runs already started, manual runs and backfills are not affected",
     args: { input: t.arg({ type: PauseAutomationInput, required: true }) },
     // TributaryErrors reach the client with their code (see maskError in app.ts).
-    resolve: (_root, args, ctx) => ctx.pauseAutomation(parseTarget("pauseAutomation", args.input)),
+    resolve: (_root, args, ctx) => ctx.automation.pause(parseTarget("pauseAutomation", args.input)),
   }),
   resumeAutomation: t.field({
     type: [AutomationPauseRef],
     description: "Lets automation and schedules start runs for these assets again; each follows its catchup setting",
     args: { input: t.arg({ type: PauseAutomationInput, required: true }) },
-    resolve: (_root, args, ctx) => ctx.resumeAutomation(parseTarget("resumeAutomation", args.input)),
+    resolve: (_root, args, ctx) => ctx.automation.resume(parseTarget("resumeAutomation", args.input)),
   }),
 }));
 
 /** Pause state of an asset; sibling assets of one query share one lookup. */
-export const pauseStateOf = perContext((ctx: ApiContext) => batched((keys: string[]) => ctx.pauses.pauseStates(keys)));
+export const pauseStateOf = perContext((ctx: Pick<ApiServices, "automation">) => batched((keys: string[]) => ctx.automation.pauses.pauseStates(keys)));

@@ -9,7 +9,8 @@ import {
   type StepTryRecord,
 } from "../../storage/index.js";
 import { batched, perContext } from "./batch.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
 import { currentTriggerOf, TriggerRef } from "./triggers.js";
 import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
@@ -83,7 +84,7 @@ const RunAssetRef = builder.objectRef<RunAssetSummary>("RunAsset").implement({
 });
 
 /** One statement for every run of a list asking for its assets. */
-const runAssetsLoader = perContext((ctx: ApiContext) => batched((ids: string[]) => ctx.reads.runAssets(ids)));
+const runAssetsLoader = perContext((ctx: Pick<ApiServices, "runs">) => batched((ids: string[]) => ctx.runs.reads.runAssets(ids)));
 
 const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>("Run").implement({
   fields: (t) => ({
@@ -108,7 +109,7 @@ const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>
     steps: t.field({
       type: [StepRef],
       description: "Every step with its tries (a run page); a run list should ask for `assets` instead",
-      resolve: async (r, _args, ctx) => [...(r.steps ?? (await ctx.runs.getRun(r.id))?.steps ?? [])],
+      resolve: async (r, _args, ctx) => [...(r.steps ?? (await ctx.runs.store.getRun(r.id))?.steps ?? [])],
     }),
     assets: t.field({
       type: [RunAssetRef],
@@ -164,13 +165,13 @@ const runsArgs = z.strictObject({
 });
 
 /** Resolves `runs` and `runsConnection`: validates the arguments, checks the asset exists, reads one page. */
-async function runPage(field: string, rawArgs: Record<string, unknown>, ctx: ApiContext): Promise<ReadPage<RunSummary>> {
+async function runPage(field: string, rawArgs: Record<string, unknown>, ctx: Pick<ApiServices, "assets" | "runs">): Promise<ReadPage<RunSummary>> {
   const args = parseInput(runsArgs, { ...rawArgs, filter: rawArgs.filter ? withoutNulls(rawArgs.filter) : undefined }, field, "");
   checkFirst(field, args.first);
   try {
     const filter = { ...args.filter, ...(args.status ? { status: args.status } : {}) };
-    if (filter.assetKey !== undefined) (await ctx.catalog.current()).graph.require(filter.assetKey);
-    return await ctx.reads.runPage({ ...filter, first: args.first, after: args.after });
+    if (filter.assetKey !== undefined) (await ctx.assets.catalog.current()).graph.require(filter.assetKey);
+    return await ctx.runs.reads.runPage({ ...filter, first: args.first, after: args.after });
   } catch (err) {
     throw asGraphQLError(err);
   }
@@ -214,7 +215,7 @@ builder.queryFields((t) => ({
     type: RunRef,
     nullable: true,
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => ctx.runs.getRun(args.id).then((r) => r ?? null),
+    resolve: (_root, args, ctx) => ctx.runs.store.getRun(args.id).then((r) => r ?? null),
   }),
 }));
 
@@ -273,8 +274,8 @@ builder.mutationType({
       resolve: async (_root, args, ctx) => {
         const input = parseInput(launchInput, args.input, "launchRun");
         try {
-          const launched = await ctx.launchRun(input);
-          const run = await ctx.runs.getRun(launched.runId);
+          const launched = await ctx.runs.launch(input);
+          const run = await ctx.runs.store.getRun(launched.runId);
           if (!run) throw codeError("INTERNAL", `run ${launched.runId} vanished after being created`);
           return run;
         } catch (err) {
@@ -292,7 +293,7 @@ builder.mutationType({
       resolve: async (_root, args, ctx) => {
         const input = parseInput(clearMappedStepInput, withoutNulls(args.input), "clearMappedStep");
         try {
-          const cleared = await ctx.runs.clearMappedStep(
+          const cleared = await ctx.runs.store.clearMappedStep(
             { runId: input.runId, assetKey: input.assetKey, partitionKey: input.partition ?? "", mapIndex: input.mapIndex },
             ctx.now(),
           );
@@ -307,7 +308,7 @@ builder.mutationType({
       args: { id: t.arg.string({ required: true }) },
       resolve: async (_root, args, ctx) => {
         try {
-          return await ctx.runs.requestCancel(args.id, ctx.now());
+          return await ctx.runs.store.requestCancel(args.id, ctx.now());
         } catch (err) {
           throw asGraphQLError(err);
         }

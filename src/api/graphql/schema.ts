@@ -1,7 +1,8 @@
 import type { SnapshotAsset } from "../../graph/index.js";
 import { describePartitions } from "../../partitions/index.js";
 import { listPartitions, withStates, type PartitionStatusRow } from "../partition-listing.js";
-import { builder, type DefinitionFileView } from "./builder.js";
+import { builder } from "./builder.js";
+import type { DefinitionFileView } from "../services.js";
 import { asGraphQLError, codeError } from "./errors.js";
 import { parseDimensionsArg, PartitionDimensionInput } from "./dimension-input.js";
 import { AssetPartitionStatusRef, PartitionStatusEnum, partitionStateOf, resolvePartitionStatus, staleReasonsOf, StaleReasonRef } from "./partition-status.js";
@@ -119,11 +120,11 @@ AssetRef.implement({
     deps: t.field({ type: [DepRef], resolve: (a) => [...a.deps] }),
     upstream: t.field({
       type: [AssetRef],
-      resolve: async (a, _args, ctx) => (await ctx.catalog.current()).graph.upstreamOf(a.key),
+      resolve: async (a, _args, ctx) => (await ctx.assets.catalog.current()).graph.upstreamOf(a.key),
     }),
     downstream: t.field({
       type: [AssetRef],
-      resolve: async (a, _args, ctx) => (await ctx.catalog.current()).graph.downstreamOf(a.key),
+      resolve: async (a, _args, ctx) => (await ctx.assets.catalog.current()).graph.downstreamOf(a.key),
     }),
     partitions: t.field({
       type: PartitionPage,
@@ -156,10 +157,10 @@ AssetRef.implement({
             last: args.last ?? undefined,
             dimensions: parseDimensionsArg(args.dimensions, "partitions"),
             now: ctx.now(),
-            dynamicKeys: (name) => ctx.catalog.dynamicKeys(name),
+            dynamicKeys: (name) => ctx.assets.catalog.dynamicKeys(name),
           });
           const version = { assetKey: a.key, codeVersion: a.codeVersion };
-          return { ...page, nodes: withStates(page.nodes, (keys) => ctx.partitionStatus.partitionStates(version, keys)) };
+          return { ...page, nodes: withStates(page.nodes, (keys) => ctx.assets.partitionStatus.partitionStates(version, keys)) };
         } catch (err) {
           throw asGraphQLError(err);
         }
@@ -219,7 +220,7 @@ builder.queryType({
         search: t.arg.string({ description: "Case-insensitive substring of the key" }),
       },
       resolve: async (_root, args, ctx) => {
-        const { graph } = await ctx.catalog.current();
+        const { graph } = await ctx.assets.catalog.current();
         const needle = args.search?.toLowerCase();
         return graph.assets.filter(
           (a) => (!args.group || a.group === args.group) && (!needle || a.key.toLowerCase().includes(needle)),
@@ -230,22 +231,22 @@ builder.queryType({
       type: AssetRef,
       nullable: true,
       args: { key: t.arg.string({ required: true }) },
-      resolve: async (_root, args, ctx) => (await ctx.catalog.current()).graph.get(args.key) ?? null,
+      resolve: async (_root, args, ctx) => (await ctx.assets.catalog.current()).graph.get(args.key) ?? null,
     }),
     definitionErrors: t.field({
       type: [DefinitionFileRef],
       description: "Definitions files that failed to load or whose definitions were left out of the graph, with the reasons",
-      resolve: async (_root, _args, ctx) => (await ctx.definitionFiles()).filter((f) => f.status !== "ok" || f.problems.length > 0),
+      resolve: async (_root, _args, ctx) => (await ctx.assets.definitionFiles()).filter((f) => f.status !== "ok" || f.problems.length > 0),
     }),
     definitionFiles: t.field({
       type: [DefinitionFileRef],
-      resolve: (_root, _args, ctx) => ctx.definitionFiles(),
+      resolve: (_root, _args, ctx) => ctx.assets.definitionFiles(),
     }),
     definitionsVersion: t.field({
       type: DefinitionsVersionRef,
       nullable: true,
       resolve: async (_root, _args, ctx) => {
-        const view = await ctx.catalog.current();
+        const view = await ctx.assets.catalog.current();
         return view.version === 0 ? null : view;
       },
     }),

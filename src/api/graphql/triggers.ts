@@ -3,7 +3,8 @@
 import { z } from "zod";
 import { MAX_TRIGGER_PAGE, TRIGGER_STATUSES, type TriggerCounts, type TriggerPage, type TriggerView } from "../../storage/index.js";
 import { batched, perContext } from "./batch.js";
-import { builder, type ApiContext } from "./builder.js";
+import { builder } from "./builder.js";
+import type { ApiServices } from "../services.js";
 import { asGraphQLError, parseInput } from "./errors.js";
 
 const DEFAULT_PAGE = 50;
@@ -84,7 +85,7 @@ const countArgs = listArgs.pick({ assetKey: true, kind: true });
 const idArgs = z.object({ id: z.string().regex(/^[1-9]\d{0,17}$/, "must be a trigger id (a positive whole number)").transform(Number) });
 
 /** Step.waitingFor: the current triggers of all steps a response shows, in one query. */
-export const currentTriggerOf = perContext((ctx: ApiContext) => batched((stepIds: number[]) => ctx.triggers.currentTriggersOfSteps(stepIds)));
+export const currentTriggerOf = perContext((ctx: Pick<ApiServices, "triggers">) => batched((stepIds: number[]) => ctx.triggers.currentTriggersOfSteps(stepIds)));
 
 builder.queryFields((t) => ({
   triggers: t.field({

@@ -13,7 +13,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * steps, no plan), so following costs one small query per poll.
  *
  * @example
- * app.route("/", runEventRoutes(context.runs));
+ * import { Hono } from "hono";
+ * // given app: Hono, services: ApiServices
+ * app.route("/", runEventRoutes(services.runs.store));
  */
 export function runEventRoutes(runs: Pick<RunStore, "getRunSummary">, options: { pollMs?: number } = {}): Hono {
   const app = new Hono();

@@ -54,7 +54,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Errors are JSON `{ error: { code, message } }`.
  *
  * @example
- * app.route("/", stepLogRoutes(context.runs, { logsDir: runtime.logsDir }));
+ * import { Hono } from "hono";
+ * // given app: Hono, services: ApiServices, logs: StepLogServices
+ * app.route("/", stepLogRoutes(services.runs.store, logs));
  */
 export function stepLogRoutes(runs: Pick<RunStore, "getRun">, services: StepLogServices): Hono {
   const app = new Hono();

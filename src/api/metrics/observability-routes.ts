@@ -1,6 +1,5 @@
 import { Hono } from "hono";
-import type { Kysely } from "kysely";
-import { migrationStatus, PgMetricsQueryStore, readMigrationFiles, type Database, type MigrationFile, type MigrationStatus } from "../../storage/index.js";
+import { readMigrationFiles, type MetricsQueryStore, type MigrationFile, type MigrationStatus } from "../../storage/index.js";
 import { TributaryMetrics } from "./tributary-metrics.js";
 
 /** What `/metrics` and `/readyz` read. */
@@ -8,6 +7,17 @@ export interface Observability {
   readonly metrics: TributaryMetrics;
   /** The database's applied migrations compared with this code's files. */
   readonly migrations: () => Promise<MigrationStatus>;
+}
+
+/** The stores `/metrics` and `/readyz` read, built by the composition root. */
+export interface ObservabilityStores {
+  /**
+   * Database-wide gauges, trigger counts and dispatch latencies, read at scrape time. Left out, only this process's
+   * own metrics are served: a reconciler process leaves them to the API, so they come from one place.
+   */
+  readonly metrics?: MetricsQueryStore;
+  /** Compares the database's applied migrations with the given migration files. */
+  readonly migrationStatus: (files: readonly MigrationFile[]) => Promise<MigrationStatus>;
 }
 
 /** A reason `/readyz` answers 503, with a stable code. */
@@ -24,25 +34,24 @@ export interface ReadinessProblem {
 }
 
 /**
- * Metrics and migration checks over one database.
+ * Metrics and migration checks over the stores of one database.
  *
  * @example
- * const app = createApiApp({ context, ping, version, observability: observabilityOf(handle.db, { processMetrics: true }) });
+ * // given stores: ObservabilityStores, context: ApiServices, ping: () => Promise<void>
+ * const app = createApiApp({ context, ping, version: "1.0.0", observability: observabilityOf(stores, { processMetrics: true }) });
  */
 export function observabilityOf(
-  db: Kysely<Database>,
+  stores: ObservabilityStores,
   options: {
     readonly processMetrics?: boolean;
     readonly migrationsDir?: string;
-    /** Read database-wide gauges, trigger counts and dispatch latencies at scrape time (default true; a reconciler process serves only its own). */
-    readonly databaseMetrics?: boolean;
   } = {},
 ): Observability {
   // The files this code was shipped with: read once, they do not change under a running process.
   let files: Promise<MigrationFile[]> | undefined;
   return {
     metrics: new TributaryMetrics({
-      ...(options.databaseMetrics === false ? {} : { store: new PgMetricsQueryStore(db) }),
+      ...(stores.metrics ? { store: stores.metrics } : {}),
       ...(options.processMetrics ? { processMetrics: true } : {}),
     }),
     migrations: async () => {
@@ -50,7 +59,7 @@ export function observabilityOf(
         files = undefined;
         throw err;
       });
-      return migrationStatus(db, await files);
+      return stores.migrationStatus(await files);
     },
   };
 }
@@ -60,7 +69,10 @@ export function observabilityOf(
  * --metrics-port`): `GET /healthz`, `/metrics` and `/readyz`, as the API serves them.
  *
  * @example
- * serve({ fetch: metricsApp(ping, observabilityOf(db, { databaseMetrics: false }), VERSION).fetch, port: 9464 });
+ * import { serve } from "@hono/node-server";
+ * // given stores: ObservabilityStores, ping: () => Promise<void>
+ * // Without the metrics store: the database-wide gauges are the API's.
+ * serve({ fetch: metricsApp(ping, observabilityOf({ migrationStatus: stores.migrationStatus }), "1.0.0").fetch, port: 9464 });
  */
 export function metricsApp(ping: () => Promise<void>, observability: Observability, version: string): Hono {
   const app = new Hono();

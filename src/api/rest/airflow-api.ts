@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { TributaryError } from "../../errors/index.js";
 import type { AirflowQueryStore } from "../../storage/index.js";
-import type { ApiContext } from "../graphql/builder.js";
+import type { ApiServices } from "../services.js";
 import { assetJobs, requireJob, type AssetJob } from "./asset-jobs.js";
 import { DAG_FIELDS, dagView, poolView } from "./airflow-views.js";
 import { clearTaskInstances } from "./clear-task-instances.js";
@@ -12,7 +12,10 @@ import { fieldsOf, pickFields } from "./rest-filters.js";
 import { booleanParam, MAX_BODY_BYTES, orderOf, pageOf } from "./rest-params.js";
 import { taskLog, xcomEntries } from "./task-outputs.js";
 
-/** What the REST API needs besides the GraphQL context. */
+/** The API's groups the REST API reads and acts through. */
+export type AirflowApiGroups = Pick<ApiServices, "assets" | "runs" | "automation" | "pools" | "now">;
+
+/** What the REST API needs besides the API's groups. */
 export interface AirflowApiServices {
   readonly queries: AirflowQueryStore;
   /** Where step logs are written; a log reference outside it is never read. */
@@ -21,7 +24,7 @@ export interface AirflowApiServices {
 
 /** The request context every REST handler gets. */
 export interface RestDeps extends AirflowApiServices {
-  readonly context: ApiContext;
+  readonly context: AirflowApiGroups;
 }
 
 const RUN = "/dags/:dag_id/dagRuns/:dag_run_id/taskInstances/:task_id";
@@ -32,7 +35,7 @@ const RUN = "/dags/:dag_id/dagRuns/:dag_run_id/taskInstances/:task_id";
  * asset job, a DAG run a run, a task instance a step (docs/rest-api.md).
  * Mount at `/api/v1`. Errors are Airflow's problem documents.
  */
-export function createAirflowApi(context: ApiContext, services: AirflowApiServices): Hono {
+export function createAirflowApi(context: AirflowApiGroups, services: AirflowApiServices): Hono {
   const deps: RestDeps = { context, ...services };
   const app = new Hono();
   app.onError((err, c) => errorResponse(c, err));
@@ -52,9 +55,9 @@ export function createAirflowApi(context: ApiContext, services: AirflowApiServic
     booleanParam(c, "only_active"); // validated only: every DAG of the current definitions is active
     const tags = c.req.queries("tags") ?? [];
     const pattern = c.req.query("dag_id_pattern")?.toLowerCase();
-    const { graph, loadedAt } = await context.catalog.current();
+    const { graph, loadedAt } = await context.assets.catalog.current();
     const jobs = assetJobs(graph);
-    const pauses = await context.pauses.pauseStates(jobs.flatMap((j) => j.assets.map((a) => a.key)));
+    const pauses = await context.automation.pauses.pauseStates(jobs.flatMap((j) => j.assets.map((a) => a.key)));
     let views = jobs
       .filter((j) => (tags.length === 0 || tags.includes(j.group)) && (pattern === undefined || j.dagId.toLowerCase().includes(pattern)))
       .map((j) => ({ job: j, paused: allPaused(j, pauses) }))
@@ -68,9 +71,9 @@ export function createAirflowApi(context: ApiContext, services: AirflowApiServic
 
   app.get("/dags/:dag_id", async (c) => {
     const fields = fieldsOf(c, DAG_FIELDS);
-    const { graph, loadedAt } = await context.catalog.current();
+    const { graph, loadedAt } = await context.assets.catalog.current();
     const job = requireJob(graph, c.req.param("dag_id"));
-    const pauses = await context.pauses.pauseStates(job.assets.map((a) => a.key));
+    const pauses = await context.automation.pauses.pauseStates(job.assets.map((a) => a.key));
     return c.json(pickFields(dagView(job, allPaused(job, pauses), loadedAt), fields));
   });
 

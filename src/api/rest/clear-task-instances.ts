@@ -52,8 +52,8 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
   const job = await currentJob(c, deps);
   const body = await jsonBody(c, clearSchema);
   const tasks = [...new Set(body.task_ids ?? job.assets.map((a) => a.key))].map((id) => requireTask(job, id).key);
-  const { graph } = await deps.context.catalog.current();
-  const partitions = await jobPartitions(job, deps.context.catalog);
+  const { graph } = await deps.context.assets.catalog.current();
+  const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const { selections, runSteps } = await selectionsOf(deps, job, partitions, body, tasks);
   // With include_downstream a task below another named one is cleared with it.
   const roots = body.include_downstream ? tasks.filter((t) => !tasks.some((other) => other !== t && graph.descendants(other).has(t))) : tasks;
@@ -88,10 +88,10 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
  * resolved against (at most a second old, like every REST read).
  */
 function clearServicesOf(deps: RestDeps): ClearPlanServices & { readonly runs: Pick<RunStore, "createRuns"> } {
-  const { catalog, runs } = deps.context;
+  const { catalog } = deps.context.assets;
   return {
     graphs: { current: () => catalog.current() },
-    runs,
+    runs: deps.context.runs.store,
     definitions: { listDynamicPartitions: (name) => catalog.dynamicKeys(name) },
   };
 }
@@ -147,7 +147,7 @@ async function references(deps: RestDeps, graph: AssetGraph, steps: readonly { s
     const job = jobOf.get(step.assetKey)!;
     let partitions = spaces.get(job);
     if (!partitions) {
-      partitions = await jobPartitions(job, deps.context.catalog);
+      partitions = await jobPartitions(job, deps.context.assets.catalog);
       spaces.set(job, partitions);
     }
     out.push({

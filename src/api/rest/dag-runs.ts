@@ -18,7 +18,7 @@ export async function listDagRuns(c: Context, deps: RestDeps): Promise<Response>
   const order = orderOf(c, ["-execution_date", "execution_date"]);
   const fields = fieldsOf(c, DAG_RUN_FIELDS);
   const job = await currentJob(c, deps);
-  const partitions = await jobPartitions(job, deps.context.catalog);
+  const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const logical = dateRange(c, "execution_date");
   const filter: JobRunFilter = {
     ...(logical && partitions.logicalDateFilter(logical, deps.context.now(), "query.execution_date_gte/lte")),
@@ -56,11 +56,11 @@ export async function triggerDagRun(c: Context, deps: RestDeps): Promise<Respons
   }
   const partitionKey = body.conf?.partition_key;
   if (partitionKey !== undefined && logical !== undefined) throw RestError.badRequest("body: give either conf.partition_key or logical_date, not both");
-  const partitions = await jobPartitions(job, deps.context.catalog);
+  const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const now = deps.context.now();
   const partition = partitionKey ?? (logical !== undefined ? partitions.keyAt(logical, now, "body.logical_date") : latestPartition(job, partitions, now));
-  const launched = await deps.context
-    .launchRun({
+  const launched = await deps.context.runs
+    .launch({
       assetKeys: job.assets.map((a) => a.key),
       partition,
       origin: "manual",
@@ -69,7 +69,7 @@ export async function triggerDagRun(c: Context, deps: RestDeps): Promise<Respons
     .catch(async (err: unknown) => {
       throw err instanceof TributaryError && err.code === "PLAN_MISSING_UPSTREAM" ? await inRestTerms(err, deps, job) : err;
     });
-  const run = (await deps.context.runs.getRunSummary(launched.runId))!;
+  const run = (await deps.context.runs.store.getRunSummary(launched.runId))!;
   const key = partition ?? "";
   return c.json(dagRunView(job, { ...run, firstPartitionKey: key, lastPartitionKey: key }, partitions));
 }
@@ -83,7 +83,7 @@ async function inRestTerms(err: TributaryError, deps: RestDeps, job: AssetJob): 
   const lines = err.message.split("\n");
   const advice = lines.at(-1) ?? "";
   if (!/--|includeUpstream/.test(advice)) return RestError.badRequest(`${err.message} [${err.code}]`);
-  const { graph } = await deps.context.catalog.current();
+  const { graph } = await deps.context.assets.catalog.current();
   const inJob = new Set(job.assets.map((a) => a.key));
   // The upstream assets the message names as missing.
   const upstream = new Set(job.assets.flatMap((a) => [...graph.ancestors([a.key])]).filter((k) => !inJob.has(k) && err.message.includes(`"${k}"`)));
@@ -124,7 +124,7 @@ export async function listTaskInstances(c: Context, deps: RestDeps): Promise<Res
   };
   const job = await currentJob(c, deps);
   const { run, steps } = await requireJobRun(deps, job, c.req.param("dag_run_id")!);
-  const partitions = await jobPartitions(job, deps.context.catalog);
+  const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const attributes = new Map((await deps.queries.stepAttributes(steps.map((s) => s.id))).map((a) => [a.stepId, a]));
   const chosen = restMapIndices(steps).filter(({ step }) => {
     const attrs = attributes.get(step.id);
@@ -148,7 +148,7 @@ export async function listTaskInstances(c: Context, deps: RestDeps): Promise<Res
 
 /** The DAG named by the path's dag_id in the current definitions (404 otherwise). */
 export async function currentJob(c: Context, deps: RestDeps): Promise<AssetJob> {
-  const { graph } = await deps.context.catalog.current();
+  const { graph } = await deps.context.assets.catalog.current();
   return requireJob(graph, c.req.param("dag_id")!);
 }
 
@@ -156,7 +156,7 @@ export async function currentJob(c: Context, deps: RestDeps): Promise<AssetJob> 
 export async function requireJobRun(deps: RestDeps, job: AssetJob, runId: string): Promise<{ run: RunDetail; steps: StepRecord[] }> {
   const notFound = () => RestError.notFound("DAGRun", `DAGRun with dag_run_id: ${JSON.stringify(runId)} not found in DAG ${JSON.stringify(job.dagId)}`);
   if (!UUID.test(runId)) throw notFound();
-  const run = await deps.context.runs.getRun(runId);
+  const run = await deps.context.runs.store.getRun(runId);
   const keys = new Set(job.assets.map((a) => a.key));
   const steps = run?.steps.filter((s) => keys.has(s.assetKey)) ?? [];
   if (!run || steps.length === 0) throw notFound();

@@ -23,7 +23,7 @@ export async function xcomEntries(c: Context, deps: RestDeps): Promise<Response>
   const mapIndex = c.req.query("map_index") === undefined ? undefined : mapIndexOf(c);
   const chosen = steps.filter((s) => mapIndex === undefined || s.mapIndex === mapIndex);
   const outputs = key === undefined || key === RETURN_VALUE_KEY ? await deps.queries.stepOutputs(chosen.map((s) => s.step.id)) : [];
-  const partitions = await jobPartitions(job, deps.context.catalog);
+  const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const entries = outputs.map((o) => {
     const { step, mapIndex: index } = chosen.find((s) => s.step.id === o.stepId)!;
     return {

@@ -1,5 +1,5 @@
 import pc from "picocolors";
-import type { ApiContext, RunChecksRequest } from "../../api/index.js";
+import type { ApiServices, RunChecksRequest } from "../../api/index.js";
 import type { CheckResultView, RunStatus } from "../../storage/index.js";
 import type { Execution } from "../execution.js";
 import { pollUntilEnded } from "../follow-run.js";
@@ -151,7 +151,7 @@ function stateOf(r: { id: string; status: RunStatus; stepsTotal: number; stepsDo
 /** This process as the server: the definitions synced, a reconciler and the local executor running the checks. */
 class InProcessCheckRunClient implements CheckRunClient {
   readonly where = "in-process" as const;
-  readonly #commands: ApiContext;
+  readonly #commands: Pick<ApiServices, "runs" | "assets">;
 
   private constructor(
     private readonly runtime: Runtime,
@@ -166,7 +166,7 @@ class InProcessCheckRunClient implements CheckRunClient {
   }
 
   async start(request: RunChecksRequest): Promise<CheckRunState> {
-    const { runId } = await this.#commands.runChecks(request);
+    const { runId } = await this.#commands.runs.runChecks(request);
     this.execution?.reconciler.wake();
     return this.state(runId);
   }
@@ -176,7 +176,7 @@ class InProcessCheckRunClient implements CheckRunClient {
   }
 
   async results(id: string): Promise<CheckOutcome[]> {
-    return ((await this.#commands.checkResults.resultsOfRuns([id])).get(id) ?? []).map(outcomeOf);
+    return ((await this.#commands.assets.checkResults.resultsOfRuns([id])).get(id) ?? []).map(outcomeOf);
   }
 
   async cancel(id: string): Promise<void> {

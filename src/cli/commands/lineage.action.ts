@@ -34,7 +34,7 @@ async function inProcess(settings: Settings, request: LineageRequest): Promise<L
   // The current definitions decide the static graph and which partition keys exist.
   // Loaded only without a server: the database, loader and executor would slow every command's start.
   const { withCurrentDefinitions } = await import("../runtime.js");
-  return withCurrentDefinitions(settings, (api) => api.lineage(request));
+  return withCurrentDefinitions(settings, (api) => api.lineage.around(request));
 }
 
 type Wire<T, K extends keyof T> = Omit<T, K> & { [P in K]: string | null };

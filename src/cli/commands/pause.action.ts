@@ -39,7 +39,7 @@ async function inProcess(settings: Settings, verb: Verb, target: PauseTarget): P
   // The assets table follows the definitions: load them first, so a newly defined asset is known.
   // Loaded only without a server: the database, loader and executor would slow every command's start.
   const { withCurrentDefinitions } = await import("../runtime.js");
-  return withCurrentDefinitions(settings, (api) => (verb === "pause" ? api.pauseAutomation(target) : api.resumeAutomation(target)));
+  return withCurrentDefinitions(settings, (api) => (verb === "pause" ? api.automation.pause(target) : api.automation.resume(target)));
 }
 
 async function viaServer(url: string, verb: Verb, target: PauseTarget): Promise<AssetPauseState[]> {

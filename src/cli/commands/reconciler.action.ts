@@ -96,7 +96,7 @@ async function serveMetrics(
   port: number,
   hostname: string,
 ): Promise<{ port: number; observability: Observability; close(): Promise<void> }> {
-  const observability = observabilityOf(runtime.database.db, { processMetrics: true, databaseMetrics: false });
+  const observability = observabilityOf({ migrationStatus: runtime.observabilityStores.migrationStatus }, { processMetrics: true });
   const ping = async () => {
     await sql`select 1`.execute(runtime.database.db);
   };

@@ -38,7 +38,7 @@ function parseMetadata(text: string | undefined): unknown {
 async function inProcess(settings: Settings, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {
   // Loaded only without a server: the database, loader and executor would slow every command's start.
   const { withCurrentDefinitions } = await import("../runtime.js");
-  return withCurrentDefinitions(settings, (api) => api.reportAssetEvent(request));
+  return withCurrentDefinitions(settings, (api) => api.assets.reportEvent(request));
 }
 
 async function viaServer(url: string, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {

@@ -79,7 +79,7 @@ async function inProcess(settings: Settings, request: AutomationEvaluationsReque
   // The current definitions decide the condition and how partitions are matched.
   // Loaded only without a server: the database, loader and executor would slow every command's start.
   const { withCurrentDefinitions } = await import("../runtime.js");
-  return withCurrentDefinitions(settings, (api) => api.automationEvaluations(request));
+  return withCurrentDefinitions(settings, (api) => api.automation.evaluations(request));
 }
 
 interface WireReason extends Omit<EvaluationReasonView, "eventId"> {

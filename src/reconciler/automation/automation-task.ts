@@ -9,7 +9,7 @@ import {
   type PartitionContext,
   type PartitionSpace,
 } from "../../partitions/index.js";
-import { planRun, runShape } from "../../planner/index.js";
+import { plannedRun, planRun } from "../../planner/index.js";
 import type { AutomationSpec } from "../../sdk/index.js";
 import type {
   AutomationStore,
@@ -454,14 +454,11 @@ export class AutomationTask implements ReconcilerTask {
     }
     const group = createHash("sha256").update(request.assetKeys.join("\u0000")).digest("hex").slice(0, 12);
     const { runId } = await this.options.runs.createRun(
-      {
-        ...runShape(graph, plan),
-        snapshotVersion: version,
+      plannedRun(graph, plan, {
         origin: "automation",
-        priority: 0,
         tags: { "tributary/automation-tick": String(tick) },
         idempotencyKey: `automation:${tick}:${group}:${request.partitionKey ?? ""}`,
-      },
+      }),
       now,
     );
     return runId;

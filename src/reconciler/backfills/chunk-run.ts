@@ -1,6 +1,6 @@
 import type { AssetGraph } from "../../graph/index.js";
 import { partitionSpace, PartitionSubset, type PartitionContext } from "../../partitions/index.js";
-import { planRun, runShape, type BackfillChunks, type RunPlan } from "../../planner/index.js";
+import { plannedRun, planRun, type BackfillChunks, type RunPlan } from "../../planner/index.js";
 import type { AssetPartitionRef, BackfillTransaction } from "../../storage/index.js";
 
 /** What became of one chunk. */
@@ -102,16 +102,13 @@ export async function chunkRun(c: ChunkContext, k: number, generation: number): 
     return { kind: "unplannable", partitions: planned, message: `chunk ${k}: ${plan.missing.map((m) => m.detail).join("; ")}` };
   }
   const { runId } = await tx.createRun(
-    {
-      ...runShape(graph, plan),
-      snapshotVersion: c.version,
+    plannedRun(graph, plan, {
       origin: "backfill",
       priority: backfill.priority,
       tags: { ...stringTags(backfill.tags), "tributary/backfill": backfill.id, "tributary/chunk": String(k) },
-      maxActiveSteps: null,
       idempotencyKey: `backfill:${backfill.id}:${k}${generation > 0 ? `:${generation}` : ""}`,
       backfillId: backfill.id,
-    },
+    }),
     c.now,
   );
   // Partitions, as the backfill counts them: a check's step is part of its partition's work.
