@@ -32,7 +32,7 @@ type Request = (query: string, variables?: Record<string, unknown>) => Promise<{
 
 /**
  * A fresh database with these definitions and history, the API app over it
- * (the same ApiContext `tributary dev` builds, with the clock at `now`), then
+ * (the same API services `tributary dev` builds, with the clock at `now`), then
  * the database is dropped.
  */
 async function withApi<T>(

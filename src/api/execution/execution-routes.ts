@@ -75,6 +75,10 @@ const TRY_PATH = "/tries/:stepId/:tryNumber";
  * backend call. Mount at `/execution/v1`. Errors are JSON `{ error: { code, message } }`.
  *
  * @example
+ * import type { Hono } from "hono";
+ * import type { ExecutionBackend } from "../../execution/index.js";
+ * import type { GraphCache, OutputStore, TryTokenStore } from "../../storage/index.js";
+ * // given app: Hono, tokens: TryTokenStore, backend: ExecutionBackend, graphs: GraphCache, logsDir: string, outputStore: OutputStore | null
  * app.route("/execution/v1", executionRoutes({ tokens, backend, graphs, logsDir, outputStore }));
  */
 export function executionRoutes(services: ExecutionApiServices): Hono {

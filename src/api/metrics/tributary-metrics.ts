@@ -41,6 +41,10 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * only the triggers above them are counted.
  *
  * @example
+ * import type { Kysely } from "kysely";
+ * import { Reconciler, type ReconcilerOptions } from "../../reconciler/index.js";
+ * import { PgMetricsQueryStore, type Database } from "../../storage/index.js";
+ * // given db: Kysely<Database>, options: ReconcilerOptions
  * const metrics = new TributaryMetrics({ store: new PgMetricsQueryStore(db) });
  * new Reconciler({ ...options, onPass: metrics.observeReconcilerPass });
  * const text = await metrics.render();
