@@ -1,12 +1,12 @@
 import { Hono } from "hono";
 import { createYoga, maskError } from "graphql-yoga";
 import { GraphQLError } from "graphql";
+import { bodyLimit } from "hono/body-limit";
 import { schema } from "./graphql/schema.js";
 import type { ApiServices, AssetsApi, RunsApi } from "./services.js";
 import { TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
-import { bodyLimit } from "hono/body-limit";
 import { useQueryLimits } from "./graphql/limits.js";
 import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";

@@ -1,5 +1,5 @@
-import type { SecretResolver } from "./secrets.js";
 import { pathToFileURL } from "node:url";
+import type { SecretResolver } from "./secrets.js";
 import type { TributaryError } from "../errors/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime } from "./step-runtime.js";

@@ -59,7 +59,7 @@ describePostgres("live step logs (GET /runs/:runId/steps/:stepId/logs)", () => {
     let runId: string;
     let stepId: number;
     const statesAtLines: string[] = [];
-    let events: SseEvent[] = [];
+    const events: SseEvent[] = [];
 
     beforeAll(async () => {
       ({ runId, stepId } = await started("logs/slow"));

@@ -1,9 +1,9 @@
-import { PutObjectCommand, CreateBucketCommand } from "@aws-sdk/client-s3";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { PutObjectCommand, CreateBucketCommand } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3ObjectExists } from "../../src/sdk/index.js";

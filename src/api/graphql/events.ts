@@ -1,5 +1,4 @@
 import { z } from "zod";
-
 import type { ReportedAssetEvent } from "../commands/report-event.js";
 import { builder } from "./builder.js";
 import { parseInput } from "./errors.js";

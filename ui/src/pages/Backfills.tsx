@@ -145,6 +145,17 @@ export function BackfillActions({ backfill, onChanged }: { backfill: Pick<Backfi
   const error = cancel.error ?? resume.error ?? retry.error;
   const busy = cancel.running || resume.running || retry.running;
   const ended = !ACTIVE_BACKFILL_STATUSES.has(backfill.status);
+  // useMutation's run never rejects (a failure shows in `error`), so the buttons start these without awaiting them.
+  const cancelBackfill = async () => {
+    if (window.confirm("Cancel this backfill? No new runs start and its runs in flight are canceled.") && (await cancel.run({ id: backfill.id }))) onChanged();
+  };
+  const resumeBackfill = async () => {
+    if (await resume.run({ id: backfill.id })) onChanged();
+  };
+  const retryFailures = async () => {
+    const result = await retry.run({ id: backfill.id });
+    if (result) navigate(`/backfills/${result.retryBackfillFailures.id}`);
+  };
   return (
     <div className="backfill-actions">
       {backfill.status === "requested" || backfill.status === "running" ? (
@@ -152,15 +163,13 @@ export function BackfillActions({ backfill, onChanged }: { backfill: Pick<Backfi
           type="button"
           disabled={busy}
           data-testid="backfill-cancel"
-          onClick={async () => {
-            if (window.confirm("Cancel this backfill? No new runs start and its runs in flight are canceled.") && (await cancel.run({ id: backfill.id }))) onChanged();
-          }}
+          onClick={() => void cancelBackfill()}
         >
           Cancel
         </button>
       ) : null}
       {backfill.status === "canceled" ? (
-        <button type="button" disabled={busy} data-testid="backfill-resume" onClick={async () => (await resume.run({ id: backfill.id })) && onChanged()}>
+        <button type="button" disabled={busy} data-testid="backfill-resume" onClick={() => void resumeBackfill()}>
           Resume
         </button>
       ) : null}
@@ -169,10 +178,7 @@ export function BackfillActions({ backfill, onChanged }: { backfill: Pick<Backfi
           type="button"
           disabled={busy}
           data-testid="backfill-retry"
-          onClick={async () => {
-            const result = await retry.run({ id: backfill.id });
-            if (result) navigate(`/backfills/${result.retryBackfillFailures.id}`);
-          }}
+          onClick={() => void retryFailures()}
         >
           Re-run failed
         </button>

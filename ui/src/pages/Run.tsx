@@ -127,6 +127,11 @@ function RunView({ run, live, onChanged }: { run: RunDetail; live: boolean; onCh
   const sort: GanttSort = params.sort === "plan" ? "plan" : "start";
   const selected = run.steps.find((s) => s.id === params.step);
   const backfillId = run.backfillId;
+  // useMutation's run never rejects (a failure shows in cancel.error), so the button starts this without awaiting it.
+  const cancelRun = async () => {
+    if (!window.confirm("Cancel this run? Its running steps are stopped.")) return;
+    if (await cancel.run({ id: run.id })) onChanged();
+  };
 
   return (
     <div className="run-page" data-testid="run-page" data-status={run.status}>
@@ -139,10 +144,7 @@ function RunView({ run, live, onChanged }: { run: RunDetail; live: boolean; onCh
             type="button"
             data-testid="cancel-run"
             disabled={cancel.running || run.cancelRequestedAt !== null}
-            onClick={async () => {
-              if (!window.confirm("Cancel this run? Its running steps are stopped.")) return;
-              if (await cancel.run({ id: run.id })) onChanged();
-            }}
+            onClick={() => void cancelRun()}
           >
             {run.cancelRequestedAt ? "Cancel requested" : cancel.running ? "Canceling…" : "Cancel run"}
           </button>
