@@ -23,7 +23,10 @@ export default defineConfig(
       // stays `let`: as a const, an early call would throw instead of seeing undefined.
       "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
       // Node built-ins, then packages, then the project's own modules; the order within each group is left as written.
-      "import-x/order": ["error", { groups: ["builtin", "external", "internal", ["parent", "sibling", "index"]], "newlines-between": "never" }],
+      "import-x/order": [
+        "error",
+        { groups: ["builtin", "external", "internal", ["parent", "sibling", "index"]], "newlines-between": "never" },
+      ],
     },
   },
 

@@ -31,7 +31,12 @@ export async function writeBenchDefinitions(dir: string, source: string): Promis
 }
 
 /** Writes `source` into `dir` and stores its load; throws when the file fails to load. */
-export async function storeBenchDefinitions(db: Kysely<Database>, dir: string, source: string, timeoutMs = 60_000): Promise<PgDefinitionStore> {
+export async function storeBenchDefinitions(
+  db: Kysely<Database>,
+  dir: string,
+  source: string,
+  timeoutMs = 60_000,
+): Promise<PgDefinitionStore> {
   await writeBenchDefinitions(dir, source);
   const definitions = new PgDefinitionStore(db);
   const sync = await syncDefinitions(definitions, { dir, timeoutMs });
@@ -67,7 +72,11 @@ export function benchBackend(stores: BenchStores, executor: string, dirs: BenchD
 
 /** The local executor as `tributary dev` builds it (with the completion fast path), over the given stores. */
 export function benchLocalExecutor(stores: BenchStores, dirs: BenchDirs, concurrencyPerProcess: number): LocalExecutor {
-  return new LocalExecutor(benchBackend(stores, "local", dirs), { processes: 2, concurrencyPerProcess, definitionsDir: dirs.definitionsDir });
+  return new LocalExecutor(benchBackend(stores, "local", dirs), {
+    processes: 2,
+    concurrencyPerProcess,
+    definitionsDir: dirs.definitionsDir,
+  });
 }
 
 /** Launches a run and waits for it, timing from launch (planning included) to the run's end; throws unless it succeeded. */

@@ -16,7 +16,7 @@ export function hourlyStart(count: number): string {
 }
 
 let seedState = 42;
-export const random = () => ((seedState = (seedState * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+export const random = () => (seedState = (seedState * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 /** Each scenario draws the same numbers whichever ran before it. */
 export const resetRandom = () => void (seedState = 42);
 
@@ -60,10 +60,16 @@ export function mixedStatuses(count: number): SeedStatus[] {
  * must be stale because an upstream changed, a newer event of that upstream
  * partition. Assets must come upstream first.
  */
-export async function seedHistory(db: Kysely<Database>, assets: readonly SeedAsset[]): Promise<{ events: number; inputs: number; statusRows: number }> {
+export async function seedHistory(
+  db: Kysely<Database>,
+  assets: readonly SeedAsset[],
+): Promise<{ events: number; inputs: number; statusRows: number }> {
   let id = 0;
   const latest = new Map<string, number>();
-  const status = new Map<string, { asset_key: string; partition_key: string; status: string; event_id: number | null; code_version: string | null }>();
+  const status = new Map<
+    string,
+    { asset_key: string; partition_key: string; status: string; event_id: number | null; code_version: string | null }
+  >();
   const events: { id: number; asset_key: string; partition_key: string; code_version: string | null }[] = [];
   const inputs: { event_id: number; upstream_asset_key: string; upstream_partition_key: string; upstream_event_id: number | null }[] = [];
   const rerun = new Set<string>();
@@ -83,11 +89,22 @@ export async function seedHistory(db: Kysely<Database>, assets: readonly SeedAss
       const codeVersion = s === "stale_code" ? "old" : a.codeVersion;
       events.push({ id: eventId, asset_key: a.key, partition_key: key, code_version: codeVersion });
       for (const up of a.upstreams) {
-        inputs.push({ event_id: eventId, upstream_asset_key: up, upstream_partition_key: key, upstream_event_id: latest.get(at(up, key)) ?? null });
+        inputs.push({
+          event_id: eventId,
+          upstream_asset_key: up,
+          upstream_partition_key: key,
+          upstream_event_id: latest.get(at(up, key)) ?? null,
+        });
         if (s === "stale") rerun.add(at(up, key));
       }
       latest.set(at(a.key, key), eventId);
-      status.set(at(a.key, key), { asset_key: a.key, partition_key: key, status: "materialized", event_id: eventId, code_version: codeVersion });
+      status.set(at(a.key, key), {
+        asset_key: a.key,
+        partition_key: key,
+        status: "materialized",
+        event_id: eventId,
+        code_version: codeVersion,
+      });
     }
   }
   for (const k of rerun) {
@@ -112,7 +129,9 @@ export async function seedHistory(db: Kysely<Database>, assets: readonly SeedAss
   await inChunks([...status.values()], (rows) =>
     sql`insert into partition_status (asset_key, partition_key, status, last_materialization_event_id, code_version, materialized_at, updated_at)
         select x.asset_key, x.partition_key, x.status, x.event_id, x.code_version, case when x.event_id is null then null else ${now}::timestamptz end, ${now}
-        from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(asset_key text, partition_key text, status text, event_id bigint, code_version text)`.execute(db),
+        from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(asset_key text, partition_key text, status text, event_id bigint, code_version text)`.execute(
+      db,
+    ),
   );
   await sql`analyze`.execute(db);
   return { events: events.length, inputs: inputs.length, statusRows: status.size };
@@ -121,4 +140,3 @@ export async function seedHistory(db: Kysely<Database>, assets: readonly SeedAss
 async function inChunks<T>(rows: readonly T[], insert: (chunk: readonly T[]) => Promise<unknown>): Promise<void> {
   for (let i = 0; i < rows.length; i += 20_000) await insert(rows.slice(i, i + 20_000));
 }
-

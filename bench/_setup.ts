@@ -156,7 +156,11 @@ export async function startTributary(argv: readonly string[], options: StartOpti
 }
 
 /** True once `url` answers with a 2xx status. */
-export const answers = (url: string) => (): Promise<boolean> => fetch(url).then((r) => r.ok, () => false);
+export const answers = (url: string) => (): Promise<boolean> =>
+  fetch(url).then(
+    (r) => r.ok,
+    () => false,
+  );
 
 /** Sends `signal` and waits for the process to exit; with `killAfterMs`, kills it if it has not by then. */
 export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM", killAfterMs?: number): Promise<void> {
@@ -188,10 +192,12 @@ export function round1(n: number | null): number | null {
 export const ascending = (values: readonly number[]): number[] => [...values].sort((a, b) => a - b);
 
 /** The nearest-rank percentile (q in (0, 1]) of values sorted lowest first: the ⌈q·n⌉-th value. */
-export const nearestRank = (sorted: readonly number[], q: number): number | undefined => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+export const nearestRank = (sorted: readonly number[], q: number): number | undefined =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 
 /** The value ⌊q·n⌋ places from the lowest of values sorted lowest first (q = 0.5: the upper median). */
-export const floorRank = (sorted: readonly number[], q: number): number | undefined => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+export const floorRank = (sorted: readonly number[], q: number): number | undefined =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
 /** p50, p95 and max (nearest rank) rounded to one decimal. */
 export function p50p95max(values: readonly number[]): { p50: number; p95: number; max: number } {

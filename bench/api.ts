@@ -98,11 +98,25 @@ async function partitionsScenario() {
     "parts",
     source,
     (specs) => [
-      { key: "bench/raw", partitions: specs.get("bench/raw")!, from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
+      {
+        key: "bench/raw",
+        partitions: specs.get("bench/raw")!,
+        from: () => 0,
+        status: () => "materialized",
+        upstreams: [],
+        codeVersion: null,
+      },
       ...sizes.map((n): SeedAsset => {
         const statuses = mixedStatuses(n);
         const key = `bench/p${n}`;
-        return { key, partitions: specs.get(key)!, from: () => 0, status: (i) => statuses[i]!, upstreams: ["bench/raw"], codeVersion: "v2" };
+        return {
+          key,
+          partitions: specs.get(key)!,
+          from: () => 0,
+          status: (i) => statuses[i]!,
+          upstreams: ["bench/raw"],
+          codeVersion: "v2",
+        };
       }),
     ],
     async (request, seeded) => {
@@ -140,8 +154,13 @@ function manyAssets(): { source: string; upstreams: Map<string, string[]> } {
     const deps = new Set<number>();
     for (let d = 0; d < 3 && pool.length > 0; d++) deps.add(pool[Math.floor(random() * pool.length)]!);
     const depList = [...deps].map((j) => `d${j}: dep(a${j})`).join(", ");
-    lines.push(`export const a${i} = asset({ key: "bench/a${i}", group: "g${i % 20}", partitions: ${i % 2 ? "hours" : "days"}, deps: { ${depList} } }, noop);`);
-    upstreams.set(`bench/a${i}`, [...deps].map((j) => `bench/a${j}`));
+    lines.push(
+      `export const a${i} = asset({ key: "bench/a${i}", group: "g${i % 20}", partitions: ${i % 2 ? "hours" : "days"}, deps: { ${depList} } }, noop);`,
+    );
+    upstreams.set(
+      `bench/a${i}`,
+      [...deps].map((j) => `bench/a${j}`),
+    );
     pool.push(i);
   }
   return { source: lines.join("\n") + "\n", upstreams };

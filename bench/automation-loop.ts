@@ -24,7 +24,7 @@ const now = new Date("2026-01-01T00:30:00Z");
 // Same shape as bench/automation-tick.ts: one definitions file, one export per asset.
 function definitionsSource(): string {
   let seed = 42;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   const lines = [
     `import { asset, daily, dep, eager, hourly, onCron, onMissing } from "tributary";`,
     `const days = daily({ start: "2025-01-01" });`,
@@ -40,7 +40,9 @@ function definitionsSource(): string {
     const r = random();
     const cron = isHourly ? `"5 * * * *"` : `"0 1 * * *"`;
     const automation = pool.length < 50 ? `onCron(${cron})` : r < 0.7 ? "eager()" : r < 0.9 ? `onCron(${cron})` : "onMissing()";
-    lines.push(`export const a${i} = asset({ key: "bench/a${i}", partitions: ${isHourly ? "hours" : "days"}, automation: ${automation}, deps: { ${deps.join(", ")} } }, noop);`);
+    lines.push(
+      `export const a${i} = asset({ key: "bench/a${i}", partitions: ${isHourly ? "hours" : "days"}, automation: ${automation}, deps: { ${deps.join(", ")} } }, noop);`,
+    );
     pool.push(i);
   }
   return lines.join("\n") + "\n";
@@ -71,7 +73,8 @@ async function main(): Promise<void> {
       const space = partitionSpace(a.partitions!);
       const count = space.count(now);
       const depth = space.describe().startsWith("hourly") ? 72 : 30;
-      for (let i = Math.max(0, count - depth); i < count - 1; i++) rows.push({ asset_key: a.key, partition_key: space.keyAt(i), event_id: eventId++ });
+      for (let i = Math.max(0, count - depth); i < count - 1; i++)
+        rows.push({ asset_key: a.key, partition_key: space.keyAt(i), event_id: eventId++ });
       if (rows.length >= 20_000) await flush();
     }
     await flush();
@@ -93,12 +96,17 @@ async function main(): Promise<void> {
 
     // 50 external events on random partitions of the recent history.
     let s = 7;
-    const random = () => ((s = (s * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (s = (s * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const events = [];
     for (let e = 0; e < 50; e++) {
       const a = graph.assets[Math.floor(random() * graph.assets.length)]!;
       const space = partitionSpace(a.partitions!);
-      events.push({ assetKey: a.key, partitionKey: space.keyAt(space.count(now) - 2 - Math.floor(random() * 10)), kind: "external" as const, metadata: {} });
+      events.push({
+        assetKey: a.key,
+        partitionKey: space.keyAt(space.count(now) - 2 - Math.floor(random() * 10)),
+        kind: "external" as const,
+        metadata: {},
+      });
     }
     await new PgEventStore(db).reportEvents(events, now);
     // Events are read once no older transaction in the cluster is open (see events.tx_id): tick until they are.

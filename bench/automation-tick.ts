@@ -19,7 +19,7 @@ const DEPS = 5;
 
 // Deterministic pseudo-random numbers, so every run builds the same graph.
 let seed = 42;
-const random = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const random = (): number => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 
 const days = daily({ start: "2025-01-01" });
 const hours = hourly({ start: "2025-01-01T00:00" });
@@ -39,7 +39,14 @@ for (let i = 0; i < N; i++) {
     deps[`d${d}`] = dep(up);
   }
   const r = random();
-  const automation = pool.length < 50 ? onCron(isHourly ? "5 * * * *" : "0 1 * * *") : r < 0.7 ? eager() : r < 0.9 ? onCron(isHourly ? "5 * * * *" : "0 1 * * *") : onMissing();
+  const automation =
+    pool.length < 50
+      ? onCron(isHourly ? "5 * * * *" : "0 1 * * *")
+      : r < 0.7
+        ? eager()
+        : r < 0.9
+          ? onCron(isHourly ? "5 * * * *" : "0 1 * * *")
+          : onMissing();
   const def = asset({ key: `bench/a${i}`, partitions: isHourly ? hours : days, automation, deps }, async () => null);
   defs.push(def);
   pool.push(def);

@@ -58,7 +58,12 @@ async function main(): Promise<void> {
 
     const executor = benchLocalExecutor(stores, dirs, 128);
     let passes = 0;
-    const task = new BackfillTask({ backfills, graphs, definitions, log: (level, m) => level !== "info" && process.stderr.write(`[${level}] ${m}\n`) });
+    const task = new BackfillTask({
+      backfills,
+      graphs,
+      definitions,
+      log: (level, m) => level !== "info" && process.stderr.write(`[${level}] ${m}\n`),
+    });
     await scope.reconciler({
       store: runs,
       database: handle,

@@ -64,26 +64,60 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
       ...(args.report === "api"
         ? {
             issueTokens: async (steps: readonly { stepId: number; tryNumber: number }[]) =>
-              new Map((await tokens.issue(steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })), new Date())).map((t) => [t.stepId, t.token])),
+              new Map(
+                (
+                  await tokens.issue(
+                    steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })),
+                    new Date(),
+                  )
+                ).map((t) => [t.stepId, t.token]),
+              ),
           }
         : {}),
     });
-    await scope.reconciler({ store: stores.runs, database: handle, graphs: stores.graphs, executors: { bullmq: executor }, definitionsDir: dir, logsDir, pollIntervalMs: 500, claimBatch: 512 });
+    await scope.reconciler({
+      store: stores.runs,
+      database: handle,
+      graphs: stores.graphs,
+      executors: { bullmq: executor },
+      definitionsDir: dir,
+      logsDir,
+      pollIntervalMs: 500,
+      claimBatch: 512,
+    });
     let apiUrl: string | undefined;
     if (args.report === "api") {
       const port = 20_000 + Math.floor(Math.random() * 20_000);
       apiUrl = `http://127.0.0.1:${port}`;
-      const api = await startProcess(["api", "--port", String(port), "--definitions", dir, "--data-dir", path.join(logsDir, "api")], { DATABASE_URL: url }, answers(`${apiUrl}/readyz`));
+      const api = await startProcess(
+        ["api", "--port", String(port), "--definitions", dir, "--data-dir", path.join(logsDir, "api")],
+        { DATABASE_URL: url },
+        answers(`${apiUrl}/readyz`),
+      );
       scope.onClose(() => stopProcess(api.child));
     }
     const workers: StartedProcess[] = [];
     scope.onClose(() => Promise.all(workers.map((w) => stopProcess(w.child))));
     const takesSteps = (output: string) => output.includes("takes steps from queue");
     for (let i = 0; i < count; i++) {
-      const common = ["worker", "--definitions", dir, "--data-dir", path.join(logsDir, `w${i}`), "--processes", "1", "--concurrency", "256"];
+      const common = [
+        "worker",
+        "--definitions",
+        dir,
+        "--data-dir",
+        path.join(logsDir, `w${i}`),
+        "--processes",
+        "1",
+        "--concurrency",
+        "256",
+      ];
       workers.push(
         apiUrl
-          ? await startProcess([...common, "--url", apiUrl], { REDIS_URL: redisUrl, DATABASE_URL: "", TRIBUTARY_REDIS_PREFIX: prefix }, takesSteps)
+          ? await startProcess(
+              [...common, "--url", apiUrl],
+              { REDIS_URL: redisUrl, DATABASE_URL: "", TRIBUTARY_REDIS_PREFIX: prefix },
+              takesSteps,
+            )
           : await startProcess(common, { REDIS_URL: redisUrl, DATABASE_URL: url, TRIBUTARY_REDIS_PREFIX: prefix }, takesSteps),
       );
     }
@@ -105,7 +139,11 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
 }
 
 /** A `tributary …` child process, once `ready` (BENCH_VERBOSE=1: its stderr echoed). */
-function startProcess(argv: string[], env: Record<string, string>, ready: (output: string) => boolean | Promise<boolean>): Promise<StartedProcess> {
+function startProcess(
+  argv: string[],
+  env: Record<string, string>,
+  ready: (output: string) => boolean | Promise<boolean>,
+): Promise<StartedProcess> {
   return startTributary(argv, { env, ready, echo: Boolean(process.env.BENCH_VERBOSE) });
 }
 

@@ -14,10 +14,16 @@ const samples = Number(values.samples);
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TRIBUTARY_BIN, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(process.execPath, [TRIBUTARY_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("exit", (code) => (code === 0 ? resolve(performance.now() - started) : reject(new Error(`tributary ${args.join(" ")} exited ${code}: ${stderr}`))));
+    child.once("exit", (code) =>
+      code === 0 ? resolve(performance.now() - started) : reject(new Error(`tributary ${args.join(" ")} exited ${code}: ${stderr}`)),
+    );
   });
 }
 
@@ -37,5 +43,11 @@ await withScope(async (scope) => {
   const loadBefore = loadavg()[0]!;
   const versionMs = await median(["--version"], env);
   const runsViaServerMs = await median(["runs", "--json", "--url", serverUrl], env);
-  printResult({ bench: "cli-start", samples, versionMs, runsViaServerMs, loadAverage: [loadBefore, loadavg()[0]].map((l) => Math.round(l! * 10) / 10) });
+  printResult({
+    bench: "cli-start",
+    samples,
+    versionMs,
+    runsViaServerMs,
+    loadAverage: [loadBefore, loadavg()[0]].map((l) => Math.round(l! * 10) / 10),
+  });
 });

@@ -53,7 +53,13 @@ async function treeUsage(pid: number): Promise<{ rssMb: number; cpuSec: number }
 }
 
 async function main(): Promise<void> {
-  const results: Record<string, unknown> = { bench: "deferred", database: "postgres (local)", steps: STEPS, interval: args.interval, executorSlots: CAPACITY };
+  const results: Record<string, unknown> = {
+    bench: "deferred",
+    database: "postgres (local)",
+    steps: STEPS,
+    interval: args.interval,
+    executorSlots: CAPACITY,
+  };
   await withScope(async (scope) => {
     const { db, url, handle } = await scope.database("deferred");
     const scratch = await scope.tempDir("deferred");
@@ -67,11 +73,15 @@ async function main(): Promise<void> {
     const executor = benchLocalExecutor(stores, { definitionsDir: dir, logsDir }, CAPACITY / 2);
     await scope.reconciler({ store: runs, database: handle, graphs, executors: { local: executor }, definitionsDir: dir, logsDir });
 
-    const triggerer = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "src/cli/main.ts"), "triggerer", "--definitions", dir], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, DATABASE_URL: url },
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    const triggerer = spawn(
+      process.execPath,
+      ["--import", "tsx", path.join(REPO_ROOT, "src/cli/main.ts"), "triggerer", "--definitions", dir],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, DATABASE_URL: url },
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
     scope.onClose(() => stopProcess(triggerer));
     await sleep(2_000);
     const idleBefore = await treeUsage(triggerer.pid!);
@@ -79,9 +89,15 @@ async function main(): Promise<void> {
     // 1. Every step defers: how long until all wait, and what they hold then.
     const last = new Date(Date.UTC(2025, 0, 1) + (STEPS - 1) * 3_600_000).toISOString().slice(0, 16).replace("T", "-");
     const launched = performance.now();
-    const { runId } = await launchRun({ graphs, runs, definitions: defs }, { assetKeys: ["bench/waits"], from: "2025-01-01-00:00", to: last }, new Date());
+    const { runId } = await launchRun(
+      { graphs, runs, definitions: defs },
+      { assetKeys: ["bench/waits"], from: "2025-01-01-00:00", to: last },
+      new Date(),
+    );
     for (;;) {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'deferred'`.execute(db);
+      const { rows } = await sql<{
+        n: number;
+      }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'deferred'`.execute(db);
       if (rows[0]!.n === STEPS) break;
       await sleep(50);
     }

@@ -73,7 +73,12 @@ async function main(): Promise<void> {
 
     if (only.has("w1")) {
       const t = await runToEnd(stores, ["w1/a", "w1/b", "w1/c"], { all: true });
-      results.w1 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000), ...(await handoff(db, t.runId)) };
+      results.w1 = {
+        steps: t.steps,
+        wallMs: Math.round(t.ms),
+        stepsPerSec: Math.round((t.steps / t.ms) * 1000),
+        ...(await handoff(db, t.runId)),
+      };
       // The same chains, 50 at a time: hand-off when a slot is free (orchestration overhead, no queueing).
       const light = await runToEnd(stores, ["w1/a", "w1/b", "w1/c"], { from: "c00000", to: "c00049" });
       results.w1Unsaturated = { steps: light.steps, wallMs: Math.round(light.ms), ...(await handoff(db, light.runId)) };
@@ -125,7 +130,11 @@ async function handoff(db: Kysely<Database>, runId: string): Promise<Record<stri
   const h = rows[0]!;
   return {
     handoffMs: { p50: round1(h.p50), p99: round1(h.p99), samples: h.n },
-    handoffStagesP50Ms: { endToScheduled: round1(h.to_scheduled), scheduledToQueued: round1(h.to_queued), queuedToStarted: round1(h.to_started) },
+    handoffStagesP50Ms: {
+      endToScheduled: round1(h.to_scheduled),
+      scheduledToQueued: round1(h.to_queued),
+      queuedToStarted: round1(h.to_started),
+    },
   };
 }
 

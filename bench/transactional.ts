@@ -76,9 +76,17 @@ async function main(): Promise<void> {
     results.transactional = transactional;
 
     if (!args["no-local"]) {
-      const executor = new LocalExecutor(benchBackend(stores, "local", dirs), { processes: 2, concurrencyPerProcess: LOCAL_CONCURRENCY, definitionsDir: dirs.definitionsDir });
+      const executor = new LocalExecutor(benchBackend(stores, "local", dirs), {
+        processes: 2,
+        concurrencyPerProcess: LOCAL_CONCURRENCY,
+        definitionsDir: dirs.definitionsDir,
+      });
       await executor.ready();
-      results.local = { processes: 2, concurrencyPerProcess: LOCAL_CONCURRENCY, ...(await measure(stores, handle, dirs, "local", executor, "bench/local")) };
+      results.local = {
+        processes: 2,
+        concurrencyPerProcess: LOCAL_CONCURRENCY,
+        ...(await measure(stores, handle, dirs, "local", executor, "bench/local")),
+      };
     }
   });
   printResult(results);

@@ -58,7 +58,9 @@ function generate(): { source: string; assets: { key: string; upstreams: string[
         }
         const key = `${GROUPS[g]}/l${String(level).padStart(2, "0")}_a${i}`;
         const depList = [...deps].map((k) => `d${k}: a${k}`).join(", ");
-        lines.push(`export const a${i} = asset({ key: "${key}", group: "${GROUPS[g]}", owner: "team:${GROUPS[g]}", partitions: parts, deps: { ${depList} } }, noop);`);
+        lines.push(
+          `export const a${i} = asset({ key: "${key}", group: "${GROUPS[g]}", owner: "team:${GROUPS[g]}", partitions: parts, deps: { ${depList} } }, noop);`,
+        );
         assets.push({ key, upstreams: [...deps].map((k) => assets[k]!.key) });
         edges += deps.size;
         byLevel[g]![level]!.push(i);
@@ -103,7 +105,11 @@ const phasesOf = (page: Page) =>
   page.evaluate(() => [
     ...[
       ["html", 0, (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).responseEnd],
-      ...(performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((r) => [r.name.replace(/^https?:\/\/[^/]+/, ""), r.startTime, r.responseEnd]),
+      ...(performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((r) => [
+        r.name.replace(/^https?:\/\/[^/]+/, ""),
+        r.startTime,
+        r.responseEnd,
+      ]),
     ].map(([name, start, end]) => `${name as string} ${Math.round(start as number)}–${Math.round(end as number)}`),
     ...performance.getEntriesByType("mark").map((m) => `${m.name} ${Math.round(m.startTime)}`),
   ]);
@@ -132,7 +138,9 @@ async function main(): Promise<void> {
       const readyMs = await page.evaluate(() => performance.getEntriesByName("asset-graph-drawn")[0]!.startTime);
       const layoutMs = Number(await ready.getAttribute("data-layout-ms"));
       // Every node is drawn as a block of its status colour (labelled nodes only once zoomed in).
-      const drawnByStatus = await page.locator(".graph-blocks").evaluateAll((ps) => Object.fromEntries(ps.map((p) => [p.getAttribute("data-status")!, Number(p.getAttribute("data-count"))])));
+      const drawnByStatus = await page
+        .locator(".graph-blocks")
+        .evaluateAll((ps) => Object.fromEntries(ps.map((p) => [p.getAttribute("data-status")!, Number(p.getAttribute("data-count"))])));
       const nodes = Object.values(drawnByStatus).reduce((a, b) => a + b, 0);
       if (nodes !== assets.length) throw new Error(`the graph shows ${nodes} of ${assets.length} assets`);
       if (i === RUNS) {
@@ -174,7 +182,8 @@ async function main(): Promise<void> {
         input.dispatchEvent(new Event("input", { bubbles: true }));
         for (;;) {
           const rows = document.querySelectorAll("[data-testid=catalog-row]");
-          if (rows.length > 0 && [...rows].every((r) => r.getAttribute("data-key")!.includes("finance/l03"))) return performance.now() - started;
+          if (rows.length > 0 && [...rows].every((r) => r.getAttribute("data-key")!.includes("finance/l03")))
+            return performance.now() - started;
           await new Promise((r) => requestAnimationFrame(r));
         }
       });
@@ -204,7 +213,12 @@ async function main(): Promise<void> {
         nodesByStatus: statuses,
         lastLoad: graphPhases,
       },
-      catalog: { navigationToRowsMs: stats(catalog.ready), graphqlMs: stats(catalog.query), searchToRowsMs: stats(catalog.search), lastLoad: catalogPhases },
+      catalog: {
+        navigationToRowsMs: stats(catalog.ready),
+        graphqlMs: stats(catalog.query),
+        searchToRowsMs: stats(catalog.search),
+        lastLoad: catalogPhases,
+      },
     });
   });
 }

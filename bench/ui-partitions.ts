@@ -27,7 +27,10 @@ const source = [
   `import { asset, dep, hourly } from "tributary";`,
   `const noop = async () => null;`,
   `export const raw = asset({ key: "bench/raw", partitions: hourly({ start: "${hourlyStart(100_000)}", end: "${END}" }) }, noop);`,
-  ...SIZES.map((n) => `export const p${n} = asset({ key: "bench/p${n}", codeVersion: "v2", partitions: hourly({ start: "${hourlyStart(n)}", end: "${END}" }), deps: { raw: dep(raw) } }, noop);`),
+  ...SIZES.map(
+    (n) =>
+      `export const p${n} = asset({ key: "bench/p${n}", codeVersion: "v2", partitions: hourly({ start: "${hourlyStart(n)}", end: "${END}" }), deps: { raw: dep(raw) } }, noop);`,
+  ),
 ].join("\n");
 
 async function seed(url: string): Promise<object> {
@@ -35,10 +38,24 @@ async function seed(url: string): Promise<object> {
     const { db } = await scope.postgres(url);
     resetRandom();
     const assets: SeedAsset[] = [
-      { key: "bench/raw", partitions: hourly({ start: hourlyStart(100_000), end: END }), from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
+      {
+        key: "bench/raw",
+        partitions: hourly({ start: hourlyStart(100_000), end: END }),
+        from: () => 0,
+        status: () => "materialized",
+        upstreams: [],
+        codeVersion: null,
+      },
       ...SIZES.map((n): SeedAsset => {
         const statuses = mixedStatuses(n);
-        return { key: `bench/p${n}`, partitions: hourly({ start: hourlyStart(n), end: END }), from: () => 0, status: (i) => statuses[i]!, upstreams: ["bench/raw"], codeVersion: "v2" };
+        return {
+          key: `bench/p${n}`,
+          partitions: hourly({ start: hourlyStart(n), end: END }),
+          from: () => 0,
+          status: (i) => statuses[i]!,
+          upstreams: ["bench/raw"],
+          codeVersion: "v2",
+        };
       }),
     ];
     return await seedHistory(db, assets);
@@ -72,7 +89,11 @@ async function main(): Promise<void> {
           // Where the time went: the page's own files and each GraphQL request, [start, end] since navigation.
           phases: [
             ["html", 0, (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).responseEnd],
-            ...(performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((r) => [r.name.replace(/^https?:\/\/[^/]+/, ""), r.startTime, r.responseEnd]),
+            ...(performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((r) => [
+              r.name.replace(/^https?:\/\/[^/]+/, ""),
+              r.startTime,
+              r.responseEnd,
+            ]),
           ].map(([name, start, end]) => `${name as string} ${Math.round(start as number)}–${Math.round(end as number)}`),
           drawMs: performance.getEntriesByName("partition-bar-draw")[0]?.duration ?? NaN,
           drawnAtMs: performance.getEntriesByName("partition-bar-draw")[0]?.startTime ?? NaN,
@@ -91,7 +112,8 @@ async function main(): Promise<void> {
             headers: { "content-type": "application/json" },
             body: JSON.stringify({ query: `{ asset(key: "${key}") { partitionStatus { ranges { count } } } }` }),
           });
-          return ((await res.json()) as { data: { asset: { partitionStatus: { ranges: unknown[] } } } }).data.asset.partitionStatus.ranges.length;
+          return ((await res.json()) as { data: { asset: { partitionStatus: { ranges: unknown[] } } } }).data.asset.partitionStatus.ranges
+            .length;
         }, `bench/p${n}`);
         await context.close();
       }
@@ -100,7 +122,15 @@ async function main(): Promise<void> {
     }
     // The machine's 1-minute load average at the end: the figures move with it on a shared machine.
     const load = Math.round(loadavg()[0]! * 10) / 10;
-    printResult({ bench: "ui-partitions", browser: "chromium (headless)", viewport: "1280x800", database: "postgres (local)", loadAverage1m: load, seeded, ...out });
+    printResult({
+      bench: "ui-partitions",
+      browser: "chromium (headless)",
+      viewport: "1280x800",
+      database: "postgres (local)",
+      loadAverage1m: load,
+      seeded,
+      ...out,
+    });
   });
 }
 

@@ -1,6 +1,19 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { allOf, asset, daily, eager, fileExists, hasFailed, inLatestWindow, isInProgress, isMissing, not, sourceAsset, type JsonValue } from "tributary";
+import {
+  allOf,
+  asset,
+  daily,
+  eager,
+  fileExists,
+  hasFailed,
+  inLatestWindow,
+  isInProgress,
+  isMissing,
+  not,
+  sourceAsset,
+  type JsonValue,
+} from "tributary";
 import { demoDataDir, ordersBetween, rng } from "../shop/_synthetic.js";
 
 const days = daily({ start: "2025-01-01", timezone: "UTC" });
@@ -21,7 +34,8 @@ export const deliveries = sourceAsset({
   observe: fileExists(landingFile("{partition}")),
   pollInterval: "3s",
   owner: "team:partners",
-  description: "Delivery confirmations the (simulated) partner drops into demo-data/landing in the data directory, a while after each day ends",
+  description:
+    "Delivery confirmations the (simulated) partner drops into demo-data/landing in the data directory, a while after each day ends",
 });
 
 /**
@@ -41,7 +55,9 @@ export const partnerExport = asset(
   async (ctx) => {
     await new Promise((resolve) => setTimeout(resolve, 2_000 + Math.floor(rng(ctx.partition.key)() * 3_000)));
     const { start, end } = ctx.partition.window!;
-    const delivered = ordersBetween(start, end).filter((_, i) => i % 3 !== 0).map((o) => o.id);
+    const delivered = ordersBetween(start, end)
+      .filter((_, i) => i % 3 !== 0)
+      .map((o) => o.id);
     await mkdir(landingDir, { recursive: true });
     const file = landingFile(ctx.partition.key);
     await writeFile(`${file}.tmp`, JSON.stringify({ day: ctx.partition.key, delivered }));

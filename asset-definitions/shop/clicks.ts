@@ -1,4 +1,19 @@
-import { allOf, anyOf, asset, daily, dep, eager, hasFailed, hourly, inLatestWindow, isInProgress, isMissing, not, onCron, timeWindow } from "tributary";
+import {
+  allOf,
+  anyOf,
+  asset,
+  daily,
+  dep,
+  eager,
+  hasFailed,
+  hourly,
+  inLatestWindow,
+  isInProgress,
+  isMissing,
+  not,
+  onCron,
+  timeWindow,
+} from "tributary";
 import { rng, writePartitionFile } from "./_synthetic.js";
 
 /**
@@ -10,7 +25,10 @@ export const clickstream = asset(
   {
     key: "shop/clickstream",
     partitions: hourly({ start: "2025-01-01", timezone: "Europe/Berlin" }),
-    automation: anyOf(onCron("5 * * * *", { timezone: "Europe/Berlin" }), allOf(isMissing(), inLatestWindow(48), not(isInProgress()), not(hasFailed()))),
+    automation: anyOf(
+      onCron("5 * * * *", { timezone: "Europe/Berlin" }),
+      allOf(isMissing(), inLatestWindow(48), not(isInProgress()), not(hasFailed())),
+    ),
     owner: "team:web",
     priority: 10,
   },

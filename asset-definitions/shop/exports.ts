@@ -1,5 +1,17 @@
 import { readFile } from "node:fs/promises";
-import { allOf, anyOf, asset, daily, hasFailed, inLatestWindow, isInProgress, isMissing, not, upstreamsReady, upstreamUpdated } from "tributary";
+import {
+  allOf,
+  anyOf,
+  asset,
+  daily,
+  hasFailed,
+  inLatestWindow,
+  isInProgress,
+  isMissing,
+  not,
+  upstreamsReady,
+  upstreamUpdated,
+} from "tributary";
 import { rawOrders } from "./orders.js";
 import { REGIONS, ordersBetween, writePartitionFile, type Order } from "./_synthetic.js";
 

@@ -1,4 +1,20 @@
-import { allOf, anyOf, asset, check, daily, dep, eager, hasFailed, inLatestWindow, isInProgress, isMissing, not, onCron, timeWindow, weekly } from "tributary";
+import {
+  allOf,
+  anyOf,
+  asset,
+  check,
+  daily,
+  dep,
+  eager,
+  hasFailed,
+  inLatestWindow,
+  isInProgress,
+  isMissing,
+  not,
+  onCron,
+  timeWindow,
+  weekly,
+} from "tributary";
 import { ordersBetween, writePartitionFile } from "./_synthetic.js";
 
 const days = daily({ start: "2025-01-01", timezone: "UTC" });
@@ -36,7 +52,8 @@ export const rawOrders = asset(
 export const rawOrdersNotEmpty = check(
   rawOrders,
   { name: "not_empty", blocking: true, description: "The day has at least one order" },
-  (_ctx, value) => (value === null ? { passed: true, metadata: { reported: true } } : { passed: value.rows > 0, metadata: { rows: value.rows } }),
+  (_ctx, value) =>
+    value === null ? { passed: true, metadata: { reported: true } } : { passed: value.rows > 0, metadata: { rows: value.rows } },
 );
 
 /** Revenue over the trailing seven days, recomputed whenever a day it reads changes. */

@@ -5,10 +5,10 @@ import { REGIONS, ordersBetween, writePartitionFile } from "./_synthetic.js";
 const regions = staticPartitions([...REGIONS]);
 
 /** Sales targets per region, maintained by hand in the real world. */
-export const regionTargets = asset(
-  { key: "shop/region_targets", partitions: regions, owner: "team:sales" },
-  async (ctx) => ({ region: ctx.partition.key, dailyTargetCents: 150_000 }),
-);
+export const regionTargets = asset({ key: "shop/region_targets", partitions: regions, owner: "team:sales" }, async (ctx) => ({
+  region: ctx.partition.key,
+  dailyTargetCents: 150_000,
+}));
 
 /** Daily sales per region: a two-dimensional `date|region` partitioning. */
 export const regionalSales = asset(
@@ -24,7 +24,13 @@ export const regionalSales = asset(
     const { start, end } = ctx.partition.window!;
     const mine = ordersBetween(start, end).filter((o) => o.region === region);
     // The day's total: null when the day was reported by an outside producer (no stored value).
-    const value = { date, region, orders: mine.length, revenueCents: mine.reduce((n, o) => n + o.amountCents, 0), ofDay: orders?.rows ?? null };
+    const value = {
+      date,
+      region,
+      orders: mine.length,
+      revenueCents: mine.reduce((n, o) => n + o.amountCents, 0),
+      ofDay: orders?.rows ?? null,
+    };
     await writePartitionFile("regional_sales", ctx.partition.key, value);
     return value;
   },

@@ -9,10 +9,10 @@ const zone = "America/New_York";
  *   npx tributary partitions energy/meter --definitions examples/dst-hourly \
  *     --from 2025-11-02-00:00 --to 2025-11-02-03:00
  */
-export const meter = asset(
-  { key: "energy/meter", partitions: hourly({ start: "2025-01-01", timezone: zone }) },
-  async (ctx) => ({ kwh: 1, hour: ctx.partition.key }),
-);
+export const meter = asset({ key: "energy/meter", partitions: hourly({ start: "2025-01-01", timezone: zone }) }, async (ctx) => ({
+  kwh: 1,
+  hour: ctx.partition.key,
+}));
 
 /** A local day reads its 23, 24 or 25 hours (an hour reported by an outside producer has no value: null). */
 export const dailyUsage = asset(

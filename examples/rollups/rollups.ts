@@ -3,10 +3,9 @@ import { asset, daily, dep, eager, hourly, monthly, timeWindow, weekly } from "t
 const start = "2025-01-01";
 // A partition reported by an outside producer (`tributary report`) has no stored value: readers get null for it.
 
-export const pageViews = asset(
-  { key: "web/page_views", partitions: hourly({ start }) },
-  async (ctx) => ({ views: ctx.partition.key.length * 10 }),
-);
+export const pageViews = asset({ key: "web/page_views", partitions: hourly({ start }) }, async (ctx) => ({
+  views: ctx.partition.key.length * 10,
+}));
 
 export const dailyViews = asset(
   { key: "web/daily_views", partitions: daily({ start }), automation: eager(), deps: { hours: dep(pageViews, timeWindow()) } },

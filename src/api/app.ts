@@ -84,7 +84,12 @@ export function createApiApp(options: ApiOptions): Hono {
   app.get("/healthz", async (c) => {
     try {
       await options.ping();
-      return c.json({ status: "ok", service: "tributary", version: options.version, ...(options.identity ? { identity: options.identity } : {}) });
+      return c.json({
+        status: "ok",
+        service: "tributary",
+        version: options.version,
+        ...(options.identity ? { identity: options.identity } : {}),
+      });
     } catch (err) {
       return c.json({ status: "unavailable", error: (err as Error).message }, 503);
     }
@@ -92,7 +97,10 @@ export function createApiApp(options: ApiOptions): Hono {
   // /metrics and /readyz.
   if (options.observability) {
     const catalog = (options.context.assets as AssetsApi | undefined)?.catalog;
-    app.route("/", observabilityRoutes(options.ping, options.observability, () => definitionsReadiness(catalog)));
+    app.route(
+      "/",
+      observabilityRoutes(options.ping, options.observability, () => definitionsReadiness(catalog)),
+    );
   }
   // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));

@@ -69,11 +69,21 @@ export class Catalog {
     const view = await this.cache.current();
     const version = view.version === 0 ? null : view.version;
     if (this.#load?.state === "FAILED") {
-      return { state: "FAILED", loadedAt: null, version, message: `the definitions could not be loaded: ${this.#load.error ?? "unknown error"}` };
+      return {
+        state: "FAILED",
+        loadedAt: null,
+        version,
+        message: `the definitions could not be loaded: ${this.#load.error ?? "unknown error"}`,
+      };
     }
     if (!this.#load && version === null) {
       // A server without a loader (`tributary api`) serves what a `tributary dev`, `reconciler` or `check` stored.
-      return { state: "LOADING", loadedAt: null, version: null, message: "no definitions are stored in this database yet: a `tributary reconciler` (or `dev`) loads and stores them" };
+      return {
+        state: "LOADING",
+        loadedAt: null,
+        version: null,
+        message: "no definitions are stored in this database yet: a `tributary reconciler` (or `dev`) loads and stores them",
+      };
     }
     return { state: "LOADED", loadedAt: this.#loadedAt ?? view.loadedAt, version, message: null };
   }

@@ -30,7 +30,12 @@ export type { Lineage, LineageRequest, LineageAsset, LineageDependency } from ".
 export { erasureImpact, MAX_ERASURE_IMPACT, MAX_ERASURE_SOURCE_PARTITIONS } from "./lineage/erasure-impact.js";
 export type { ErasureImpact, ErasureImpactRequest, ErasureImpactAsset, AssetPartitionKeys } from "./lineage/erasure-impact.js";
 export type { LineageServices } from "./lineage/lineage-services.js";
-export { automationEvaluations, formatKeyRanges, DEFAULT_EVALUATIONS_LIMIT, MAX_EVALUATIONS_LIMIT } from "./commands/automation-evaluations.js";
+export {
+  automationEvaluations,
+  formatKeyRanges,
+  DEFAULT_EVALUATIONS_LIMIT,
+  MAX_EVALUATIONS_LIMIT,
+} from "./commands/automation-evaluations.js";
 export type {
   AutomationEvaluations,
   AutomationEvaluationsRequest,

@@ -71,7 +71,8 @@ export async function listPartitions(
       });
     }
   }
-  if (options.dimensions !== undefined) subset = subset.intersection(space.subset(dimensionSliceKeys(asset, options.dimensions, ctx, options.now)));
+  if (options.dimensions !== undefined)
+    subset = subset.intersection(space.subset(dimensionSliceKeys(asset, options.dimensions, ctx, options.now)));
   const totalCount = subset.count();
   if (options.last !== undefined) subset = lastOf(subset, options.last);
   let startAfter = -1;
@@ -143,11 +144,19 @@ export function staleReasonMessage(r: StaleReason): string {
 /** A stale reason with GraphQL's StaleReason field names (event ids as strings), for JSON output. */
 export type StaleReasonView =
   | { kind: "code_version_changed"; message: string; materializedCodeVersion: string; currentCodeVersion: string }
-  | { kind: "upstream_updated"; message: string; upstreamAssetKey: string; upstreamPartitionKey: string; readEventId: string | null; latestEventId: string };
+  | {
+      kind: "upstream_updated";
+      message: string;
+      upstreamAssetKey: string;
+      upstreamPartitionKey: string;
+      readEventId: string | null;
+      latestEventId: string;
+    };
 
 export function staleReasonView(r: StaleReason): StaleReasonView {
   const message = staleReasonMessage(r);
-  if (r.kind === "code_version_changed") return { kind: r.kind, message, materializedCodeVersion: r.materializedWith, currentCodeVersion: r.current };
+  if (r.kind === "code_version_changed")
+    return { kind: r.kind, message, materializedCodeVersion: r.materializedWith, currentCodeVersion: r.current };
   return {
     kind: r.kind,
     message,

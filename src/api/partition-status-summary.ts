@@ -146,7 +146,9 @@ export async function partitionStatusSummary(
     const cacheKey = cacheKeyOf(asset, dynamic);
     const cached = cache.lookup(cacheKey);
     const known = cached?.validate ? { known: cached.entry.version } : {};
-    const read = (await options.store.recordedStatusOfMany([{ assetKey: asset.key, codeVersion: asset.codeVersion, ...known }])).get(asset.key)!;
+    const read = (await options.store.recordedStatusOfMany([{ assetKey: asset.key, codeVersion: asset.codeVersion, ...known }])).get(
+      asset.key,
+    )!;
     if (read.recorded) {
       const subsets = new Map<StoredPartitionState, PartitionSubset>();
       for (const status of STORED) subsets.set(status, toSubset(read.recorded.keys.get(status) ?? [], space));

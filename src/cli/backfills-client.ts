@@ -17,7 +17,8 @@ export interface BackfillView {
   readonly to: string | null;
   readonly partitions: readonly string[] | null;
   /** Keys or a range per dimension, when it was launched with a selection per dimension. */
-  readonly dimensions: readonly { readonly name: string; readonly keys?: readonly string[]; readonly from?: string; readonly to?: string }[] | null;
+  readonly dimensions:
+    readonly { readonly name: string; readonly keys?: readonly string[]; readonly from?: string; readonly to?: string }[] | null;
   readonly retryOf: string | null;
   readonly maxConcurrentRuns: number;
   readonly maxPartitionsPerRun: number;
@@ -34,7 +35,11 @@ export interface BackfillView {
   readonly createdAt: string;
   readonly canceledAt: string | null;
   readonly completedAt: string | null;
-  readonly failedPartitions: readonly { readonly assetKey: string; readonly count: number; readonly ranges: readonly { from: string; to: string }[] }[];
+  readonly failedPartitions: readonly {
+    readonly assetKey: string;
+    readonly count: number;
+    readonly ranges: readonly { from: string; to: string }[];
+  }[];
 }
 
 /** Backfills, through a running server's API or in this process. */
@@ -54,7 +59,10 @@ export interface BackfillsClient {
  * `execute`, running a reconciler with the backfill task and the local
  * executor until close()).
  */
-export async function connectBackfills(settings: Settings, options: { execute?: boolean; processes?: number } = {}): Promise<BackfillsClient> {
+export async function connectBackfills(
+  settings: Settings,
+  options: { execute?: boolean; processes?: number } = {},
+): Promise<BackfillsClient> {
   const url = await serverFor(settings);
   if (url) return new ServerBackfillsClient(url);
   const { runtime, execution } = await openInProcess(settings, options);
@@ -118,7 +126,13 @@ class InProcessBackfillsClient implements BackfillsClient {
       from: record.selection.from ?? null,
       to: record.selection.to ?? null,
       partitions: record.selection.partitions ?? null,
-      dimensions: record.selection.dimensions?.map((d) => ({ name: d.name, ...(d.keys ? { keys: d.keys } : {}), ...(d.from ? { from: d.from } : {}), ...(d.to ? { to: d.to } : {}) })) ?? null,
+      dimensions:
+        record.selection.dimensions?.map((d) => ({
+          name: d.name,
+          ...(d.keys ? { keys: d.keys } : {}),
+          ...(d.from ? { from: d.from } : {}),
+          ...(d.to ? { to: d.to } : {}),
+        })) ?? null,
       retryOf: record.selection.retryOf ?? null,
       maxConcurrentRuns: record.maxConcurrentRuns,
       maxPartitionsPerRun: record.maxPartitionsPerRun,
@@ -160,7 +174,11 @@ class ServerBackfillsClient implements BackfillsClient {
   }
 
   async get(id: string): Promise<BackfillView | undefined> {
-    const data = await graphql<{ backfill: BackfillView | null }>(this.url, `query ($id: String!) { backfill(id: $id) { ${BACKFILL_FIELDS} } }`, { id });
+    const data = await graphql<{ backfill: BackfillView | null }>(
+      this.url,
+      `query ($id: String!) { backfill(id: $id) { ${BACKFILL_FIELDS} } }`,
+      { id },
+    );
     return data.backfill ?? undefined;
   }
 
@@ -188,7 +206,11 @@ class ServerBackfillsClient implements BackfillsClient {
   async close(): Promise<void> {}
 
   private async mutate(name: string, id: string): Promise<BackfillView> {
-    const data = await graphql<Record<string, BackfillView>>(this.url, `mutation ($id: String!) { ${name}(id: $id) { ${BACKFILL_FIELDS} } }`, { id });
+    const data = await graphql<Record<string, BackfillView>>(
+      this.url,
+      `mutation ($id: String!) { ${name}(id: $id) { ${BACKFILL_FIELDS} } }`,
+      { id },
+    );
     return data[name]!;
   }
 }

@@ -120,10 +120,7 @@ export function problemsOfFiles(problems: readonly GraphProblem[]): Map<string, 
 }
 
 /** Loads every definitions file and persists the outcome. */
-export async function syncDefinitions(
-  store: DefinitionStore,
-  options: { dir: string; timeoutMs: number },
-): Promise<SyncOutcome> {
+export async function syncDefinitions(store: DefinitionStore, options: { dir: string; timeoutMs: number }): Promise<SyncOutcome> {
   const { previousGood, previousOwners } = await lastLoadFromStore(store);
   const result = await loadDefinitions({ dir: options.dir, timeoutMs: options.timeoutMs, previousGood, previousOwners });
   const known = new Set(result.files.map((f) => f.file));

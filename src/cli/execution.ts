@@ -57,7 +57,9 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     processes: options.processes ?? os.availableParallelism(),
     ...(options.concurrencyPerProcess ? { concurrencyPerProcess: options.concurrencyPerProcess } : {}),
     definitionsDir: runtime.settings.definitionsDir,
-    ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
+    ...(options.log
+      ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) }
+      : {}),
   });
   // Assets with `executor: "transactional"` run in this process, each in a transaction on the metadata database
   // that also records its completion (docs/transactional.md); under PGlite their steps fail, saying why.
@@ -73,7 +75,9 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       database: runtime.database,
       runs: runtime.runs,
       definitionsDir: runtime.settings.definitionsDir,
-      ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
+      ...(options.log
+        ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) }
+        : {}),
     },
   );
   // Assets with `executor: "bullmq"` go to Redis queues for `tributary worker` processes, when REDIS_URL is set;
@@ -87,8 +91,18 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
         definitionsDir: dirs.definitionsDir,
         logsDir: dirs.logsDir,
         issueTokens: async (steps: readonly StepDispatch[]) =>
-          new Map((await tokens.issue(steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })), new Date(), tokenTtlMs)).map((t) => [t.stepId, t.token])),
-        ...(options.log ? { onError: (err: unknown, what: string) => options.log?.("warn", `bullmq: ${what}: ${(err as Error)?.message ?? String(err)}`) } : {}),
+          new Map(
+            (
+              await tokens.issue(
+                steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })),
+                new Date(),
+                tokenTtlMs,
+              )
+            ).map((t) => [t.stepId, t.token]),
+          ),
+        ...(options.log
+          ? { onError: (err: unknown, what: string) => options.log?.("warn", `bullmq: ${what}: ${(err as Error)?.message ?? String(err)}`) }
+          : {}),
       })
     : undefined;
   // Alerts: steps failed for good, partitions past their deadline, definitions files that stopped loading.
@@ -152,7 +166,14 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     ...(options.queuedTimeoutMs ? { queuedTimeoutMs: options.queuedTimeoutMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.onPass ? { onPass: options.onPass } : {}),
-    tasks: [...(automation ? [automation] : []), ...(observations ? [observations] : []), backfills, waitTimeouts, alerts, ...(openLineage ? [openLineage] : [])],
+    tasks: [
+      ...(automation ? [automation] : []),
+      ...(observations ? [observations] : []),
+      backfills,
+      waitTimeouts,
+      alerts,
+      ...(openLineage ? [openLineage] : []),
+    ],
   });
   await reconciler.start();
   // Started in the background: importing the definitions for custom trigger kinds must not delay the run.

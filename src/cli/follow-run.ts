@@ -40,7 +40,10 @@ export async function startAndFollow(
       return;
     }
     if (!options.wait && !options.json) process.stderr.write(pc.dim("no server is running: executing the run in this process\n"));
-    const final = await waitForRun(client, run, { progress: !options.json && process.stderr.isTTY === true, interrupted: () => interrupted });
+    const final = await waitForRun(client, run, {
+      progress: !options.json && process.stderr.isTTY === true,
+      interrupted: () => interrupted,
+    });
     const ok = final.status !== "canceled" && succeeded(final);
     if (options.json) printJson({ ok, run: final, ...extra });
     else printRun(final);

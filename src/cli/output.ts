@@ -47,6 +47,10 @@ export function table(headers: string[], rows: string[][]): string {
   // eslint-disable-next-line no-control-regex -- matches the ESC that starts an ANSI colour code
   const visible = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "").length;
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => visible(r[i] ?? ""))));
-  const line = (cells: string[]) => cells.map((c, i) => c + " ".repeat(Math.max(0, (widths[i] ?? 0) - visible(c)))).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c + " ".repeat(Math.max(0, (widths[i] ?? 0) - visible(c))))
+      .join("  ")
+      .trimEnd();
   return [pc.bold(line(headers)), ...rows.map(line)].join("\n");
 }

@@ -39,7 +39,12 @@ export function buildProgram(): Command {
     .addOption(new Option("--definitions <dir>", 'definitions directory (default: "asset-definitions")'))
     .addOption(new Option("--data-dir <dir>", 'embedded database directory, without DATABASE_URL (default: ".tributary")'))
     .addOption(new Option("--load-timeout <duration>", "time limit per definitions file, e.g. 5s").default("60s"))
-    .addOption(new Option("--url <url>", `a running Tributary server for operational commands (default: $TRIBUTARY_URL, else "${DEFAULT_SERVER_URL}")`))
+    .addOption(
+      new Option(
+        "--url <url>",
+        `a running Tributary server for operational commands (default: $TRIBUTARY_URL, else "${DEFAULT_SERVER_URL}")`,
+      ),
+    )
     .option("--verbose", "errors with their stack traces (also in --json output)")
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true });
@@ -81,7 +86,8 @@ export async function runCli(argv: string[]): Promise<void> {
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (typeof code === "string" && code.startsWith("commander.")) {
-      process.exitCode = code === "commander.helpDisplayed" || code === "commander.version" ? 0 : (err as { exitCode?: number }).exitCode ?? 1;
+      process.exitCode =
+        code === "commander.helpDisplayed" || code === "commander.version" ? 0 : ((err as { exitCode?: number }).exitCode ?? 1);
       return;
     }
     process.exitCode = reportError(err, { json: argv.includes("--json"), verbose: argv.includes("--verbose") });

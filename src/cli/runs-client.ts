@@ -173,7 +173,11 @@ class ServerRunsClient implements RunsClient {
   }
 
   async get(id: string): Promise<RunView | undefined> {
-    const data = await graphql<{ run: Wire | null }>(this.url, `query ($id: String!) { run(id: $id) { ${RUN_FIELDS} steps { ${STEP_FIELDS} } } }`, { id });
+    const data = await graphql<{ run: Wire | null }>(
+      this.url,
+      `query ($id: String!) { run(id: $id) { ${RUN_FIELDS} steps { ${STEP_FIELDS} } } }`,
+      { id },
+    );
     if (!data.run) return undefined;
     const run = toSummary(data.run);
     return { ...run, plan: null, steps: (data.run.steps as Wire[]).map((s) => toStep(s, run.id)) };

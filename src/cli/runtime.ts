@@ -163,11 +163,19 @@ export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: Ap
  * would ever take a bullmq step. The API alone on Postgres cannot know (a reconciler elsewhere may have Redis); on
  * the embedded database it is the only process there is.
  */
-export function unavailableExecutors(settings: Pick<Settings, "redisUrl" | "databaseUrl">, options: RuntimeOptions): ReadonlyMap<string, string> {
+export function unavailableExecutors(
+  settings: Pick<Settings, "redisUrl" | "databaseUrl">,
+  options: RuntimeOptions,
+): ReadonlyMap<string, string> {
   const cannotTell = options.runsSteps === false && settings.databaseUrl !== undefined;
   return settings.redisUrl || cannotTell
     ? new Map()
-    : new Map([["bullmq", "no Redis is configured; set REDIS_URL (e.g. redis://127.0.0.1:6379) here and start `tributary worker` processes, or use the local executor"]]);
+    : new Map([
+        [
+          "bullmq",
+          "no Redis is configured; set REDIS_URL (e.g. redis://127.0.0.1:6379) here and start `tributary worker` processes, or use the local executor",
+        ],
+      ]);
 }
 
 /** What the API's services are built from: the database, and the stores and catalog the process shares. */

@@ -35,7 +35,8 @@ export async function serverFor(settings: Settings): Promise<string | undefined>
       );
     }
     // Same database, other definitions: working here would store this project's definitions under the server's feet.
-    if (configured.identity && sameDatabase(configured.identity.database, databaseIdentity(settings))) throw heldBy(settings.serverUrl, configured.identity, conflict);
+    if (configured.identity && sameDatabase(configured.identity.database, databaseIdentity(settings)))
+      throw heldBy(settings.serverUrl, configured.identity, conflict);
   }
   const wanted = databaseIdentity(settings);
   if (wanted.kind !== "pglite") return undefined;

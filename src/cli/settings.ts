@@ -62,12 +62,20 @@ const envSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
     .optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, "must be a redis:// URL").optional(),
-  TRIBUTARY_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be letters, digits, '_', '.' or '-'").optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, "must be a redis:// URL")
+    .optional(),
+  TRIBUTARY_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be letters, digits, '_', '.' or '-'")
+    .optional(),
   TRIBUTARY_URL: z.string().url().optional(),
   TRIBUTARY_OUTPUT_DIR: z.string().min(1).optional(),
   TRIBUTARY_LOGS_DIR: z.string().min(1).optional(),
-  TRIBUTARY_S3_ENDPOINT: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL, e.g. http://127.0.0.1:9000" }).optional(),
+  TRIBUTARY_S3_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL, e.g. http://127.0.0.1:9000" })
+    .optional(),
   TRIBUTARY_S3_FORCE_PATH_STYLE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
 });
 
@@ -122,9 +130,13 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
 // when the store is built, naming the setting.
 function optionalS3(env: NodeJS.ProcessEnv, forcePathStyle: "true" | "false" | undefined): { s3?: S3OutputStoreSettings } {
   if (!env.TRIBUTARY_S3_BUCKET) {
-    const stray = ["TRIBUTARY_S3_ENDPOINT", "TRIBUTARY_S3_REGION", "TRIBUTARY_S3_PREFIX", "TRIBUTARY_S3_FORCE_PATH_STYLE"].find((name) => env[name]);
+    const stray = ["TRIBUTARY_S3_ENDPOINT", "TRIBUTARY_S3_REGION", "TRIBUTARY_S3_PREFIX", "TRIBUTARY_S3_FORCE_PATH_STYLE"].find(
+      (name) => env[name],
+    );
     if (stray) {
-      throw new InputError(`environment variable ${stray} is set but TRIBUTARY_S3_BUCKET is not: set the bucket to keep large outputs in S3, or unset ${stray}`);
+      throw new InputError(
+        `environment variable ${stray} is set but TRIBUTARY_S3_BUCKET is not: set the bucket to keep large outputs in S3, or unset ${stray}`,
+      );
     }
     return {};
   }

@@ -71,7 +71,9 @@ export async function startTriggerer(runtime: Runtime, options: StartTriggererOp
       return kinds?.kinds ?? [];
     },
     reloadKinds() {
-      reloading = reloading.then(loadKinds).catch((err: unknown) => options.log("error", `reloading custom trigger kinds: ${(err as Error).message}`));
+      reloading = reloading
+        .then(loadKinds)
+        .catch((err: unknown) => options.log("error", `reloading custom trigger kinds: ${(err as Error).message}`));
       return reloading;
     },
     async stop() {

@@ -1,4 +1,12 @@
-import type { ListTriggersOptions, TriggerCounts, TriggerFilter, TriggerPage, TriggerQueryStore, TriggerStatus, TriggerView } from "../storage/index.js";
+import type {
+  ListTriggersOptions,
+  TriggerCounts,
+  TriggerFilter,
+  TriggerPage,
+  TriggerQueryStore,
+  TriggerStatus,
+  TriggerView,
+} from "../storage/index.js";
 import type { Runtime } from "./runtime.js";
 import { graphql, serverFor } from "./server-client.js";
 import type { Settings } from "./settings.js";
@@ -72,7 +80,17 @@ class ServerTriggersClient implements TriggersClient {
   async counts(filter: Omit<TriggerFilter, "status">): Promise<TriggerCounts> {
     const data = await graphql<{ triggerCounts: { waiting: number; fired: number; failed: number; timedOut: number; canceled: number } }>(
       this.url,
-      `query ($assetKey: String, $kind: String) { triggerCounts(assetKey: $assetKey, kind: $kind) { waiting fired failed timedOut canceled } }`,
+      `
+        query ($assetKey: String, $kind: String) {
+          triggerCounts(assetKey: $assetKey, kind: $kind) {
+            waiting
+            fired
+            failed
+            timedOut
+            canceled
+          }
+        }
+      `,
       { assetKey: filter.assetKey, kind: filter.kind },
     );
     const { timedOut, ...rest } = data.triggerCounts;

@@ -12,7 +12,10 @@ const MAX_CALL_LENGTH = 80;
  * (named, because stored arguments keep no order).
  */
 export function triggerCall(trigger: TriggerView): string {
-  const partition = trigger.partitionKey === null ? undefined : { key: trigger.partitionKey, ...(trigger.partitionWindow ? { window: trigger.partitionWindow } : {}) };
+  const partition =
+    trigger.partitionKey === null
+      ? undefined
+      : { key: trigger.partitionKey, ...(trigger.partitionWindow ? { window: trigger.partitionWindow } : {}) };
   const args = Object.entries(trigger.args)
     .filter((e): e is [string, string | number] => typeof e[1] === "string" || typeof e[1] === "number")
     .map(([name, v]) => [name, typeof v === "string" ? rendered(v, partition) : String(v)] as const);
@@ -53,7 +56,14 @@ export function lastResultLine(trigger: TriggerView): string {
   const r = trigger.lastResult;
   if (r === null) return "";
   const record = typeof r === "object" && !Array.isArray(r) ? r : undefined;
-  const text = typeof r === "string" ? r : typeof record?.detail === "string" ? record.detail : typeof record?.error === "string" ? `error: ${record.error}` : JSON.stringify(r);
+  const text =
+    typeof r === "string"
+      ? r
+      : typeof record?.detail === "string"
+        ? record.detail
+        : typeof record?.error === "string"
+          ? `error: ${record.error}`
+          : JSON.stringify(r);
   return clip(text, 60);
 }
 

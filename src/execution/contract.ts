@@ -114,8 +114,7 @@ export interface StepResult {
 
 /** Inputs of one step: per dependency name, the upstream output (or an array of them, in partition order). */
 export type StepInputs =
-  | { readonly ok: true; readonly inputs: Readonly<Record<string, unknown>> }
-  | { readonly ok: false; readonly error: SerializedError };
+  { readonly ok: true; readonly inputs: Readonly<Record<string, unknown>> } | { readonly ok: false; readonly error: SerializedError };
 
 /**
  * What an executor needs from the rest of Tributary. The local executor gets

@@ -77,7 +77,16 @@ export class BullmqStepWorker {
         return [];
       },
     };
-    const { redisUrl: _url, prefix: _prefix, queues: _queues, backend: _backend, name: _name, log: _log, logsDir: _logs, ...local } = options;
+    const {
+      redisUrl: _url,
+      prefix: _prefix,
+      queues: _queues,
+      backend: _backend,
+      name: _name,
+      log: _log,
+      logsDir: _logs,
+      ...local
+    } = options;
     this.executor = new LocalExecutor(backend, {
       ...local,
       onError: (err, what) => this.log("error", `${what}: ${err instanceof Error ? err.message : String(err)}`),
@@ -148,7 +157,10 @@ export class BullmqStepWorker {
   }
 
   private async process(job: Job<StepJob>): Promise<void> {
-    const dispatch: StepDispatch = localDispatch(job.data.dispatch, { definitionsDir: this.options.definitionsDir, logsDir: this.options.logsDir });
+    const dispatch: StepDispatch = localDispatch(job.data.dispatch, {
+      definitionsDir: this.options.definitionsDir,
+      logsDir: this.options.logsDir,
+    });
     await this.slot();
     try {
       const key = `${dispatch.stepId}:${dispatch.tryNumber}`;

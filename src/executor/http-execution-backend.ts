@@ -93,7 +93,11 @@ export class HttpExecutionBackend implements ExecutionBackend {
   /** False once the server answered a batch route 404 (a server older than them): reports then go per try. */
   private batchRoutes = true;
   /** loadInputs calls waiting for one of the MAX_INPUTS_IN_FLIGHT slots. */
-  private readonly inputsWaiting: { readonly steps: readonly StepDispatch[]; resolve(outcomes: ItemOutcome[]): void; reject(err: unknown): void }[] = [];
+  private readonly inputsWaiting: {
+    readonly steps: readonly StepDispatch[];
+    resolve(outcomes: ItemOutcome[]): void;
+    reject(err: unknown): void;
+  }[] = [];
   private inputsInFlight = 0;
 
   constructor(private readonly options: HttpExecutionBackendOptions) {
@@ -142,7 +146,12 @@ export class HttpExecutionBackend implements ExecutionBackend {
   }
 
   async started(events: readonly StepStarted[]): Promise<void> {
-    const outcomes = await this.send("start", events, (e) => ({ workerId: e.workerId, hostname: e.hostname, pid: e.pid, startedAt: e.startedAt.toISOString() }));
+    const outcomes = await this.send("start", events, (e) => ({
+      workerId: e.workerId,
+      hostname: e.hostname,
+      pid: e.pid,
+      startedAt: e.startedAt.toISOString(),
+    }));
     this.settle(events, outcomes);
   }
 
@@ -193,7 +202,11 @@ export class HttpExecutionBackend implements ExecutionBackend {
     while (this.inputsInFlight < MAX_INPUTS_IN_FLIGHT && this.inputsWaiting.length > 0) {
       const calls = this.inputsWaiting.splice(0);
       this.inputsInFlight++;
-      void this.send("inputs", calls.flatMap((c) => c.steps), () => ({}))
+      void this.send(
+        "inputs",
+        calls.flatMap((c) => c.steps),
+        () => ({}),
+      )
         .then(
           (outcomes) => {
             let from = 0;
@@ -235,7 +248,8 @@ export class HttpExecutionBackend implements ExecutionBackend {
     // A failed call fails each of its items with the same error: it is thrown once.
     const distinct = [...new Set(failures)];
     if (distinct.length === 1) throw distinct[0];
-    if (distinct.length > 1) throw new AggregateError(distinct, `${distinct.length} execution API reports failed: ${(distinct[0] as Error).message}`);
+    if (distinct.length > 1)
+      throw new AggregateError(distinct, `${distinct.length} execution API reports failed: ${(distinct[0] as Error).message}`);
   }
 
   /**
@@ -244,7 +258,11 @@ export class HttpExecutionBackend implements ExecutionBackend {
    * order. A try without a token fails unsent; a call that fails after its
    * retries fails each of its items.
    */
-  private async send<T extends TryRef>(route: BatchRoute, items: readonly T[], bodyOf: (item: T) => Record<string, unknown>): Promise<ItemOutcome[]> {
+  private async send<T extends TryRef>(
+    route: BatchRoute,
+    items: readonly T[],
+    bodyOf: (item: T) => Record<string, unknown>,
+  ): Promise<ItemOutcome[]> {
     const outcomes: ItemOutcome[] = new Array(items.length);
     const chunks: { index: number; entry: TryEntry; body: Record<string, unknown>; json: string }[][] = [];
     let chunk: (typeof chunks)[number] = [];
@@ -287,11 +305,20 @@ export class HttpExecutionBackend implements ExecutionBackend {
     return outcomes;
   }
 
-  private async sendChunk(route: BatchRoute, chunk: readonly { entry: TryEntry; body: Record<string, unknown>; json: string }[]): Promise<ItemOutcome[]> {
+  private async sendChunk(
+    route: BatchRoute,
+    chunk: readonly { entry: TryEntry; body: Record<string, unknown>; json: string }[],
+  ): Promise<ItemOutcome[]> {
     if (!this.batchRoutes) return this.sendEach(route, chunk);
     let answer: unknown;
     try {
-      answer = await this.request("POST", `${this.base}/batch/${route}`, `batch/${route}`, { "content-type": "application/json" }, `{"tries":[${chunk.map((c) => c.json).join(",")}]}`);
+      answer = await this.request(
+        "POST",
+        `${this.base}/batch/${route}`,
+        `batch/${route}`,
+        { "content-type": "application/json" },
+        `{"tries":[${chunk.map((c) => c.json).join(",")}]}`,
+      );
     } catch (err) {
       if (err instanceof ExecutionApiCallError && err.status === 404) {
         if (this.batchRoutes) this.log(`the server has no batch routes (${err.message}): reporting per try`);
@@ -312,13 +339,30 @@ export class HttpExecutionBackend implements ExecutionBackend {
       return chunk.map(() => ({ ok: false, error }));
     }
     return chunk.map(({ entry }, i): ItemOutcome => {
-      const r = results[i] as { stepId?: unknown; tryNumber?: unknown; status?: unknown; error?: { code?: string; message?: string }; value?: unknown };
+      const r = results[i] as {
+        stepId?: unknown;
+        tryNumber?: unknown;
+        status?: unknown;
+        error?: { code?: string; message?: string };
+        value?: unknown;
+      };
       if (r?.stepId !== entry.stepId || r.tryNumber !== entry.tryNumber) {
-        return { ok: false, error: new ExecutionApiCallError(0, "EXECUTION_API_BAD_ANSWER", `POST batch/${route}: result ${i} is not about try ${entry.tryNumber} of step ${entry.stepId}`) };
+        return {
+          ok: false,
+          error: new ExecutionApiCallError(
+            0,
+            "EXECUTION_API_BAD_ANSWER",
+            `POST batch/${route}: result ${i} is not about try ${entry.tryNumber} of step ${entry.stepId}`,
+          ),
+        };
       }
       if (r.status === 200) return { ok: true, value: r.value };
       const status = typeof r.status === "number" ? r.status : 0;
-      const error = new ExecutionApiCallError(status, r.error?.code ?? `HTTP_${status}`, `POST batch/${route}: ${status} ${r.error?.message ?? "refused"}`);
+      const error = new ExecutionApiCallError(
+        status,
+        r.error?.code ?? `HTTP_${status}`,
+        `POST batch/${route}: ${status} ${r.error?.message ?? "refused"}`,
+      );
       return { ok: false, error };
     });
   }
@@ -357,11 +401,23 @@ export class HttpExecutionBackend implements ExecutionBackend {
       headers["content-type"] = "application/json";
       payload = JSON.stringify(body);
     }
-    return this.request(method, `${this.base}/tries/${entry.stepId}/${entry.tryNumber}/${route}`, route.replace(/\?.*/, ""), headers, payload);
+    return this.request(
+      method,
+      `${this.base}/tries/${entry.stepId}/${entry.tryNumber}/${route}`,
+      route.replace(/\?.*/, ""),
+      headers,
+      payload,
+    );
   }
 
   /** One request with retries on network errors, 5xx and 429; the parsed JSON answer, or an ExecutionApiCallError. */
-  private async request(method: "GET" | "POST", url: string, label: string, headers: Record<string, string>, payload: BodyInit | undefined): Promise<unknown> {
+  private async request(
+    method: "GET" | "POST",
+    url: string,
+    label: string,
+    headers: Record<string, string>,
+    payload: BodyInit | undefined,
+  ): Promise<unknown> {
     const attempts = this.options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       let failure: ExecutionApiCallError;

@@ -117,7 +117,11 @@ class InProcessLane implements Lane {
 
   abandon(stepId: number): void {
     // The scheduler reports the failure; ending the try here only stops its log and frees the runtime's slot.
-    this.runtime.abandon(stepId, { kind: "failed", error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" }, retryable: true });
+    this.runtime.abandon(stepId, {
+      kind: "failed",
+      error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
+      retryable: true,
+    });
   }
 
   kill(): void {

@@ -75,7 +75,10 @@ export class LocalExecutor implements Executor {
   private closing: Promise<void> | undefined;
   private readyWaiters: (() => void)[] = [];
 
-  constructor(private readonly backend: ExecutionBackend, options: LocalExecutorOptions = {}) {
+  constructor(
+    private readonly backend: ExecutionBackend,
+    options: LocalExecutorOptions = {},
+  ) {
     this.processes = positive(options.processes ?? availableParallelism(), "processes");
     this.concurrency = positive(options.concurrencyPerProcess ?? 4, "concurrencyPerProcess");
     this.memoryMb = positive(options.memoryMb ?? 1024, "memoryMb");

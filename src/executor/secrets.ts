@@ -334,10 +334,13 @@ export async function loadSecretBackend(file: string): Promise<SecretBackend> {
   const shape = "export default an object with a name and an async get(name) method that resolves to the value or undefined";
   if (backend === undefined) throw invalid(`has no default export; ${shape}`);
   if (typeof backend !== "object" || backend === null) {
-    throw invalid(`exports default ${backend === null ? "null" : `a ${typeof backend}`}; ${shape} (call a factory in the module and export its result)`);
+    throw invalid(
+      `exports default ${backend === null ? "null" : `a ${typeof backend}`}; ${shape} (call a factory in the module and export its result)`,
+    );
   }
   if (typeof backend.get !== "function") throw invalid(`exports default an object without a get method; ${shape}`);
-  if (backend.name !== undefined && typeof backend.name !== "string") throw invalid(`exports default an object whose name is not a string; ${shape}`);
+  if (backend.name !== undefined && typeof backend.name !== "string")
+    throw invalid(`exports default an object whose name is not a string; ${shape}`);
   const get = backend.get.bind(backend);
   const describeLookup = typeof backend.describeLookup === "function" ? backend.describeLookup.bind(backend) : undefined;
   return Object.freeze({

@@ -64,13 +64,7 @@ export class StepLog {
  * parent process usually does not (secrets are resolved in the worker), so
  * what it writes must already be redacted, as step outcomes are.
  */
-export function appendStepLog(
-  file: string,
-  level: LogLevel,
-  message: string,
-  fields?: Record<string, unknown>,
-  redactor?: Redactor,
-): void {
+export function appendStepLog(file: string, level: LogLevel, message: string, fields?: Record<string, unknown>, redactor?: Redactor): void {
   try {
     appendLogLine(file, formatLogLine(new Date(), level, message, fields, redactor));
   } catch (err) {
@@ -95,13 +89,7 @@ function ensureDir(file: string): void {
  * in the message before newlines are escaped and in the fields after they are
  * turned into JSON, so a value is caught in the form it takes in each.
  */
-export function formatLogLine(
-  at: Date,
-  level: LogLevel,
-  message: string,
-  fields?: Record<string, unknown>,
-  redactor?: Redactor,
-): string {
+export function formatLogLine(at: Date, level: LogLevel, message: string, fields?: Record<string, unknown>, redactor?: Redactor): string {
   const masked = redactor ? redactor.redact(message) : message;
   // One line per entry, whatever the message holds: readers split on newlines.
   const text = masked.includes("\n") || masked.includes("\r") ? masked.replace(/\r?\n|\r/g, "\\n") : masked;

@@ -14,13 +14,7 @@ import {
   type Expansion,
 } from "../sdk/index.js";
 import type { MaterializedLookup } from "../trigger-checks/index.js";
-import {
-  describeTry,
-  STEP_ERROR_CODES,
-  stepError,
-  withoutStack,
-  wrapUserError,
-} from "./step-errors.js";
+import { describeTry, STEP_ERROR_CODES, stepError, withoutStack, wrapUserError } from "./step-errors.js";
 import { runStepCallbacks } from "./step-callbacks.js";
 import { StepLog, type LogLevel } from "./step-log.js";
 import type { StepDispatch, StepOutcome } from "../execution/index.js";
@@ -122,7 +116,8 @@ export class StepRuntime {
           if (active.ended) return;
           // An error may quote a secret the try read (a connection string in a driver's message): masked before
           // it is logged or reported.
-          const outcome = settled.kind === "failed" ? { ...settled, error: redactSerializedError(settled.error, active.log.redactor) } : settled;
+          const outcome =
+            settled.kind === "failed" ? { ...settled, error: redactSerializedError(settled.error, active.log.redactor) } : settled;
           active.ended = true;
           if (this.tries.get(dispatch.stepId) === active) this.tries.delete(dispatch.stepId);
           if (!quiet) writeOutcome(active.log, outcome);
@@ -270,7 +265,9 @@ export class StepRuntime {
       active.log.write("error", error.message);
       return { passed: false, metadata: {}, error };
     }
-    active.log.write(result.passed ? "info" : "warn", `check "${check.name}" ${result.passed ? "passed" : "failed"}`, { metadata: result.metadata });
+    active.log.write(result.passed ? "info" : "warn", `check "${check.name}" ${result.passed ? "passed" : "failed"}`, {
+      metadata: result.metadata,
+    });
     return { passed: result.passed, metadata: result.metadata, error: null };
   }
 
@@ -332,10 +329,13 @@ export interface CheckOutput {
 /** A check's answer as `{ passed, metadata }`, or what is wrong with it. */
 function normalizeCheckAnswer(answer: unknown): { passed: boolean; metadata: Record<string, unknown> } | { problem: string } {
   if (typeof answer !== "object" || answer === null || Array.isArray(answer)) {
-    return { problem: `must return { passed: boolean, metadata? }, but returned ${answer === null ? "null" : Array.isArray(answer) ? "an array" : typeof answer}` };
+    return {
+      problem: `must return { passed: boolean, metadata? }, but returned ${answer === null ? "null" : Array.isArray(answer) ? "an array" : typeof answer}`,
+    };
   }
   const { passed, metadata } = answer as { passed?: unknown; metadata?: unknown };
-  if (typeof passed !== "boolean") return { problem: `must return { passed: boolean, metadata? }, but "passed" is ${passed === undefined ? "missing" : typeof passed}` };
+  if (typeof passed !== "boolean")
+    return { problem: `must return { passed: boolean, metadata? }, but "passed" is ${passed === undefined ? "missing" : typeof passed}` };
   if (metadata !== undefined && (typeof metadata !== "object" || metadata === null || Array.isArray(metadata))) {
     return { problem: `returned "metadata" that is not an object` };
   }
@@ -413,7 +413,10 @@ function expansionOutcome(active: ActiveTry, expansion: Expansion): StepOutcome 
   const source = active.definition?.fanOut.map ? "map" : "ctx.expand(items)";
   const fail = (code: string, message: string): StepOutcome => failed(stepError(code, d, `${describeTry(d)}: ${message}`), false);
   if (d.map !== undefined) {
-    return fail("MAP_NESTED", `a mapped step (item ${d.map.index}) cannot fan out again: return the item's result, and fan out in a downstream asset`);
+    return fail(
+      "MAP_NESTED",
+      `a mapped step (item ${d.map.index}) cannot fan out again: return the item's result, and fan out in a downstream asset`,
+    );
   }
   const items = expansion.items;
   if (!Array.isArray(items)) {
@@ -447,7 +450,8 @@ function expansionOutcome(active: ActiveTry, expansion: Expansion): StepOutcome 
       } catch (err) {
         return fail("MAP_LABEL_INVALID", `the label function threw on item ${i}: ${err instanceof Error ? err.message : String(err)}`);
       }
-      if (typeof label !== "string") return fail("MAP_LABEL_INVALID", `the label function must return a string, but returned ${describeValue(label)} for item ${i}`);
+      if (typeof label !== "string")
+        return fail("MAP_LABEL_INVALID", `the label function must return a string, but returned ${describeValue(label)} for item ${i}`);
       labels.push(label.length > MAX_MAP_LABEL_LENGTH ? `${label.slice(0, MAX_MAP_LABEL_LENGTH - 1)}…` : label);
     }
   }
@@ -469,10 +473,12 @@ function writeOutcome(log: StepLog, outcome: StepOutcome): void {
     });
   } else if (outcome.kind === "rescheduled") {
     log.write("info", `not there yet: the step is rescheduled to check again at ${new Date(outcome.nextCheckAt).toISOString()}`);
-  }
-  else if (outcome.kind === "failed") log.write("error", `step failed: ${outcome.error.message}`, errorFields(outcome.error));
+  } else if (outcome.kind === "failed") log.write("error", `step failed: ${outcome.error.message}`, errorFields(outcome.error));
   else if (outcome.kind === "expanded") {
-    log.write("info", outcome.count === 0 ? "fanned out over no items: downstream receives []" : `fanned out into ${outcome.count} mapped steps`);
+    log.write(
+      "info",
+      outcome.count === 0 ? "fanned out over no items: downstream receives []" : `fanned out into ${outcome.count} mapped steps`,
+    );
   }
 }
 
@@ -491,8 +497,7 @@ function rootCause(error: SerializedError): SerializedError {
 
 function makeContext(active: ActiveTry, host: RuntimeHost, signal: AbortSignal): AssetContext {
   const d = active.dispatch;
-  const log = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) =>
-    active.log.write(level, String(message), fields);
+  const log = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) => active.log.write(level, String(message), fields);
   const window = d.partition.window;
   const ctx: AssetContext = {
     assetKey: d.assetKey,

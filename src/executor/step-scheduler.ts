@@ -468,9 +468,7 @@ export class StepScheduler {
       }
       // Everything else in that process dies with it: say why, and let it run again.
       const why =
-        reason.code === STEP_ERROR_CODES.timeout
-          ? `exceeded its timeout of ${formatMs(entry.dispatch.timeoutMs ?? 0)}`
-          : "was canceled";
+        reason.code === STEP_ERROR_CODES.timeout ? `exceeded its timeout of ${formatMs(entry.dispatch.timeoutMs ?? 0)}` : "was canceled";
       this.complete(entry, { kind: "failed", error, retryable }, Date.now());
       this.laneLost(lane, (other) => ({
         error: serializedStepError(

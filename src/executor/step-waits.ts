@@ -1,5 +1,14 @@
 import { InputError, TributaryError } from "../errors/index.js";
-import { BUILT_IN_TRIGGER_KINDS, isTriggerKindKnown, PERMANENT_TRIGGER_ERRORS, resolveWait, type AssetContext, type ResolvedWait, type TriggerSpec, type WaitForOptions } from "../sdk/index.js";
+import {
+  BUILT_IN_TRIGGER_KINDS,
+  isTriggerKindKnown,
+  PERMANENT_TRIGGER_ERRORS,
+  resolveWait,
+  type AssetContext,
+  type ResolvedWait,
+  type TriggerSpec,
+  type WaitForOptions,
+} from "../sdk/index.js";
 import type { TriggerPartition, TriggerRegistry } from "../trigger-checks/index.js";
 import type { ActiveTry, RuntimeHost } from "./step-runtime.js";
 import { describeTry, STEP_ERROR_CODES, stepError } from "./step-errors.js";
@@ -15,7 +24,6 @@ export class WaitSignal {
 
 /** A single check of a poke or reschedule wait may take this long before it counts as failed. */
 const CHECK_TIMEOUT_MS = 60_000;
-
 
 /**
  * ctx.defer and ctx.waitFor for one try. A trigger this step already
@@ -136,7 +144,11 @@ async function checkOnce(
     d.partitionKey === "" ? undefined : { key: d.partitionKey, ...(d.partition.window ? { window: d.partition.window } : {}) };
   const { checkTrigger } = await import("../trigger-checks/index.js");
   try {
-    const result = await checkTrigger(spec, { partition, now: new Date(), signal, assetKey: d.assetKey }, { timeoutMs: CHECK_TIMEOUT_MS, registry });
+    const result = await checkTrigger(
+      spec,
+      { partition, now: new Date(), signal, assetKey: d.assetKey },
+      { timeoutMs: CHECK_TIMEOUT_MS, registry },
+    );
     return result.fired ? result.payload : NOT_YET;
   } catch (err) {
     if (signal.aborted) throw err;

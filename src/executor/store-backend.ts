@@ -15,7 +15,16 @@ import { DEFAULT_MAX_MAP_ITEMS } from "../sdk/index.js";
 import { dataVersionOf, type VersionedInput } from "./data-version.js";
 import { STEP_ERROR_CODES } from "./step-errors.js";
 import type { CheckOutput } from "./step-runtime.js";
-import { dispatchClaims, type DispatchDirs, type ExecutionBackend, type InputsRequest, type StepDispatch, type StepInputs, type StepResult, type StepStarted } from "../execution/index.js";
+import {
+  dispatchClaims,
+  type DispatchDirs,
+  type ExecutionBackend,
+  type InputsRequest,
+  type StepDispatch,
+  type StepInputs,
+  type StepResult,
+  type StepStarted,
+} from "../execution/index.js";
 
 export interface StoreBackendOptions {
   readonly runs: RunStore;
@@ -76,7 +85,12 @@ export class StoreExecutionBackend implements ExecutionBackend {
     const out = new Map<number, StepInputs>();
     if (steps.length === 0) return out;
     for (const step of steps) {
-      this.inFlight.set(tryKey(step.stepId, step.tryNumber), { assetKey: step.assetKey, window: step.partition.window, lineage: [], versions: [] });
+      this.inFlight.set(tryKey(step.stepId, step.tryNumber), {
+        assetKey: step.assetKey,
+        window: step.partition.window,
+        lineage: [],
+        versions: [],
+      });
     }
     let { graph } = await this.options.graphs.current();
     // A step planned with definitions stored after this process last looked (another process loads them) names an
@@ -241,10 +255,28 @@ export class StoreExecutionBackend implements ExecutionBackend {
     const flight = this.inFlight.get(tryKey(r.stepId, r.tryNumber));
     if (flight?.check) {
       if (o.kind !== "success") {
-        return { ...base, outcome: "failed", retryable: false, error: serializeError(new TributaryError("CHECK_RESULT_INVALID", `a check's step cannot ${o.kind === "deferred" ? "defer" : "wait"}: checks run to a verdict in one try`)) };
+        return {
+          ...base,
+          outcome: "failed",
+          retryable: false,
+          error: serializeError(
+            new TributaryError(
+              "CHECK_RESULT_INVALID",
+              `a check's step cannot ${o.kind === "deferred" ? "defer" : "wait"}: checks run to a verdict in one try`,
+            ),
+          ),
+        };
       }
       const verdict = JSON.parse(o.outputJson) as CheckOutput;
-      return { ...base, outcome: "check", check: flight.check, passed: verdict.passed, metadata: verdict.metadata, error: verdict.error, eventId: flight.lineage[0]?.eventId ?? null };
+      return {
+        ...base,
+        outcome: "check",
+        check: flight.check,
+        passed: verdict.passed,
+        metadata: verdict.metadata,
+        error: verdict.error,
+        eventId: flight.lineage[0]?.eventId ?? null,
+      };
     }
     if (o.kind === "rescheduled") {
       return { ...base, outcome: "rescheduled", nextCheckAt: new Date(o.nextCheckAt), waitStartedAt: new Date(o.waitStartedAt) };
@@ -263,12 +295,23 @@ export class StoreExecutionBackend implements ExecutionBackend {
     if (o.kind === "expanded") {
       const max = asset?.fanOut?.maxItems ?? DEFAULT_MAX_MAP_ITEMS;
       if (o.count > max) {
-        const error = new TributaryError("MAP_TOO_MANY_ITEMS", `asset "${flight?.assetKey ?? "?"}": the fan-out has ${o.count} items, over its limit of ${max}`);
+        const error = new TributaryError(
+          "MAP_TOO_MANY_ITEMS",
+          `asset "${flight?.assetKey ?? "?"}": the fan-out has ${o.count} items, over its limit of ${max}`,
+        );
         return { ...base, outcome: "failed", retryable: false, error: serializeError(error) };
       }
       // No item: nothing to map, and downstream reads an empty array, materialised here like any output.
       if (o.count > 0) {
-        return { ...base, outcome: "expanded", itemsJson: o.itemsJson, labels: o.labels, count: o.count, codeVersion: asset?.codeVersion ?? null, inputs: flight?.lineage ?? [] };
+        return {
+          ...base,
+          outcome: "expanded",
+          itemsJson: o.itemsJson,
+          labels: o.labels,
+          count: o.count,
+          codeVersion: asset?.codeVersion ?? null,
+          inputs: flight?.lineage ?? [],
+        };
       }
     }
     const outputJson = o.kind === "expanded" ? "[]" : o.outputJson;
@@ -320,7 +363,10 @@ export class StoreExecutionBackend implements ExecutionBackend {
     if (rec.ref === null) return rec.inline;
     if (cache.has(rec.ref)) return cache.get(rec.ref);
     if (!this.options.outputStore) {
-      throw new StorageError("OUTPUT_STORE_MISSING", `output ${rec.ref} lives in object storage, but no large-output store is configured (${OUTPUT_STORE_SETTING})`);
+      throw new StorageError(
+        "OUTPUT_STORE_MISSING",
+        `output ${rec.ref} lives in object storage, but no large-output store is configured (${OUTPUT_STORE_SETTING})`,
+      );
     }
     const value = JSON.parse(await this.options.outputStore.get(rec.ref)) as unknown;
     cache.set(rec.ref, value);

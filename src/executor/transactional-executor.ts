@@ -246,7 +246,9 @@ class TransactionalLane implements Lane {
     // A query of the function's may be what it waits on: cancel it, so the function sees its signal.
     const r = this.running.get(stepId);
     if (r?.inFunction && r.backendPid !== null) {
-      sql`select pg_cancel_backend(${r.backendPid})`.execute(this.options.database.db).catch((err: unknown) => this.onError(err, "canceling a step's query"));
+      sql`select pg_cancel_backend(${r.backendPid})`
+        .execute(this.options.database.db)
+        .catch((err: unknown) => this.onError(err, "canceling a step's query"));
     }
   }
 
@@ -254,7 +256,11 @@ class TransactionalLane implements Lane {
     const r = this.running.get(stepId);
     if (r) r.abandoned = true;
     // The runtime's try ends now (failed); its transaction rolls back as soon as the connection is free.
-    this.runtime.abandon(stepId, { kind: "failed", error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" }, retryable: true });
+    this.runtime.abandon(stepId, {
+      kind: "failed",
+      error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
+      retryable: true,
+    });
   }
 
   kill(): void {
@@ -276,7 +282,11 @@ class TransactionalLane implements Lane {
       await this.backend.started(events);
     } catch (err) {
       for (const { dispatch: d } of steps) {
-        const error = serializedStepError("START_NOT_RECORDED", d, `${describeTry(d)}: recording its start failed: ${(err as Error)?.message ?? String(err)}; this try can run again`);
+        const error = serializedStepError(
+          "START_NOT_RECORDED",
+          d,
+          `${describeTry(d)}: recording its start failed: ${(err as Error)?.message ?? String(err)}; this try can run again`,
+        );
         this.scheduler.finished(this, d.stepId, d.tryNumber, { kind: "failed", error, retryable: true }, startedAt, Date.now());
       }
       return;
@@ -480,7 +490,9 @@ class RefusingLane implements Lane {
           `the embedded PGlite database has one session for the whole process, which a step's transaction would hold ` +
           `for the step's length. Use executor "local" for this asset in embedded mode`,
       );
-      queueMicrotask(() => this.scheduler.finished(this, d.stepId, d.tryNumber, { kind: "failed", error, retryable: false }, Date.now(), Date.now()));
+      queueMicrotask(() =>
+        this.scheduler.finished(this, d.stepId, d.tryNumber, { kind: "failed", error, retryable: false }, Date.now(), Date.now()),
+      );
     }
   }
 
@@ -523,6 +535,8 @@ async function point(name: string): Promise<void> {
 /** The outcome to report for a completion that rolls the try back (the store backend turned it into a failure). */
 function outcomeOf(completion: StepCompletion): StepOutcome {
   if (completion.outcome === "failed") return { kind: "failed", error: completion.error, retryable: completion.retryable };
-  const error: SerializedError = serializeError(new TributaryError(TRANSACTION_FAILED, `unexpected completion "${completion.outcome}" of a committing try`));
+  const error: SerializedError = serializeError(
+    new TributaryError(TRANSACTION_FAILED, `unexpected completion "${completion.outcome}" of a committing try`),
+  );
   return { kind: "failed", error, retryable: true };
 }

@@ -135,9 +135,7 @@ process.on("unhandledRejection", (reason) => {
     runtime.failFromOutside(active, reason, "unhandled promise rejection");
     return;
   }
-  process.stderr.write(
-    `tributary worker: unhandled promise rejection outside any step: ${(reason as Error)?.stack ?? String(reason)}\n`,
-  );
+  process.stderr.write(`tributary worker: unhandled promise rejection outside any step: ${(reason as Error)?.stack ?? String(reason)}\n`);
 });
 
 // The parent went away (closed us, or died): nothing left to report to.
@@ -167,7 +165,14 @@ process.on("message", (message: ToWorker) => {
         void runtime
           .run(d, inputs, (at) => emit({ t: "started", stepId: d.stepId, tryNumber: d.tryNumber, at }))
           .then((end) =>
-            emit({ t: "done", stepId: d.stepId, tryNumber: d.tryNumber, outcome: end.outcome, startedAt: end.startedAt, endedAt: end.endedAt }),
+            emit({
+              t: "done",
+              stepId: d.stepId,
+              tryNumber: d.tryNumber,
+              outcome: end.outcome,
+              startedAt: end.startedAt,
+              endedAt: end.endedAt,
+            }),
           );
       }
       break;

@@ -60,7 +60,10 @@ export class WorkerProcess implements Lane {
   private exited = false;
   private stderrTail = "";
 
-  constructor(options: WorkerProcessOptions, private readonly events: WorkerProcessEvents) {
+  constructor(
+    options: WorkerProcessOptions,
+    private readonly events: WorkerProcessEvents,
+  ) {
     this.capacity = options.capacity;
     this.proc = fork(ENTRY, [SDK_URL, options.definitionsDir ?? ""], {
       // Explicit, so the parent's own flags (a tsx loader, inspector) are not inherited.

@@ -180,13 +180,11 @@ export class AssetGraph {
    * (`1+sales/orders+2`). Throws GraphError on an unknown key or an item that
    * matches nothing.
    * @example
- * // given graph: AssetGraph
- * graph.select("+sales/revenue_7d group:finance")
+   * // given graph: AssetGraph
+   * graph.select("+sales/revenue_7d group:finance")
    */
   select(selection: string | readonly string[]): string[] {
-    const items = (typeof selection === "string" ? [selection] : selection)
-      .flatMap((s) => s.split(/[\s,]+/))
-      .filter((s) => s !== "");
+    const items = (typeof selection === "string" ? [selection] : selection).flatMap((s) => s.split(/[\s,]+/)).filter((s) => s !== "");
     const picked = new Set<string>();
     for (const item of items) {
       for (const k of this.selectItem(item)) picked.add(k);
@@ -268,8 +266,10 @@ export class AssetGraph {
       const stuck = this.assets.filter((a) => indegree.get(a.key)! > 0).map((a) => a.key);
       throw new GraphError(
         "GRAPH_CYCLE",
-        `the graph has a dependency cycle among ${stuck.slice(0, 10).map((k) => `"${k}"`).join(", ")}; ` +
-          `build the graph from a validated snapshot (buildSnapshot), which excludes cycles`,
+        `the graph has a dependency cycle among ${stuck
+          .slice(0, 10)
+          .map((k) => `"${k}"`)
+          .join(", ")}; ` + `build the graph from a validated snapshot (buildSnapshot), which excludes cycles`,
       );
     }
     this.levels = levels;

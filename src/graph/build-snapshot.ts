@@ -13,8 +13,7 @@ export interface FileDefinitions {
 
 /** A file's definitions at its last good load: its assets, optionally with its checks. */
 export type PreviousDefinitions =
-  | readonly SnapshotAsset[]
-  | { readonly assets: readonly SnapshotAsset[]; readonly checks?: readonly SnapshotCheck[] };
+  readonly SnapshotAsset[] | { readonly assets: readonly SnapshotAsset[]; readonly checks?: readonly SnapshotCheck[] };
 
 export interface BuiltSnapshot {
   /** The active graph: every valid definition, sorted. */

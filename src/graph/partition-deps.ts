@@ -70,11 +70,7 @@ export function checkDependencyMapping(
 }
 
 /** Whether one downstream partition reads more than one upstream partition through `mapping`. */
-export function readsMany(
-  down: PartitionsSpec | null,
-  up: PartitionsSpec | null,
-  mapping: PartitionMappingSpec,
-): boolean {
+export function readsMany(down: PartitionsSpec | null, up: PartitionsSpec | null, mapping: PartitionMappingSpec): boolean {
   if (up === null) return false;
   switch (mapping.kind) {
     case "identity":

@@ -28,4 +28,3 @@ export function stepSettings(asset: SnapshotAsset): StepSettings {
     maxConcurrency: asset.maxConcurrency,
   };
 }
-

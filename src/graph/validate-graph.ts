@@ -123,7 +123,10 @@ export function analyzeGraph(
             field: `deps.${d.name}`,
             message:
               `${where(a)}: field "deps.${d.name}": depends on "${d.assetKey}", which no definitions file defines` +
-              `${didYouMean(d.assetKey, allKeys.filter((k) => k !== a.key))}`,
+              `${didYouMean(
+                d.assetKey,
+                allKeys.filter((k) => k !== a.key),
+              )}`,
           }),
         );
       }
@@ -237,7 +240,10 @@ export function analyzeGraph(
         );
       } else {
         const wrong = checkPartitionsProblem(c, byKey.get(c.assetKey)!);
-        if (wrong) problems.push(checkProblem("GRAPH_CHECK_PARTITIONS_INVALID", c, { message: `${c.file}: asset "${c.assetKey}": check "${c.name}": ${wrong}` }));
+        if (wrong)
+          problems.push(
+            checkProblem("GRAPH_CHECK_PARTITIONS_INVALID", c, { message: `${c.file}: asset "${c.assetKey}": check "${c.name}": ${wrong}` }),
+          );
         else activeChecks.push(c);
       }
     }
@@ -275,7 +281,11 @@ function stronglyConnected(byKey: ReadonlyMap<string, SnapshotAsset>): string[][
   const stack: string[] = [];
   const out: string[][] = [];
   let counter = 0;
-  const edges = (k: string): string[] => byKey.get(k)!.deps.map((d) => d.assetKey).filter((u) => byKey.has(u));
+  const edges = (k: string): string[] =>
+    byKey
+      .get(k)!
+      .deps.map((d) => d.assetKey)
+      .filter((u) => byKey.has(u));
   for (const start of [...byKey.keys()].sort(cmp)) {
     if (index.has(start)) continue;
     const work: { key: string; next: string[]; i: number }[] = [];
@@ -400,21 +410,23 @@ function checkPartitionsProblem(c: SnapshotCheck, asset: SnapshotAsset): string 
       return undefined; // a multi-partition with a dynamic dimension: keys are known at run time only
     }
     const unknown = p.keys.filter((k) => !space.has(k));
-    return unknown.length === 0 ? undefined : `partitions ${unknown.slice(0, 5).map((k) => JSON.stringify(k)).join(", ")} are not partitions of the asset`;
+    return unknown.length === 0
+      ? undefined
+      : `partitions ${unknown
+          .slice(0, 5)
+          .map((k) => JSON.stringify(k))
+          .join(", ")} are not partitions of the asset`;
   }
   if (asset.partitions.kind !== "time") return "a partitions range (from/to) needs a time-partitioned asset; list the keys instead";
   const space = partitionSpace(asset.partitions);
   const bad = [p.from, p.to].filter((k): k is string => k !== null && !space.has(k));
-  if (bad.length > 0) return `${bad.map((k) => JSON.stringify(k)).join(" and ")} ${bad.length > 1 ? "are not partition keys" : "is not a partition key"} of the asset`;
+  if (bad.length > 0)
+    return `${bad.map((k) => JSON.stringify(k)).join(" and ")} ${bad.length > 1 ? "are not partition keys" : "is not a partition key"} of the asset`;
   if (p.from !== null && p.to !== null && p.from > p.to) return `the range ends (${p.to}) before it starts (${p.from})`;
   return undefined;
 }
 
-function checkProblem(
-  code: GraphProblemCode,
-  c: SnapshotCheck,
-  p: { message: string; files?: readonly string[] },
-): GraphProblem {
+function checkProblem(code: GraphProblemCode, c: SnapshotCheck, p: { message: string; files?: readonly string[] }): GraphProblem {
   return {
     code,
     message: p.message,

@@ -51,7 +51,7 @@ function saveCodeCache() {
 /** Writes all of a message, whatever the pipe takes at once. */
 function send(message) {
   const bytes = Buffer.from(`${JSON.stringify(message)}\n`);
-  for (let offset = 0; offset < bytes.length; ) {
+  for (let offset = 0; offset < bytes.length;) {
     try {
       offset += writeSync(MESSAGE_FD, bytes, offset);
     } catch (err) {

@@ -8,7 +8,14 @@ import { pathToFileURL } from "node:url";
 import * as sdk from "../index.js";
 import type { SerializedError } from "../errors/index.js";
 import type { AssetSpec, CheckSpec } from "../sdk/index.js";
-import { EXTRA_CA_CERTS_ENV, SDK_GLOBAL, type ChildMessage, type ExportedSpec, type LoadReply, type LoadRequest } from "./child-protocol.js";
+import {
+  EXTRA_CA_CERTS_ENV,
+  SDK_GLOBAL,
+  type ChildMessage,
+  type ExportedSpec,
+  type LoadReply,
+  type LoadRequest,
+} from "./child-protocol.js";
 import { describeLoadFailure } from "./load-failure.js";
 
 export interface ChildMainOptions {

@@ -114,7 +114,11 @@ async function sourcesKey(sources: ReadonlyMap<string, Uint8Array | undefined>):
   }
   const { dependencies = {} } = JSON.parse(await readFile(PACKAGE_JSON, "utf8")) as { dependencies?: Record<string, string> };
   const require = createRequire(PACKAGE_JSON);
-  const versions = await Promise.all(Object.keys(dependencies).sort().map((name) => installedVersion(require, name)));
+  const versions = await Promise.all(
+    Object.keys(dependencies)
+      .sort()
+      .map((name) => installedVersion(require, name)),
+  );
   return hash.update(versions.join("\0")).digest("hex");
 }
 

@@ -209,7 +209,13 @@ function definitionsPlugin(record: BuildRecord): Plugin {
         // dynamic one (perhaps in an asset function) is left for node, in case it ever runs.
         if (found.errors.length > 0) return args.kind === "dynamic-import" ? { path: args.path, external: true } : undefined;
         if (found.external || !found.path.split(path.sep).includes("node_modules")) {
-          return { path: found.path, namespace: found.namespace, external: found.external, sideEffects: found.sideEffects, suffix: found.suffix };
+          return {
+            path: found.path,
+            namespace: found.namespace,
+            external: found.external,
+            sideEffects: found.sideEffects,
+            suffix: found.suffix,
+          };
         }
         record.packages = true;
         return { path: pathToFileURL(found.path).href, external: true };
@@ -263,16 +269,20 @@ async function store(outDir: string, contents: Uint8Array, format: "cjs" | "esm"
  */
 function codeHashOf(entry: string, hashes: ReadonlyMap<string, string>): string {
   const dir = path.dirname(entry);
-  const lines = [...hashes]
-    .map(([file, hash]) => `${path.relative(dir, file).split(path.sep).join("/")}\0${hash}`)
-    .sort();
-  return createHash("sha256").update(["tributary.code.1", ...lines].join("\n")).digest("hex").slice(0, 32);
+  const lines = [...hashes].map(([file, hash]) => `${path.relative(dir, file).split(path.sep).join("/")}\0${hash}`).sort();
+  return createHash("sha256")
+    .update(["tributary.code.1", ...lines].join("\n"))
+    .digest("hex")
+    .slice(0, 32);
 }
 
 /** The name under which the compiled file of `entry` at `codeHash` is recorded: workers look it up (see compiledCode). */
 export async function codeRefFile(outDir: string, entry: string, codeHash: string): Promise<string> {
   const dir = await realpath(path.dirname(entry)).catch(() => path.resolve(path.dirname(entry)));
-  const key = createHash("sha256").update(`${path.join(dir, path.basename(entry))}\0${codeHash}`).digest("hex").slice(0, 32);
+  const key = createHash("sha256")
+    .update(`${path.join(dir, path.basename(entry))}\0${codeHash}`)
+    .digest("hex")
+    .slice(0, 32);
   return path.join(outDir, `${key}.code`);
 }
 

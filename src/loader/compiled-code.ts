@@ -4,9 +4,7 @@ import { cacheDir } from "./cache-dir.js";
 import { codeRefFile, compileDefinitions } from "./compile-definitions.js";
 
 /** Where a worker finds the code of one definitions version, or why it cannot. */
-export type CompiledCode =
-  | { readonly ok: true; readonly bundle: string }
-  | { readonly ok: false; readonly message: string };
+export type CompiledCode = { readonly ok: true; readonly bundle: string } | { readonly ok: false; readonly message: string };
 
 /**
  * The compiled file (see compileDefinitions) that holds `file` as it was at `codeHash`: the one the loader made
@@ -30,12 +28,20 @@ export async function compiledCode(file: string, codeHash: string): Promise<Comp
   const compiled = (await compileDefinitions(path.dirname(file), [path.basename(file)])).files.get(path.basename(file));
   if (compiled?.status === "ok" && compiled.codeHash === codeHash) return { ok: true, bundle: compiled.bundle };
   const now = compiled?.status === "ok" ? "has other code now" : `does not compile now (${compiled?.error.message ?? "no output"})`;
-  return { ok: false, message: `${file} (or a file it imports) ${now}, and the build cache no longer holds the compiled code of that version` };
+  return {
+    ok: false,
+    message: `${file} (or a file it imports) ${now}, and the build cache no longer holds the compiled code of that version`,
+  };
 }
 
 async function bundleOf(outDir: string, file: string, codeHash: string): Promise<string | undefined> {
   const name = await readFile(await codeRefFile(outDir, file, codeHash), "utf8").catch(() => undefined);
   if (!name || name.includes("/") || name.includes(path.sep)) return undefined;
   const bundle = path.join(outDir, name);
-  return (await access(bundle).then(() => true, () => false)) ? bundle : undefined;
+  return (await access(bundle).then(
+    () => true,
+    () => false,
+  ))
+    ? bundle
+    : undefined;
 }

@@ -100,9 +100,7 @@ export async function loadDefinitions(options: LoadDefinitionsOptions): Promise<
   const previousGood = options.previousGood ?? new Map<string, PreviousDefinitions>();
   // Files not reloaded stand as they were at their last good load.
   const untouched = only
-    ? discovered
-        .filter((f) => !only.has(f) && previousGood.has(f))
-        .map((f) => asFileDefinitions(f, previousGood.get(f)!))
+    ? discovered.filter((f) => !only.has(f) && previousGood.has(f)).map((f) => asFileDefinitions(f, previousGood.get(f)!))
     : [];
   return assembleResult(dir, files, untouched, { previousGood, previousOwners: options.previousOwners ?? new Map() }, concurrency, started);
 }
@@ -164,7 +162,12 @@ export async function loadFiles(
         checks: [],
         warnings: [],
         imports: [],
-        ...failed(0, "LOAD_CHILD_FAILED", `${rel}: the loader could not prepare the child processes that import definitions files: ${why}`, rel),
+        ...failed(
+          0,
+          "LOAD_CHILD_FAILED",
+          `${rel}: the loader could not prepare the child processes that import definitions files: ${why}`,
+          rel,
+        ),
       })),
     );
   }

@@ -189,7 +189,11 @@ export function assetKeyNear(p: SourcePosition): string | undefined {
   let end = Math.max(p.line, start + 1);
   while (end < lines.length && !isTopLevel(end)) end++;
   const keys = new Set<string>();
-  for (const m of lines.slice(start, end).join("\n").matchAll(/\bkey\s*:\s*(["'`])([^"'`\n]+)\1/g)) keys.add(m[2]!);
+  for (const m of lines
+    .slice(start, end)
+    .join("\n")
+    .matchAll(/\bkey\s*:\s*(["'`])([^"'`\n]+)\1/g))
+    keys.add(m[2]!);
   return keys.size === 1 ? [...keys][0] : undefined;
 }
 

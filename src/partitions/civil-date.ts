@@ -98,7 +98,20 @@ export function parseOffset(text: string): number | undefined {
   return (m[1] === "-" ? -1 : 1) * (hours * HOUR_MS + minutes * MINUTE_MS);
 }
 
-const MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTH_NAMES = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
 const DATE_PREFIX = /^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2}):(\d{2}))?/;
 
 /**

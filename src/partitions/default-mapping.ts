@@ -5,8 +5,7 @@ import { specsEqual } from "./specs-equal.js";
 import type { PartitionMappingSpec, PartitionsSpec, SingleDimensionPartitionsSpec } from "./types.js";
 
 export type DefaultMapping =
-  | { readonly mapping: PartitionMappingSpec; readonly reason?: undefined }
-  | { readonly mapping: null; readonly reason: string };
+  { readonly mapping: PartitionMappingSpec; readonly reason?: undefined } | { readonly mapping: null; readonly reason: string };
 
 /**
  * The mapping a dependency gets when it states none:
@@ -32,7 +31,10 @@ export function defaultMapping(down: PartitionsSpec | null, up: PartitionsSpec |
     const downNames = down.dimensions.map((d) => d.name);
     const upNames = up.dimensions.map((d) => d.name);
     if ([...downNames].sort().join("|") !== [...upNames].sort().join("|")) {
-      return { mapping: null, reason: `the multi definitions have different dimensions (${downNames.join(", ")} vs ${upNames.join(", ")})` };
+      return {
+        mapping: null,
+        reason: `the multi definitions have different dimensions (${downNames.join(", ")} vs ${upNames.join(", ")})`,
+      };
     }
     const entries: [string, { upstreamDimension: string; mapping: PartitionMappingSpec }][] = [];
     for (const d of down.dimensions) {

@@ -32,7 +32,8 @@ function describeTime(spec: TimeWindowPartitionsSpec): string {
   if (spec.end !== undefined) parts.push(`end ${spec.end}`);
   parts.push(spec.timezone);
   if (spec.endOffset !== 0) parts.push(`endOffset ${spec.endOffset}`);
-  const defaultFormat = spec.cadence === "daily" || spec.cadence === "weekly" || spec.cadence === "monthly" ? DATE_FORMAT : DATE_TIME_FORMAT;
+  const defaultFormat =
+    spec.cadence === "daily" || spec.cadence === "weekly" || spec.cadence === "monthly" ? DATE_FORMAT : DATE_TIME_FORMAT;
   if (spec.format !== defaultFormat) parts.push(`format ${spec.format}`);
   const name = spec.cadence === "cron" ? "timeWindows" : spec.cadence;
   return `${name}(${parts.join(", ")})`;

@@ -37,7 +37,13 @@ export function downstreamPartitions(
   const upAxes = axesOf(up);
   const downSizes = downAxes.map((a) => a.space.size);
   const links = plan.links.map((l) => ({ d: axisIndex(downAxes, l.down), u: axisIndex(upAxes, l.up), mapping: l.mapping }));
-  const boxes = upAxes.length === 1 ? [[upSubset]] : boxesOf(upSubset, upAxes.map((a) => a.space.size));
+  const boxes =
+    upAxes.length === 1
+      ? [[upSubset]]
+      : boxesOf(
+          upSubset,
+          upAxes.map((a) => a.space.size),
+        );
   const ranges: [number, number][] = [];
   for (const box of boxes) {
     const downBox = downAxes.map((a) => a.space.all(now));

@@ -34,7 +34,10 @@ export class KeyListPartitionSpace extends BasePartitionSpace {
     if (index !== undefined) return index;
     if (this.size === 0) return "it has no keys yet (add them with addDynamicPartitions)";
     const suggestion = this.closest(key);
-    const listed = this.keyList.slice(0, LISTED_KEYS).map((k) => `"${k}"`).join(", ");
+    const listed = this.keyList
+      .slice(0, LISTED_KEYS)
+      .map((k) => `"${k}"`)
+      .join(", ");
     const more = this.size > LISTED_KEYS ? `, … (${this.size} keys)` : "";
     return `${suggestion === undefined ? "" : `did you mean "${suggestion}"? `}valid keys: ${listed}${more}`;
   }

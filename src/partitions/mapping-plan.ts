@@ -1,11 +1,6 @@
 import { describeMapping, describePartitions } from "./describe-partitions.js";
 import { specsEqual } from "./specs-equal.js";
-import type {
-  PartitionMappingSpec,
-  PartitionsSpec,
-  SingleDimensionPartitionsSpec,
-  TimeWindowPartitionsSpec,
-} from "./types.js";
+import type { PartitionMappingSpec, PartitionsSpec, SingleDimensionPartitionsSpec, TimeWindowPartitionsSpec } from "./types.js";
 
 /** A mapping between two single dimensions. */
 export type AxisMapping = Exclude<PartitionMappingSpec, { kind: "multi" }>;
@@ -84,7 +79,9 @@ export function planMapping(
         const single = down.kind === "multi" ? up : down;
         const multiDims = down.kind === "multi" ? downDims : upDims;
         const matches = multiDims.filter((d) =>
-          down.kind === "multi" ? identityCompatible(d.spec, single as SingleDimensionPartitionsSpec) : identityCompatible(single as SingleDimensionPartitionsSpec, d.spec),
+          down.kind === "multi"
+            ? identityCompatible(d.spec, single as SingleDimensionPartitionsSpec)
+            : identityCompatible(single as SingleDimensionPartitionsSpec, d.spec),
         );
         if (matches.length !== 1) {
           return fail(
@@ -94,8 +91,14 @@ export function planMapping(
         const name = matches[0]!.name;
         return ok({ kind: "axes", links: [down.kind === "multi" ? { down: name, up: null, mapping } : { down: null, up: name, mapping }] });
       }
-      const downNames = downDims.map((d) => d.name).sort().join("|");
-      const upNames = upDims.map((d) => d.name).sort().join("|");
+      const downNames = downDims
+        .map((d) => d.name)
+        .sort()
+        .join("|");
+      const upNames = upDims
+        .map((d) => d.name)
+        .sort()
+        .join("|");
       if (downNames !== upNames) {
         return fail(`identity() between multi definitions with different dimensions (${which}); use multiMapping()`);
       }
@@ -121,17 +124,25 @@ export function planMapping(
     case "multi": {
       const entries = Object.entries(mapping.dimensions);
       if (down.kind !== "multi" && entries.length !== 1) {
-        return fail(`${names.downstream} has a single dimension (${describePartitions(down)}): multiMapping() needs exactly one entry, got ${entries.length}`);
+        return fail(
+          `${names.downstream} has a single dimension (${describePartitions(down)}): multiMapping() needs exactly one entry, got ${entries.length}`,
+        );
       }
       if (up.kind !== "multi" && entries.length !== 1) {
-        return fail(`${names.upstream} has a single dimension (${describePartitions(up)}): multiMapping() needs exactly one entry, got ${entries.length}`);
+        return fail(
+          `${names.upstream} has a single dimension (${describePartitions(up)}): multiMapping() needs exactly one entry, got ${entries.length}`,
+        );
       }
       const links: AxisLink[] = [];
       for (const [downName, entry] of entries) {
         const downDim = down.kind === "multi" ? downDims.find((d) => d.name === downName) : downDims[0];
         const upDim = up.kind === "multi" ? upDims.find((d) => d.name === entry.upstreamDimension) : upDims[0];
-        if (!downDim) return fail(`multiMapping() names downstream dimension "${downName}", but ${names.downstream} has ${dimensionList(down)}`);
-        if (!upDim) return fail(`multiMapping() names upstream dimension "${entry.upstreamDimension}", but ${names.upstream} has ${dimensionList(up)}`);
+        if (!downDim)
+          return fail(`multiMapping() names downstream dimension "${downName}", but ${names.downstream} has ${dimensionList(down)}`);
+        if (!upDim)
+          return fail(
+            `multiMapping() names upstream dimension "${entry.upstreamDimension}", but ${names.upstream} has ${dimensionList(up)}`,
+          );
         const inner = entry.mapping as PartitionMappingSpec;
         if (inner.kind === "multi") return fail(`multiMapping() entry "${downName}" nests another multiMapping()`);
         if (inner.kind === "timeWindow" && (downDim.spec.kind !== "time" || upDim.spec.kind !== "time")) {

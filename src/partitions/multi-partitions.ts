@@ -40,7 +40,8 @@ export function multiPartitionKey(spec: MultiPartitionsSpec, keys: Readonly<Reco
   return spec.dimensions
     .map((d) => {
       const key = keys[d.name];
-      if (key === undefined) throw new DefinitionError(`multiPartitionKey(): no key for dimension "${d.name}"`, { location: { field: d.name } });
+      if (key === undefined)
+        throw new DefinitionError(`multiPartitionKey(): no key for dimension "${d.name}"`, { location: { field: d.name } });
       return key;
     })
     .join(DIMENSION_SEPARATOR);

@@ -24,10 +24,13 @@ export function partitionKeyWindowIso(spec: PartitionsSpec, key: string): { star
     const parts = key.split(DIMENSION_SEPARATOR);
     if (parts.length !== spec.dimensions.length) {
       const shape = spec.dimensions.map((d) => d.name).join(DIMENSION_SEPARATOR);
-      throw new PartitionError(`"${key}" is not a partition of ${describePartitions(spec)}: expected ${spec.dimensions.length} keys separated by "|" (${shape})`, {
-        code: "PARTITION_KEY_INVALID",
-        location: { partitionKey: key },
-      });
+      throw new PartitionError(
+        `"${key}" is not a partition of ${describePartitions(spec)}: expected ${spec.dimensions.length} keys separated by "|" (${shape})`,
+        {
+          code: "PARTITION_KEY_INVALID",
+          location: { partitionKey: key },
+        },
+      );
     }
     timeSpec = spec.dimensions[position]!.partitions;
     timeKey = parts[position]!;

@@ -47,7 +47,12 @@ const timeWindowOptionsSchema = z.strictObject({
 export function timeWindow(options: TimeWindowMappingOptions = {}): MappingOf<"timeWindow"> {
   const where = "timeWindow()";
   const o = parseWith(timeWindowOptionsSchema, options, where);
-  const fields = { kind: "timeWindow", startOffset: o.startOffset, endOffset: o.endOffset, ...(o.allowPartial ? {} : { allowPartial: false }) };
+  const fields = {
+    kind: "timeWindow",
+    startOffset: o.startOffset,
+    endOffset: o.endOffset,
+    ...(o.allowPartial ? {} : { allowPartial: false }),
+  };
   const spec = parseWith(timeWindowMappingSchema, fields, where);
   return deepFreeze(spec);
 }

@@ -159,10 +159,9 @@ function build(spec: PartitionsSpec, ctx: PartitionContext | undefined): AnyPart
       return new KeyListPartitionSpace(spec, spec.keys);
     case "dynamic": {
       if (!ctx) {
-        throw new PartitionError(
-          `${describePartitions(spec)} needs its keys: pass a context with dynamicKeys(name) to partitionSpace()`,
-          { code: "PARTITION_CONTEXT_MISSING" },
-        );
+        throw new PartitionError(`${describePartitions(spec)} needs its keys: pass a context with dynamicKeys(name) to partitionSpace()`, {
+          code: "PARTITION_CONTEXT_MISSING",
+        });
       }
       return new KeyListPartitionSpace(spec, ctx.dynamicKeys(spec.name));
     }

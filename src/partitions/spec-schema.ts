@@ -25,23 +25,30 @@ function custom<T>(check: (value: T) => string | undefined) {
   };
 }
 
-export const wallTimeSchema = z.string().superRefine(
-  custom((v: string) =>
-    parseWallTime(v) === undefined
-      ? `invalid date "${v}": ${calendarProblem(v) ?? "expected yyyy-MM-dd or yyyy-MM-ddTHH:mm (wall clock in the timezone)"}`
-      : undefined,
-  ),
-);
+export const wallTimeSchema = z
+  .string()
+  .superRefine(
+    custom((v: string) =>
+      parseWallTime(v) === undefined
+        ? `invalid date "${v}": ${calendarProblem(v) ?? "expected yyyy-MM-dd or yyyy-MM-ddTHH:mm (wall clock in the timezone)"}`
+        : undefined,
+    ),
+  );
 
 export const timezoneSchema = z
   .string()
-  .superRefine(custom((v: string) => (isValidTimeZone(v) ? undefined : `unknown time zone "${v}" (expected an IANA name such as "Europe/Berlin")`)));
+  .superRefine(
+    custom((v: string) => (isValidTimeZone(v) ? undefined : `unknown time zone "${v}" (expected an IANA name such as "Europe/Berlin")`)),
+  );
 
 export const endOffsetSchema = z.number().int("expected an integer number of windows");
 
 /** Why a cron expression cannot bound windows, or undefined when it can. */
 export function cronProblem(cron: string): string | undefined {
-  const fields = cron.trim().split(/\s+/).filter((f) => f.length > 0);
+  const fields = cron
+    .trim()
+    .split(/\s+/)
+    .filter((f) => f.length > 0);
   if (fields.length !== 5) {
     return `invalid cron "${cron}": expected 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}`;
   }
@@ -80,9 +87,13 @@ export const keyListSchema = z
     });
   });
 
-export const dynamicNameSchema = z.string().superRefine(
-  custom((v: string) => (v.trim().length === 0 ? "empty name" : v.includes(DIMENSION_SEPARATOR) ? `name "${v}" must not contain "|"` : undefined)),
-);
+export const dynamicNameSchema = z
+  .string()
+  .superRefine(
+    custom((v: string) =>
+      v.trim().length === 0 ? "empty name" : v.includes(DIMENSION_SEPARATOR) ? `name "${v}" must not contain "|"` : undefined,
+    ),
+  );
 
 /** Refinement: `end` (when given) after `start`. */
 export function startBeforeEnd(value: { start: string; end?: string | undefined }, ctx: z.RefinementCtx): void {
@@ -110,10 +121,18 @@ const timeSpecSchema = z
     if (spec.cadence === "cron") return;
     const fixed = FIXED_CADENCES[spec.cadence];
     if (spec.cron !== fixed.cron) {
-      ctx.addIssue({ code: "custom", message: `a ${spec.cadence} definition has cron "${fixed.cron}", not "${spec.cron}"`, path: ["cron"] });
+      ctx.addIssue({
+        code: "custom",
+        message: `a ${spec.cadence} definition has cron "${fixed.cron}", not "${spec.cron}"`,
+        path: ["cron"],
+      });
     }
     if (spec.format !== fixed.format) {
-      ctx.addIssue({ code: "custom", message: `a ${spec.cadence} definition has format "${fixed.format}", not "${spec.format}"`, path: ["format"] });
+      ctx.addIssue({
+        code: "custom",
+        message: `a ${spec.cadence} definition has format "${fixed.format}", not "${spec.format}"`,
+        path: ["format"],
+      });
     }
   });
 
@@ -130,11 +149,20 @@ const singleSpecSchema = z.union(
 );
 
 /** Checks the dimensions of a multi definition: ≥ 2, unique usable names, at most one time dimension. */
-export function dimensionsProblem(dimensions: readonly { name: string; partitions: { kind: string } }[]): { message: string; path: (string | number)[] } | undefined {
+export function dimensionsProblem(
+  dimensions: readonly { name: string; partitions: { kind: string } }[],
+): { message: string; path: (string | number)[] } | undefined {
   if (dimensions.length < 2) return { message: `expected at least 2 dimensions, got ${dimensions.length}`, path: [] };
   const seen = new Set<string>();
   for (const [i, { name }] of dimensions.entries()) {
-    const problem = name.length === 0 ? "empty dimension name" : name.includes(DIMENSION_SEPARATOR) ? `dimension name "${name}" must not contain "|"` : seen.has(name) ? `duplicate dimension "${name}"` : undefined;
+    const problem =
+      name.length === 0
+        ? "empty dimension name"
+        : name.includes(DIMENSION_SEPARATOR)
+          ? `dimension name "${name}" must not contain "|"`
+          : seen.has(name)
+            ? `duplicate dimension "${name}"`
+            : undefined;
     if (problem) return { message: problem, path: [i, "name"] };
     seen.add(name);
   }
@@ -179,7 +207,10 @@ export const timeWindowMappingSchema = z
     }
   });
 
-export const staticMapSchema = z.record(z.string().superRefine(custom(partitionKeyProblem)), z.array(keySchema).min(1, "expected at least one downstream key"));
+export const staticMapSchema = z.record(
+  z.string().superRefine(custom(partitionKeyProblem)),
+  z.array(keySchema).min(1, "expected at least one downstream key"),
+);
 
 const singleMappingSchema = z.union(
   [
@@ -189,11 +220,17 @@ const singleMappingSchema = z.union(
     z.strictObject({ kind: z.literal("last") }),
     z.strictObject({ kind: z.literal("static"), map: staticMapSchema }),
   ],
-  { error: "expected identity(), timeWindow(), allPartitions(), lastPartition() or staticMapping() (a multiMapping() entry cannot nest another multiMapping())" },
+  {
+    error:
+      "expected identity(), timeWindow(), allPartitions(), lastPartition() or staticMapping() (a multiMapping() entry cannot nest another multiMapping())",
+  },
 );
 
 export const multiMappingDimensionsSchema = z
-  .record(z.string().min(1, "empty dimension name"), z.strictObject({ upstreamDimension: z.string().min(1, "empty dimension name"), mapping: singleMappingSchema }))
+  .record(
+    z.string().min(1, "empty dimension name"),
+    z.strictObject({ upstreamDimension: z.string().min(1, "empty dimension name"), mapping: singleMappingSchema }),
+  )
   .superRefine((dims, ctx) => {
     if (Object.keys(dims).length === 0) ctx.addIssue({ code: "custom", message: "expected at least one dimension" });
   });
@@ -253,7 +290,11 @@ export function parsePartitionsSpec(value: unknown): PartitionsSpec {
 }
 
 /** Validates a single-dimension partitions spec (a dimension of a multi definition). */
-export function parseSingleDimensionSpec(value: unknown, where: string, fieldPrefix: readonly PropertyKey[]): SingleDimensionPartitionsSpec {
+export function parseSingleDimensionSpec(
+  value: unknown,
+  where: string,
+  fieldPrefix: readonly PropertyKey[],
+): SingleDimensionPartitionsSpec {
   return parseWith(singleSpecSchema, value, where, fieldPrefix) as SingleDimensionPartitionsSpec;
 }
 

@@ -143,9 +143,12 @@ function checkFormatIdentifiesWindows(where: string, space: TimePartitionSpace):
           ? `key "${key}" does not read back as the window it names`
           : undefined;
     if (problem) {
-      throw new DefinitionError(`${where}: field "format": format "${space.spec.format}" does not fit cron "${space.spec.cron}": ${problem}`, {
-        location: { field: "format" },
-      });
+      throw new DefinitionError(
+        `${where}: field "format": format "${space.spec.format}" does not fit cron "${space.spec.cron}": ${problem}`,
+        {
+          location: { field: "format" },
+        },
+      );
     }
     previous = key;
   }

@@ -58,9 +58,7 @@ export type PartitionMappingSpec =
   /** Per downstream dimension: which upstream dimension it reads and through which mapping. */
   | {
       readonly kind: "multi";
-      readonly dimensions: Readonly<
-        Record<string, { readonly upstreamDimension: string; readonly mapping: PartitionMappingSpec }>
-      >;
+      readonly dimensions: Readonly<Record<string, { readonly upstreamDimension: string; readonly mapping: PartitionMappingSpec }>>;
     };
 
 /** A time window: [start, end) as instants. */

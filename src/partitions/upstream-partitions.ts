@@ -93,7 +93,13 @@ function requestByPlan(down: AnyPartitionSpace, up: AnyPartitionSpace, plan: Map
   const upAxes = axesOf(up);
   const upSizes = upAxes.map((a) => a.space.size);
   const links = plan.links.map((l) => ({ d: axisIndex(downAxes, l.down), u: axisIndex(upAxes, l.up), mapping: l.mapping }));
-  const boxes = downAxes.length === 1 ? [[subset]] : boxesOf(subset, downAxes.map((a) => a.space.size));
+  const boxes =
+    downAxes.length === 1
+      ? [[subset]]
+      : boxesOf(
+          subset,
+          downAxes.map((a) => a.space.size),
+        );
   const ranges: [number, number][] = [];
   let unknownCount = 0;
   const unknownSample: string[] = [];
@@ -139,7 +145,8 @@ function describeMissing(up: AnyPartitionSpace, request: Request, missing: Parti
     const after = missing.clamp(size, Number.MAX_SAFE_INTEGER).count();
     const lastKey = () => lead.keyOfExtended(lead.size - 1);
     // Outside the definition: no run will ever make them, unlike windows that have not closed yet.
-    if (before > 0) reasons.push(`${before} before the first partition "${lead.keyOfExtended(0)}" of ${up.describe()} (outside it: they never exist)`);
+    if (before > 0)
+      reasons.push(`${before} before the first partition "${lead.keyOfExtended(0)}" of ${up.describe()} (outside it: they never exist)`);
     if (notYet > 0) {
       const why = lead instanceof TimePartitionSpace ? " (their windows have not closed)" : "";
       reasons.push(`${notYet} not existing yet at ${now.toISOString()}${why}`);
@@ -147,7 +154,8 @@ function describeMissing(up: AnyPartitionSpace, request: Request, missing: Parti
     if (after > 0) reasons.push(`${after} after the last partition "${lastKey()}" of ${up.describe()} (outside it: they never exist)`);
   }
   if (request.unknownCount > 0) {
-    const dynamic = up.spec.kind === "dynamic" || (up.spec.kind === "multi" && up.spec.dimensions.some((d) => d.partitions.kind === "dynamic"));
+    const dynamic =
+      up.spec.kind === "dynamic" || (up.spec.kind === "multi" && up.spec.dimensions.some((d) => d.partitions.kind === "dynamic"));
     reasons.push(`${request.unknownCount} with keys ${up.describe()} does not have${dynamic ? " (dynamic keys not added yet?)" : ""}`);
   }
   reasons.push(...request.notes);

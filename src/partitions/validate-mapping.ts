@@ -36,7 +36,9 @@ export function validateMapping(
   if (down === null) {
     return chosen.kind === "all" || chosen.kind === "last"
       ? []
-      : [`${n.downstream} is unpartitioned: it reads all partitions of ${n.upstream} (allPartitions()) or the latest (lastPartition()), so ${what} does not apply`];
+      : [
+          `${n.downstream} is unpartitioned: it reads all partitions of ${n.upstream} (allPartitions()) or the latest (lastPartition()), so ${what} does not apply`,
+        ];
   }
   const { plan, problems } = planMapping(down, up, chosen, n);
   if (!plan) return [...problems];
@@ -95,20 +97,20 @@ function linkProblems(down: PartitionsSpec, up: PartitionsSpec, mapping: AxisMap
 }
 
 /** Keys a static mapping names that the (non-dynamic) definitions do not have. */
-function staticKeyProblems(
-  down: PartitionsSpec,
-  up: PartitionsSpec,
-  map: Readonly<Record<string, readonly string[]>>,
-  n: Names,
-): string[] {
+function staticKeyProblems(down: PartitionsSpec, up: PartitionsSpec, map: Readonly<Record<string, readonly string[]>>, n: Names): string[] {
   const out: string[] = [];
   const check = (spec: PartitionsSpec, keys: Iterable<string>, side: string, name: string) => {
     if (dynamicNames(spec).length > 0) return; // keys arrive at run time
     const space = spaceOf(spec);
     const absent = [...new Set(keys)].filter((k) => !space.has(k));
     if (absent.length > 0) {
-      const shown = absent.slice(0, 10).map((k) => `"${k}"`).join(", ");
-      out.push(`staticMapping() names ${side} keys that are not partitions of ${name} (${space.describe()}): ${shown}${absent.length > 10 ? ", …" : ""}`);
+      const shown = absent
+        .slice(0, 10)
+        .map((k) => `"${k}"`)
+        .join(", ");
+      out.push(
+        `staticMapping() names ${side} keys that are not partitions of ${name} (${space.describe()}): ${shown}${absent.length > 10 ? ", …" : ""}`,
+      );
     }
   };
   check(up, Object.keys(map), "upstream", n.upstream);

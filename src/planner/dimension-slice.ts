@@ -34,10 +34,13 @@ export function dimensionSliceKeys(
   const spec = asset.partitions;
   if (spec === null || spec.kind !== "multi") {
     const what = spec === null ? "unpartitioned" : `partitioned by one dimension only (${partitionSpace(spec, ctx).describe()})`;
-    throw new PartitionError(`asset "${asset.key}" is ${what}: a selection per dimension applies to multi-partitioned assets; select its partitions by key or range`, {
-      code: "PARTITION_DIMENSION_INVALID",
-      location: { assetKey: asset.key },
-    });
+    throw new PartitionError(
+      `asset "${asset.key}" is ${what}: a selection per dimension applies to multi-partitioned assets; select its partitions by key or range`,
+      {
+        code: "PARTITION_DIMENSION_INVALID",
+        location: { assetKey: asset.key },
+      },
+    );
   }
   const names = spec.dimensions.map((d) => d.name);
   const byName = new Map<string, DimensionSlice>();
@@ -73,10 +76,13 @@ export function dimensionSliceKeys(
   });
   const total = perDimension.reduce((n, keys) => n * keys.length, 1);
   if (total > MAX_SLICE_PARTITIONS) {
-    throw new PartitionError(`asset "${asset.key}": the selection per dimension names ${total} partitions (more than ${MAX_SLICE_PARTITIONS}); narrow a dimension`, {
-      code: "PARTITION_DIMENSION_INVALID",
-      location: { assetKey: asset.key },
-    });
+    throw new PartitionError(
+      `asset "${asset.key}": the selection per dimension names ${total} partitions (more than ${MAX_SLICE_PARTITIONS}); narrow a dimension`,
+      {
+        code: "PARTITION_DIMENSION_INVALID",
+        location: { assetKey: asset.key },
+      },
+    );
   }
   let product: string[][] = [[]];
   for (const keys of perDimension) product = product.flatMap((prefix) => keys.map((k) => [...prefix, k]));
@@ -89,7 +95,10 @@ function chosenKeys(space: PartitionSpace, slice: DimensionSlice, now: Date): st
     throw new PartitionError("give a list of keys or a range (from/to), not both", { code: "PARTITION_DIMENSION_INVALID" });
   }
   if (slice.keys !== undefined) {
-    if (slice.keys.length === 0) throw new PartitionError("the list of keys is empty; leave the dimension out to select all its keys", { code: "PARTITION_DIMENSION_INVALID" });
+    if (slice.keys.length === 0)
+      throw new PartitionError("the list of keys is empty; leave the dimension out to select all its keys", {
+        code: "PARTITION_DIMENSION_INVALID",
+      });
     for (const k of slice.keys) space.indexOf(k);
     return [...new Set(slice.keys)];
   }

@@ -1,12 +1,6 @@
 import { InputError } from "../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../graph/index.js";
-import {
-  partitionSpace,
-  PartitionSubset,
-  specsEqual,
-  upstreamPartitions,
-  type PartitionContext,
-} from "../partitions/index.js";
+import { partitionSpace, PartitionSubset, specsEqual, upstreamPartitions, type PartitionContext } from "../partitions/index.js";
 import { checkAppliesTo, type DepSpec } from "../sdk/index.js";
 import { resolveSelection, type PartitionSelection } from "./resolve-selection.js";
 import type { MissingUpstream, PlannedStep, RunPlan } from "./run-plan.js";
@@ -168,7 +162,10 @@ export function planPartitions(request: PlanRunRequest): PlannedPartitions {
     if (subset === undefined) {
       subset = request.materialized(key);
       if (!(subset instanceof PartitionSubset)) {
-        throw new InputError(`materialized("${key}") must return a PartitionSubset`, { code: "PLAN_REQUEST_INVALID", location: { assetKey: key } });
+        throw new InputError(`materialized("${key}") must return a PartitionSubset`, {
+          code: "PLAN_REQUEST_INVALID",
+          location: { assetKey: key },
+        });
       }
       materializedCache.set(key, subset);
     }
@@ -305,7 +302,8 @@ function buildSteps(
       const upSteps = located.get(dep.assetKey);
       if (upSteps) finders.push(edgeFinder(a, graph.get(dep.assetKey)!, dep, upSteps, subset, ctx, now));
     }
-    const partitionKeys: Iterator<string> = a.partitions === null ? [""][Symbol.iterator]() : partitionSpace(a.partitions, ctx).keys(subset);
+    const partitionKeys: Iterator<string> =
+      a.partitions === null ? [""][Symbol.iterator]() : partitionSpace(a.partitions, ctx).keys(subset);
     let index = located.get(key)!.base;
     const ranges: [number, number][] = [];
     for (const partition of subset) {

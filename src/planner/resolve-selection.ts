@@ -108,7 +108,13 @@ export function resolveSelection(scope: SelectionScope): Map<string, PartitionSu
         subset = subset.union(downstreamPartitions(up.partitions, own, dep.mapping, upSubset, ctx, now));
       }
       if (chosen.has(key)) {
-        subset = nonEmpty(a, space(a), subset, now, `none of its partitions that read the selected partitions of ${sources.join(", ")} exists yet`);
+        subset = nonEmpty(
+          a,
+          space(a),
+          subset,
+          now,
+          `none of its partitions that read the selected partitions of ${sources.join(", ")} exists yet`,
+        );
       }
     }
     scoped.set(key, subset);
@@ -125,7 +131,12 @@ function partitionedDeps(graph: AssetGraph, a: SnapshotAsset) {
 }
 
 /** The selection read in the asset's own keys. */
-function direct(a: SnapshotAsset, space: PartitionSpace, selection: Exclude<PartitionSelection, { kind: "all" }>, now: Date): PartitionSubset {
+function direct(
+  a: SnapshotAsset,
+  space: PartitionSpace,
+  selection: Exclude<PartitionSelection, { kind: "all" }>,
+  now: Date,
+): PartitionSubset {
   let subset: PartitionSubset;
   try {
     subset = selection.kind === "keys" ? space.subset(selection.keys) : space.range(selection.from, selection.to);

@@ -45,7 +45,9 @@ export function serializePlan(plan: RunPlan): SerializedPlan {
       assets.push(step.assetKey);
       assetIndex.set(step.assetKey, a);
     }
-    return step.check === undefined ? [a, step.partitionKey, toRanges(step.upstream)] : [a, step.partitionKey, toRanges(step.upstream), step.check];
+    return step.check === undefined
+      ? [a, step.partitionKey, toRanges(step.upstream)]
+      : [a, step.partitionKey, toRanges(step.upstream), step.check];
   });
   return { format: PLAN_FORMAT, version: plan.version, assets, steps, missing: plan.missing.map((m) => ({ ...m, sample: [...m.sample] })) };
 }
@@ -127,7 +129,8 @@ function fromRanges(ranges: readonly number[], step: number): number[] {
   for (let r = 0; r < ranges.length; r += 2) {
     const start = ranges[r]!;
     const end = ranges[r + 1]!;
-    if (start >= end || start <= previousEnd) throw invalid("upstream ranges must be ascending, disjoint and non-adjacent with start < end", field);
+    if (start >= end || start <= previousEnd)
+      throw invalid("upstream ranges must be ascending, disjoint and non-adjacent with start < end", field);
     if (end > step) throw invalid(`step ${step} reads step ${end - 1}, which does not come before it`, field);
     for (let i = start; i < end; i++) out.push(i);
     previousEnd = end;

@@ -63,9 +63,7 @@ export const STEP_TRANSITIONS: Readonly<Record<StepState, readonly StepState[]>>
   removed: ["pending"],
 };
 
-const ALLOWED = new Map<StepState, Set<StepState>>(
-  STEP_STATES.map((from) => [from, new Set(STEP_TRANSITIONS[from])]),
-);
+const ALLOWED = new Map<StepState, Set<StepState>>(STEP_STATES.map((from) => [from, new Set(STEP_TRANSITIONS[from])]));
 
 /**
  * Whether a step may move from `from` to `to`.

@@ -8,7 +8,15 @@ import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
 import { parseDuration, type Duration } from "./duration.js";
 import { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, type FanOutFunctions, type GatheredOutput, type MapLabel } from "./fan-out.js";
 import { assertJson, deepFreeze, type JsonValue } from "./json.js";
-import { EXECUTORS, TRIGGER_RULES, type AssetSpec, type DepSpec, type RetryPolicySpec, type TriggerRule, type ExecutorKind } from "./spec.js";
+import {
+  EXECUTORS,
+  TRIGGER_RULES,
+  type AssetSpec,
+  type DepSpec,
+  type RetryPolicySpec,
+  type TriggerRule,
+  type ExecutorKind,
+} from "./spec.js";
 import type { TriggerSpec } from "./triggers.js";
 import { definitionErrorFromZod } from "./zod-issues.js";
 
@@ -164,9 +172,15 @@ const callbackField = z.custom<(...args: never[]) => unknown>((v) => typeof v ==
 
 const baseShape = {
   key: keySchema,
-  partitions: z.object({ kind: z.enum(["time", "static", "dynamic", "multi"]) }, {
-    error: "expected a partitions definition such as daily({ start: \"2025-01-01\" })",
-  }).loose().optional(),
+  partitions: z
+    .object(
+      { kind: z.enum(["time", "static", "dynamic", "multi"]) },
+      {
+        error: 'expected a partitions definition such as daily({ start: "2025-01-01" })',
+      },
+    )
+    .loose()
+    .optional(),
   automation: z.object({ kind: z.string() }, { error: "expected onCron(...), eager() or onMissing()" }).loose().optional(),
   group: nameSchema.regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '_', '.' and '-' only").optional(),
   owner: nameSchema.optional(),
@@ -205,12 +219,16 @@ const baseShape = {
 
 const assetConfigSchema = z.strictObject({
   ...baseShape,
-  map: z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
-    error: "must be a function of the upstream values answering an array of items, e.g. ({ files }) => files.paths",
-  }).optional(),
-  mapLabel: z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
-    error: "must be a function (item, index) => string",
-  }).optional(),
+  map: z
+    .custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
+      error: "must be a function of the upstream values answering an array of items, e.g. ({ files }) => files.paths",
+    })
+    .optional(),
+  mapLabel: z
+    .custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
+      error: "must be a function (item, index) => string",
+    })
+    .optional(),
   maxMapItems: z.number().int().min(1).max(MAX_MAP_ITEMS_LIMIT).optional(),
   deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
 });
@@ -290,8 +308,11 @@ export function buildSpec(
   const key = c.key;
   try {
     if (c.mapLabel !== undefined && c.map === undefined) {
-      throw new DefinitionError(`asset "${key}": field "mapLabel": labels items of a \`map\`, which the asset does not declare; ` +
-        `declare map, or label items in ctx.expand(items, { label })`, { location: { assetKey: key, field: "mapLabel" } });
+      throw new DefinitionError(
+        `asset "${key}": field "mapLabel": labels items of a \`map\`, which the asset does not declare; ` +
+          `declare map, or label items in ctx.expand(items, { label })`,
+        { location: { assetKey: key, field: "mapLabel" } },
+      );
     }
     if (c.metadata !== undefined) assertJson(c.metadata, "metadata");
     if (c.automation !== undefined) validateAutomation(c.automation);
@@ -381,7 +402,8 @@ function callbacksOf(config: AssetConfigBase): DefinitionCallbacks {
     ...(onSuccess ? { onSuccess } : {}),
     ...(onFailure ? { onFailure } : {}),
     ...(onRetry ? { onRetry } : {}),
-    timeoutMs: callbackTimeout === undefined ? DEFAULT_CALLBACK_TIMEOUT_MS : parseDurationAt(config.key, callbackTimeout, "callbackTimeout"),
+    timeoutMs:
+      callbackTimeout === undefined ? DEFAULT_CALLBACK_TIMEOUT_MS : parseDurationAt(config.key, callbackTimeout, "callbackTimeout"),
   });
 }
 
@@ -416,10 +438,9 @@ export function asset(
   const fn = fnIn as AssetFunction;
   const key = (config as { key?: unknown } | null)?.key;
   if (typeof fn !== "function") {
-    throw new DefinitionError(
-      `asset${typeof key === "string" ? ` "${key}"` : "()"}: the second argument must be the asset function`,
-      { location: { ...(typeof key === "string" ? { assetKey: key } : {}), field: "fn" } },
-    );
+    throw new DefinitionError(`asset${typeof key === "string" ? ` "${key}"` : "()"}: the second argument must be the asset function`, {
+      location: { ...(typeof key === "string" ? { assetKey: key } : {}), field: "fn" },
+    });
   }
   const spec = buildSpec(config, "asset", { observe: null, pollIntervalMs: null, observeTimeoutMs: null });
   const definedIn = callerFile();
@@ -436,8 +457,10 @@ export function asset(
   return makeDefinition("asset", spec, fn, definedIn, (changes) => build({ ...config, ...changes }), callbacksOf(config), fanOutOf(config));
 }
 
-export interface SourceAssetConfig
-  extends Pick<AssetConfigBase, "key" | "partitions" | "group" | "owner" | "description" | "tags" | "metadata" | "deadline"> {
+export interface SourceAssetConfig extends Pick<
+  AssetConfigBase,
+  "key" | "partitions" | "group" | "owner" | "description" | "tags" | "metadata" | "deadline"
+> {
   /** How a partition is observed, e.g. fileExists("/landing/{partition}.csv"). */
   observe?: TriggerSpec;
   pollInterval?: Duration;
@@ -461,9 +484,12 @@ const sourceConfigSchema = z.strictObject({
   metadata: baseShape.metadata,
   deadline: baseShape.deadline,
   observe: z
-    .object({ kind: z.string().min(1), args: z.record(z.string(), z.unknown()) }, {
-      error: "expected a trigger such as fileExists(\"/landing/{partition}.csv\")",
-    })
+    .object(
+      { kind: z.string().min(1), args: z.record(z.string(), z.unknown()) },
+      {
+        error: 'expected a trigger such as fileExists("/landing/{partition}.csv")',
+      },
+    )
     .optional(),
   pollInterval: durationField.optional(),
   timeout: durationField.optional(),
@@ -482,15 +508,11 @@ export function sourceAsset(config: SourceAssetConfig): AssetDefinition<SourceOb
       throw definitionErrorFromZod("sourceAsset()", parsed.error, typeof cfg?.key === "string" ? { assetKey: cfg.key } : {});
     }
     const { observe, pollInterval, timeout, ...rest } = parsed.data;
-    const spec = buildSpec(
-      rest,
-      "source",
-      {
-        observe: (observe as TriggerSpec | undefined) ?? null,
-        pollIntervalMs: pollInterval === undefined ? null : parseDurationAt(cfg.key, pollInterval, "pollInterval"),
-        observeTimeoutMs: timeout === undefined ? null : parseDurationAt(cfg.key, timeout, "timeout"),
-      },
-    );
+    const spec = buildSpec(rest, "source", {
+      observe: (observe as TriggerSpec | undefined) ?? null,
+      pollIntervalMs: pollInterval === undefined ? null : parseDurationAt(cfg.key, pollInterval, "pollInterval"),
+      observeTimeoutMs: timeout === undefined ? null : parseDurationAt(cfg.key, timeout, "timeout"),
+    });
     checkObserveTemplates(spec);
     return makeDefinition<SourceObservation>("source", spec, undefined, definedIn, (changes) =>
       build({ ...cfg, ...(changes as Partial<SourceAssetConfig>) }),

@@ -130,7 +130,16 @@ export function codeVersionChanged(): AutomationSpec {
   return deepFreeze({ kind: "code_version_changed" });
 }
 
-const LEAF_KINDS = ["eager", "missing", "is_missing", "in_progress", "failed", "upstream_updated", "upstreams_ready", "code_version_changed"] as const;
+const LEAF_KINDS = [
+  "eager",
+  "missing",
+  "is_missing",
+  "in_progress",
+  "failed",
+  "upstream_updated",
+  "upstreams_ready",
+  "code_version_changed",
+] as const;
 
 /**
  * Checks a condition tree (it may come from a hand-written object rather than
@@ -142,7 +151,7 @@ export function validateAutomation(spec: unknown, path = "automation"): asserts 
     throw new DefinitionError(`field "${path}": ${what}`, { location: { field: path }, code: "DEFINITION_INVALID_AUTOMATION" });
   };
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
-    return bad("expected a condition such as onCron(\"0 1 * * *\"), eager(), onMissing() or allOf(...)");
+    return bad('expected a condition such as onCron("0 1 * * *"), eager(), onMissing() or allOf(...)');
   }
   const node = spec as Record<string, unknown>;
   switch (node.kind) {
@@ -165,7 +174,9 @@ export function validateAutomation(spec: unknown, path = "automation"): asserts 
       return;
     default:
       if (!(LEAF_KINDS as readonly unknown[]).includes(node.kind)) {
-        return bad(`unknown condition kind ${JSON.stringify(node.kind)}; build conditions with onCron, eager, onMissing, allOf, anyOf, not and the operands`);
+        return bad(
+          `unknown condition kind ${JSON.stringify(node.kind)}; build conditions with onCron, eager, onMissing, allOf, anyOf, not and the operands`,
+        );
       }
   }
 }
@@ -177,17 +188,18 @@ export function validateCron(cron: unknown, timezone: string | null, field: stri
     });
   }
   if (cron.trim().split(/\s+/).length !== 5) {
-    throw new DefinitionError(
-      `field "${field}": "${cron}" is not a 5-field cron expression (minute hour day-of-month month day-of-week)`,
-      { location: { field }, code: "DEFINITION_INVALID_CRON" },
-    );
+    throw new DefinitionError(`field "${field}": "${cron}" is not a 5-field cron expression (minute hour day-of-month month day-of-week)`, {
+      location: { field },
+      code: "DEFINITION_INVALID_CRON",
+    });
   }
   try {
     CronExpressionParser.parse(cron, timezone ? { tz: timezone } : {});
   } catch (cause) {
-    throw new DefinitionError(
-      `field "${field}": "${cron}" is not a valid cron expression (${(cause as Error).message})`,
-      { location: { field }, code: "DEFINITION_INVALID_CRON", cause },
-    );
+    throw new DefinitionError(`field "${field}": "${cron}" is not a valid cron expression (${(cause as Error).message})`, {
+      location: { field },
+      code: "DEFINITION_INVALID_CRON",
+      cause,
+    });
   }
 }

@@ -82,7 +82,9 @@ export function check<A extends AssetDefinition>(
   });
 }
 
-function checkPartitions(p: readonly string[] | { from?: string | undefined; to?: string | undefined } | undefined): CheckPartitionsSpec | null {
+function checkPartitions(
+  p: readonly string[] | { from?: string | undefined; to?: string | undefined } | undefined,
+): CheckPartitionsSpec | null {
   if (p === undefined) return null;
   if (Array.isArray(p)) return { keys: [...new Set(p as readonly string[])] };
   const range = p as { from?: string | undefined; to?: string | undefined };

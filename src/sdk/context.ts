@@ -41,8 +41,8 @@ export interface AssetContext {
    * to your schema for typed queries (`ctx.tx as Transaction<MyDb>`) or pass it to raw SQL (`sql\`…\`.execute(ctx.tx)`).
    * It stops working when the function returns. See docs/transactional.md.
    * @example
- * // given ctx: AssetContext, total: number
- * await ctx.tx!.insertInto("orders_daily").values({ day: ctx.partition.key, total }).execute();
+   * // given ctx: AssetContext, total: number
+   * await ctx.tx!.insertInto("orders_daily").values({ day: ctx.partition.key, total }).execute();
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a Kysely Transaction; the SDK must not import kysely
   readonly tx: any;
@@ -52,8 +52,8 @@ export interface AssetContext {
    * Frees the worker slot until the trigger fires (checked by the triggerer), then re-enters the function: this call
    * then resolves at once with the trigger's payload. Code before it runs again, so keep it cheap and idempotent.
    * @example
- * // given ctx: AssetContext
- * const file = await ctx.defer(fileExists("/landing/{partition}.csv"), { timeout: "6h" });
+   * // given ctx: AssetContext
+   * const file = await ctx.defer(fileExists("/landing/{partition}.csv"), { timeout: "6h" });
    */
   defer<T = unknown>(trigger: TriggerSpec, options?: WaitOptions): Promise<T>;
   /**
@@ -69,7 +69,7 @@ export interface AssetContext {
    * each its own step with `ctx.map` set; downstream assets receive the outputs as an array in item order.
    * @example
    * // given load: (file: string) => Promise<number>, listFiles: (day: string) => Promise<string[]>
- * asset({ key: "landing/files" }, async (ctx) => (ctx.map ? load(ctx.map.item as string) : ctx.expand(await listFiles(ctx.partition.key), { label: (f) => f })));
+   * asset({ key: "landing/files" }, async (ctx) => (ctx.map ? load(ctx.map.item as string) : ctx.expand(await listFiles(ctx.partition.key), { label: (f) => f })));
    */
   expand<I>(items: readonly I[], options?: { readonly label?: MapLabel<I> }): Expansion<I>;
 }

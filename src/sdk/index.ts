@@ -64,17 +64,18 @@ export type { AssetContext, MappedContext, PartitionContext, StepLogger, Secrets
 export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";
 export type { AssetCallbacks, DefinitionCallbacks, RetryInfo, StepFailure } from "./callbacks.js";
 export { TRIGGER_RULES, EXECUTORS } from "./spec.js";
-export type { AssetSpec, CheckPartitionsSpec, CheckSpec, DepSpec, RetryPolicySpec, TriggerRule, TriggerDecision, UpstreamCounts, ExecutorKind } from "./spec.js";
+export type {
+  AssetSpec,
+  CheckPartitionsSpec,
+  CheckSpec,
+  DepSpec,
+  RetryPolicySpec,
+  TriggerRule,
+  TriggerDecision,
+  UpstreamCounts,
+  ExecutorKind,
+} from "./spec.js";
 export type { JsonValue } from "./json.js";
 export { findNonJson, deepFreeze } from "./json.js";
-export {
-  hourly,
-  daily,
-  weekly,
-  monthly,
-  timeWindows,
-  staticPartitions,
-  dynamicPartitions,
-  multiPartitions,
-} from "../partitions/index.js";
+export { hourly, daily, weekly, monthly, timeWindows, staticPartitions, dynamicPartitions, multiPartitions } from "../partitions/index.js";
 export { identity, timeWindow, allPartitions, lastPartition, staticMapping, multiMapping } from "./mappings.js";

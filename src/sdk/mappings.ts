@@ -11,8 +11,7 @@ export const identity = (): SingleMapping => partitions.identity() as SingleMapp
  * The upstream windows overlapping the downstream window shifted by offsets in
  * downstream units. @example timeWindow({ startOffset: -6 }) // the last seven days
  */
-export const timeWindow = (options: partitions.TimeWindowMappingOptions = {}): ManyMapping =>
-  partitions.timeWindow(options) as ManyMapping;
+export const timeWindow = (options: partitions.TimeWindowMappingOptions = {}): ManyMapping => partitions.timeWindow(options) as ManyMapping;
 
 /** Every upstream partition. */
 export const allPartitions = (): ManyMapping => partitions.allPartitions() as ManyMapping;
@@ -21,10 +20,8 @@ export const allPartitions = (): ManyMapping => partitions.allPartitions() as Ma
 export const lastPartition = (): SingleMapping => partitions.lastPartition() as SingleMapping;
 
 /** Upstream key → the downstream keys it feeds. */
-export const staticMapping = (map: Record<string, string | string[]>): ManyMapping =>
-  partitions.staticMapping(map) as ManyMapping;
+export const staticMapping = (map: Record<string, string | string[]>): ManyMapping => partitions.staticMapping(map) as ManyMapping;
 
 /** Per-dimension mapping between multi-partitioned assets. */
-export const multiMapping = (
-  dimensions: Parameters<typeof partitions.multiMapping>[0],
-): ManyMapping => partitions.multiMapping(dimensions) as ManyMapping;
+export const multiMapping = (dimensions: Parameters<typeof partitions.multiMapping>[0]): ManyMapping =>
+  partitions.multiMapping(dimensions) as ManyMapping;

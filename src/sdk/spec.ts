@@ -40,7 +40,6 @@ export interface UpstreamCounts {
  */
 export type TriggerDecision = "wait" | "run" | "skipped" | "upstream_failed";
 
-
 export const EXECUTORS = ["local", "bullmq", "transactional", "kubernetes"] as const;
 export type ExecutorKind = (typeof EXECUTORS)[number];
 
@@ -113,6 +112,4 @@ export interface CheckSpec {
   readonly partitions?: CheckPartitionsSpec | null;
 }
 
-export type CheckPartitionsSpec =
-  | { readonly keys: readonly string[] }
-  | { readonly from: string | null; readonly to: string | null };
+export type CheckPartitionsSpec = { readonly keys: readonly string[] } | { readonly from: string | null; readonly to: string | null };

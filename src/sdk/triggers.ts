@@ -86,7 +86,8 @@ export const BUILT_IN_TRIGGER_KINDS: readonly string[] = Object.freeze([
 /** What a custom trigger kind's check is given (the triggerer's check context). */
 export interface TriggerKindContext {
   /** The partition the trigger waits for; undefined for an unpartitioned asset. */
-  readonly partition: { readonly key: string; readonly window?: { readonly start: string | Date; readonly end: string | Date } } | undefined;
+  readonly partition:
+    { readonly key: string; readonly window?: { readonly start: string | Date; readonly end: string | Date } } | undefined;
   /** Aborted when the check times out or the triggerer stops: pass it to I/O. */
   readonly signal: AbortSignal;
   readonly now: Date;
@@ -168,7 +169,10 @@ export function triggerKind<S extends ArgsSchema = ArgsSchema>(config: TriggerKi
       location: { field: "check" },
     });
   }
-  if (config.templateArgs !== undefined && !(Array.isArray(config.templateArgs) && config.templateArgs.every((a) => typeof a === "string"))) {
+  if (
+    config.templateArgs !== undefined &&
+    !(Array.isArray(config.templateArgs) && config.templateArgs.every((a) => typeof a === "string"))
+  ) {
     throw new DefinitionError(`triggerKind "${kind}": templateArgs must be a list of argument names`, {
       code: "TRIGGER_KIND_INVALID",
       location: { field: "templateArgs" },
@@ -179,7 +183,10 @@ export function triggerKind<S extends ArgsSchema = ArgsSchema>(config: TriggerKi
     const parsed = schema.safeParse(args ?? {});
     if (!parsed.success) throw definitionErrorFromZod(`trigger ${kind}()`, parsed.error, { fieldPrefix: "args" });
     const bad = findNonJson(parsed.data, "args");
-    if (bad) throw new DefinitionError(`trigger ${kind}(): value at ${bad} cannot be stored as JSON`, { location: { field: bad.replace(/ \(.*$/, "") } });
+    if (bad)
+      throw new DefinitionError(`trigger ${kind}(): value at ${bad} cannot be stored as JSON`, {
+        location: { field: bad.replace(/ \(.*$/, "") },
+      });
     return deepFreeze({ kind, args: parsed.data });
   };
   const definition = Object.freeze(

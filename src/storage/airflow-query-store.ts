@@ -60,9 +60,7 @@ export interface JobRunFilter {
  * (listed in time order; a key not listed sorts last). Ties: newer first.
  */
 export type JobRunOrder = { readonly descending: boolean } & (
-  | { readonly by: "createdAt" }
-  | { readonly by: "firstKey" }
-  | { readonly by: "keyRank"; readonly keys: readonly string[] }
+  { readonly by: "createdAt" } | { readonly by: "firstKey" } | { readonly by: "keyRank"; readonly keys: readonly string[] }
 );
 
 /** What a task instance shows beyond the RunStore's step record. */
@@ -88,7 +86,12 @@ export interface PartitionRunRow {
  */
 export interface AirflowQueryStore {
   /** Runs that have a step of any of these assets, in `order` (default: newest first), and how many there are in all. */
-  listRunsOfAssets(assetKeys: readonly string[], page: AirflowPage, filter?: JobRunFilter, order?: JobRunOrder): Promise<{ rows: JobRunRow[]; total: number }>;
+  listRunsOfAssets(
+    assetKeys: readonly string[],
+    page: AirflowPage,
+    filter?: JobRunFilter,
+    order?: JobRunOrder,
+  ): Promise<{ rows: JobRunRow[]; total: number }>;
   /** The outputs these steps stored (at most one per successful try). */
   stepOutputs(stepIds: readonly number[]): Promise<StepOutputRow[]>;
   /** Queue, executor, pool slots and last change of these steps. */

@@ -10,7 +10,14 @@ export interface BackfillSelection {
   readonly partitions?: readonly string[] | undefined;
   readonly allPartitions?: boolean | undefined;
   /** Keys or a range per dimension of a multi-partitioned asset (left out: all keys of that dimension). */
-  readonly dimensions?: readonly { readonly name: string; readonly keys?: readonly string[] | undefined; readonly from?: string | undefined; readonly to?: string | undefined }[] | undefined;
+  readonly dimensions?:
+    | readonly {
+        readonly name: string;
+        readonly keys?: readonly string[] | undefined;
+        readonly from?: string | undefined;
+        readonly to?: string | undefined;
+      }[]
+    | undefined;
   readonly includeUpstream: boolean;
   /** A backfill that re-runs the failed partitions of another names it here. */
   readonly retryOf?: string | undefined;

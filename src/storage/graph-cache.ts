@@ -43,7 +43,9 @@ export class GraphCache {
     let graph = this.#versions.get(version);
     if (graph) this.#versions.delete(version);
     else {
-      graph = this.store.getSnapshot(version).then((s) => (s ? AssetGraph.fromSnapshot(s.graph as unknown as DefinitionsSnapshot) : undefined));
+      graph = this.store
+        .getSnapshot(version)
+        .then((s) => (s ? AssetGraph.fromSnapshot(s.graph as unknown as DefinitionsSnapshot) : undefined));
       // A failed read is not remembered.
       graph.catch(() => this.#versions.delete(version));
     }
@@ -64,7 +66,11 @@ export class GraphCache {
     else if (version !== this.#cached.version) {
       const snapshot = await this.store.getSnapshot(version);
       if (snapshot) {
-        this.#cached = { version, graph: AssetGraph.fromSnapshot(snapshot.graph as unknown as DefinitionsSnapshot), loadedAt: snapshot.createdAt };
+        this.#cached = {
+          version,
+          graph: AssetGraph.fromSnapshot(snapshot.graph as unknown as DefinitionsSnapshot),
+          loadedAt: snapshot.createdAt,
+        };
       }
     }
     this.#checkedAt = checkedAt;

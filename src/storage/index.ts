@@ -14,7 +14,15 @@ export {
   type Unlisten,
 } from "./database-handle.js";
 export { PgliteDialect, type PgliteDialectConfig } from "./pglite-dialect.js";
-export { advertiseDataDirServer, liveLockHolder, lockDataDir, readLockHolder, LOCK_FILE_NAME, type DataDirLock, type LockHolder } from "./data-dir-lock.js";
+export {
+  advertiseDataDirServer,
+  liveLockHolder,
+  lockDataDir,
+  readLockHolder,
+  LOCK_FILE_NAME,
+  type DataDirLock,
+  type LockHolder,
+} from "./data-dir-lock.js";
 export { migrate, type MigrateOptions, type MigrateResult } from "./migrate.js";
 export { readMigrationFiles, migrationsHash, DEFAULT_MIGRATIONS_DIR, type MigrationFile } from "./migration-files.js";
 export { migrationStatus, type MigrationStatus } from "./migration-status.js";
@@ -41,7 +49,6 @@ export { removedAssetCompletion } from "./run-store.js";
 export type {
   RunStore,
   NewRun,
-
   ClaimedStep,
   ClaimOptions,
   StepStart,
@@ -63,7 +70,12 @@ export type {
 } from "./run-store.js";
 export { GraphCache, type CurrentGraph } from "./graph-cache.js";
 export { LocalDirOutputStore, INLINE_OUTPUT_LIMIT_BYTES, type OutputStore } from "./output-store.js";
-export { S3OutputStore, resolveS3OutputStoreSettings, type S3OutputStoreSettings, type ResolvedS3OutputStoreSettings } from "./s3-output-store.js";
+export {
+  S3OutputStore,
+  resolveS3OutputStoreSettings,
+  type S3OutputStoreSettings,
+  type ResolvedS3OutputStoreSettings,
+} from "./s3-output-store.js";
 export { PgEventStore, reportEventsIn } from "./pg-event-store.js";
 export { PgObservationStore, recordObservationsIn, recordObservationTimeoutsIn } from "./pg-observation-store.js";
 export type {
@@ -162,7 +174,14 @@ export type {
   ErasureRows,
 } from "./lineage-store.js";
 export { TRIGGER_STATUSES, MAX_TRIGGER_PAGE } from "./trigger-query-store.js";
-export type { TriggerQueryStore, TriggerView, TriggerFilter, ListTriggersOptions, TriggerPage, TriggerCounts } from "./trigger-query-store.js";
+export type {
+  TriggerQueryStore,
+  TriggerView,
+  TriggerFilter,
+  ListTriggersOptions,
+  TriggerPage,
+  TriggerCounts,
+} from "./trigger-query-store.js";
 // One step try's state, read by log followers.
 export { PgStepTryStateStore } from "./pg-step-try-state-store.js";
 export type { StepTryState, StepTryStateStore } from "./step-try-state-store.js";
@@ -180,7 +199,17 @@ export type {
 // Airflow-compatible REST API reads (REST /api/v1).
 export { PgAirflowQueryStore } from "./pg-airflow-query-store.js";
 export { MAX_AIRFLOW_PAGE } from "./airflow-query-store.js";
-export type { AirflowQueryStore, JobRunRow, AirflowPage, StepOutputRow, JobRunFilter, JobRunOrder, InstantRange, StepAttributesRow, PartitionRunRow } from "./airflow-query-store.js";
+export type {
+  AirflowQueryStore,
+  JobRunRow,
+  AirflowPage,
+  StepOutputRow,
+  JobRunFilter,
+  JobRunOrder,
+  InstantRange,
+  StepAttributesRow,
+  PartitionRunRow,
+} from "./airflow-query-store.js";
 // Materialisation history and run pages.
 export { PgMaterializationQueryStore } from "./pg-materialization-query-store.js";
 export { MAX_READ_PAGE, MATERIALIZATION_KINDS } from "./materialization-query-store.js";

@@ -25,20 +25,16 @@ export async function readMigrationFiles(dir: string = DEFAULT_MIGRATIONS_DIR): 
   for (const fileName of names) {
     const match = FILE_NAME.exec(fileName);
     if (!match) {
-      throw new StorageError(
-        "MIGRATION_FILE_INVALID",
-        `migration file ${join(dir, fileName)} must be named NNNN_lower_snake_name.sql`,
-        { location: { file: join(dir, fileName) } },
-      );
+      throw new StorageError("MIGRATION_FILE_INVALID", `migration file ${join(dir, fileName)} must be named NNNN_lower_snake_name.sql`, {
+        location: { file: join(dir, fileName) },
+      });
     }
     const version = Number(match[1]);
     const previous = files.at(-1);
     if (previous?.version === version) {
-      throw new StorageError(
-        "MIGRATION_FILE_INVALID",
-        `migrations ${previous.name}.sql and ${fileName} share version ${version}`,
-        { location: { file: join(dir, fileName) } },
-      );
+      throw new StorageError("MIGRATION_FILE_INVALID", `migrations ${previous.name}.sql and ${fileName} share version ${version}`, {
+        location: { file: join(dir, fileName) },
+      });
     }
     const sql = (await readFile(join(dir, fileName), "utf8")).replaceAll("\r\n", "\n");
     files.push({ version, name: fileName.slice(0, -".sql".length), sql, checksum: sha256(sql) });

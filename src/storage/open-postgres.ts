@@ -21,9 +21,7 @@ export interface PostgresHandle extends DatabaseHandle {
  * keepalive notices dead peers; LISTEN has its own reconnecting connection.
  */
 export async function openPostgres(config: PostgresConfig): Promise<PostgresHandle> {
-  const onError =
-    config.onConnectionError ??
-    ((error: Error) => console.warn(`tributary: postgres connection error: ${error.message}`));
+  const onError = config.onConnectionError ?? ((error: Error) => console.warn(`tributary: postgres connection error: ${error.message}`));
   const clientConfig: pg.ClientConfig = {
     connectionString: config.url,
     application_name: config.applicationName ?? "tributary",

@@ -50,7 +50,9 @@ export class LocalDirOutputStore implements OutputStore {
           { cause },
         );
       }
-      throw new StorageError("OUTPUT_STORE_FAILED", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, { cause });
+      throw new StorageError("OUTPUT_STORE_FAILED", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, {
+        cause,
+      });
     }
   }
 

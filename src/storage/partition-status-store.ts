@@ -134,7 +134,15 @@ export interface RecordedStatusRead {
 }
 
 /** Step states of a step that has not finished: its partition is being materialised. */
-export const UNFINISHED_STEP_STATES = ["pending", "scheduled", "queued", "running", "up_for_retry", "up_for_reschedule", "deferred"] as const;
+export const UNFINISHED_STEP_STATES = [
+  "pending",
+  "scheduled",
+  "queued",
+  "running",
+  "up_for_retry",
+  "up_for_reschedule",
+  "deferred",
+] as const;
 
 /** Stale upstream partitions listed per partition in staleReasons. */
 export const MAX_STALE_REASONS = 10;

@@ -35,7 +35,5 @@ export async function createDatabase(adminUrl: string, name: string, options: { 
 
 /** DROP DATABASE IF EXISTS, disconnecting its sessions first. */
 export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
-  await withAdminClient(adminUrl, (client) =>
-    client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`),
-  );
+  await withAdminClient(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
 }

@@ -72,7 +72,9 @@ export class PgAirflowQueryStore implements AirflowQueryStore {
       select p.asset_key as "assetKey", p.partition_key as "partitionKey", s.run_id as "runId"
       from unnest(${partitions.map((p) => p.assetKey)}::text[], ${partitions.map((p) => p.partitionKey)}::text[]) as p(asset_key, partition_key)
       cross join lateral (
-        select run_id from steps where asset_key = p.asset_key and partition_key = p.partition_key order by id desc limit 1) s`.execute(this.#db);
+        select run_id from steps where asset_key = p.asset_key and partition_key = p.partition_key order by id desc limit 1) s`.execute(
+      this.#db,
+    );
     return rows.rows;
   }
 

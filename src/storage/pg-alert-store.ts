@@ -51,7 +51,11 @@ export class PgAlertStore implements AlertStore {
     const out = new Map<string, Date>();
     if (assetKeys.length === 0) return out;
     const byName = new Map(assetKeys.map((k) => [deadlineCursorName(k), k]));
-    const rows = await this.#db.selectFrom("cursors").select(["name", "value"]).where("name", "in", [...byName.keys()]).execute();
+    const rows = await this.#db
+      .selectFrom("cursors")
+      .select(["name", "value"])
+      .where("name", "in", [...byName.keys()])
+      .execute();
     for (const r of rows) {
       const until = (r.value as { until?: unknown }).until;
       const key = byName.get(r.name);
@@ -73,7 +77,9 @@ export class PgAlertStore implements AlertStore {
         deadline_ms: c.deadlineMs,
       })),
     );
-    const cursorRows = toJson([...cursors].map(([assetKey, until]) => ({ name: deadlineCursorName(assetKey), until: until.toISOString() })));
+    const cursorRows = toJson(
+      [...cursors].map(([assetKey, until]) => ({ name: deadlineCursorName(assetKey), until: until.toISOString() })),
+    );
     return this.#db.transaction().execute(async (trx) => {
       let created = 0;
       if (candidates.length > 0) {

@@ -49,7 +49,15 @@ export class PgAutomationStore implements AutomationStore {
   }
 
   async readEvents(after: EventCursor, limit: number): Promise<StreamEvent[]> {
-    const { rows } = await sql<{ id: string; tx_id: string; kind: string; asset_key: string; partition_key: string; run_id: string | null; check_passed: boolean | null }>`
+    const { rows } = await sql<{
+      id: string;
+      tx_id: string;
+      kind: string;
+      asset_key: string;
+      partition_key: string;
+      run_id: string | null;
+      check_passed: boolean | null;
+    }>`
       select id, tx_id::text as tx_id, kind, asset_key, partition_key, run_id,
              case when kind = 'check_result' then (metadata->>'passed')::boolean end as check_passed
       from events
@@ -198,7 +206,18 @@ export class PgAutomationStore implements AutomationStore {
     if (sets && sets.length === 0) return [];
     let q = this.#db
       .selectFrom("automation_evaluations")
-      .select(["id", "asset_key", "partition_subset", "decision", "condition", "reasons", "run_id", "snapshot_version", "tick", "evaluated_at"])
+      .select([
+        "id",
+        "asset_key",
+        "partition_subset",
+        "decision",
+        "condition",
+        "reasons",
+        "run_id",
+        "snapshot_version",
+        "tick",
+        "evaluated_at",
+      ])
       .orderBy("id", "desc")
       .limit(options.limit);
     if (options.assetKey !== undefined) q = q.where("asset_key", "=", options.assetKey);

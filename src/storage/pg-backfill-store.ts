@@ -89,7 +89,12 @@ export class PgBackfillStore implements BackfillStore {
   }
 
   async list(options: { limit?: number; status?: BackfillStatus } = {}): Promise<BackfillRecord[]> {
-    let q = this.#db.selectFrom("backfills").selectAll().orderBy("created_at", "desc").orderBy("id").limit(options.limit ?? 50);
+    let q = this.#db
+      .selectFrom("backfills")
+      .selectAll()
+      .orderBy("created_at", "desc")
+      .orderBy("id")
+      .limit(options.limit ?? 50);
     if (options.status) q = q.where("status", "=", options.status);
     return (await q.execute()).map(toRecord);
   }
@@ -120,9 +125,12 @@ export class PgBackfillStore implements BackfillStore {
       const record = await lockedOrThrow(trx, id);
       if (record.status === "canceling" || record.status === "canceled") return record;
       if (record.status === "completed" || record.status === "failed") {
-        throw new InputError(`backfill ${id} has already ${record.status === "completed" ? "completed" : "ended (failed)"}: there is nothing to cancel`, {
-          code: "BACKFILL_NOT_ACTIVE",
-        });
+        throw new InputError(
+          `backfill ${id} has already ${record.status === "completed" ? "completed" : "ended (failed)"}: there is nothing to cancel`,
+          {
+            code: "BACKFILL_NOT_ACTIVE",
+          },
+        );
       }
       const active = record.cursor.active.map((a) => a.runId);
       if (active.length > 0) await cancelRunsIn(trx, active, now);
@@ -205,7 +213,13 @@ class PgBackfillTransaction implements BackfillTransaction {
       .where("check_name", "is", null)
       .where("map_index", "<", 0)
       .execute();
-    return rows.map((r) => ({ runId: r.run_id, assetKey: r.asset_key, partitionKey: r.partition_key, state: r.state, skipReason: r.skip_reason }));
+    return rows.map((r) => ({
+      runId: r.run_id,
+      assetKey: r.asset_key,
+      partitionKey: r.partition_key,
+      state: r.state,
+      skipReason: r.skip_reason,
+    }));
   }
 
   async busyPartitions(partitions: readonly AssetPartitionRef[]): Promise<AssetPartitionRef[]> {
@@ -264,8 +278,11 @@ class PgBackfillTransaction implements BackfillTransaction {
 }
 
 async function lockedOrThrow(trx: Trx, id: string): Promise<BackfillRecord> {
-  const row = isUuid(id) ? await trx.selectFrom("backfills").selectAll().where("id", "=", id).forNoKeyUpdate().executeTakeFirst() : undefined;
-  if (!row) throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
+  const row = isUuid(id)
+    ? await trx.selectFrom("backfills").selectAll().where("id", "=", id).forNoKeyUpdate().executeTakeFirst()
+    : undefined;
+  if (!row)
+    throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
   return toRecord(row);
 }
 

@@ -39,7 +39,13 @@ export class PgCheckResultStore implements CheckResultStore {
     const asked = queries.map((q, i) => ({ ...q, ord: i + 1, afterId: q.after === undefined ? MAX_BIGINT : decode(q.after)[1]! }));
     const exact = (q: AskedPage) => q.checkName !== undefined && q.partitionKey !== undefined;
     const rows = (
-      await Promise.all([this.#pages(asked.filter(exact), EXACT_SCAN), this.#pages(asked.filter((q) => !exact(q)), OPEN_SCAN)])
+      await Promise.all([
+        this.#pages(asked.filter(exact), EXACT_SCAN),
+        this.#pages(
+          asked.filter((q) => !exact(q)),
+          OPEN_SCAN,
+        ),
+      ])
     ).flat();
     const byQuery = queries.map((): CheckResultView[] => []);
     for (const { ord, ...view } of rows) byQuery[ord - 1]!.push(view);
@@ -77,7 +83,11 @@ export class PgCheckResultStore implements CheckResultStore {
 function pageOf(rows: readonly CheckResultView[], first: number): ReadPage<CheckResultView> {
   const nodes = rows.slice(0, first);
   const last = nodes[nodes.length - 1];
-  return { nodes, endCursor: last === undefined ? null : Buffer.from(`k:${last.id}`).toString("base64url"), hasNextPage: rows.length > first };
+  return {
+    nodes,
+    endCursor: last === undefined ? null : Buffer.from(`k:${last.id}`).toString("base64url"),
+    hasNextPage: rows.length > first,
+  };
 }
 
 function checkFirst(first: number): void {
@@ -89,7 +99,9 @@ function checkFirst(first: number): void {
 function decode(cursor: string): RegExpExecArray {
   const match = RESULT_CURSOR.exec(Buffer.from(cursor, "base64url").toString());
   if (!match) {
-    throw new InputError(`after: "${cursor}" is not a check result cursor; pass the endCursor of the previous page`, { location: { field: "after" } });
+    throw new InputError(`after: "${cursor}" is not a check result cursor; pass the endCursor of the previous page`, {
+      location: { field: "after" },
+    });
   }
   return match;
 }

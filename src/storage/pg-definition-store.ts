@@ -56,31 +56,17 @@ export class PgDefinitionStore implements DefinitionStore {
   }
 
   async latestSnapshot(): Promise<DefinitionSnapshot | undefined> {
-    const row = await this.#db
-      .selectFrom("definition_snapshots")
-      .selectAll()
-      .orderBy("version", "desc")
-      .limit(1)
-      .executeTakeFirst();
+    const row = await this.#db.selectFrom("definition_snapshots").selectAll().orderBy("version", "desc").limit(1).executeTakeFirst();
     return row && toSnapshot(row);
   }
 
   async latestVersion(): Promise<number | undefined> {
-    const row = await this.#db
-      .selectFrom("definition_snapshots")
-      .select("version")
-      .orderBy("version", "desc")
-      .limit(1)
-      .executeTakeFirst();
+    const row = await this.#db.selectFrom("definition_snapshots").select("version").orderBy("version", "desc").limit(1).executeTakeFirst();
     return row?.version;
   }
 
   async getSnapshot(version: number): Promise<DefinitionSnapshot | undefined> {
-    const row = await this.#db
-      .selectFrom("definition_snapshots")
-      .selectAll()
-      .where("version", "=", version)
-      .executeTakeFirst();
+    const row = await this.#db.selectFrom("definition_snapshots").selectAll().where("version", "=", version).executeTakeFirst();
     return row && toSnapshot(row);
   }
 
@@ -132,12 +118,7 @@ export class PgDefinitionStore implements DefinitionStore {
   }
 
   async listFileErrors(): Promise<DefinitionFile[]> {
-    const rows = await this.#db
-      .selectFrom("definition_files")
-      .selectAll()
-      .where("status", "=", "error")
-      .orderBy("path")
-      .execute();
+    const rows = await this.#db.selectFrom("definition_files").selectAll().where("status", "=", "error").orderBy("path").execute();
     return rows.map(toFile);
   }
 

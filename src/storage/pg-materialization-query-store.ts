@@ -31,7 +31,10 @@ const PARTITION_SCAN = sql`
 /** All of an asset's events: newest first of each kind from the (asset_key, kind, id desc) index, then merged. */
 const ASSET_SCAN = sql`
   select * from (${sql.join(
-    MATERIALIZATION_KINDS.map((kind) => sql`(select * from events e where e.asset_key = q.asset_key and e.kind = ${kind} and e.id < q.after_id order by e.id desc limit q.lim)`),
+    MATERIALIZATION_KINDS.map(
+      (kind) =>
+        sql`(select * from events e where e.asset_key = q.asset_key and e.kind = ${kind} and e.id < q.after_id order by e.id desc limit q.lim)`,
+    ),
     sql` union all `,
   )}) e
   order by e.id desc limit q.lim`;
@@ -51,11 +54,21 @@ export class PgMaterializationQueryStore implements MaterializationQueryStore {
 
   async materializations(queries: readonly MaterializationQuery[]): Promise<ReadPage<MaterializationView>[]> {
     for (const q of queries) checkFirst(q.first);
-    const asked = queries.map((q, i) => ({ ...q, ord: i + 1, afterId: q.after === undefined ? MAX_BIGINT : decode(q.after, EVENT_CURSOR, "materialization")[1]! }));
+    const asked = queries.map((q, i) => ({
+      ...q,
+      ord: i + 1,
+      afterId: q.after === undefined ? MAX_BIGINT : decode(q.after, EVENT_CURSOR, "materialization")[1]!,
+    }));
     const rows = (
       await Promise.all([
-        this.#pages(asked.filter((q) => q.partitionKey !== undefined), PARTITION_SCAN),
-        this.#pages(asked.filter((q) => q.partitionKey === undefined), ASSET_SCAN),
+        this.#pages(
+          asked.filter((q) => q.partitionKey !== undefined),
+          PARTITION_SCAN,
+        ),
+        this.#pages(
+          asked.filter((q) => q.partitionKey === undefined),
+          ASSET_SCAN,
+        ),
       ])
     ).flat();
     const byQuery = queries.map((): MaterializationView[] => []);
@@ -148,7 +161,9 @@ function encode(cursor: string): string {
 function decode(cursor: string, shape: RegExp, what: string): RegExpExecArray {
   const match = shape.exec(Buffer.from(cursor, "base64url").toString());
   if (!match) {
-    throw new InputError(`after: "${cursor}" is not a ${what} cursor; pass the endCursor of the previous page`, { location: { field: "after" } });
+    throw new InputError(`after: "${cursor}" is not a ${what} cursor; pass the endCursor of the previous page`, {
+      location: { field: "after" },
+    });
   }
   return match;
 }

@@ -76,7 +76,14 @@ export class PgMetricsQueryStore implements MetricsQueryStore {
     // One statement, so the counts and the bounds see the same snapshot. The oldest waiting
     // trigger comes from a partial index (every waiting trigger is in it), the newest from the
     // primary key; the counts read a range of the primary key above what the caller has settled.
-    const { rows } = await sql<{ first_waiting: string | null; newest: string | null; kind: string | null; status: string; n: number; settled: number }>`
+    const { rows } = await sql<{
+      first_waiting: string | null;
+      newest: string | null;
+      kind: string | null;
+      status: string;
+      n: number;
+      settled: number;
+    }>`
       with b as (
         select (select min(id) from triggers where status = 'waiting') as first_waiting, (select max(id) from triggers) as newest
       )

@@ -70,7 +70,11 @@ export class PgOpenLineageStore implements OpenLineageStore {
     return {
       acquired: true,
       cursor: { txId: String(v.txId), id: Number(v.id), sent: Number(v.sent), done: v.done === true },
-      marks: (v.tries ?? []).map(([stepId, tryNumber, ended]) => ({ stepId: Number(stepId), tryNumber: Number(tryNumber), ended: ended === 1 })),
+      marks: (v.tries ?? []).map(([stepId, tryNumber, ended]) => ({
+        stepId: Number(stepId),
+        tryNumber: Number(tryNumber),
+        ended: ended === 1,
+      })),
     };
   }
 

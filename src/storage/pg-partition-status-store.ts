@@ -59,7 +59,9 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
     if (assets.length === 0) return out;
     const { rows } = await sql<{ asset_key: string; status: RecordedPartitionState; keys: string[] }>`
       with ${classified(assets)}
-      select asset_key, status, jsonb_agg(partition_key) as keys from classified where status <> 'missing' group by asset_key, status`.execute(this.#db);
+      select asset_key, status, jsonb_agg(partition_key) as keys from classified where status <> 'missing' group by asset_key, status`.execute(
+      this.#db,
+    );
     for (const r of rows) out.get(r.asset_key)?.set(r.status, r.keys);
     return out;
   }
@@ -90,7 +92,8 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
       }
       for (const a of known) {
         const { upstreamAssetKeys, fingerprint } = a.known!;
-        if (fingerprintOf(a.assetKey, upstreamAssetKeys, fps) === fingerprint) out.set(a.assetKey, { materializing: active.get(a.assetKey)! });
+        if (fingerprintOf(a.assetKey, upstreamAssetKeys, fps) === fingerprint)
+          out.set(a.assetKey, { materializing: active.get(a.assetKey)! });
         else stale.push(a);
       }
     }
@@ -98,7 +101,12 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
     if (unknown.length === 0) return out;
     // Keys by recorded status, the upstream assets their latest events read, the fingerprints of both and the
     // unfinished steps: one statement, so the fingerprint versions exactly the snapshot the keys come from.
-    const { rows } = await sql<{ kind: "keys" | "up" | "fp" | "active"; asset_key: string; v: string; keys: Record<StoredPartitionState, string[] | null> | null }>`
+    const { rows } = await sql<{
+      kind: "keys" | "up" | "fp" | "active";
+      asset_key: string;
+      v: string;
+      keys: Record<StoredPartitionState, string[] | null> | null;
+    }>`
       with ${recorded(unknown, { upstreams: true })}, ${activeSteps}, fpk as (
         select asset_key from t union select upstream_asset_key from ups
       )
@@ -130,8 +138,7 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
         for (const [status, list] of Object.entries(r.keys ?? {}) as [StoredPartitionState, string[] | null][]) {
           if (list) keys.get(r.asset_key)?.set(status, list);
         }
-      }
-      else if (r.kind === "up") ups.get(r.asset_key)?.push(r.v);
+      } else if (r.kind === "up") ups.get(r.asset_key)?.push(r.v);
       else if (r.kind === "fp") fps.set(r.asset_key, r.v);
       else active.get(r.asset_key)?.push(r.v);
     }
@@ -139,7 +146,10 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
       const upstreamAssetKeys = ups.get(a.assetKey)!.sort(compare);
       out.set(a.assetKey, {
         materializing: active.get(a.assetKey)!,
-        recorded: { version: { fingerprint: fingerprintOf(a.assetKey, upstreamAssetKeys, fps), upstreamAssetKeys }, keys: keys.get(a.assetKey)! },
+        recorded: {
+          version: { fingerprint: fingerprintOf(a.assetKey, upstreamAssetKeys, fps), upstreamAssetKeys },
+          keys: keys.get(a.assetKey)!,
+        },
       });
     }
     return out;

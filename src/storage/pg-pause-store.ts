@@ -45,7 +45,10 @@ export class PgPauseStore implements PauseStore {
     }
     for (const [i, k] of keys.entries()) {
       if (typeof k !== "string" || k === "") {
-        throw new InputError(`${verb}: assetKeys[${i}] must be a non-empty asset key`, { code: "INPUT_INVALID", location: { field: `assetKeys[${i}]` } });
+        throw new InputError(`${verb}: assetKeys[${i}] must be a non-empty asset key`, {
+          code: "INPUT_INVALID",
+          location: { field: `assetKeys[${i}]` },
+        });
       }
     }
     return this.#db.transaction().execute(async (trx) => {
@@ -59,11 +62,19 @@ export class PgPauseStore implements PauseStore {
       if (unknown.length > 0) {
         const all = await trx.selectFrom("assets").select("key").where("removed_at", "is", null).execute();
         const k = unknown[0]!;
-        const near = suggestKey(k, all.map((r) => r.key));
+        const near = suggestKey(
+          k,
+          all.map((r) => r.key),
+        );
         throw new GraphError(
           "GRAPH_UNKNOWN_ASSET",
           `${verb}: no asset has the key "${k}"${near ? `; did you mean "${near}"?` : ""}` +
-            (unknown.length > 1 ? ` (unknown too: ${unknown.slice(1).map((u) => `"${u}"`).join(", ")})` : ""),
+            (unknown.length > 1
+              ? ` (unknown too: ${unknown
+                  .slice(1)
+                  .map((u) => `"${u}"`)
+                  .join(", ")})`
+              : ""),
           { location: { assetKey: k } },
         );
       }
@@ -73,7 +84,9 @@ export class PgPauseStore implements PauseStore {
         const names = groups.rows.map((r) => r.group_name);
         throw new InputError(
           `${verb}: no asset is in the group "${group}"; ` +
-            (names.length > 0 ? `the groups are ${names.map((n) => `"${n}"`).join(", ")}` : "no asset has a group yet (are the definitions loaded?)"),
+            (names.length > 0
+              ? `the groups are ${names.map((n) => `"${n}"`).join(", ")}`
+              : "no asset has a group yet (are the definitions loaded?)"),
           { code: "GROUP_UNKNOWN", location: { field: "group" } },
         );
       }

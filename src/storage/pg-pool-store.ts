@@ -4,7 +4,15 @@ import { notifyIn } from "./database-handle.js";
 import { WAKE_CHANNEL } from "./runs/channels.js";
 import type { PoolRecord, PoolStore, SetPoolSlots } from "./pool-store.js";
 
-type PoolRow = { name: string; slots: number; occupied: number; queued: number; include_deferred: boolean; description: string; updated_at: Date };
+type PoolRow = {
+  name: string;
+  slots: number;
+  occupied: number;
+  queued: number;
+  include_deferred: boolean;
+  description: string;
+  updated_at: Date;
+};
 
 /** PoolStore on the pools table, counting scheduled steps per pool in one grouped query. */
 export class PgPoolStore implements PoolStore {

@@ -21,7 +21,9 @@ export class PgStepTryStateStore implements StepTryStateStore {
     return {
       runStatus: row.run_status,
       stepTryNumber: row.step_try,
-      ...(row.state === null ? {} : { attempt: { state: row.state, endedAt: row.ended_at === null ? null : new Date(row.ended_at), error: row.error ?? null } }),
+      ...(row.state === null
+        ? {}
+        : { attempt: { state: row.state, endedAt: row.ended_at === null ? null : new Date(row.ended_at), error: row.error ?? null } }),
     };
   }
 }

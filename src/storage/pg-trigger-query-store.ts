@@ -57,7 +57,9 @@ export class PgTriggerQueryStore implements TriggerQueryStore {
 
   async listTriggers(options: ListTriggersOptions): Promise<TriggerPage> {
     if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > MAX_TRIGGER_PAGE) {
-      throw new InputError(`limit: ${options.limit} must be a whole number from 1 to ${MAX_TRIGGER_PAGE}`, { location: { field: "limit" } });
+      throw new InputError(`limit: ${options.limit} must be a whole number from 1 to ${MAX_TRIGGER_PAGE}`, {
+        location: { field: "limit" },
+      });
     }
     const after = options.after === undefined ? undefined : parseCursor(options.after);
     const conditions = [
@@ -84,7 +86,10 @@ export class PgTriggerQueryStore implements TriggerQueryStore {
   async currentTriggersOfSteps(stepIds: readonly number[]): Promise<ReadonlyMap<number, TriggerView>> {
     if (stepIds.length === 0) return new Map();
     // steps.trigger_id, not triggers.step_id: a step deferred twice keeps its older triggers.
-    const rows = await this.#select([sql`t.id in (select trigger_id from steps where id = any(${[...new Set(stepIds)]}::bigint[]))`], sql``);
+    const rows = await this.#select(
+      [sql`t.id in (select trigger_id from steps where id = any(${[...new Set(stepIds)]}::bigint[]))`],
+      sql``,
+    );
     return new Map(rows.filter((r) => r.step_id !== null).map((r) => [Number(r.step_id), toView(r)]));
   }
 
@@ -132,7 +137,9 @@ function where(conditions: readonly RawBuilder<unknown>[]): RawBuilder<unknown> 
 function parseCursor(cursor: string): { group: number; id: string } {
   const m = CURSOR.exec(cursor);
   if (!m) {
-    throw new InputError(`after: "${cursor}" is not a trigger cursor; pass the endCursor of the previous page`, { location: { field: "after" } });
+    throw new InputError(`after: "${cursor}" is not a trigger cursor; pass the endCursor of the previous page`, {
+      location: { field: "after" },
+    });
   }
   return { group: Number(m[1]), id: m[2]! };
 }

@@ -366,7 +366,11 @@ function observationOf(t: Ending): { triggerId: number; assetKey: string; partit
  * deferred (its run was canceled meanwhile) leaves its trigger `canceled` and
  * nothing else changes.
  */
-async function fire(trx: Trx, fires: readonly Ending<{ checks: number; payload: JsonValue }>[], now: Date): Promise<{ canceled: number[]; scheduledSteps: number[] }> {
+async function fire(
+  trx: Trx,
+  fires: readonly Ending<{ checks: number; payload: JsonValue }>[],
+  now: Date,
+): Promise<{ canceled: number[]; scheduledSteps: number[] }> {
   if (fires.length === 0) return { canceled: [], scheduledSteps: [] };
   const stillDeferred = new Set((await lockDeferredSteps(trx, fires)).map((s) => s.id));
   const canceled = fires.filter((f) => f.stepId !== null && !stillDeferred.has(f.stepId)).map((f) => f.id);
@@ -384,9 +388,14 @@ async function fire(trx: Trx, fires: readonly Ending<{ checks: number; payload: 
     where t.id = x.id`.execute(trx);
   const observations = fires.filter((f) => f.stepId === null).map((f) => ({ ...observationOf(f), payload: f.payload }));
   if (observations.length > 0) await recordObservationsIn(trx, observations, now);
-  const links = fires.filter((f) => f.stepId !== null && stillDeferred.has(f.stepId)).map((f) => ({ step_id: f.stepId!, trigger_id: f.id }));
+  const links = fires
+    .filter((f) => f.stepId !== null && stillDeferred.has(f.stepId))
+    .map((f) => ({ step_id: f.stepId!, trigger_id: f.id }));
   if (links.length > 0) {
-    await releaseDeferredPoolSlotsIn(trx, links.map((l) => l.step_id));
+    await releaseDeferredPoolSlotsIn(
+      trx,
+      links.map((l) => l.step_id),
+    );
     await sql`
       update steps set state = 'scheduled', scheduled_at = ${now}, trigger_id = x.trigger_id, next_retry_at = null,
              updated_at = ${now}
@@ -402,7 +411,12 @@ async function fire(trx: Trx, fires: readonly Ending<{ checks: number; payload: 
  * template) end `failed`, and their deferred steps fail for good with the
  * error, which then names the step's asset and partition. Returns the failed steps.
  */
-async function fail(trx: Trx, decisions: RunDecisions, failures: readonly Ending<{ checks: number; error: SerializedError }>[], now: Date): Promise<number[]> {
+async function fail(
+  trx: Trx,
+  decisions: RunDecisions,
+  failures: readonly Ending<{ checks: number; error: SerializedError }>[],
+  now: Date,
+): Promise<number[]> {
   if (failures.length === 0) return [];
   const updates = failures.map((f) => ({ id: f.id, checks: f.checks, error: f.error, last_result: { error: f.error.message } }));
   await sql`
@@ -440,9 +454,7 @@ async function lockDeferredSteps(trx: Trx, triggers: readonly Ending[]): Promise
   return rows.map((r) => ({ id: Number(r.id), tryNumber: r.try_number, assetKey: r.asset_key, partitionKey: r.partition_key }));
 }
 
-type DeferredEnd =
-  | { outcome: "failed"; error: SerializedError; retryable: false }
-  | { outcome: "skipped"; reason: string };
+type DeferredEnd = { outcome: "failed"; error: SerializedError; retryable: false } | { outcome: "skipped"; reason: string };
 
 /**
  * Ends the still-deferred steps of these triggers through the same completion

@@ -49,7 +49,11 @@ export interface TryTokenStore {
   /** Moves the expiry of an active try's token to `now + ttlMs` (sliding expiry on heartbeats); returns it, or undefined. */
   extend(stepId: number, tryNumber: number, now: Date, ttlMs?: number): Promise<Date | undefined>;
   /** extend for a batch, in one statement: the new expiry of each try extended, by `${stepId}:${tryNumber}` (others are left out). */
-  extendMany(tries: readonly { readonly stepId: number; readonly tryNumber: number }[], now: Date, ttlMs?: number): Promise<Map<string, Date>>;
+  extendMany(
+    tries: readonly { readonly stepId: number; readonly tryNumber: number }[],
+    now: Date,
+    ttlMs?: number,
+  ): Promise<Map<string, Date>>;
 }
 
 export interface IssuedTryToken {
@@ -83,7 +87,11 @@ export class PgTryTokenStore implements TryTokenStore {
     this.#ttlMs = options.ttlMs ?? DEFAULT_TRY_TOKEN_TTL_MS;
   }
 
-  async issue(tries: readonly { readonly stepId: number; readonly tryNumber: number }[], now: Date, ttlMs = this.#ttlMs): Promise<IssuedTryToken[]> {
+  async issue(
+    tries: readonly { readonly stepId: number; readonly tryNumber: number }[],
+    now: Date,
+    ttlMs = this.#ttlMs,
+  ): Promise<IssuedTryToken[]> {
     if (tries.length === 0) return [];
     const expiresAt = new Date(now.getTime() + ttlMs);
     const minted = tries.map((t) => ({ ...t, token: `tt_${randomBytes(32).toString("base64url")}` }));

@@ -149,4 +149,3 @@ class PgliteDriver implements Driver {
     if (this.#destroyed) throw new StorageError("DATABASE_CLOSED", "the PGlite database has been closed");
   }
 }
-

@@ -90,7 +90,13 @@ export interface ClearedMappedStep {
   readonly run: RunSummary;
   readonly stepId: number;
   /** Every step set to run again, the mapped step first. */
-  readonly cleared: readonly { readonly stepId: number; readonly assetKey: string; readonly partitionKey: string; readonly mapIndex: number; readonly checkName: string | null }[];
+  readonly cleared: readonly {
+    readonly stepId: number;
+    readonly assetKey: string;
+    readonly partitionKey: string;
+    readonly mapIndex: number;
+    readonly checkName: string | null;
+  }[];
 }
 
 /** Where a step's output lives: inline JSON text in the database, or a reference into object storage. */

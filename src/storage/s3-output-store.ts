@@ -51,7 +51,10 @@ const settingsSchema = z
     bucket: z
       .string({ error: "the bucket name is required" })
       .min(1, "the bucket name is required")
-      .regex(BUCKET_NAME, "must be a bucket name: 3 to 63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit"),
+      .regex(
+        BUCKET_NAME,
+        "must be a bucket name: 3 to 63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit",
+      ),
     prefix: z
       .string()
       .refine((p) => !p.startsWith("/"), 'must not start with "/" (S3 keys have no leading slash); e.g. "tributary/"')
@@ -81,9 +84,13 @@ export function resolveS3OutputStoreSettings(settings: S3OutputStoreSettings): R
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.map(String).join(".") || "(settings)";
-    throw new StorageError("OUTPUT_STORE_SETTING_INVALID", `S3 output store setting "${field}": ${issue?.message ?? parsed.error.message}`, {
-      location: { field },
-    });
+    throw new StorageError(
+      "OUTPUT_STORE_SETTING_INVALID",
+      `S3 output store setting "${field}": ${issue?.message ?? parsed.error.message}`,
+      {
+        location: { field },
+      },
+    );
   }
   const s = parsed.data;
   return {
@@ -137,7 +144,8 @@ export class S3OutputStore implements OutputStore {
   }
 
   async put(key: string, body: string): Promise<string> {
-    if (key === "") throw new StorageError("OUTPUT_KEY_INVALID", `output key is empty; ${this.description} needs a key to store an output under`);
+    if (key === "")
+      throw new StorageError("OUTPUT_KEY_INVALID", `output key is empty; ${this.description} needs a key to store an output under`);
     const objectKey = `${this.settings.prefix}${key}`;
     try {
       await this.client.send(
@@ -220,8 +228,12 @@ export class S3OutputStore implements OutputStore {
         { cause },
       );
     }
-    return new StorageError("OUTPUT_STORE_FAILED", `cannot ${op} output ${ref}: ${this.server} answered ${status} for ${object} (${detail})`, {
-      cause,
-    });
+    return new StorageError(
+      "OUTPUT_STORE_FAILED",
+      `cannot ${op} output ${ref}: ${this.server} answered ${status} for ${object} (${detail})`,
+      {
+        cause,
+      },
+    );
   }
 }

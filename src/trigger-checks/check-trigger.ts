@@ -69,7 +69,12 @@ export async function checkTrigger(spec: TriggerSpec, context: CheckTriggerConte
       options.timeoutMs,
     );
     onOuterAbort = () =>
-      stop(new TriggerError("TRIGGER_CHECK_ABORTED", `check of trigger ${spec.kind} was aborted: ${String(outer?.reason)}`, { location, cause: outer?.reason }));
+      stop(
+        new TriggerError("TRIGGER_CHECK_ABORTED", `check of trigger ${spec.kind} was aborted: ${String(outer?.reason)}`, {
+          location,
+          cause: outer?.reason,
+        }),
+      );
     if (outer?.aborted) onOuterAbort();
     else outer?.addEventListener("abort", onOuterAbort, { once: true });
   });

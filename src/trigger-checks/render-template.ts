@@ -61,7 +61,8 @@ function fieldValue(name: string, template: string, partition: TriggerPartition 
   }
   const value = valueOf(name as TemplateField, partition);
   if (value === undefined) {
-    const has = partition === undefined ? "the asset is not partitioned" : partition.window ? "" : `partition "${partition.key}" has no time window`;
+    const has =
+      partition === undefined ? "the asset is not partitioned" : partition.window ? "" : `partition "${partition.key}" has no time window`;
     throw new TriggerError(
       "TRIGGER_TEMPLATE_FIELD_MISSING",
       `${where} "${template}" uses {${name}}, but ${has}; remove {${name}} from the template or give the asset ${name === "partition" ? "partitions" : "time partitions"}`,

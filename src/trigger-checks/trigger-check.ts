@@ -20,9 +20,7 @@ export interface CheckContext {
   readonly now: Date;
 }
 
-export type CheckResult =
-  | { readonly fired: false; readonly detail?: string }
-  | { readonly fired: true; readonly payload: JsonValue };
+export type CheckResult = { readonly fired: false; readonly detail?: string } | { readonly fired: true; readonly payload: JsonValue };
 
 /**
  * One trigger kind: how its arguments look and how to check it. A check reads

@@ -15,6 +15,5 @@ export class TriggerError extends TributaryError {
   }
 }
 
-
 /** Errors no later check can cure (how the wait is written): the trigger fails, and with it its step. */
 export { PERMANENT_TRIGGER_ERRORS } from "../sdk/index.js";

@@ -73,13 +73,14 @@ async function loadKinds(): Promise<{ registry: Record<string, TriggerCheck<neve
   return { registry, errors };
 }
 
-
 const { registry, errors } = await loadKinds();
 const running = new Map<number, AbortController>();
 
 // A throw from a check's timer or an unawaited rejection: the check that caused
 // it times out in the triggerer; the other checks carry on.
-process.on("uncaughtException", (err) => process.stderr.write(`tributary trigger kinds: uncaught exception: ${(err as Error)?.stack ?? String(err)}\n`));
+process.on("uncaughtException", (err) =>
+  process.stderr.write(`tributary trigger kinds: uncaught exception: ${(err as Error)?.stack ?? String(err)}\n`),
+);
 process.on("unhandledRejection", (reason) =>
   process.stderr.write(`tributary trigger kinds: unhandled rejection: ${(reason as Error)?.stack ?? String(reason)}\n`),
 );

@@ -203,7 +203,12 @@ export class TriggerKindProcess {
         "TRIGGER_CHECK_FAILED",
         `the process running custom trigger kinds ${how} during the check; it is started again and the check is retried`,
       );
-      failStart(new TriggerError("TRIGGER_KINDS_LOAD_FAILED", `the process importing the definitions for their trigger kinds ${how} before it was ready`));
+      failStart(
+        new TriggerError(
+          "TRIGGER_KINDS_LOAD_FAILED",
+          `the process importing the definitions for their trigger kinds ${how} before it was ready`,
+        ),
+      );
       for (const p of pending.values()) p.reject(error);
       pending.clear();
     });

@@ -4,7 +4,6 @@ import { serializeError } from "../errors/index.js";
 import { TRIGGERS_CHANNEL, triggerBackoffMs, type ClaimedTrigger, type TriggerCheckResult, type TriggerStore } from "../storage/index.js";
 import { checkTrigger, PERMANENT_TRIGGER_ERRORS, TriggerError, type CheckResult, type TriggerRegistry } from "../trigger-checks/index.js";
 
-
 export interface TriggererOptions {
   readonly store: TriggerStore;
   /** Every kind this triggerer can check: builtInTriggers() plus custom kinds; a function is asked at each check (kinds may be reloaded). */
@@ -179,7 +178,15 @@ export class Triggerer {
       if (this.#stopped) return; // stop() releases them
       for (const trigger of claimed) {
         if (this.#held.has(trigger.id)) continue;
-        const h: Held = { trigger, failures: 0, unwritten: 0, writtenAt: 0, writtenDetail: undefined, timer: undefined, running: undefined };
+        const h: Held = {
+          trigger,
+          failures: 0,
+          unwritten: 0,
+          writtenAt: 0,
+          writtenDetail: undefined,
+          timer: undefined,
+          running: undefined,
+        };
         this.#held.set(trigger.id, h);
         this.#check(h);
       }
@@ -242,7 +249,12 @@ export class Triggerer {
       // every few seconds would otherwise cost as many row updates.
       const now = Date.now();
       if (h.failures > 0 || result.detail !== h.writtenDetail || now - h.writtenAt >= this.#o.waitingWriteMs) {
-        this.#record(h, { triggerId: id, outcome: "waiting", result: result.detail === undefined ? null : { detail: result.detail }, pollIntervalMs: h.trigger.pollIntervalMs });
+        this.#record(h, {
+          triggerId: id,
+          outcome: "waiting",
+          result: result.detail === undefined ? null : { detail: result.detail },
+          pollIntervalMs: h.trigger.pollIntervalMs,
+        });
         h.writtenAt = now;
         h.writtenDetail = result.detail;
       }
@@ -325,7 +337,9 @@ export class Triggerer {
 
   #renew(): void {
     if (this.#held.size === 0) return;
-    this.#o.store.renewLeases(this.owner, this.#o.clock(), this.#o.leaseMs).catch((err: unknown) => this.#o.onError(err, "renewing leases"));
+    this.#o.store
+      .renewLeases(this.owner, this.#o.clock(), this.#o.leaseMs)
+      .catch((err: unknown) => this.#o.onError(err, "renewing leases"));
   }
 
   /** Any triggerer may time out expired waits; those it held stop being checked. */

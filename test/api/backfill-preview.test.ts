@@ -39,7 +39,8 @@ describePostgres("GraphQL backfillPreview", () => {
   let server: ApiServer;
   let removeDefinitions: () => Promise<void>;
 
-  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> => graphqlAt<T>(server.port, query, variables);
+  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> =>
+    graphqlAt<T>(server.port, query, variables);
   const preview = async (input: Record<string, unknown>): Promise<Preview> => {
     const r = await gql<{ backfillPreview: Preview }>(PREVIEW, { input });
     expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
@@ -90,9 +91,15 @@ describePostgres("GraphQL backfillPreview", () => {
     });
     // Every partition, and an unpartitioned asset.
     expect(await preview({ assetKeys: ["pv/raw"], allPartitions: true })).toMatchObject({ partitions: 59, runs: 59 });
-    expect(await preview({ assetKeys: ["pv/lookup"] })).toMatchObject({ partitions: 1, runs: 1, perAsset: [{ assetKey: "pv/lookup", partitions: 1, firstKey: "", lastKey: "" }] });
+    expect(await preview({ assetKeys: ["pv/lookup"] })).toMatchObject({
+      partitions: 1,
+      runs: 1,
+      perAsset: [{ assetKey: "pv/lookup", partitions: 1, firstKey: "", lastKey: "" }],
+    });
 
-    const launched = await gql<{ launchBackfill: { id: string; requested: number; chunks: number; maxPartitionsPerRun: number } }>(LAUNCH, { input });
+    const launched = await gql<{ launchBackfill: { id: string; requested: number; chunks: number; maxPartitionsPerRun: number } }>(LAUNCH, {
+      input,
+    });
     expect(launched.errors, JSON.stringify(launched.errors)).toBeUndefined();
     expect(launched.data!.launchBackfill).toMatchObject({ requested: p.partitions, chunks: p.runs, maxPartitionsPerRun: 7 });
   });
@@ -100,7 +107,11 @@ describePostgres("GraphQL backfillPreview", () => {
   it("rejects what launchBackfill rejects, with the same codes and messages, and stores nothing", async () => {
     const before = await rowCounts();
     const cases: { input: Record<string, unknown>; code: string; message: RegExp }[] = [
-      { input: { assetKeys: ["pv/raw"], from: "2025-01-31", to: "2025-01-01" }, code: "PARTITION_RANGE_INVALID", message: /reversed partition range.*"2025-01-31" comes after "2025-01-01"/ },
+      {
+        input: { assetKeys: ["pv/raw"], from: "2025-01-31", to: "2025-01-01" },
+        code: "PARTITION_RANGE_INVALID",
+        message: /reversed partition range.*"2025-01-31" comes after "2025-01-01"/,
+      },
       { input: { assetKeys: ["pv/raw"], from: "2025-01-01", to: "not-a-day" }, code: "", message: /not-a-day/ },
       { input: { assetKeys: ["pv/raw"], from: "2024-12-01", to: "2025-01-05" }, code: "", message: /2024-12-01/ },
       { input: { assetKeys: ["pv/raw"], from: "2025-02-20", to: "2025-03-10" }, code: "", message: /2025-03-10/ },
@@ -123,7 +134,9 @@ describePostgres("GraphQL backfillPreview", () => {
       expect(same(l.errors![0]!.message)).toBe(same(p.errors![0]!.message));
     }
     // With includeUpstream the missing upstream partitions join the backfill instead.
-    expect(await preview({ assetKeys: ["pv/clean"], from: "2025-01-01", to: "2025-01-02", includeUpstream: true })).toMatchObject({ partitions: 4 });
+    expect(await preview({ assetKeys: ["pv/clean"], from: "2025-01-01", to: "2025-01-02", includeUpstream: true })).toMatchObject({
+      partitions: 4,
+    });
     expect(await rowCounts()).toEqual(before);
   });
 });

@@ -24,8 +24,11 @@ export const notEmpty = check(orders, { name: "not_empty", blocking: true, descr
 }));
 export const small = check(orders, { name: "small", severity: "warn" }, (_ctx, value) => ({ passed: value.rows < 100 }));
 export const plain = asset({ key: "ck/plain" }, async () => 1);
-${Array.from({ length: 10 }, (_, i) => `export const m${i} = asset({ key: "ck/m${i}" }, async () => ${i});
-export const m${i}Check = check(m${i}, { name: "positive" }, (_ctx, v) => ({ passed: v > 0 }));`).join("\n")}
+${Array.from(
+  { length: 10 },
+  (_, i) => `export const m${i} = asset({ key: "ck/m${i}" }, async () => ${i});
+export const m${i}Check = check(m${i}, { name: "positive" }, (_ctx, v) => ({ passed: v > 0 }));`,
+).join("\n")}
 `;
 
 type GraphQLResult<T> = { data?: T | null; errors?: { message: string; extensions?: { code?: string } }[] };
@@ -44,7 +47,13 @@ type Result = {
   materializationEventId: string;
   createdAt: string;
 };
-type Run = { id: string; status: string; origin: string; tags: Record<string, string>; steps: { checkName: string | null; partitionKey: string }[] };
+type Run = {
+  id: string;
+  status: string;
+  origin: string;
+  tags: Record<string, string>;
+  steps: { checkName: string | null; partitionKey: string }[];
+};
 const R_FIELDS = "id assetKey checkName partitionKey passed severity blocking metadata error runId stepId materializationEventId createdAt";
 const RUN_CHECKS = `mutation ($input: RunChecksInput!) { runChecks(input: $input) { id status origin tags steps { checkName partitionKey } } }`;
 
@@ -55,7 +64,8 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
   /** The run that materialised 2025-01-01..03 with its checks. */
   let firstRun: Run;
 
-  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> => graphqlAt<T>(dev.port, query, variables);
+  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> =>
+    graphqlAt<T>(dev.port, query, variables);
 
   async function data<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
     const result = await gql<T>(query, variables);
@@ -65,10 +75,14 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
 
   /** Polls the run until it ends. */
   function ended(id: string): Promise<string> {
-    return eventually(async () => {
-      const { run } = await data<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
-      return ["success", "failed", "canceled"].includes(run.status) ? run.status : undefined;
-    }, 60_000, () => `run ${id} to end\n${dev.output()}`);
+    return eventually(
+      async () => {
+        const { run } = await data<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
+        return ["success", "failed", "canceled"].includes(run.status) ? run.status : undefined;
+      },
+      60_000,
+      () => `run ${id} to end\n${dev.output()}`,
+    );
   }
 
   const runCount = async () => (await sql<{ n: number }>`select count(*)::int as n from runs`.execute(database.db)).rows[0]!.n;
@@ -77,9 +91,12 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
     defsDir = await mkdtemp(path.join(tmpdir(), "tributary-checks-defs-"));
     await writeFile(path.join(defsDir, "orders.ts"), DEFS);
     dev = await startDev({ databaseUrl: database.url, definitionsDir: defsDir, processes: 1 });
-    const launched = await data<{ launchRun: Run }>(`mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id status origin tags steps { checkName partitionKey } } }`, {
-      input: { assetKeys: ["ck/orders"], from: "2025-01-01", to: "2025-01-03" },
-    });
+    const launched = await data<{ launchRun: Run }>(
+      `mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id status origin tags steps { checkName partitionKey } } }`,
+      {
+        input: { assetKeys: ["ck/orders"], from: "2025-01-01", to: "2025-01-03" },
+      },
+    );
     firstRun = launched.launchRun;
     expect(await ended(firstRun.id)).toBe("failed"); // not_empty fails on the 3rd
   }, 180_000);
@@ -90,7 +107,20 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
   });
 
   it("lists an asset's checks with their latest result per partition (null when never run)", async () => {
-    const { asset } = await data<{ asset: { checks: { name: string; assetKey: string; blocking: boolean; severity: string; description: string | null; third: Result | null; ninth: Result | null; any: Result | null }[] } }>(
+    const { asset } = await data<{
+      asset: {
+        checks: {
+          name: string;
+          assetKey: string;
+          blocking: boolean;
+          severity: string;
+          description: string | null;
+          third: Result | null;
+          ninth: Result | null;
+          any: Result | null;
+        }[];
+      };
+    }>(
       `{ asset(key: "ck/orders") { checks { name assetKey blocking severity description
           third: latestResult(partition: "2025-01-03") { ${R_FIELDS} }
           ninth: latestResult(partition: "2025-01-09") { id }
@@ -123,13 +153,17 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
 
     const plain = await data<{ asset: { checks: unknown[] } }>(`{ asset(key: "ck/plain") { checks { name } } }`);
     expect(plain.asset.checks).toEqual([]);
-    const never = await data<{ asset: { checks: { latestResult: unknown }[] } }>(`{ asset(key: "ck/m1") { checks { latestResult { id } } } }`);
+    const never = await data<{ asset: { checks: { latestResult: unknown }[] } }>(
+      `{ asset(key: "ck/m1") { checks { latestResult { id } } } }`,
+    );
     expect(never.asset.checks).toEqual([{ latestResult: null }]);
   });
 
   it("pages check results newest first, filtered by check and partition; a run lists its own", async () => {
     type Page = { nodes: Result[]; endCursor: string | null; hasNextPage: boolean };
-    const all = await data<{ asset: { checkResults: Page } }>(`{ asset(key: "ck/orders") { checkResults { nodes { ${R_FIELDS} } hasNextPage } } }`);
+    const all = await data<{ asset: { checkResults: Page } }>(
+      `{ asset(key: "ck/orders") { checkResults { nodes { ${R_FIELDS} } hasNextPage } } }`,
+    );
     expect(all.asset.checkResults.nodes).toHaveLength(6);
     const ids = all.asset.checkResults.nodes.map((n) => Number(n.id));
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
@@ -137,18 +171,30 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
     const pages: Result[] = [];
     let after: string | null = null;
     do {
-      const page: { asset: { checkResults: Page } } = await data(`query ($after: String) { asset(key: "ck/orders") { checkResults(first: 4, after: $after) { nodes { id } endCursor hasNextPage } } }`, { after });
+      const page: { asset: { checkResults: Page } } = await data(
+        `query ($after: String) { asset(key: "ck/orders") { checkResults(first: 4, after: $after) { nodes { id } endCursor hasNextPage } } }`,
+        { after },
+      );
       pages.push(...page.asset.checkResults.nodes);
       after = page.asset.checkResults.hasNextPage ? page.asset.checkResults.endCursor : null;
     } while (after);
     expect(pages.map((n) => Number(n.id))).toEqual(ids);
 
-    const one = await data<{ asset: { checkResults: Page } }>(`{ asset(key: "ck/orders") { checkResults(check: "not_empty", partition: "2025-01-02") { nodes { checkName partitionKey passed metadata } } } }`);
-    expect(one.asset.checkResults.nodes).toEqual([{ checkName: "not_empty", partitionKey: "2025-01-02", passed: true, metadata: { rows: 10 } }]);
-    const byCheck = await data<{ asset: { checkResults: Page } }>(`{ asset(key: "ck/orders") { checkResults(check: "small") { nodes { checkName } } } }`);
+    const one = await data<{ asset: { checkResults: Page } }>(
+      `{ asset(key: "ck/orders") { checkResults(check: "not_empty", partition: "2025-01-02") { nodes { checkName partitionKey passed metadata } } } }`,
+    );
+    expect(one.asset.checkResults.nodes).toEqual([
+      { checkName: "not_empty", partitionKey: "2025-01-02", passed: true, metadata: { rows: 10 } },
+    ]);
+    const byCheck = await data<{ asset: { checkResults: Page } }>(
+      `{ asset(key: "ck/orders") { checkResults(check: "small") { nodes { checkName } } } }`,
+    );
     expect(byCheck.asset.checkResults.nodes.map((n) => n.checkName)).toEqual(["small", "small", "small"]);
 
-    const { run } = await data<{ run: { checkResults: Result[] } }>(`query ($id: String!) { run(id: $id) { checkResults { checkName partitionKey passed } } }`, { id: firstRun.id });
+    const { run } = await data<{ run: { checkResults: Result[] } }>(
+      `query ($id: String!) { run(id: $id) { checkResults { checkName partitionKey passed } } }`,
+      { id: firstRun.id },
+    );
     expect(run.checkResults).toHaveLength(6);
     expect(run.checkResults.filter((r) => !r.passed)).toEqual([{ checkName: "not_empty", partitionKey: "2025-01-03", passed: false }]);
 
@@ -161,14 +207,19 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
       [`{ asset(key: "ck/m1") { checks { latestResult(partition: "x") { id } } } }`, "PARTITION_UNEXPECTED"],
     ] as const) {
       const result = await gql(query);
-      if (code === undefined) expect(result.errors).toBeUndefined(); // no checks: nothing to resolve
+      if (code === undefined)
+        expect(result.errors).toBeUndefined(); // no checks: nothing to resolve
       else expect(result.errors?.[0]?.extensions?.code, JSON.stringify(result)).toBe(code);
     }
   });
 
   it("runChecks runs only check steps on the latest materialisation and records new results", async () => {
-    const before = await data<{ asset: { checkResults: { nodes: Result[] } } }>(`{ asset(key: "ck/orders") { checkResults(first: 100) { nodes { ${R_FIELDS} } } } }`);
-    const { runChecks } = await data<{ runChecks: Run }>(RUN_CHECKS, { input: { assetKey: "ck/orders", partitions: ["2025-01-01", "2025-01-03"], checks: ["not_empty"] } });
+    const before = await data<{ asset: { checkResults: { nodes: Result[] } } }>(
+      `{ asset(key: "ck/orders") { checkResults(first: 100) { nodes { ${R_FIELDS} } } } }`,
+    );
+    const { runChecks } = await data<{ runChecks: Run }>(RUN_CHECKS, {
+      input: { assetKey: "ck/orders", partitions: ["2025-01-01", "2025-01-03"], checks: ["not_empty"] },
+    });
     expect(runChecks).toMatchObject({ origin: "manual", tags: { checks: "ck/orders" } });
     expect(runChecks.steps.map((s) => [s.checkName, s.partitionKey]).sort()).toEqual([
       ["not_empty", "2025-01-01"],
@@ -176,7 +227,10 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
     ]);
     expect(await ended(runChecks.id)).toBe("failed"); // the blocking check still fails on the 3rd
 
-    const { run } = await data<{ run: { checkResults: Result[] } }>(`query ($id: String!) { run(id: $id) { checkResults { ${R_FIELDS} } } }`, { id: runChecks.id });
+    const { run } = await data<{ run: { checkResults: Result[] } }>(
+      `query ($id: String!) { run(id: $id) { checkResults { ${R_FIELDS} } } }`,
+      { id: runChecks.id },
+    );
     expect(run.checkResults.map((r) => [r.checkName, r.partitionKey, r.passed]).sort()).toEqual([
       ["not_empty", "2025-01-01", true],
       ["not_empty", "2025-01-03", false],
@@ -197,19 +251,35 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
 
     // Without checks: all of them; an unpartitioned asset takes no partitions.
     await data(`mutation { launchRun(input: { assetKeys: ["ck/m2"] }) { id } }`);
-    await eventually(async () => ((await sql<{ n: number }>`select count(*)::int as n from check_results where asset_key = 'ck/m2'`.execute(database.db)).rows[0]!.n > 0 ? true : undefined));
+    await eventually(async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from check_results where asset_key = 'ck/m2'`.execute(database.db)).rows[0]!.n > 0
+        ? true
+        : undefined,
+    );
     const unpartitioned = await data<{ runChecks: Run }>(RUN_CHECKS, { input: { assetKey: "ck/m2" } });
     expect(unpartitioned.runChecks.steps).toEqual([{ checkName: "positive", partitionKey: "" }]);
     expect(await ended(unpartitioned.runChecks.id)).toBe("success");
   }, 120_000);
 
   it.each([
-    [{ assetKey: "ck/order", partitions: ["2025-01-01"] }, "GRAPH_UNKNOWN_ASSET", /no asset has the key "ck\/order"; did you mean "ck\/orders"\?/],
+    [
+      { assetKey: "ck/order", partitions: ["2025-01-01"] },
+      "GRAPH_UNKNOWN_ASSET",
+      /no asset has the key "ck\/order"; did you mean "ck\/orders"\?/,
+    ],
     [{ assetKey: "ck/plain" }, "CHECKS_NONE", /asset "ck\/plain" has no checks/],
-    [{ assetKey: "ck/orders", partitions: ["2025-01-01"], checks: ["not_empty", "nope"] }, "CHECK_UNKNOWN", /asset "ck\/orders" has no check "nope"; its checks are "not_empty", "small"/],
+    [
+      { assetKey: "ck/orders", partitions: ["2025-01-01"], checks: ["not_empty", "nope"] },
+      "CHECK_UNKNOWN",
+      /asset "ck\/orders" has no check "nope"; its checks are "not_empty", "small"/,
+    ],
     [{ assetKey: "ck/orders" }, "CHECK_PARTITION_REQUIRED", /asset "ck\/orders" is partitioned: name the partitions to check/],
     [{ assetKey: "ck/orders", partitions: [] }, "CHECK_PARTITION_REQUIRED", /asset "ck\/orders"/],
-    [{ assetKey: "ck/orders", partitions: ["2025-01-01", "2025-13-01"] }, "CHECK_PARTITION_INVALID", /asset "ck\/orders": "2025-13-01" is not a partition of daily/],
+    [
+      { assetKey: "ck/orders", partitions: ["2025-01-01", "2025-13-01"] },
+      "CHECK_PARTITION_INVALID",
+      /asset "ck\/orders": "2025-13-01" is not a partition of daily/,
+    ],
     [{ assetKey: "ck/orders", partitions: ["2026-01-01"] }, "CHECK_PARTITION_INVALID", /after the last partition "2025-01-10"/],
     [{ assetKey: "ck/m1", partitions: ["2025-01-01"] }, "CHECK_PARTITION_UNEXPECTED", /asset "ck\/m1" is not partitioned/],
     [
@@ -236,8 +306,14 @@ describePostgres("GraphQL: asset checks, their results and runChecks", () => {
     const count = async (search: string) => {
       counted.reset();
       const query = `{ assets(search: "${search}") { key checks { name latestResult { passed } } checkResults(first: 2) { nodes { id } } } }`;
-      const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) });
-      const body = (await res.json()) as GraphQLResult<{ assets: { key: string; checks: { name: string; latestResult: { passed: boolean } | null }[] }[] }>;
+      const res = await app.request("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query }),
+      });
+      const body = (await res.json()) as GraphQLResult<{
+        assets: { key: string; checks: { name: string; latestResult: { passed: boolean } | null }[] }[];
+      }>;
       expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
       return { assets: body.data!.assets, statements: counted.statements };
     };

@@ -24,11 +24,24 @@ describePostgres("definitions status from the stored snapshot", () => {
       observability: observabilityOn(database.db),
     });
     const status = async () => {
-      const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ definitionsStatus { state loadedAt version message } }" }) });
-      return ((await res.json()) as { data: { definitionsStatus: { state: string; loadedAt: string | null; version: number | null; message: string | null } } }).data.definitionsStatus;
+      const res = await app.request("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ definitionsStatus { state loadedAt version message } }" }),
+      });
+      return (
+        (await res.json()) as {
+          data: { definitionsStatus: { state: string; loadedAt: string | null; version: number | null; message: string | null } };
+        }
+      ).data.definitionsStatus;
     };
 
-    expect(await status()).toEqual({ state: "LOADING", loadedAt: null, version: null, message: expect.stringContaining("no definitions are stored") });
+    expect(await status()).toEqual({
+      state: "LOADING",
+      loadedAt: null,
+      version: null,
+      message: expect.stringContaining("no definitions are stored"),
+    });
     const notReady = await app.request("/readyz");
     expect(notReady.status).toBe(503);
     expect(((await notReady.json()) as { problems: { code: string }[] }).problems.map((p) => p.code)).toEqual(["DEFINITIONS_LOADING"]);
@@ -48,6 +61,9 @@ describePostgres("definitions status from the stored snapshot", () => {
     expect(await catalog.status()).toMatchObject({ state: "LOADING", version: null });
     fail(new Error("the definitions directory is gone"));
     await catalog.current();
-    expect(await catalog.status()).toMatchObject({ state: "FAILED", message: expect.stringContaining("the definitions directory is gone") });
+    expect(await catalog.status()).toMatchObject({
+      state: "FAILED",
+      message: expect.stringContaining("the definitions directory is gone"),
+    });
   });
 });

@@ -91,7 +91,8 @@ describePostgres("execution API (/execution/v1)", () => {
     return { runId, dispatch: dispatch! };
   }
 
-  const tryUrl = (d: { stepId: number; tryNumber: number }, route: string) => `${base}/execution/v1/tries/${d.stepId}/${d.tryNumber}/${route}`;
+  const tryUrl = (d: { stepId: number; tryNumber: number }, route: string) =>
+    `${base}/execution/v1/tries/${d.stepId}/${d.tryNumber}/${route}`;
 
   async function post(url: string, token: string | undefined, body: unknown, contentType = "application/json") {
     const res = await fetch(url, {
@@ -106,12 +107,21 @@ describePostgres("execution API (/execution/v1)", () => {
   async function rows(stepId: number) {
     const step = await sql<{ state: string; try_number: number; heartbeat_at: Date | null; worker_id: string | null }>`
       select state, try_number, heartbeat_at, worker_id from steps where id = ${stepId}`.execute(h.db);
-    const tries = await sql<{ try_number: number; state: string; ended_at: Date | null; log_ref: string | null; token_expires_at: Date | null }>`
-      select try_number, state, ended_at, log_ref, token_expires_at from step_tries where step_id = ${stepId} order by try_number`.execute(h.db);
+    const tries = await sql<{
+      try_number: number;
+      state: string;
+      ended_at: Date | null;
+      log_ref: string | null;
+      token_expires_at: Date | null;
+    }>`
+      select try_number, state, ended_at, log_ref, token_expires_at from step_tries where step_id = ${stepId} order by try_number`.execute(
+      h.db,
+    );
     return { step: step.rows[0]!, tries: tries.rows };
   }
 
-  const serverLogOf = (d: { runId: string; stepId: number; tryNumber: number }) => path.join(serverLogs, d.runId, `${d.stepId}-${d.tryNumber}.log`);
+  const serverLogOf = (d: { runId: string; stepId: number; tryNumber: number }) =>
+    path.join(serverLogs, d.runId, `${d.stepId}-${d.tryNumber}.log`);
 
   const finishBody = (outcome: unknown) => ({
     outcome,
@@ -188,7 +198,12 @@ describePostgres("execution API (/execution/v1)", () => {
   it("the per-try start and heartbeat routes still move the token's expiry", async () => {
     const { dispatch } = await launchAndClaim("x/solo", 60_000);
     const before = (await rows(dispatch.stepId)).tries[0]!.token_expires_at!;
-    const started = await post(tryUrl(dispatch, "start"), dispatch.token, { workerId: "w", hostname: "h", pid: 1, startedAt: new Date().toISOString() });
+    const started = await post(tryUrl(dispatch, "start"), dispatch.token, {
+      workerId: "w",
+      hostname: "h",
+      pid: 1,
+      startedAt: new Date().toISOString(),
+    });
     expect(started.status).toBe(200);
     expect(Date.parse(String(started.body.expiresAt))).toBeGreaterThan(before.getTime() + 5 * 60_000);
     const beat = await post(tryUrl(dispatch, "heartbeat"), dispatch.token, {});
@@ -203,7 +218,11 @@ describePostgres("execution API (/execution/v1)", () => {
     await client.loadInputs([dispatch]);
     await mkdir(path.dirname(dispatch.logRef), { recursive: true });
     await appendFile(dispatch.logRef, "first line\n");
-    await h.until(async () => existsSync(serverLogOf(dispatch)) && readFileSync(serverLogOf(dispatch), "utf8") === "first line\n", 5_000, "the first line on the server");
+    await h.until(
+      async () => existsSync(serverLogOf(dispatch)) && readFileSync(serverLogOf(dispatch), "utf8") === "first line\n",
+      5_000,
+      "the first line on the server",
+    );
     expect((await rows(dispatch.stepId)).step.state).toBe("queued");
     await appendFile(dispatch.logRef, "last line\n");
     await client.finished([{ ...resultOf(dispatch), outcome: { kind: "success", outputJson: "1", sizeBytes: 1 } }]);
@@ -241,7 +260,12 @@ describePostgres("execution API (/execution/v1)", () => {
 
     it("403 for a token of another step (or try), nothing written to either", async () => {
       const before = [await rows(dispatch.stepId), await rows(other.stepId)];
-      const res = await post(tryUrl(dispatch, "start"), other.token, { workerId: "w", hostname: "h", pid: 1, startedAt: new Date().toISOString() });
+      const res = await post(tryUrl(dispatch, "start"), other.token, {
+        workerId: "w",
+        hostname: "h",
+        pid: 1,
+        startedAt: new Date().toISOString(),
+      });
       expect(res.status).toBe(403);
       expect(res.body.error.code).toBe("TOKEN_SCOPE");
       expect(res.body.error.message).toContain(`step ${other.stepId}`);
@@ -256,7 +280,12 @@ describePostgres("execution API (/execution/v1)", () => {
       const { dispatch: short } = await launchAndClaim("x/solo", 1);
       await sleep(20);
       const before = await rows(short.stepId);
-      const res = await post(tryUrl(short, "start"), short.token, { workerId: "w", hostname: "h", pid: 1, startedAt: new Date().toISOString() });
+      const res = await post(tryUrl(short, "start"), short.token, {
+        workerId: "w",
+        hostname: "h",
+        pid: 1,
+        startedAt: new Date().toISOString(),
+      });
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe("TOKEN_EXPIRED");
       expect(await rows(short.stepId)).toEqual(before);
@@ -264,7 +293,9 @@ describePostgres("execution API (/execution/v1)", () => {
     });
 
     it("tokens are issued only for queued tries and stored as hashes", async () => {
-      const { rows: stored } = await sql<{ token_hash: string }>`select token_hash from step_tries where step_id = ${dispatch.stepId}`.execute(h.db);
+      const { rows: stored } = await sql<{
+        token_hash: string;
+      }>`select token_hash from step_tries where step_id = ${dispatch.stepId}`.execute(h.db);
       expect(stored[0]!.token_hash).toMatch(/^[0-9a-f]{64}$/);
       expect(stored[0]!.token_hash).not.toContain(dispatch.token.slice(3));
       // up (finished in the first test) is not queued: no token for it.
@@ -281,7 +312,12 @@ describePostgres("execution API (/execution/v1)", () => {
     const before = await rows(dispatch.stepId);
     expect(before.step.state).toBe("skipped");
     for (const route of ["heartbeat", "finish", "logs"]) {
-      const res = await post(tryUrl(dispatch, route), dispatch.token, route === "logs" ? "late line\n" : finishBody({ kind: "success", outputJson: "1", sizeBytes: 1 }), route === "logs" ? "text/plain" : "application/json");
+      const res = await post(
+        tryUrl(dispatch, route),
+        dispatch.token,
+        route === "logs" ? "late line\n" : finishBody({ kind: "success", outputJson: "1", sizeBytes: 1 }),
+        route === "logs" ? "text/plain" : "application/json",
+      );
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe("TRY_NOT_ACTIVE");
       expect(res.body.error.message).toMatch(/^stale: the try has ended \(skipped\)/);
@@ -293,7 +329,12 @@ describePostgres("execution API (/execution/v1)", () => {
     const { runId, dispatch: first } = await launchAndClaim("x/flaky");
     const rejected: { stepId: number; tryNumber: number; code: string }[] = [];
     const notes: string[] = [];
-    const oldWorker = new HttpExecutionBackend({ url: base, shipLogs: false, onTryRejected: (s, err) => rejected.push({ ...s, code: err.code }), log: (m) => notes.push(m) });
+    const oldWorker = new HttpExecutionBackend({
+      url: base,
+      shipLogs: false,
+      onTryRejected: (s, err) => rejected.push({ ...s, code: err.code }),
+      log: (m) => notes.push(m),
+    });
     await oldWorker.loadInputs([first]);
     await oldWorker.started([{ stepId: first.stepId, tryNumber: 1, workerId: "old", hostname: "h", pid: 1, startedAt: new Date() }]);
     // The old worker goes quiet: housekeeping (clock moved on) finds the zombie, its retry comes due, a new try is claimed.
@@ -303,15 +344,25 @@ describePostgres("execution API (/execution/v1)", () => {
     const [second] = (await claimWithTokens()).filter((d) => d.stepId === first.stepId);
     expect(second?.tryNumber).toBe(2);
 
-    const stale = await post(tryUrl(first, "finish"), first.token, finishBody({ kind: "success", outputJson: '"from the zombie"', sizeBytes: 17 }));
+    const stale = await post(
+      tryUrl(first, "finish"),
+      first.token,
+      finishBody({ kind: "success", outputJson: '"from the zombie"', sizeBytes: 17 }),
+    );
     expect(stale.status).toBe(409);
     expect(stale.body.error.message).toContain("stale: the step is at try 2");
     // Through the client: dropped with a note, not thrown.
-    await expect(oldWorker.finished([{ ...resultOf(first), outcome: { kind: "success", outputJson: '"from the zombie"', sizeBytes: 17 } }])).resolves.toEqual([]);
+    await expect(
+      oldWorker.finished([{ ...resultOf(first), outcome: { kind: "success", outputJson: '"from the zombie"', sizeBytes: 17 } }]),
+    ).resolves.toEqual([]);
     expect(rejected).toEqual([{ stepId: first.stepId, tryNumber: 1, code: "TRY_NOT_ACTIVE" }]);
     expect(notes.join("\n")).toContain("stale: the step is at try 2");
 
-    const won = await post(tryUrl(second!, "finish"), second!.token, finishBody({ kind: "success", outputJson: '"from try 2"', sizeBytes: 12 }));
+    const won = await post(
+      tryUrl(second!, "finish"),
+      second!.token,
+      finishBody({ kind: "success", outputJson: '"from try 2"', sizeBytes: 12 }),
+    );
     expect(won.status).toBe(200);
     const run = await h.waitForRun(runId);
     expect(run.status).toBe("success");
@@ -329,7 +380,13 @@ describePostgres("execution API (/execution/v1)", () => {
     const ref = (d: { stepId: number; tryNumber: number }) => ({ stepId: d.stepId, tryNumber: d.tryNumber });
     const startReport = () => ({ workerId: "batch-worker", hostname: "h", pid: 7, startedAt: new Date().toISOString() });
     interface BatchAnswer {
-      results: { stepId: number; tryNumber: number; status: number; error?: { code: string; message: string }; value?: Record<string, unknown> }[];
+      results: {
+        stepId: number;
+        tryNumber: number;
+        status: number;
+        error?: { code: string; message: string };
+        value?: Record<string, unknown>;
+      }[];
     }
 
     it("checks every item's token: good items are applied, forged / other-step / stale / expired ones answered with their status and left alone", async () => {
@@ -390,7 +447,12 @@ describePostgres("execution API (/execution/v1)", () => {
     it("answers inputs per item, in request order", async () => {
       const { dispatch } = await launchAndClaim("x/solo");
       const forged = `tt_${Buffer.alloc(32, 3).toString("base64url")}`;
-      const res = await post(batchUrl("inputs"), undefined, { tries: [{ ...ref({ stepId: dispatch.stepId + 1000, tryNumber: 1 }), token: forged }, { ...ref(dispatch), token: dispatch.token }] });
+      const res = await post(batchUrl("inputs"), undefined, {
+        tries: [
+          { ...ref({ stepId: dispatch.stepId + 1000, tryNumber: 1 }), token: forged },
+          { ...ref(dispatch), token: dispatch.token },
+        ],
+      });
       expect(res.status).toBe(200);
       expect((res.body as unknown as BatchAnswer).results).toEqual([
         expect.objectContaining({ stepId: dispatch.stepId + 1000, status: 401, error: expect.objectContaining({ code: "TOKEN_INVALID" }) }),
@@ -451,7 +513,11 @@ describePostgres("execution API (/execution/v1)", () => {
       ["finish", finishBody({ kind: "failed", error: { name: "E", message: "m" }, retryable: false }), "body.outcome.error.code"],
       ["finish", finishBody({ kind: "expanded", count: 3, itemsJson: "[1,2]", labels: null }), "body.outcome.count"],
       ["finish", { ...finishBody({ kind: "skipped", reason: "r" }), endedAt: 12 }, "body.endedAt"],
-      ["defer", { ...finishBody(null), trigger: { kind: "file", args: {}, timeoutMs: -5, pollIntervalMs: 10, softFail: false } }, "body.trigger.timeoutMs"],
+      [
+        "defer",
+        { ...finishBody(null), trigger: { kind: "file", args: {}, timeoutMs: -5, pollIntervalMs: 10, softFail: false } },
+        "body.trigger.timeoutMs",
+      ],
       ["dynamic-partitions", { name: "regions", keys: [""] }, "body.keys.0"],
     ])("POST %s → %s", async (route, body, field) => {
       const before = await rows(dispatch.stepId);
@@ -470,8 +536,14 @@ describePostgres("execution API (/execution/v1)", () => {
 
     it("a retried log chunk (same offset) is appended once", async () => {
       const chunk = "line one\nline two\n";
-      for (let i = 0; i < 2; i++) expect((await post(`${tryUrl(dispatch, "logs")}?offset=0`, dispatch.token, chunk, "text/plain")).status).toBe(200);
-      const next = await post(`${tryUrl(dispatch, "logs")}?offset=${chunk.length - 9}`, dispatch.token, "line two\nline three\n", "text/plain");
+      for (let i = 0; i < 2; i++)
+        expect((await post(`${tryUrl(dispatch, "logs")}?offset=0`, dispatch.token, chunk, "text/plain")).status).toBe(200);
+      const next = await post(
+        `${tryUrl(dispatch, "logs")}?offset=${chunk.length - 9}`,
+        dispatch.token,
+        "line two\nline three\n",
+        "text/plain",
+      );
       expect(next.body).toEqual({ size: chunk.length + "line three\n".length });
       expect(readFileSync(serverLogOf(dispatch), "utf8")).toBe("line one\nline two\nline three\n");
     });
@@ -505,11 +577,22 @@ describe("HttpExecutionBackend batch calls", () => {
   });
   const tries = (n: number) => Array.from({ length: n }, (_, i) => ({ stepId: i + 1, tryNumber: 1 }));
   const clientWith = (fake: typeof fetch, rejected: number[] = []) =>
-    new HttpExecutionBackend({ url: "http://fake", shipLogs: false, fetch: fake, backoffMs: 1, onTryRejected: (s) => rejected.push(s.stepId), log: () => {} });
+    new HttpExecutionBackend({
+      url: "http://fake",
+      shipLogs: false,
+      fetch: fake,
+      backoffMs: 1,
+      onTryRejected: (s) => rejected.push(s.stepId),
+      log: () => {},
+    });
   const answerAll = (body: unknown, status: (stepId: number) => number = () => 200) => {
     const { tries } = JSON.parse(String(body)) as { tries: { stepId: number; tryNumber: number }[] };
     return Response.json({
-      results: tries.map((t) => ({ ...t, status: status(t.stepId), ...(status(t.stepId) === 200 ? { value: {} } : { error: { code: "TRY_NOT_ACTIVE", message: "stale" } }) })),
+      results: tries.map((t) => ({
+        ...t,
+        status: status(t.stepId),
+        ...(status(t.stepId) === 200 ? { value: {} } : { error: { code: "TRY_NOT_ACTIVE", message: "stale" } }),
+      })),
     });
   };
 
@@ -545,7 +628,9 @@ describe("HttpExecutionBackend batch calls", () => {
 
   it("retries a batch call the server fails (5xx), then succeeds", async () => {
     let calls = 0;
-    const client = clientWith(async (_url, init) => (++calls === 1 ? Response.json({ error: { code: "INTERNAL", message: "down" } }, { status: 503 }) : answerAll(init!.body)));
+    const client = clientWith(async (_url, init) =>
+      ++calls === 1 ? Response.json({ error: { code: "INTERNAL", message: "down" } }, { status: 503 }) : answerAll(init!.body),
+    );
     for (const t of tries(3)) client.register(dispatchOf(t.stepId));
     await client.heartbeat(tries(3));
     expect(calls).toBe(2);
@@ -556,7 +641,8 @@ describe("HttpExecutionBackend batch calls", () => {
     const client = clientWith(async (url) => {
       const path = new URL(String(url)).pathname;
       paths.push(path);
-      if (path.includes("/batch/") || path.includes("/tries/2/")) return Response.json({ error: { code: "BAD_REQUEST", message: "body.pid: bad" } }, { status: 400 });
+      if (path.includes("/batch/") || path.includes("/tries/2/"))
+        return Response.json({ error: { code: "BAD_REQUEST", message: "body.pid: bad" } }, { status: 400 });
       return Response.json({ expiresAt: null });
     });
     for (const t of tries(3)) client.register(dispatchOf(t.stepId));
@@ -576,13 +662,18 @@ describe("HttpExecutionBackend batch calls", () => {
     for (const t of tries(2)) client.register(dispatchOf(t.stepId));
     await client.heartbeat(tries(2));
     await client.heartbeat(tries(2));
-    expect(paths).toEqual([
-      "/execution/v1/batch/heartbeat",
-      ...[1, 2, 1, 2].map((id) => `/execution/v1/tries/${id}/1/heartbeat`),
-    ]);
+    expect(paths).toEqual(["/execution/v1/batch/heartbeat", ...[1, 2, 1, 2].map((id) => `/execution/v1/tries/${id}/1/heartbeat`)]);
   });
 });
 
 function resultOf(d: StepDispatch): Omit<StepResult, "outcome"> {
-  return { stepId: d.stepId, runId: d.runId, tryNumber: d.tryNumber, startedAt: new Date(), endedAt: new Date(), workerId: "w", logRef: d.logRef };
+  return {
+    stepId: d.stepId,
+    runId: d.runId,
+    tryNumber: d.tryNumber,
+    startedAt: new Date(),
+    endedAt: new Date(),
+    workerId: "w",
+    logRef: d.logRef,
+  };
 }

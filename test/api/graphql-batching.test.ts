@@ -40,7 +40,11 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
 
   async function count<T>(query: string): Promise<{ data: T; statements: number }> {
     counted.reset();
-    const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) });
+    const res = await app.request("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    });
     const body = (await res.json()) as GraphQLResult<T>;
     expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
     return { data: body.data!, statements: counted.statements };
@@ -50,7 +54,9 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
     `{ assets(search: "${search}") { key paused upstream { key paused } downstream { key } ${status} } }`;
 
   it("answers 100 assets with upstream, downstream, paused and status counts in a few statements, as for 1 asset", async () => {
-    const all = await count<{ assets: (AssetRow & { partitionStatus: { counts: Record<string, number> } })[] }>(assetsQuery("chain/", COUNTS));
+    const all = await count<{ assets: (AssetRow & { partitionStatus: { counts: Record<string, number> } })[] }>(
+      assetsQuery("chain/", COUNTS),
+    );
     expect(all.data.assets).toHaveLength(100);
     const a050 = all.data.assets.find((a) => a.key === "chain/a050")!;
     expect(a050.paused).toBe(true);
@@ -66,14 +72,18 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
   });
 
   it("also batches status ranges", async () => {
-    const all = await count<{ assets: { key: string; partitionStatus: { ranges: { status: string; count: number }[] } }[] }>(assetsQuery("chain/", RANGES));
+    const all = await count<{ assets: { key: string; partitionStatus: { ranges: { status: string; count: number }[] } }[] }>(
+      assetsQuery("chain/", RANGES),
+    );
     expect(all.data.assets).toHaveLength(100);
     const ranges = all.data.assets.find((a) => a.key === "chain/a050")!.partitionStatus.ranges;
-    expect(ranges.slice(0, 3)).toEqual([
-      { status: "FAILED", from: "2025-01-01", to: "2025-01-01", count: 1 },
-      { status: "MATERIALIZED", from: "2025-01-02", to: "2025-01-07", count: 6 },
-      { status: "FAILED", from: "2025-01-08", to: "2025-01-08", count: 1 },
-    ].map((r) => expect.objectContaining(r)));
+    expect(ranges.slice(0, 3)).toEqual(
+      [
+        { status: "FAILED", from: "2025-01-01", to: "2025-01-01", count: 1 },
+        { status: "MATERIALIZED", from: "2025-01-02", to: "2025-01-07", count: 6 },
+        { status: "FAILED", from: "2025-01-08", to: "2025-01-08", count: 1 },
+      ].map((r) => expect.objectContaining(r)),
+    );
     const one = await count(assetsQuery("chain/a050", RANGES));
     // The keys by status of all 100 assets (which give the counts too) in one statement, not one per asset.
     expect(all.statements).toBe(5);

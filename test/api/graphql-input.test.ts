@@ -18,7 +18,8 @@ describePostgres("GraphQL pools and bad input", () => {
   let server: ApiServer;
   let removeDefinitions: () => Promise<void>;
 
-  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> => graphqlAt<T>(server.port, query, variables);
+  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> =>
+    graphqlAt<T>(server.port, query, variables);
 
   async function expectError(query: string, variables: Record<string, unknown>, code: string, message: RegExp): Promise<void> {
     const result = await gql(query, variables);
@@ -71,15 +72,33 @@ describePostgres("GraphQL pools and bad input", () => {
       setPoolSlots(name: $name, slots: $slots, includeDeferred: $includeDeferred) { ${POOL_FIELDS} }
     }`;
     const grown = await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 8 });
-    expect(grown.data?.setPoolSlots, JSON.stringify(grown)).toEqual({ name: "warehouse", slots: 8, occupied: 2, queued: 3, includeDeferred: false });
+    expect(grown.data?.setPoolSlots, JSON.stringify(grown)).toEqual({
+      name: "warehouse",
+      slots: 8,
+      occupied: 2,
+      queued: 3,
+      includeDeferred: false,
+    });
     // The deferred steps' 3 slots count from now on, and stop counting again.
-    expect((await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 8, includeDeferred: true })).data?.setPoolSlots).toMatchObject({ occupied: 5, includeDeferred: true });
-    expect((await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 0 })).data?.setPoolSlots).toMatchObject({ slots: 0, occupied: 5, includeDeferred: true });
-    expect((await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 4, includeDeferred: false })).data?.setPoolSlots).toMatchObject({ occupied: 2, includeDeferred: false });
+    expect(
+      (await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 8, includeDeferred: true })).data?.setPoolSlots,
+    ).toMatchObject({ occupied: 5, includeDeferred: true });
+    expect((await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 0 })).data?.setPoolSlots).toMatchObject({
+      slots: 0,
+      occupied: 5,
+      includeDeferred: true,
+    });
+    expect(
+      (await gql<{ setPoolSlots: Pool }>(set, { name: "warehouse", slots: 4, includeDeferred: false })).data?.setPoolSlots,
+    ).toMatchObject({ occupied: 2, includeDeferred: false });
     const created = await gql<{ setPoolSlots: Pool }>(set, { name: "gpu.a100", slots: 2, includeDeferred: true });
     expect(created.data?.setPoolSlots).toEqual({ name: "gpu.a100", slots: 2, occupied: 0, queued: 0, includeDeferred: true });
     const listed = await gql<{ pools: Pool[] }>(`{ pools { ${POOL_FIELDS} } }`);
-    expect(listed.data!.pools.map((p) => [p.name, p.slots])).toEqual([["default_pool", 128], ["gpu.a100", 2], ["warehouse", 4]]);
+    expect(listed.data!.pools.map((p) => [p.name, p.slots])).toEqual([
+      ["default_pool", 128],
+      ["gpu.a100", 2],
+      ["warehouse", 4],
+    ]);
   });
 
   it.each([
@@ -90,7 +109,12 @@ describePostgres("GraphQL pools and bad input", () => {
     [{ name: "p".repeat(201), slots: 1 }, /^setPoolSlots: name: at most 200 characters$/],
   ])("refuses setPoolSlots(%j) with INPUT_INVALID naming the argument, writing nothing", async (variables, message) => {
     const before = await snapshot();
-    await expectError(`mutation ($name: String!, $slots: Int!) { setPoolSlots(name: $name, slots: $slots) { name } }`, variables, "INPUT_INVALID", message);
+    await expectError(
+      `mutation ($name: String!, $slots: Int!) { setPoolSlots(name: $name, slots: $slots) { name } }`,
+      variables,
+      "INPUT_INVALID",
+      message,
+    );
     expect(await snapshot()).toEqual(before);
   });
 
@@ -145,7 +169,12 @@ describePostgres("GraphQL pools and bad input", () => {
       "GRAPH_UNKNOWN_ASSET",
       new RegExp(`^no asset has the key "${INJECTION.replace(/[()]/g, "\\$&")}"`),
     );
-    await expectError(`mutation ($p: String!) { launchRun(input: { assetKeys: ["chain/a000"], partition: $p }) { id } }`, { p: INJECTION }, "PARTITION_KEY_INVALID", /^asset "chain\/a000": "x'\); drop table runs; --" is not a partition of daily/);
+    await expectError(
+      `mutation ($p: String!) { launchRun(input: { assetKeys: ["chain/a000"], partition: $p }) { id } }`,
+      { p: INJECTION },
+      "PARTITION_KEY_INVALID",
+      /^asset "chain\/a000": "x'\); drop table runs; --" is not a partition of daily/,
+    );
     expect(await snapshot()).toEqual(before);
 
     // A text that is stored: the run's tags come back exactly as sent, and every table is still there.
@@ -156,7 +185,9 @@ describePostgres("GraphQL pools and bad input", () => {
     );
     expect(launched.errors, JSON.stringify(launched.errors)).toBeUndefined();
     expect(launched.data!.launchRun.tags).toEqual(tags);
-    const again = await gql<{ run: { tags: unknown } }>(`query ($id: String!) { run(id: $id) { tags } }`, { id: launched.data!.launchRun.id });
+    const again = await gql<{ run: { tags: unknown } }>(`query ($id: String!) { run(id: $id) { tags } }`, {
+      id: launched.data!.launchRun.id,
+    });
     expect(again.data!.run.tags).toEqual(tags);
     expect(await snapshot()).toMatchObject({ runs: Number((before as { runs: number }).runs) + 1 });
   });

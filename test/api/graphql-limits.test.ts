@@ -32,7 +32,11 @@ describePostgres("GraphQL depth, cost and body limits", () => {
   });
 
   async function post(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult> {
-    const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+    const res = await app.request("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query, variables }),
+    });
     return (await res.json()) as GraphQLResult;
   }
 
@@ -53,13 +57,18 @@ describePostgres("GraphQL depth, cost and body limits", () => {
 
   it("refuses a query nested 50 levels deep with QUERY_TOO_DEEP naming the path and the limit", async () => {
     const result = await post(nested(48));
-    expectError(result, "QUERY_TOO_DEEP", /^The query nests fields more than 15 levels deep \(at asset(\.upstream){15}\); ask for fewer nested levels/);
+    expectError(
+      result,
+      "QUERY_TOO_DEEP",
+      /^The query nests fields more than 15 levels deep \(at asset(\.upstream){15}\); ask for fewer nested levels/,
+    );
     expect(result.errors![0]!.extensions?.maxDepth).toBe(DEFAULT_QUERY_LIMITS.maxDepth);
   });
 
   it("admits exactly the depth limit, and counts the levels fragments add", async () => {
     // Type references nest without lists, so only the depth limit applies: __type, fields, type, 11 × ofType, name.
-    const typeRef = (ofTypes: number) => `{ __type(name: "Asset") { fields { type { ${"ofType { ".repeat(ofTypes)} name ${"} ".repeat(ofTypes)} } } } }`;
+    const typeRef = (ofTypes: number) =>
+      `{ __type(name: "Asset") { fields { type { ${"ofType { ".repeat(ofTypes)} name ${"} ".repeat(ofTypes)} } } } }`;
     const atLimit = await post(typeRef(11));
     expect(atLimit.errors, JSON.stringify(atLimit.errors)).toBeUndefined();
     expectError(await post(typeRef(12)), "QUERY_TOO_DEEP", /more than 15 levels deep \(at __type\.fields\.type(\.ofType){12}\.name\)/);
@@ -79,7 +88,11 @@ describePostgres("GraphQL depth, cost and body limits", () => {
 
   it("refuses ten million rows with QUERY_TOO_COSTLY naming the field, whether first is a literal or a variable", async () => {
     const literal = await post(`{ asset(key: "chain/a004") { partitions(first: 10000000) { nodes { key } } } }`);
-    expectError(literal, "QUERY_TOO_COSTLY", /^The query would resolve about 10000003 fields \(asset\.partitions\(first: 10000000\)\.nodes asks for 10000000 items\), more than the limit of 500000; lower `first`/);
+    expectError(
+      literal,
+      "QUERY_TOO_COSTLY",
+      /^The query would resolve about 10000003 fields \(asset\.partitions\(first: 10000000\)\.nodes asks for 10000000 items\), more than the limit of 500000; lower `first`/,
+    );
     const variable = await post(`query ($n: Int) { runs(first: $n) { id status } }`, { n: 10_000_000 });
     expectError(variable, "QUERY_TOO_COSTLY", /\(runs\(first: 10000000\) asks for 10000000 items\)/);
   });
@@ -105,8 +118,16 @@ describePostgres("GraphQL depth, cost and body limits", () => {
   it("answers malformed GraphQL and unknown fields with GraphQL's standard errors", async () => {
     expectError(await post(`{ assets { key `), "GRAPHQL_PARSE_FAILED", /^Syntax Error: Expected Name, found <EOF>\.$/);
     expectError(await post(`{ assets { nope } }`), "GRAPHQL_VALIDATION_FAILED", /^Cannot query field "nope" on type "Asset"\.$/);
-    expectError(await post(`{ asset { key } }`), "GRAPHQL_VALIDATION_FAILED", /^Field "asset" argument "key" of type "String!" is required/);
-    expectError(await post(`{ runs(first: "ten") { id } }`), "GRAPHQL_VALIDATION_FAILED", /^Int cannot represent non-integer value: "ten"$/);
+    expectError(
+      await post(`{ asset { key } }`),
+      "GRAPHQL_VALIDATION_FAILED",
+      /^Field "asset" argument "key" of type "String!" is required/,
+    );
+    expectError(
+      await post(`{ runs(first: "ten") { id } }`),
+      "GRAPHQL_VALIDATION_FAILED",
+      /^Int cannot represent non-integer value: "ten"$/,
+    );
   });
 
   it("refuses a body over 1 MB with 413 and a JSON error, announced or streamed", async () => {
@@ -157,8 +178,13 @@ describePostgres("GraphQL depth, cost and body limits", () => {
       launchBackfill(input: { assetKeys: ["chain/a000"], allPartitions: true }) { id runs(first: $n) { id } }
     }`;
     expectError(await post(launch, { n: 10_000_000 }), "QUERY_TOO_COSTLY", /launchBackfill\.runs\(first: 10000000\)/);
-    const bigMutation = JSON.stringify({ query: `mutation { addDynamicPartitions(name: "x", keys: ["a"]) { name } }`, variables: { pad: "x".repeat(MAX_GRAPHQL_BODY_BYTES) } });
-    expect((await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: bigMutation })).status).toBe(413);
+    const bigMutation = JSON.stringify({
+      query: `mutation { addDynamicPartitions(name: "x", keys: ["a"]) { name } }`,
+      variables: { pad: "x".repeat(MAX_GRAPHQL_BODY_BYTES) },
+    });
+    expect(
+      (await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: bigMutation })).status,
+    ).toBe(413);
     expect(await rowCounts()).toEqual(before);
   });
 });

@@ -38,7 +38,8 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
   let backfillId: string;
   let firstRun: string;
 
-  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> => graphqlAt<T>(server.port, query, variables);
+  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> =>
+    graphqlAt<T>(server.port, query, variables);
 
   async function data<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
     const result = await gql<T>(query, variables);
@@ -55,7 +56,8 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
   beforeAll(async () => {
     removeDefinitions = await storeDefinitions(database.db, SOURCE);
     const db = database.db;
-    backfillId = (await sql<{ id: string }>`insert into backfills (selection, partitions) values ('{}', '{}') returning id`.execute(db)).rows[0]!.id;
+    backfillId = (await sql<{ id: string }>`insert into backfills (selection, partitions) values ('{}', '{}') returning id`.execute(db))
+      .rows[0]!.id;
     // 9 runs: three share one created_at (ties break on id), the others differ by a microsecond or a day.
     await sql`
       insert into runs (status, origin, backfill_id, snapshot_version, plan, created_at)
@@ -86,7 +88,9 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
              ('planned', 'chain/a000', '2025-01-03', null, null, null, null, '{}', '2026-01-03 00:00:02+00'),
              ('observation', 'chain/a000', '2025-01-01', null, null, 'dv3', null, '{}', '2026-01-04 00:00:00+00'),
              ('materialization', 'chain/a001', '2025-01-01', ${firstRun}::uuid, ${stepId}, 'dv4', null, '{}', '2026-01-05 00:00:00+00'),
-             ('materialization', 'plain', '', ${firstRun}::uuid, ${stepId}, 'dv5', null, ${JSON.stringify({ note: INJECTION })}, '2026-01-06 00:00:00+00')`.execute(db);
+             ('materialization', 'plain', '', ${firstRun}::uuid, ${stepId}, 'dv5', null, ${JSON.stringify({ note: INJECTION })}, '2026-01-06 00:00:00+00')`.execute(
+      db,
+    );
     server = await startApiServer(database.url);
   }, 120_000);
 
@@ -120,13 +124,17 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
     expect(runs.map((r) => r.id)).toEqual(runIds.slice(0, 4));
     // The list form takes a runsConnection cursor too.
     const first3 = await data<{ runsConnection: { endCursor: string } }>(`{ runsConnection(first: 3) { endCursor } }`);
-    const next = await data<{ runs: RunNode[] }>(`query ($after: String) { runs(first: 4, after: $after) { id } }`, { after: first3.runsConnection.endCursor });
+    const next = await data<{ runs: RunNode[] }>(`query ($after: String) { runs(first: 4, after: $after) { id } }`, {
+      after: first3.runsConnection.endCursor,
+    });
     expect(next.runs.map((r) => r.id)).toEqual(runIds.slice(3, 7));
   });
 
   it("filters runs by status, origin, backfill, asset and creation time", async () => {
     const expected = async (where: string) =>
-      (await sql<{ id: string }>`select id from runs r where ${sql.raw(where)} order by created_at desc, id desc`.execute(database.db)).rows.map((r) => r.id);
+      (
+        await sql<{ id: string }>`select id from runs r where ${sql.raw(where)} order by created_at desc, id desc`.execute(database.db)
+      ).rows.map((r) => r.id);
     expect((await allPages({ status: "failed" }, 2)).ids).toEqual(await expected("status = 'failed'"));
     expect((await allPages({ origin: "backfill" }, 10)).ids).toEqual(await expected("origin = 'backfill'"));
     expect((await allPages({ backfillId }, 10)).ids).toEqual(await expected(`backfill_id = '${backfillId}'`));
@@ -192,14 +200,20 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
       ["MATERIALIZATION", "2025-01-01", "dv1"],
     ]);
     expect(all.materializations.hasNextPage).toBe(false);
-    expect(all.materializations.nodes[2]).toMatchObject({ runId: firstRun, codeVersion: "cv1", metadata: { rows: 1 }, createdAt: "2026-01-02T00:00:00.000Z" });
+    expect(all.materializations.nodes[2]).toMatchObject({
+      runId: firstRun,
+      codeVersion: "cv1",
+      metadata: { rows: 1 },
+      createdAt: "2026-01-02T00:00:00.000Z",
+    });
     expect(all.materializations.nodes[2]!.stepId).toMatch(/^\d+$/);
     expect(all.latestMaterialization).toEqual(all.materializations.nodes[0]);
 
     const page1 = (await data<A>(q, { key: "chain/a000", partition: "2025-01-01", first: 1 })).asset;
     expect(page1.materializations.nodes.map((m) => m.dataVersion)).toEqual(["dv3"]);
     expect(page1.materializations.hasNextPage).toBe(true);
-    const page2 = (await data<A>(q, { key: "chain/a000", partition: "2025-01-01", first: 1, after: page1.materializations.endCursor })).asset;
+    const page2 = (await data<A>(q, { key: "chain/a000", partition: "2025-01-01", first: 1, after: page1.materializations.endCursor }))
+      .asset;
     expect(page2.materializations.nodes.map((m) => m.dataVersion)).toEqual(["dv1"]);
     expect(page2.materializations.hasNextPage).toBe(false);
     expect(page2.latestMaterialization?.dataVersion).toBe("dv3");
@@ -215,13 +229,30 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
     await expectError(runsQ, { first: 1001 }, "INPUT_INVALID", /^runsConnection\(first: 1001\): first must be between 1 and 1000$/);
     await expectError(runsQ, { first: 0 }, "INPUT_INVALID", /^runsConnection\(first: 0\): first must be between 1 and 1000$/);
     await expectError(`{ runs(first: 5000) { id } }`, {}, "INPUT_INVALID", /^runs\(first: 5000\): first must be between 1 and 1000$/);
-    await expectError(runsQ, { after: INJECTION }, "INPUT_INVALID", /^after: "x'\); drop table runs; --" is not a run cursor; pass the endCursor/);
+    await expectError(
+      runsQ,
+      { after: INJECTION },
+      "INPUT_INVALID",
+      /^after: "x'\); drop table runs; --" is not a run cursor; pass the endCursor/,
+    );
     // A materialisation cursor is no run cursor.
-    const m = await data<{ asset: { materializations: { endCursor: string } } }>(`{ asset(key: "chain/a000") { materializations(first: 1) { endCursor } } }`);
+    const m = await data<{ asset: { materializations: { endCursor: string } } }>(
+      `{ asset(key: "chain/a000") { materializations(first: 1) { endCursor } } }`,
+    );
     await expectError(runsQ, { after: m.asset.materializations.endCursor }, "INPUT_INVALID", /is not a run cursor/);
     await expectError(runsQ, { filter: { assetKey: "chain/a999" } }, "GRAPH_UNKNOWN_ASSET", /no asset has the key "chain\/a999"/);
-    await expectError(runsQ, { filter: { assetKey: INJECTION } }, "GRAPH_UNKNOWN_ASSET", /no asset has the key "x'\); drop table runs; --"/);
-    await expectError(runsQ, { filter: { backfillId: "nope" } }, "INPUT_INVALID", /^runsConnection: filter\.backfillId: must be a backfill id \(a UUID\)$/);
+    await expectError(
+      runsQ,
+      { filter: { assetKey: INJECTION } },
+      "GRAPH_UNKNOWN_ASSET",
+      /no asset has the key "x'\); drop table runs; --"/,
+    );
+    await expectError(
+      runsQ,
+      { filter: { backfillId: "nope" } },
+      "INPUT_INVALID",
+      /^runsConnection: filter\.backfillId: must be a backfill id \(a UUID\)$/,
+    );
     await expectError(
       runsQ,
       { filter: { createdAfter: "2026-02-01T00:00:00Z", createdBefore: "2026-01-01T00:00:00Z" } },
@@ -229,16 +260,38 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
       /^runsConnection: filter\.createdAfter: createdAfter must be before createdBefore$/,
     );
     // Variable coercion fails before any resolver: graphql-js gives it no code.
-    expect((await gql(runsQ, { filter: { status: "DONE" } })).errors?.[0]?.message).toMatch(/at "filter\.status"; Value "DONE" does not exist in "RunStatus" enum/);
+    expect((await gql(runsQ, { filter: { status: "DONE" } })).errors?.[0]?.message).toMatch(
+      /at "filter\.status"; Value "DONE" does not exist in "RunStatus" enum/,
+    );
 
     const matQ = `query ($key: String!, $partition: String, $first: Int, $after: String) { asset(key: $key) {
       materializations(partition: $partition, first: $first, after: $after) { nodes { eventId } } } }`;
-    await expectError(matQ, { key: "chain/a000", first: 1001 }, "INPUT_INVALID", /^asset\("chain\/a000"\)\.materializations\(first: 1001\): first must be between 1 and 1000$/);
+    await expectError(
+      matQ,
+      { key: "chain/a000", first: 1001 },
+      "INPUT_INVALID",
+      /^asset\("chain\/a000"\)\.materializations\(first: 1001\): first must be between 1 and 1000$/,
+    );
     await expectError(matQ, { key: "chain/a000", after: "bm9wZQ" }, "INPUT_INVALID", /^after: "bm9wZQ" is not a materialization cursor/);
     await expectError(matQ, { key: "chain/a000", partition: "2025-13-45" }, "PARTITION_KEY_INVALID", /^asset "chain\/a000": .*2025-13-45/);
-    await expectError(matQ, { key: "chain/a000", partition: INJECTION }, "PARTITION_KEY_INVALID", /^asset "chain\/a000": .*drop table runs/);
-    await expectError(matQ, { key: "plain", partition: "2025-01-01" }, "PARTITION_UNEXPECTED", /^asset "plain" is not partitioned: leave out the partition \(got "2025-01-01"\)$/);
-    await expectError(`{ asset(key: "plain") { latestMaterialization(partition: "p") { eventId } } }`, {}, "PARTITION_UNEXPECTED", /^asset "plain" is not partitioned/);
+    await expectError(
+      matQ,
+      { key: "chain/a000", partition: INJECTION },
+      "PARTITION_KEY_INVALID",
+      /^asset "chain\/a000": .*drop table runs/,
+    );
+    await expectError(
+      matQ,
+      { key: "plain", partition: "2025-01-01" },
+      "PARTITION_UNEXPECTED",
+      /^asset "plain" is not partitioned: leave out the partition \(got "2025-01-01"\)$/,
+    );
+    await expectError(
+      `{ asset(key: "plain") { latestMaterialization(partition: "p") { eventId } } }`,
+      {},
+      "PARTITION_UNEXPECTED",
+      /^asset "plain" is not partitioned/,
+    );
     expect(await data(`{ asset(key: "chain/a999") { materializations { nodes { eventId } } } }`)).toEqual({ asset: null });
     expect((await sql<{ n: number }>`select count(*)::int as n from runs`.execute(database.db)).rows[0]!.n).toBe(9);
   });
@@ -247,10 +300,19 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
     const counted = countingStatements(database.db);
     const context = apiServicesOn(counted.db);
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
-    const count = async (search: string): Promise<{ assets: { key: string; latestMaterialization: { dataVersion: string } | null; materializations: { nodes: unknown[] } }[]; statements: number }> => {
+    const count = async (
+      search: string,
+    ): Promise<{
+      assets: { key: string; latestMaterialization: { dataVersion: string } | null; materializations: { nodes: unknown[] } }[];
+      statements: number;
+    }> => {
       counted.reset();
       const query = `{ assets(search: "${search}") { key latestMaterialization { dataVersion } materializations(first: 5) { nodes { eventId } } } }`;
-      const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) });
+      const res = await app.request("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query }),
+      });
       const body = (await res.json()) as GraphQLResult<{ assets: never }>;
       expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
       return { assets: body.data!.assets, statements: counted.statements };
@@ -258,7 +320,10 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
     await count("nothing"); // loads the snapshot into the graph cache
     const all = await count("chain/");
     expect(all.assets).toHaveLength(100);
-    expect(all.assets.find((a) => a.key === "chain/a001")).toMatchObject({ latestMaterialization: { dataVersion: "dv4" }, materializations: { nodes: [{}] } });
+    expect(all.assets.find((a) => a.key === "chain/a001")).toMatchObject({
+      latestMaterialization: { dataVersion: "dv4" },
+      materializations: { nodes: [{}] },
+    });
     expect(all.assets.find((a) => a.key === "chain/a002")).toMatchObject({ latestMaterialization: null, materializations: { nodes: [] } });
     const one = await count("chain/a001");
     // The snapshot version check, then one statement for every asset's pages (latest and first five together).
@@ -277,7 +342,11 @@ describePostgres("GraphQL reads: runs, run steps and materialisation history", (
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     counted.reset();
     const query = `{ runsConnection(first: 20) { nodes { id assets { assetKey steps minPartition maxPartition } } } }`;
-    const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) });
+    const res = await app.request("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    });
     const body = (await res.json()) as GraphQLResult<{ runsConnection: { nodes: { id: string; assets: unknown[] }[] } }>;
     expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
     const nodes = body.data!.runsConnection.nodes;

@@ -34,7 +34,15 @@ export const summary = asset({ key: "reports/summary", partitions: days, deps: {
   async (ctx, { rolling, report }) => ({ days: rolling.days, n: report.n, blob: "x".repeat(60 * 1024) }));
 `;
 
-export const EARLY = ["raw/customers", "ref/countries", "raw/orders", "clean/customers", "clean/orders", "mart/enriched", "mart/daily_report"];
+export const EARLY = [
+  "raw/customers",
+  "ref/countries",
+  "raw/orders",
+  "clean/customers",
+  "clean/orders",
+  "mart/enriched",
+  "mart/daily_report",
+];
 
 /**
  * A harness with the graph materialised by real runs: every asset but the
@@ -46,7 +54,10 @@ export async function materialisedLineageGraph(): Promise<Harness> {
   try {
     const first = await h.waitForRun(await h.launch(EARLY, { from: "2025-01-01", to: "2025-01-06" }), 60_000);
     if (first.status !== "success") throw new Error(`the first run ended ${first.status}: ${await h.describe([first.id])}`);
-    const second = await h.waitForRun(await h.launch(["mart/rolling3d", "reports/summary"], { from: "2025-01-03", to: "2025-01-06" }), 60_000);
+    const second = await h.waitForRun(
+      await h.launch(["mart/rolling3d", "reports/summary"], { from: "2025-01-03", to: "2025-01-06" }),
+      60_000,
+    );
     if (second.status !== "success") throw new Error(`the second run ended ${second.status}: ${await h.describe([second.id])}`);
     return h;
   } catch (err) {

@@ -43,8 +43,21 @@ function lineageStoreSuite(store: () => LineageStore): void {
   it("walks upstream to a depth, each event once at its shortest depth, with unrecorded inputs as edges", async () => {
     const all = await store().runLineage({ assetKey: "c", partitionKey: "", direction: "upstream", depth: 5, limit: 100 });
     expect(all.truncated).toBe(false);
-    expect(all.start).toMatchObject({ eventId: 4, kind: "materialization", runId: RUN, stepId: 14, tryNumber: 1, dataVersion: "v-c", depth: 0 });
-    expect(all.events.map((e) => [e.eventId, e.depth])).toEqual([[4, 0], [3, 1], [1, 2], [2, 2]]);
+    expect(all.start).toMatchObject({
+      eventId: 4,
+      kind: "materialization",
+      runId: RUN,
+      stepId: 14,
+      tryNumber: 1,
+      dataVersion: "v-c",
+      depth: 0,
+    });
+    expect(all.events.map((e) => [e.eventId, e.depth])).toEqual([
+      [4, 0],
+      [3, 1],
+      [1, 2],
+      [2, 2],
+    ]);
     expect(all.edges.map((e) => [e.eventId, e.upstreamAssetKey, e.upstreamPartitionKey, e.upstreamEventId])).toEqual([
       [2, "src", "p1", 1],
       [3, "a", "p1", 2],
@@ -60,7 +73,13 @@ function lineageStoreSuite(store: () => LineageStore): void {
   it("walks downstream from the latest event, readers of replaced versions included", async () => {
     const down = await store().runLineage({ assetKey: "src", partitionKey: "p1", direction: "downstream", depth: 3, limit: 100 });
     expect(down.start).toMatchObject({ eventId: 1, kind: "external", runId: null, stepId: null });
-    expect(down.events.map((e) => [e.eventId, e.depth])).toEqual([[1, 0], [2, 1], [3, 1], [5, 1], [4, 2]]);
+    expect(down.events.map((e) => [e.eventId, e.depth])).toEqual([
+      [1, 0],
+      [2, 1],
+      [3, 1],
+      [5, 1],
+      [4, 2],
+    ]);
     expect(down.edges).toHaveLength(5);
   });
 
@@ -85,7 +104,14 @@ function lineageStoreSuite(store: () => LineageStore): void {
     // a@p2 is not there: its latest materialisation (6) read src@p2, not p1.
     expect(impact.impacted.map((p) => `${p.assetKey}@${p.partitionKey}`)).toEqual(["a@p1", "b@p1", "c@"]);
     const [a, b, c] = impact.impacted;
-    expect(a).toMatchObject({ eventId: 2, runId: RUN, stepId: 12, tryNumber: 1, dataVersion: "v-a1", output: { inline: true, storageRef: null, sizeBytes: 10 } });
+    expect(a).toMatchObject({
+      eventId: 2,
+      runId: RUN,
+      stepId: 12,
+      tryNumber: 1,
+      dataVersion: "v-a1",
+      output: { inline: true, storageRef: null, sizeBytes: 10 },
+    });
     // The output of the try that made the event, not the first try's.
     expect(b).toMatchObject({ eventId: 3, tryNumber: 2, output: { inline: false, storageRef: "s3://bucket/b/p1", sizeBytes: 90001 } });
     // A failed later run leaves the last materialisation's data in place: still impacted.

@@ -77,7 +77,10 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
         "4:raw/orders",
         "4:ref/countries",
       ]);
-      expect(l.assets.find((a) => a.key === "raw/customers")).toMatchObject({ pii: ["email", "name"], partitions: expect.stringContaining("daily") });
+      expect(l.assets.find((a) => a.key === "raw/customers")).toMatchObject({
+        pii: ["email", "name"],
+        partitions: expect.stringContaining("daily"),
+      });
       expect(l.assets.find((a) => a.key === "ref/countries")).toMatchObject({ pii: null, partitions: null });
       expect(l.assets.find((a) => a.key === "mart/enriched")!.pii).toBe(true);
       expect(l.dependencies).toHaveLength(9);
@@ -91,7 +94,11 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
       // Run-level: 1 + 2 + 3 + 6 + 7 materialisations, each with its run, step, data version and time.
       expect(l.start).toMatchObject({ assetKey: "reports/summary", partitionKey: "2025-01-04", kind: "materialization", depth: 0 });
       expect(l.materializations[0]).toEqual(l.start);
-      const byDepth = (d: number) => l.materializations.filter((e) => e.depth === d).map(at).sort();
+      const byDepth = (d: number) =>
+        l.materializations
+          .filter((e) => e.depth === d)
+          .map(at)
+          .sort();
       expect(byDepth(1)).toEqual(["mart/daily_report@2025-01-04", "mart/rolling3d@2025-01-04"]);
       expect(byDepth(2)).toEqual(["mart/enriched@2025-01-02", "mart/enriched@2025-01-03", "mart/enriched@2025-01-04"]);
       expect(byDepth(3)).toHaveLength(6);
@@ -147,7 +154,13 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
 
     it("walks downstream from a source partition: who read it, and who read those", async () => {
       const l = await lineage(services(), { assetKey: "raw/customers", partitionKey: "2025-01-02", direction: "downstream", depth: 3 });
-      expect(l.assets.map((a) => `${a.depth}:${a.key}`)).toEqual(["0:raw/customers", "1:clean/customers", "2:mart/enriched", "3:mart/daily_report", "3:mart/rolling3d"]);
+      expect(l.assets.map((a) => `${a.depth}:${a.key}`)).toEqual([
+        "0:raw/customers",
+        "1:clean/customers",
+        "2:mart/enriched",
+        "3:mart/daily_report",
+        "3:mart/rolling3d",
+      ]);
       expect(l.materializations.map((e) => `${e.depth}:${at(e)}`).sort()).toEqual([
         "0:raw/customers@2025-01-02",
         "1:clean/customers@2025-01-02",
@@ -157,8 +170,18 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
         "3:mart/rolling3d@2025-01-04",
       ]);
       expect(l.inputs).toHaveLength(5);
-      const deeper = await lineage(services(), { assetKey: "raw/customers", partitionKey: "2025-01-02", direction: "downstream", depth: 20 });
-      expect(deeper.materializations.filter((e) => e.assetKey === "reports/summary").map((e) => e.partitionKey).sort()).toEqual(["2025-01-03", "2025-01-04"]);
+      const deeper = await lineage(services(), {
+        assetKey: "raw/customers",
+        partitionKey: "2025-01-02",
+        direction: "downstream",
+        depth: 20,
+      });
+      expect(
+        deeper.materializations
+          .filter((e) => e.assetKey === "reports/summary")
+          .map((e) => e.partitionKey)
+          .sort(),
+      ).toEqual(["2025-01-03", "2025-01-04"]);
     });
 
     it("gives the static graph only for a partitioned asset asked about without a partition, and an empty run graph for a missing partition", async () => {
@@ -205,11 +228,28 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
         '"raw/customers"',
         '"2024-12-31"',
       );
-      await expectError(lineage(services(), { assetKey: "raw/customers", partitionKey: "yesterday" }), "LINEAGE_PARTITION_INVALID", '"yesterday"');
-      await expectError(lineage(services(), { assetKey: "ref/countries", partitionKey: "2025-01-01" }), "LINEAGE_PARTITION_INVALID", "not partitioned");
-      await expectError(lineage(services(), { assetKey: "'; drop table events; --", partitionKey: "x" }), "GRAPH_UNKNOWN_ASSET", "drop table events");
+      await expectError(
+        lineage(services(), { assetKey: "raw/customers", partitionKey: "yesterday" }),
+        "LINEAGE_PARTITION_INVALID",
+        '"yesterday"',
+      );
+      await expectError(
+        lineage(services(), { assetKey: "ref/countries", partitionKey: "2025-01-01" }),
+        "LINEAGE_PARTITION_INVALID",
+        "not partitioned",
+      );
+      await expectError(
+        lineage(services(), { assetKey: "'; drop table events; --", partitionKey: "x" }),
+        "GRAPH_UNKNOWN_ASSET",
+        "drop table events",
+      );
       for (const depth of [0, -1, 21, 1e9, 2.5, Number.NaN]) {
-        await expectError(lineage(services(), { assetKey: "raw/customers", partitionKey: "2025-01-01", depth }), "LINEAGE_DEPTH_INVALID", "depth", "1 to 20");
+        await expectError(
+          lineage(services(), { assetKey: "raw/customers", partitionKey: "2025-01-01", depth }),
+          "LINEAGE_DEPTH_INVALID",
+          "depth",
+          "1 to 20",
+        );
       }
       expect(await rowCounts()).toBe(before);
     });
@@ -222,9 +262,15 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
         "smaller depth",
       );
       // The static graph alone (no partition) is capped too.
-      await expectError(lineage(services({ maxNodes: 3 }), { assetKey: "reports/summary", depth: 4 }), "LINEAGE_TOO_LARGE", '"reports/summary"');
+      await expectError(
+        lineage(services({ maxNodes: 3 }), { assetKey: "reports/summary", depth: 4 }),
+        "LINEAGE_TOO_LARGE",
+        '"reports/summary"',
+      );
       // Under the cap, the same question is answered.
-      expect((await lineage(services({ maxNodes: 30 }), { assetKey: "reports/summary", partitionKey: "2025-01-04", depth: 4 })).materializations).toHaveLength(19);
+      expect(
+        (await lineage(services({ maxNodes: 30 }), { assetKey: "reports/summary", partitionKey: "2025-01-04", depth: 4 })).materializations,
+      ).toHaveLength(19);
     });
   });
 
@@ -308,10 +354,17 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
 
     it("takes several source partitions and unpartitioned sources, in one query", async () => {
       statements = 0;
-      const both = await erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: ["2025-01-02", "2025-01-03", "2025-01-02"] });
+      const both = await erasureImpact(services(), {
+        assetKey: "raw/customers",
+        partitionKeys: ["2025-01-02", "2025-01-03", "2025-01-02"],
+      });
       expect(statements).toBe(3);
       expect(both.sources.map(at)).toEqual(["raw/customers@2025-01-02", "raw/customers@2025-01-03"]);
-      expect(both.partitions.filter((p) => p.assetKey === "mart/rolling3d").map((p) => p.partitionKey)).toEqual(["2025-01-03", "2025-01-04", "2025-01-05"]);
+      expect(both.partitions.filter((p) => p.assetKey === "mart/rolling3d").map((p) => p.partitionKey)).toEqual([
+        "2025-01-03",
+        "2025-01-04",
+        "2025-01-05",
+      ]);
       const countries = await erasureImpact(services(), { assetKey: "ref/countries", partitionKeys: [] });
       expect(countries.sources.map(at)).toEqual(["ref/countries@"]);
       expect(countries.assets.map((a) => `${a.assetKey}:${a.partitionCount}`)).toEqual([
@@ -340,13 +393,40 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
       const before = await rowCounts();
       const bad = (assetPartitions: { assetKey: string; partitionKeys: string[] }[], assetKeys = assetPartitions.map((g) => g.assetKey)) =>
         launchBackfill(backfillServices, { assetKeys, assetPartitions }, new Date());
-      await expectError(bad([{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }], ["mart/enriched", "reports/summary"]), "INPUT_INVALID", '"reports/summary"');
-      await expectError(bad([{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }], ["reports/summary"]), "INPUT_INVALID", '"mart/enriched"', "assetKeys");
-      await expectError(bad([{ assetKey: "mart/enriched", partitionKeys: ["1999-01-01"] }]), "PARTITION_KEY_INVALID", '"mart/enriched"', "1999-01-01");
-      await expectError(bad([{ assetKey: "ref/countries", partitionKeys: ["2025-01-02"] }]), "PARTITION_SELECTION_INVALID", '"ref/countries"', "not partitioned");
+      await expectError(
+        bad([{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }], ["mart/enriched", "reports/summary"]),
+        "INPUT_INVALID",
+        '"reports/summary"',
+      );
+      await expectError(
+        bad([{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }], ["reports/summary"]),
+        "INPUT_INVALID",
+        '"mart/enriched"',
+        "assetKeys",
+      );
+      await expectError(
+        bad([{ assetKey: "mart/enriched", partitionKeys: ["1999-01-01"] }]),
+        "PARTITION_KEY_INVALID",
+        '"mart/enriched"',
+        "1999-01-01",
+      );
+      await expectError(
+        bad([{ assetKey: "ref/countries", partitionKeys: ["2025-01-02"] }]),
+        "PARTITION_SELECTION_INVALID",
+        '"ref/countries"',
+        "not partitioned",
+      );
       await expectError(bad([{ assetKey: "mart/enriched", partitionKeys: [] }]), "PARTITION_SELECTION_EMPTY", '"mart/enriched"');
       await expectError(
-        launchBackfill(backfillServices, { assetKeys: ["mart/enriched"], from: "2025-01-02", assetPartitions: [{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }] }, new Date()),
+        launchBackfill(
+          backfillServices,
+          {
+            assetKeys: ["mart/enriched"],
+            from: "2025-01-02",
+            assetPartitions: [{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }],
+          },
+          new Date(),
+        ),
         "INPUT_INVALID",
         "assetPartitions",
       );
@@ -355,22 +435,40 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
 
     it("refuses bad input with named errors and writes nothing", async () => {
       const before = await rowCounts();
-      await expectError(erasureImpact(services(), { assetKey: "raw/custmers", partitionKeys: ["2025-01-02"] }), "GRAPH_UNKNOWN_ASSET", '"raw/custmers"', "raw/customers");
-      await expectError(erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: [] }), "ERASURE_PARTITIONS_REQUIRED", '"raw/customers"');
+      await expectError(
+        erasureImpact(services(), { assetKey: "raw/custmers", partitionKeys: ["2025-01-02"] }),
+        "GRAPH_UNKNOWN_ASSET",
+        '"raw/custmers"',
+        "raw/customers",
+      );
+      await expectError(
+        erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: [] }),
+        "ERASURE_PARTITIONS_REQUIRED",
+        '"raw/customers"',
+      );
       await expectError(
         erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: ["2025-01-02", "customer-42"] }),
         "ERASURE_PARTITION_INVALID",
         '"raw/customers"',
         '"customer-42"',
       );
-      await expectError(erasureImpact(services(), { assetKey: "ref/countries", partitionKeys: ["x"] }), "ERASURE_PARTITION_INVALID", "not partitioned");
+      await expectError(
+        erasureImpact(services(), { assetKey: "ref/countries", partitionKeys: ["x"] }),
+        "ERASURE_PARTITION_INVALID",
+        "not partitioned",
+      );
       await expectError(
         erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: ["2025-01-02'); delete from events; --"] }),
         "ERASURE_PARTITION_INVALID",
         "delete from events",
       );
       const many = Array.from({ length: 10_001 }, (_, i) => `k${i}`);
-      await expectError(erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: many }), "ERASURE_TOO_MANY_PARTITIONS", "10001", "10000");
+      await expectError(
+        erasureImpact(services(), { assetKey: "raw/customers", partitionKeys: many }),
+        "ERASURE_TOO_MANY_PARTITIONS",
+        "10001",
+        "10000",
+      );
       await expectError(
         erasureImpact(services({ maxImpact: 3 }), { assetKey: "raw/customers", partitionKeys: ["2025-01-02"] }),
         "ERASURE_IMPACT_TOO_LARGE",
@@ -397,7 +495,15 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
     const context = () => apiServicesOn(counted, { graphs: h.graphs, definitions: h.definitions });
 
     it("answers lineage and erasureImpact with the same graph as the functions", async () => {
-      const data = await request<{ lineage: { direction: string; assets: { key: string }[]; start: { eventId: string }; materializations: unknown[]; inputs: { upstreamEventId: string | null }[] } }>(
+      const data = await request<{
+        lineage: {
+          direction: string;
+          assets: { key: string }[];
+          start: { eventId: string };
+          materializations: unknown[];
+          inputs: { upstreamEventId: string | null }[];
+        };
+      }>(
         context(),
         `query ($key: String!, $p: String) {
           lineage(assetKey: $key, partitionKey: $p, direction: DOWNSTREAM, depth: 2) {
@@ -413,7 +519,13 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
       expect(data.lineage.materializations).toHaveLength(3);
       expect(data.lineage.inputs.every((i) => typeof i.upstreamEventId === "string")).toBe(true);
 
-      const impact = await request<{ erasureImpact: { partitions: { assetKey: string; output: { storageRef: string | null } | null }[]; assets: { assetKey: string; hasPii: boolean }[]; backfill: { assetKeys: string[] } } }>(
+      const impact = await request<{
+        erasureImpact: {
+          partitions: { assetKey: string; output: { storageRef: string | null } | null }[];
+          assets: { assetKey: string; hasPii: boolean }[];
+          backfill: { assetKeys: string[] };
+        };
+      }>(
         context(),
         `query ($key: String!, $keys: [String!]!) {
           erasureImpact(assetKey: $key, partitionKeys: $keys) {
@@ -426,8 +538,15 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
         { key: "raw/customers", keys: ["2025-01-02"] },
       );
       expect(impact.erasureImpact.partitions).toHaveLength(7);
-      expect(impact.erasureImpact.assets.filter((a) => a.hasPii).map((a) => a.assetKey)).toEqual(["raw/customers", "clean/customers", "mart/enriched"]);
-      expect(impact.erasureImpact.partitions.filter((p) => p.output?.storageRef).map((p) => p.assetKey)).toEqual(["reports/summary", "reports/summary"]);
+      expect(impact.erasureImpact.assets.filter((a) => a.hasPii).map((a) => a.assetKey)).toEqual([
+        "raw/customers",
+        "clean/customers",
+        "mart/enriched",
+      ]);
+      expect(impact.erasureImpact.partitions.filter((p) => p.output?.storageRef).map((p) => p.assetKey)).toEqual([
+        "reports/summary",
+        "reports/summary",
+      ]);
       expect(impact.erasureImpact.backfill.assetKeys).toHaveLength(5);
     });
   });
@@ -440,7 +559,11 @@ describePostgres("lineage and erasure impact on a materialised 5-level graph", (
       expect(impact.partitions.map(at).slice(-2)).toEqual(["reports/summary@2025-01-03", "reports/summary@2025-01-04"]);
       expect(impact.assets.at(-1)).toEqual({ assetKey: "reports/summary", pii: null, defined: false, partitionCount: 2 });
       expect(impact.backfill.assetKeys).not.toContain("reports/summary");
-      await expectError(lineage(services(), { assetKey: "reports/summary", partitionKey: "2025-01-04" }), "GRAPH_UNKNOWN_ASSET", '"reports/summary"');
+      await expectError(
+        lineage(services(), { assetKey: "reports/summary", partitionKey: "2025-01-04" }),
+        "GRAPH_UNKNOWN_ASSET",
+        '"reports/summary"',
+      );
     });
   });
 });

@@ -48,7 +48,9 @@ async function scrape(app: ReturnType<typeof appOn>): Promise<PrometheusText> {
   return parsePrometheusText(await res.text());
 }
 
-async function readyz(app: ReturnType<typeof appOn>): Promise<{ status: number; body: { status: string; problems: { code: string; message: string }[] } }> {
+async function readyz(
+  app: ReturnType<typeof appOn>,
+): Promise<{ status: number; body: { status: string; problems: { code: string; message: string }[] } }> {
   const res = await app.request("/readyz");
   return { status: res.status, body: (await res.json()) as { status: string; problems: { code: string; message: string }[] } };
 }
@@ -94,8 +96,20 @@ describePostgres("/metrics", () => {
     expect(claimed).toHaveLength(3);
     await new PgTriggerStore(h.db, RUN_DECISIONS).createTriggers(
       [
-        { kind: "fileExists", args: { path: "/in/x" }, assetKey: "m/source", partitionKey: "2025-01-01", nextCheckAt: new Date(Date.now() - 60_000) },
-        { kind: "fileExists", args: { path: "/in/y" }, assetKey: "m/source", partitionKey: "2025-01-02", nextCheckAt: new Date("2099-01-01T00:00:00Z") },
+        {
+          kind: "fileExists",
+          args: { path: "/in/x" },
+          assetKey: "m/source",
+          partitionKey: "2025-01-01",
+          nextCheckAt: new Date(Date.now() - 60_000),
+        },
+        {
+          kind: "fileExists",
+          args: { path: "/in/y" },
+          assetKey: "m/source",
+          partitionKey: "2025-01-02",
+          nextCheckAt: new Date("2099-01-01T00:00:00Z"),
+        },
         { kind: "httpOk", args: { url: "http://example.invalid" }, assetKey: "m/api", nextCheckAt: new Date("2099-01-01T00:00:00Z") },
       ],
       new Date(),
@@ -192,7 +206,9 @@ describePostgres("/metrics", () => {
     await sql`update triggers set status = 'fired', ended_at = now() where kind = 'httpOk'`.execute(h.db);
     const first = await scrape(app);
     expect(sample(first, "tributary_triggers", { kind: "httpOk", status: "fired" })).toBe(1);
-    expect(first.samples.some((x) => x.name === "tributary_triggers" && x.labels.kind === "httpOk" && x.labels.status === "waiting")).toBe(false);
+    expect(first.samples.some((x) => x.name === "tributary_triggers" && x.labels.kind === "httpOk" && x.labels.status === "waiting")).toBe(
+      false,
+    );
     // Every trigger leaves waiting: the next scrapes settle them and stop reading them, the totals stay.
     await sql`update triggers set status = 'timed_out', ended_at = now() where status = 'waiting'`.execute(h.db);
     for (let i = 0; i < 3; i++) {
@@ -209,7 +225,8 @@ describePostgres("/metrics", () => {
     expect(sample(later, "tributary_triggers", { kind: "fileExists", status: "timed_out" })).toBe(2);
     const { rows } = await sql<{ kind: string; status: string; n: number }>`
       select kind, status, count(*)::int as n from triggers group by kind, status`.execute(h.db);
-    for (const r of rows) expect(sample(later, "tributary_triggers", { kind: r.kind, status: r.status }), `${r.kind} ${r.status}`).toBe(r.n);
+    for (const r of rows)
+      expect(sample(later, "tributary_triggers", { kind: r.kind, status: r.status }), `${r.kind} ${r.status}`).toBe(r.n);
   });
 
   it("times each reconciler task of a pass, by task and outcome", async () => {
@@ -333,7 +350,11 @@ describePostgres("/readyz and /healthz against a database that is behind, ahead 
     if (!context.available) throw new Error("unreachable: describePostgres skips without Postgres");
     const name = newTestDatabaseName();
     await createDatabase(context.adminUrl, name, { template: context.templateDatabase });
-    const handle = await openPostgres({ kind: "postgres", url: databaseUrlWithName(context.adminUrl, name), onConnectionError: () => undefined });
+    const handle = await openPostgres({
+      kind: "postgres",
+      url: databaseUrlWithName(context.adminUrl, name),
+      onConnectionError: () => undefined,
+    });
     try {
       const app = appOn(handle.db, observabilityOn(handle.db));
       expect((await app.request("/healthz")).status).toBe(200);

@@ -53,7 +53,8 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     expect(cached).toEqual(await summaryOf(a, now, false));
     return cached;
   };
-  const ranges = async (a: SnapshotAsset, now?: Date) => (await summary(a, now)).ranges!.map((r) => `${r.status} ${r.from.slice(11)}–${r.to.slice(11)}`);
+  const ranges = async (a: SnapshotAsset, now?: Date) =>
+    (await summary(a, now)).ranges!.map((r) => `${r.status} ${r.from.slice(11)}–${r.to.slice(11)}`);
 
   /** A materialisation of `asset`'s partition `hour` that read the given upstream partitions at their latest events. */
   const materialize = async (assetKey: string, hour: number, options: { codeVersion?: string; reads?: string[] } = {}) => {
@@ -113,7 +114,12 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     expect(await ranges(down)).toEqual(["materialized 00:00–02:00", "missing 03:00–05:00"]);
     // Only c/up's rows change: the fingerprint covers the upstreams the asset's latest events read.
     await materialize("c/up", 1);
-    expect(await ranges(down)).toEqual(["materialized 00:00–00:00", "stale 01:00–01:00", "materialized 02:00–02:00", "missing 03:00–05:00"]);
+    expect(await ranges(down)).toEqual([
+      "materialized 00:00–00:00",
+      "stale 01:00–01:00",
+      "materialized 02:00–02:00",
+      "missing 03:00–05:00",
+    ]);
     await materialize("c/down", 1, { codeVersion: "v1", reads: ["c/up"] });
     expect(await ranges(down)).toEqual(["materialized 00:00–02:00", "missing 03:00–05:00"]);
   });
@@ -136,8 +142,22 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     await sql`insert into steps (run_id, asset_key, partition_key, state) values (${runId}, 'c/up', ${key(1)}, 'running'), (${runId}, 'c/up', ${key(4)}, 'queued')`.execute(
       database.db,
     );
-    expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "materializing 01:00–01:00", "missing 02:00–03:00", "materializing 04:00–04:00", "missing 05:00–05:00"]);
-    expect((await summary(up)).counts).toEqual({ missing: 3, materializing: 2, materialized: 1, failed: 0, stale: 0, timed_out: 0, total: 6 });
+    expect(await ranges(up)).toEqual([
+      "materialized 00:00–00:00",
+      "materializing 01:00–01:00",
+      "missing 02:00–03:00",
+      "materializing 04:00–04:00",
+      "missing 05:00–05:00",
+    ]);
+    expect((await summary(up)).counts).toEqual({
+      missing: 3,
+      materializing: 2,
+      materialized: 1,
+      failed: 0,
+      stale: 0,
+      timed_out: 0,
+      total: 6,
+    });
     await sql`update runs set status = 'success'`.execute(database.db);
     expect(await ranges(up)).toEqual(["materialized 00:00–01:00", "missing 02:00–05:00"]);
   });
@@ -146,7 +166,12 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     // Hour 8 is recorded before it exists (say, reported early): it shows once it does.
     for (const h of [0, 8]) await materialize("c/up", h);
     expect(await ranges(up, at(6))).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
-    expect(await ranges(up, at(10))).toEqual(["materialized 00:00–00:00", "missing 01:00–07:00", "materialized 08:00–08:00", "missing 09:00–09:00"]);
+    expect(await ranges(up, at(10))).toEqual([
+      "materialized 00:00–00:00",
+      "missing 01:00–07:00",
+      "materialized 08:00–08:00",
+      "missing 09:00–09:00",
+    ]);
     expect((await summary(up, at(10))).counts.total).toBe(10);
   });
 
@@ -158,7 +183,9 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     let written!: () => void;
     const wasWritten = new Promise<void>((r) => (written = r));
     const writer = database.db.transaction().execute(async (trx) => {
-      await sql`insert into partition_status (asset_key, partition_key, status, last_materialization_event_id) values ('c/up', ${key(2)}, 'materialized', 1)`.execute(trx);
+      await sql`insert into partition_status (asset_key, partition_key, status, last_materialization_event_id) values ('c/up', ${key(2)}, 'materialized', 1)`.execute(
+        trx,
+      );
       await sql`update partition_status set status = 'failed' where asset_key = 'c/up' and partition_key = ${key(0)}`.execute(trx);
       written();
       await released;
@@ -197,7 +224,9 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ query: `{ asset(key: "chain/a001") { partitionStatus { ranges { status from to count } } } }` }),
         });
-        const body = (await res.json()) as { data: { asset: { partitionStatus: { ranges: { status: string; from: string; count: number }[] } } } };
+        const body = (await res.json()) as {
+          data: { asset: { partitionStatus: { ranges: { status: string; from: string; count: number }[] } } };
+        };
         return body.data.asset.partitionStatus.ranges.map((r) => `${r.status} ${r.from} ${r.count}`);
       };
       await sql`
@@ -205,7 +234,9 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
         values ('chain/a001', '2025-01-02', 'materialized', 1), ('chain/a001', '2025-01-03', 'failed', null)`.execute(database.db);
       expect(await ranges()).toEqual(["MISSING 2025-01-01 1", "MATERIALIZED 2025-01-02 1", "FAILED 2025-01-03 1", "MISSING 2025-01-04 2"]);
       expect(await ranges()).toEqual(["MISSING 2025-01-01 1", "MATERIALIZED 2025-01-02 1", "FAILED 2025-01-03 1", "MISSING 2025-01-04 2"]);
-      await sql`update partition_status set status = 'failed' where asset_key = 'chain/a001' and partition_key = '2025-01-02'`.execute(database.db);
+      await sql`update partition_status set status = 'failed' where asset_key = 'chain/a001' and partition_key = '2025-01-02'`.execute(
+        database.db,
+      );
       expect(await ranges()).toEqual(["MISSING 2025-01-01 1", "FAILED 2025-01-02 2", "MISSING 2025-01-04 2"]);
       expect(statements).toEqual(["keys", "validated", "validated", "keys"]);
     } finally {

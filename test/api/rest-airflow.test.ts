@@ -38,9 +38,15 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     await h?.stop();
   });
 
-  const call = (op: [string, string], path: string, init: RequestInit = {}, status = 200): Promise<Json> => callApi(app, op, path, init, status);
+  const call = (op: [string, string], path: string, init: RequestInit = {}, status = 200): Promise<Json> =>
+    callApi(app, op, path, init, status);
   const counts = async () =>
-    (await sql<{ runs: number; steps: number }>`select (select count(*)::int from runs) as runs, (select count(*)::int from steps) as steps`.execute(h.db)).rows[0];
+    (
+      await sql<{
+        runs: number;
+        steps: number;
+      }>`select (select count(*)::int from runs) as runs, (select count(*)::int from steps) as steps`.execute(h.db)
+    ).rows[0];
   const enc = encodeURIComponent;
 
   it("lists the asset jobs as DAGs: one per group and partitions definition", async () => {
@@ -49,11 +55,20 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     expect(all.total_entries).toBe(3);
     expect(ids[0]).toBe("geo");
     // The shop group mixes daily and unpartitioned assets: two jobs, told apart by the partitions hash.
-    expect(ids.slice(1)).toEqual([expect.stringMatching(/^shop\.daily-[0-9a-f]{8}$/), expect.stringMatching(/^shop\.unpartitioned-[0-9a-f]{8}$/)]);
+    expect(ids.slice(1)).toEqual([
+      expect.stringMatching(/^shop\.daily-[0-9a-f]{8}$/),
+      expect.stringMatching(/^shop\.unpartitioned-[0-9a-f]{8}$/),
+    ]);
     [shopDaily, shopOnce] = ids.slice(1) as [string, string];
     expect(all.dags[1].description).toContain("shop/raw");
     const dag = await call(["/dags/{dag_id}", "get"], `/dags/${shopDaily}`);
-    expect(dag).toMatchObject({ dag_id: shopDaily, is_paused: false, owners: ["team:data"], tags: [{ name: "shop" }], timetable_description: expect.stringContaining("daily") });
+    expect(dag).toMatchObject({
+      dag_id: shopDaily,
+      is_paused: false,
+      owners: ["team:data"],
+      tags: [{ name: "shop" }],
+      timetable_description: expect.stringContaining("daily"),
+    });
     expect(dag.description).toContain("shop/raw, shop/total");
 
     const page = await call(["/dags", "get"], "/dags?limit=1&offset=1&order_by=-dag_id");
@@ -65,7 +80,11 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
   });
 
   it("triggers a DAG run for the partition of a logical date and reports its steps, outputs, logs and pools", async () => {
-    const run = await call(["/dags/{dag_id}/dagRuns", "post"], `/dags/${shopDaily}/dagRuns`, post({ logical_date: "2025-01-07T12:00:00Z" }));
+    const run = await call(
+      ["/dags/{dag_id}/dagRuns", "post"],
+      `/dags/${shopDaily}/dagRuns`,
+      post({ logical_date: "2025-01-07T12:00:00Z" }),
+    );
     expect(run).toMatchObject({
       dag_id: shopDaily,
       logical_date: "2025-01-07T00:00:00.000Z",
@@ -78,9 +97,15 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     expect((await h.waitForRun(runId)).status).toBe("success");
 
     const runs = await call(["/dags/{dag_id}/dagRuns", "get"], `/dags/${shopDaily}/dagRuns`);
-    expect(runs).toMatchObject({ total_entries: 1, dag_runs: [{ dag_run_id: runId, state: "success", logical_date: "2025-01-07T00:00:00.000Z" }] });
+    expect(runs).toMatchObject({
+      total_entries: 1,
+      dag_runs: [{ dag_run_id: runId, state: "success", logical_date: "2025-01-07T00:00:00.000Z" }],
+    });
 
-    const tis = await call(["/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", "get"], `/dags/${shopDaily}/dagRuns/${runId}/taskInstances`);
+    const tis = await call(
+      ["/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", "get"],
+      `/dags/${shopDaily}/dagRuns/${runId}/taskInstances`,
+    );
     expect(tis.total_entries).toBe(2);
     expect(tis.task_instances.map((t: Json) => [t.task_id, t.state, t.map_index, t.try_number, t.rendered_map_index])).toEqual([
       ["shop/raw", "success", -1, 1, "2025-01-07"],
@@ -88,9 +113,19 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     ]);
     expect(tis.task_instances[0]).toMatchObject({ pool: "warehouse", execution_date: "2025-01-07T00:00:00.000Z" });
 
-    const xcom = await call([`${RUN}/xcomEntries`, "get"], `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/xcomEntries`);
+    const xcom = await call(
+      [`${RUN}/xcomEntries`, "get"],
+      `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/xcomEntries`,
+    );
     expect(xcom).toMatchObject({ total_entries: 1, xcom_entries: [{ key: "return_value", task_id: "shop/raw", map_index: -1 }] });
-    expect((await call([`${RUN}/xcomEntries`, "get"], `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/xcomEntries?xcom_key=other`)).total_entries).toBe(0);
+    expect(
+      (
+        await call(
+          [`${RUN}/xcomEntries`, "get"],
+          `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/xcomEntries?xcom_key=other`,
+        )
+      ).total_entries,
+    ).toBe(0);
 
     const logPath = `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/logs/1`;
     const log = await call([`${RUN}/logs/{task_try_number}`, "get"], logPath);
@@ -145,7 +180,9 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     const logs: [string, string] = [`${RUN}/logs/{task_try_number}`, "get"];
     const noTask = await call(logs, `/dags/${shopDaily}/dagRuns/${shopRun}/taskInstances/${enc(INJECTION)}/logs/1`, {}, 404);
     expect(noTask.detail).toMatch(/is not a task of DAG.*"shop\/raw", "shop\/total"/);
-    expect((await call(logs, `/dags/${shopDaily}/dagRuns/${shopRun}/taskInstances/${enc("shop/raw")}/logs/9`, {}, 404)).detail).toMatch(/no try 9/);
+    expect((await call(logs, `/dags/${shopDaily}/dagRuns/${shopRun}/taskInstances/${enc("shop/raw")}/logs/9`, {}, 404)).detail).toMatch(
+      /no try 9/,
+    );
     await call(logs, `/dags/${shopDaily}/dagRuns/${shopRun}/taskInstances/${enc("shop/raw")}/logs/1?map_index=3`, {}, 404);
     await call([`${RUN}/xcomEntries`, "get"], `/dags/${shopDaily}/dagRuns/${shopRun}/taskInstances/nope/xcomEntries`, {}, 404);
     const route = await app.request("/api/v1/connections");
@@ -158,7 +195,8 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     const before = await counts();
     const trigger: [string, string] = ["/dags/{dag_id}/dagRuns", "post"];
     const path = `/dags/${shopDaily}/dagRuns`;
-    const bad = async (init: RequestInit, detail: RegExp, p = path, op = trigger) => expect((await call(op, p, init, 400)).detail).toMatch(detail);
+    const bad = async (init: RequestInit, detail: RegExp, p = path, op = trigger) =>
+      expect((await call(op, p, init, 400)).detail).toMatch(detail);
     await bad(post({ logical_date: "2025-01-07T00:00:00Z" }, "text/plain"), /Content-Type "text\/plain" is not supported/);
     await bad({ method: "POST", body: new Blob(["{}"]) }, /Content-Type "\(none\)"/);
     await bad(post("{not json"), /body: not valid JSON/);
@@ -168,18 +206,33 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     await bad(post({ state: "success" }), /Unrecognized key.*state/);
     await bad(post({ dag_run_id: "mine" }), /body\.dag_run_id: is assigned by Tributary/);
     await bad(post({ conf: { partition_key: INJECTION } }), /x'; drop table runs; --/);
-    await bad(post({ conf: { partition_key: "2025-01-07" }, logical_date: "2025-01-07T00:00:00Z" }), /either conf.partition_key or logical_date/);
+    await bad(
+      post({ conf: { partition_key: "2025-01-07" }, logical_date: "2025-01-07T00:00:00Z" }),
+      /either conf.partition_key or logical_date/,
+    );
     await bad(post({ note: "x".repeat(70 * 1024) }), /body: more than the 65536 bytes/);
     await bad(post({}), /DAG "geo" is partitioned.*name the partition/, "/dags/geo/dagRuns");
 
     const clear: [string, string] = ["/dags/{dag_id}/clearTaskInstances", "post"];
     const clearPath = `/dags/${shopDaily}/clearTaskInstances`;
     await bad(post({ task_ids: ["shop/raw"], dry_run: "no" }), /body\.dry_run: /, clearPath, clear);
-    await bad(post({ dry_run: false, include_upstream: true }), /body\.include_upstream: include_upstream .* is not supported/, clearPath, clear);
+    await bad(
+      post({ dry_run: false, include_upstream: true }),
+      /body\.include_upstream: include_upstream .* is not supported/,
+      clearPath,
+      clear,
+    );
     await bad(post({ dry_run: false, task_ids: [] }), /body\.task_ids/, clearPath, clear);
-    await bad(post({ dry_run: false, start_date: "2019-01-01T00:00:00Z" }), /body\.start_date: .* lies in no existing partition/, clearPath, clear);
+    await bad(
+      post({ dry_run: false, start_date: "2019-01-01T00:00:00Z" }),
+      /body\.start_date: .* lies in no existing partition/,
+      clearPath,
+      clear,
+    );
     await bad(post({ dry_run: false, only_failed: false, task_ids: ["shop/raw"] }), /PARTITION_SELECTION_REQUIRED/, clearPath, clear);
-    expect((await call(clear, clearPath, post({ dry_run: false, task_ids: [INJECTION] }), 404)).detail).toContain(JSON.stringify(INJECTION));
+    expect((await call(clear, clearPath, post({ dry_run: false, task_ids: [INJECTION] }), 404)).detail).toContain(
+      JSON.stringify(INJECTION),
+    );
 
     const list: [string, string] = ["/dags/{dag_id}/dagRuns", "get"];
     await bad({}, /query\.limit: must be a whole number/, `${path}?limit=abc`, list);
@@ -199,8 +252,15 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     const runId = await h.launch(["shop/raw"], { from: "2025-01-08", to: "2025-01-09" });
     await h.waitForRun(runId);
     const run = (await call(["/dags/{dag_id}/dagRuns", "get"], `/dags/${shopDaily}/dagRuns?limit=1`)).dag_runs[0];
-    expect(run).toMatchObject({ dag_run_id: runId, logical_date: "2025-01-08T00:00:00.000Z", data_interval_end: "2025-01-10T00:00:00.000Z" });
-    const tis = await call(["/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", "get"], `/dags/${shopDaily}/dagRuns/${runId}/taskInstances`);
+    expect(run).toMatchObject({
+      dag_run_id: runId,
+      logical_date: "2025-01-08T00:00:00.000Z",
+      data_interval_end: "2025-01-10T00:00:00.000Z",
+    });
+    const tis = await call(
+      ["/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", "get"],
+      `/dags/${shopDaily}/dagRuns/${runId}/taskInstances`,
+    );
     expect(tis.task_instances.map((t: Json) => [t.map_index, t.rendered_map_index])).toEqual([
       [0, "2025-01-08"],
       [1, "2025-01-09"],
@@ -209,7 +269,10 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     const logPath = `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/logs/1`;
     expect((await call(logs, `${logPath}?map_index=1`)).content).toContain("loading 2025-01-09");
     expect((await call(logs, logPath, {}, 404)).detail).toMatch(/no map_index -1 .*map indices: 0, 1/);
-    const xcom = await call([`${RUN}/xcomEntries`, "get"], `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/xcomEntries?map_index=0`);
+    const xcom = await call(
+      [`${RUN}/xcomEntries`, "get"],
+      `/dags/${shopDaily}/dagRuns/${runId}/taskInstances/${enc("shop/raw")}/xcomEntries?map_index=0`,
+    );
     expect(xcom.xcom_entries).toEqual([expect.objectContaining({ map_index: 0, execution_date: "2025-01-08T00:00:00.000Z" })]);
   });
 
@@ -218,7 +281,9 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
     const clear: [string, string] = ["/dags/{dag_id}/clearTaskInstances", "post"];
     expect(await call(clear, `/dags/${shopDaily}/clearTaskInstances`, post({ dry_run: false }))).toEqual({ task_instances: [] });
     // One named task with nothing to clear: still no error, as in Airflow.
-    expect(await call(clear, `/dags/${shopDaily}/clearTaskInstances`, post({ dry_run: false, task_ids: ["shop/raw"] }))).toEqual({ task_instances: [] });
+    expect(await call(clear, `/dags/${shopDaily}/clearTaskInstances`, post({ dry_run: false, task_ids: ["shop/raw"] }))).toEqual({
+      task_instances: [],
+    });
     expect(await counts()).toEqual(before);
   });
 
@@ -230,7 +295,9 @@ describePostgres("REST /api/v1 (Airflow stable API subset)", () => {
   });
 
   it("checks responses for real: the spec validator rejects documents outside Airflow's schema", () => {
-    expect(validatorOf("/dags/{dag_id}/dagRuns", "get").validateResponse(200, { dag_runs: [{ state: "canceled" }], total_entries: 1 })).toBeDefined();
+    expect(
+      validatorOf("/dags/{dag_id}/dagRuns", "get").validateResponse(200, { dag_runs: [{ state: "canceled" }], total_entries: 1 }),
+    ).toBeDefined();
     const tis = validatorOf("/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", "get");
     expect(tis.validateResponse(200, { task_instances: [{ execution_date: "yesterday" }] })).toBeDefined();
     expect(tis.validateResponse(200, { task_instances: [{ state: "pending" }] })).toBeDefined();

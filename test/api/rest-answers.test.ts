@@ -61,7 +61,9 @@ describePostgres("REST answers", () => {
     // Airflow's defaults: a dry run of the failed task instances; nothing failed.
     expect(await call(app, CLEAR, "/dags/shop/clearTaskInstances", post({}))).toEqual({ task_instances: [] });
     expect(await call(app, CLEAR, "/dags/shop/clearTaskInstances", post({ dry_run: false }))).toEqual({ task_instances: [] });
-    expect(await call(app, CLEAR, "/dags/shop/clearTaskInstances", post({ task_ids: ["shop/day"], dag_run_id: runOf["2025-01-07"] }))).toEqual({ task_instances: [] });
+    expect(
+      await call(app, CLEAR, "/dags/shop/clearTaskInstances", post({ task_ids: ["shop/day"], dag_run_id: runOf["2025-01-07"] })),
+    ).toEqual({ task_instances: [] });
     expect(await rowCounts(h.db)).toEqual(before);
   });
 

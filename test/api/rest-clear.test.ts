@@ -45,7 +45,12 @@ describePostgres("REST clearTaskInstances: dry runs and all-or-nothing clears", 
     expect(refs(await call(app, CLEAR, PATH, post({})))).toEqual([["shop/raw", day("08"), runId]]);
 
     // A run's task and what reads it: each reference names the run whose step would be cleared.
-    const downstream = await call(app, CLEAR, PATH, post({ task_ids: ["shop/raw"], dag_run_id: runId, only_failed: false, include_downstream: true }));
+    const downstream = await call(
+      app,
+      CLEAR,
+      PATH,
+      post({ task_ids: ["shop/raw"], dag_run_id: runId, only_failed: false, include_downstream: true }),
+    );
     expect(refs(downstream)).toEqual([
       ["shop/raw", day("07"), runId],
       ["shop/raw", day("08"), runId],
@@ -57,7 +62,12 @@ describePostgres("REST clearTaskInstances: dry runs and all-or-nothing clears", 
     expect(downstream.task_instances[0]).toEqual({ dag_id: "shop", dag_run_id: runId, task_id: "shop/raw", execution_date: day("07") });
 
     // A partition that never ran would be run for the first time: there is no run to name.
-    const fresh = await call(app, CLEAR, PATH, post({ task_ids: ["shop/raw"], only_failed: false, start_date: day("09"), end_date: "2025-01-10T06:00:00Z" }));
+    const fresh = await call(
+      app,
+      CLEAR,
+      PATH,
+      post({ task_ids: ["shop/raw"], only_failed: false, start_date: day("09"), end_date: "2025-01-10T06:00:00Z" }),
+    );
     expect(fresh.task_instances).toEqual([
       { dag_id: "shop", dag_run_id: runId, task_id: "shop/raw", execution_date: day("09") },
       { dag_id: "shop", task_id: "shop/raw", execution_date: day("10") },
@@ -77,9 +87,11 @@ describePostgres("REST clearTaskInstances: dry runs and all-or-nothing clears", 
       ["shop/raw", "shop/total"].flatMap((a) => ["2025-01-07", "2025-01-08", "2025-01-09"].map((p) => [a, p])),
     );
     // The newest step of each partition is now the rerun's: a dry run names it.
-    expect(refs(await call(app, CLEAR, PATH, post({ task_ids: ["shop/total"], only_failed: false, start_date: day("07"), end_date: day("07") })))).toEqual([
-      ["shop/total", day("07"), rerunId],
-    ]);
+    expect(
+      refs(
+        await call(app, CLEAR, PATH, post({ task_ids: ["shop/total"], only_failed: false, start_date: day("07"), end_date: day("07") })),
+      ),
+    ).toEqual([["shop/total", day("07"), rerunId]]);
   });
 
   it("clears several tasks all or nothing: a plan error on the second leaves the first uncleared", async () => {

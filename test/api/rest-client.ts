@@ -26,12 +26,17 @@ const customFormats = { datetime: (v: string) => RFC3339.test(v), "date-time": (
 /** The spec's validator for one operation's responses (response $refs resolved). */
 export function validatorOf(path: string, method: string) {
   const responses = Object.fromEntries(
-    Object.entries(spec.paths[path]![method]!.responses).map(([code, r]) => [code, r.$ref ? spec.components.responses[r.$ref.split("/").at(-1)!] : r]),
+    Object.entries(spec.paths[path]![method]!.responses).map(([code, r]) => [
+      code,
+      r.$ref ? spec.components.responses[r.$ref.split("/").at(-1)!] : r,
+    ]),
   );
   return new ResponseValidator({ responses, components: spec.components, customFormats });
 }
 const errorValidator = new ResponseValidator({
-  responses: Object.fromEntries([400, 404].map((s) => [s, { description: "", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }])),
+  responses: Object.fromEntries(
+    [400, 404].map((s) => [s, { description: "", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }]),
+  ),
   components: spec.components,
   customFormats,
 });
@@ -39,7 +44,12 @@ const errorValidator = new ResponseValidator({
 /** The REST app over the harness's stores, as `tributary dev` wires it. */
 export function restApp(h: Harness): Hono {
   const context = apiServicesOn(h.db, { graphs: h.graphs, definitions: h.definitions, runs: h.runs });
-  return createApiApp({ context, ping: async () => {}, version: "test", rest: { queries: new PgAirflowQueryStore(h.db), logsDir: h.logsDir } });
+  return createApiApp({
+    context,
+    ping: async () => {},
+    version: "test",
+    rest: { queries: new PgAirflowQueryStore(h.db), logsDir: h.logsDir },
+  });
 }
 
 /** Requests `path` under /api/v1 and checks status and body against the spec's operation (`op` = [spec path, method]). */
@@ -47,7 +57,9 @@ export async function call(app: Hono, op: [string, string], path: string, init: 
   const res = await app.request(`/api/v1${path}`, init);
   const body = (await res.json()) as Json;
   expect({ status: res.status, body }).toMatchObject({ status });
-  const problems = (status >= 400 && !(String(status) in spec.paths[op[0]]![op[1]]!.responses) ? errorValidator : validatorOf(...op)).validateResponse(status, body);
+  const problems = (
+    status >= 400 && !(String(status) in spec.paths[op[0]]![op[1]]!.responses) ? errorValidator : validatorOf(...op)
+  ).validateResponse(status, body);
   expect(problems).toBeUndefined();
   return body;
 }

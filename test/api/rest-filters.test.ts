@@ -38,7 +38,8 @@ describePostgres("REST list filters and fields", () => {
     b = await h.launch(["shop/raw", "shop/total"], { from: "2025-01-08", to: "2025-01-09" });
     expect((await h.waitForRun(b)).status).toBe("failed");
     await h.waitForRun(await h.launch(["geo/region"], { partition: "eu" }));
-    const rows = (await sql<{ id: string; started_at: Date; ended_at: Date }>`select id, started_at, ended_at from runs`.execute(h.db)).rows;
+    const rows = (await sql<{ id: string; started_at: Date; ended_at: Date }>`select id, started_at, ended_at from runs`.execute(h.db))
+      .rows;
     times = Object.fromEntries(rows.map((r) => [r.id, { started: r.started_at.toISOString(), ended: r.ended_at.toISOString() }]));
   }, 60_000);
   afterAll(async () => {
@@ -49,7 +50,8 @@ describePostgres("REST list filters and fields", () => {
     const body = await call(app, RUNS, `/dags/${dag}/dagRuns?${query}`);
     return { ids: (body.dag_runs as Json[]).map((r) => r.dag_run_id as string), total: body.total_entries as number };
   };
-  const bad = async (path: string, op: [string, string], detail: RegExp) => expect((await call(app, op, path, {}, 400)).detail).toMatch(detail);
+  const bad = async (path: string, op: [string, string], detail: RegExp) =>
+    expect((await call(app, op, path, {}, 400)).detail).toMatch(detail);
 
   it("filters DAG runs by logical date (the first partition's window), state, start, end and update times", async () => {
     expect(await ids("")).toEqual({ ids: [b, a], total: 2 });
@@ -73,7 +75,13 @@ describePostgres("REST list filters and fields", () => {
 
   it("returns only the requested fields of DAGs and DAG runs", async () => {
     const runs = await call(app, RUNS, "/dags/shop/dagRuns?fields=dag_run_id&fields=state");
-    expect(runs).toEqual({ dag_runs: [{ dag_run_id: b, state: "failed" }, { dag_run_id: a, state: "success" }], total_entries: 2 });
+    expect(runs).toEqual({
+      dag_runs: [
+        { dag_run_id: b, state: "failed" },
+        { dag_run_id: a, state: "success" },
+      ],
+      total_entries: 2,
+    });
     expect((await call(app, DAGS, "/dags?fields=dag_id,is_paused")).dags).toEqual([
       { dag_id: "geo", is_paused: false },
       { dag_id: "shop", is_paused: false },
@@ -116,10 +124,18 @@ describePostgres("REST list filters and fields", () => {
     const before = await rowCounts(h.db);
     const tiPath = `/dags/shop/dagRuns/${b}/taskInstances`;
     await bad("/dags/shop/dagRuns?execution_date_gte=yesterday", RUNS, /query\.execution_date_gte: must be an ISO 8601 date-time/);
-    await bad("/dags/shop/dagRuns?start_date_gte=2025-01-02T00:00:00Z&start_date_lte=2025-01-01T00:00:00Z", RUNS, /query\.start_date_gte: .* is after start_date_lte/);
+    await bad(
+      "/dags/shop/dagRuns?start_date_gte=2025-01-02T00:00:00Z&start_date_lte=2025-01-01T00:00:00Z",
+      RUNS,
+      /query\.start_date_gte: .* is after start_date_lte/,
+    );
     await bad("/dags/shop/dagRuns?state=canceled", RUNS, /query\.state: "canceled" is not a state; use queued, running, success, failed/);
     await bad("/dags/shop/dagRuns?state=", RUNS, /query\.state: an empty value/);
-    await bad("/dags/shop/dagRuns?fields=dag_run_id&fields=x'%3B drop table runs", RUNS, /query\.fields: unknown field\(s\) "x'; drop table runs"; the fields are dag_id/);
+    await bad(
+      "/dags/shop/dagRuns?fields=dag_run_id&fields=x'%3B drop table runs",
+      RUNS,
+      /query\.fields: unknown field\(s\) "x'; drop table runs"; the fields are dag_id/,
+    );
     await bad("/dags?fields=", DAGS, /query\.fields: unknown field\(s\) ""/);
     await bad(`${tiPath}?duration_lte=abc`, TIS, /query\.duration_lte: "abc" must be a number of seconds/);
     await bad(`${tiPath}?state=pending`, TIS, /query\.state: "pending" is not a state; use none, scheduled/);

@@ -42,7 +42,9 @@ describe("PgAirflowQueryStore on PGlite", () => {
   });
 
   it("filters the runs in SQL: status, first partition key (range or list), run times; the total counts the filtered runs", async () => {
-    await sql`update runs set status = 'success', started_at = created_at, ended_at = created_at + interval '1 hour' where id = ${runIds[2]}::uuid`.execute(handle.db);
+    await sql`update runs set status = 'success', started_at = created_at, ended_at = created_at + interval '1 hour' where id = ${runIds[2]}::uuid`.execute(
+      handle.db,
+    );
     const ids = async (filter: Parameters<PgAirflowQueryStore["listRunsOfAssets"]>[2]) => {
       const { rows, total } = await store.listRunsOfAssets(["a"], { limit: 10, offset: 0 }, filter);
       expect(total).toBe(rows.length);
@@ -55,7 +57,9 @@ describe("PgAirflowQueryStore on PGlite", () => {
     expect(await ids({ firstKeyRange: { lte: "2025-01-01" } })).toEqual([runIds[0]]);
     expect(await ids({ firstKeyIn: ["2025-01-02", "2025-01-03"] })).toEqual([runIds[2]]);
     expect(await ids({ createdAt: { gte: new Date(Date.UTC(2025, 0, 2)) } })).toEqual([runIds[2]]);
-    expect(await ids({ startedAt: { lte: new Date(Date.UTC(2025, 0, 5)) }, endedAt: { gte: new Date(Date.UTC(2025, 0, 3, 1)) } })).toEqual([runIds[2]]);
+    expect(await ids({ startedAt: { lte: new Date(Date.UTC(2025, 0, 5)) }, endedAt: { gte: new Date(Date.UTC(2025, 0, 3, 1)) } })).toEqual([
+      runIds[2],
+    ]);
     expect(await ids({ updatedAt: { lte: new Date(Date.UTC(2000, 0, 1)) } })).toEqual([]);
     const page = await store.listRunsOfAssets(["a", "b"], { limit: 1, offset: 0 }, { statuses: ["running"] });
     expect({ ids: page.rows.map((r) => r.id), total: page.total }).toEqual({ ids: [runIds[1]], total: 2 });
@@ -79,7 +83,13 @@ describe("PgAirflowQueryStore on PGlite", () => {
   it("lists the outputs of steps and refuses pages out of range, naming the field", async () => {
     const ids = (await sql<{ id: number }>`select id from steps order by id`.execute(handle.db)).rows.map((r) => r.id);
     expect((await store.stepOutputs(ids)).map((o) => [o.stepId, o.tryNumber, o.sizeBytes])).toEqual([[ids[1], 1, 2]]);
-    await expect(store.listRunsOfAssets(["a"], { limit: 0, offset: 0 })).rejects.toMatchObject({ code: "INPUT_INVALID", message: expect.stringContaining("limit") });
-    await expect(store.listRunsOfAssets(["a"], { limit: 1, offset: -1 })).rejects.toMatchObject({ code: "INPUT_INVALID", message: expect.stringContaining("offset") });
+    await expect(store.listRunsOfAssets(["a"], { limit: 0, offset: 0 })).rejects.toMatchObject({
+      code: "INPUT_INVALID",
+      message: expect.stringContaining("limit"),
+    });
+    await expect(store.listRunsOfAssets(["a"], { limit: 1, offset: -1 })).rejects.toMatchObject({
+      code: "INPUT_INVALID",
+      message: expect.stringContaining("offset"),
+    });
   });
 });

@@ -45,4 +45,3 @@ export async function allEvents(res: Response): Promise<SseEvent[]> {
   for (let e = await reader.next(); e; e = await reader.next()) events.push(e);
   return events;
 }
-

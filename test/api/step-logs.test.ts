@@ -46,10 +46,14 @@ describePostgres("live step logs (GET /runs/:runId/steps/:stepId/logs)", () => {
   /** Launches one asset and waits until its step has a try; returns the run and step ids. */
   async function started(key: string): Promise<{ runId: string; stepId: number }> {
     const runId = await h.launch([key]);
-    const stepId = await h.until(async () => {
-      const step = (await h.runs.getRun(runId))!.steps[0]!;
-      return step.tries.length > 0 ? step.id : undefined;
-    }, 15_000, `a try of ${key}`);
+    const stepId = await h.until(
+      async () => {
+        const step = (await h.runs.getRun(runId))!.steps[0]!;
+        return step.tries.length > 0 ? step.id : undefined;
+      },
+      15_000,
+      `a try of ${key}`,
+    );
     return { runId, stepId };
   }
 

@@ -36,7 +36,15 @@ interface Row {
 }
 
 const ROWS: Row[] = [
-  { name: "olderFirst", kind: "at", args: { at: "2025-03-01T00:00:00.000Z" }, step: "first", status: "fired", attempts: 1, payload: { at: "2025-03-01T00:00:00.000Z" } },
+  {
+    name: "olderFirst",
+    kind: "at",
+    args: { at: "2025-03-01T00:00:00.000Z" },
+    step: "first",
+    status: "fired",
+    attempts: 1,
+    payload: { at: "2025-03-01T00:00:00.000Z" },
+  },
   {
     name: "first",
     kind: "fileExists",
@@ -48,11 +56,48 @@ const ROWS: Row[] = [
     window: { start: "2025-03-01T00:00:00.000Z", end: "2025-03-02T00:00:00.000Z" },
   },
   { name: "second", kind: "fileExists", args: { path: "/in/{start}.csv" }, step: "second", status: "waiting" },
-  { name: "report", kind: "assetMaterialized", args: { assetKey: "feed/clean", partition: "2025-03-01" }, step: "report", status: "fired", attempts: 2, payload: { eventId: 7 } },
-  { name: "feed01", kind: "fileExists", args: { path: "/partner/{partition}/_SUCCESS" }, asset: ["partner/feed", "2025-03-01"], status: "waiting", attempts: 5 },
-  { name: "feed28", kind: "fileExists", args: { path: "/partner/{partition}/_SUCCESS" }, asset: ["partner/feed", "2025-02-28"], status: "fired", attempts: 4, payload: { size: 10 } },
-  { name: "feed27", kind: "fileExists", args: { path: "/partner/{partition}/_SUCCESS" }, asset: ["partner/feed", "2025-02-27"], status: "timed_out", attempts: 9 },
-  { name: "feed26", kind: "fileExists", args: { path: "/partner/{partition}/_SUCCESS" }, asset: ["partner/feed", "2025-02-26"], status: "canceled", attempts: 1 },
+  {
+    name: "report",
+    kind: "assetMaterialized",
+    args: { assetKey: "feed/clean", partition: "2025-03-01" },
+    step: "report",
+    status: "fired",
+    attempts: 2,
+    payload: { eventId: 7 },
+  },
+  {
+    name: "feed01",
+    kind: "fileExists",
+    args: { path: "/partner/{partition}/_SUCCESS" },
+    asset: ["partner/feed", "2025-03-01"],
+    status: "waiting",
+    attempts: 5,
+  },
+  {
+    name: "feed28",
+    kind: "fileExists",
+    args: { path: "/partner/{partition}/_SUCCESS" },
+    asset: ["partner/feed", "2025-02-28"],
+    status: "fired",
+    attempts: 4,
+    payload: { size: 10 },
+  },
+  {
+    name: "feed27",
+    kind: "fileExists",
+    args: { path: "/partner/{partition}/_SUCCESS" },
+    asset: ["partner/feed", "2025-02-27"],
+    status: "timed_out",
+    attempts: 9,
+  },
+  {
+    name: "feed26",
+    kind: "fileExists",
+    args: { path: "/partner/{partition}/_SUCCESS" },
+    asset: ["partner/feed", "2025-02-26"],
+    status: "canceled",
+    attempts: 1,
+  },
   {
     name: "api",
     kind: "httpOk",
@@ -77,8 +122,13 @@ export async function seedTriggers(db: Kysely<Database>): Promise<SeededTriggers
       (${runId}::uuid, 'feed/clean', '2025-03-02', 'deferred', 1),
       (${runId}::uuid, 'feed/report', '', 'success', 1)
     returning id, asset_key, partition_key`.execute(db);
-  const stepId = (asset: string, partition: string) => Number(stepRows.find((r) => r.asset_key === asset && r.partition_key === partition)!.id);
-  const steps = { first: stepId("feed/clean", "2025-03-01"), second: stepId("feed/clean", "2025-03-02"), report: stepId("feed/report", "") };
+  const stepId = (asset: string, partition: string) =>
+    Number(stepRows.find((r) => r.asset_key === asset && r.partition_key === partition)!.id);
+  const steps = {
+    first: stepId("feed/clean", "2025-03-01"),
+    second: stepId("feed/clean", "2025-03-02"),
+    report: stepId("feed/report", ""),
+  };
   const ids = {} as Record<TriggerName, number>;
   for (const r of ROWS) {
     const ended = r.status === "waiting" ? null : CHECKED_AT;
@@ -93,7 +143,11 @@ export async function seedTriggers(db: Kysely<Database>): Promise<SeededTriggers
     ids[r.name] = Number(rows[0]!.id);
   }
   // A step points at its latest trigger.
-  for (const [step, name] of [["first", "first"], ["second", "second"], ["report", "report"]] as const) {
+  for (const [step, name] of [
+    ["first", "first"],
+    ["second", "second"],
+    ["report", "report"],
+  ] as const) {
     await sql`update steps set trigger_id = ${ids[name]} where id = ${steps[step]}`.execute(db);
   }
   return { runId, steps, ids };
@@ -132,7 +186,11 @@ export async function startApiServer(databaseUrl: string): Promise<ApiServer> {
     await rm(definitionsDir, { recursive: true, force: true });
   };
   try {
-    await eventually(async () => ((await graphqlAt(port, "{ triggerCounts { waiting } }")).data ? true : undefined), 60_000, `the API to start\n${output}`);
+    await eventually(
+      async () => ((await graphqlAt(port, "{ triggerCounts { waiting } }")).data ? true : undefined),
+      60_000,
+      `the API to start\n${output}`,
+    );
   } catch (err) {
     await stop();
     throw err;

@@ -15,5 +15,7 @@ const app = createApiApp({
     await sql`select 1`.execute(runtime.database.db);
   },
 });
-const server = serve({ fetch: app.fetch, port: Number(process.env.PORT), hostname: "127.0.0.1" }, () => process.stdout.write("listening\n"));
+const server = serve({ fetch: app.fetch, port: Number(process.env.PORT), hostname: "127.0.0.1" }, () =>
+  process.stdout.write("listening\n"),
+);
 process.once("SIGTERM", () => server.close(() => void runtime.close().then(() => process.exit(0))));

@@ -8,7 +8,15 @@ import { apiServicesOn } from "../support/api-services.js";
 import { LATER, seedTriggers, startApiServer, type ApiServer, type SeededTriggers, type TriggerName } from "./triggers-seed.js";
 
 type GraphQLResult<T> = { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
-type Node = { id: string; kind: string; status: string; stepId: string | null; runId: string | null; assetKey: string | null; partitionKey: string | null };
+type Node = {
+  id: string;
+  kind: string;
+  status: string;
+  stepId: string | null;
+  runId: string | null;
+  assetKey: string | null;
+  partitionKey: string | null;
+};
 type Page = { triggers: { nodes: Node[]; endCursor: string | null; hasNextPage: boolean } };
 
 const PAGE = `query ($status: String, $assetKey: String, $kind: String, $first: Int, $after: String) {
@@ -24,7 +32,8 @@ describePostgres("GraphQL triggers", () => {
   let server: ApiServer;
 
   /** Through a real API server, as a client sees it. */
-  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> => graphqlAt<T>(server.port, query, variables);
+  const gql = <T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> =>
+    graphqlAt<T>(server.port, query, variables);
 
   async function page(variables: Record<string, unknown>): Promise<Page["triggers"]> {
     const r = await gql<Page>(PAGE, variables);
@@ -43,7 +52,9 @@ describePostgres("GraphQL triggers", () => {
 
   it("lists waiting triggers first, newest first within each group, with what they are for", async () => {
     const all = await page({});
-    expect(all.nodes.map((n) => n.id)).toEqual(idsOf("api", "feed01", "second", "first", "feed26", "feed27", "feed28", "report", "olderFirst"));
+    expect(all.nodes.map((n) => n.id)).toEqual(
+      idsOf("api", "feed01", "second", "first", "feed26", "feed27", "feed28", "report", "olderFirst"),
+    );
     expect(all.hasNextPage).toBe(false);
     const first = all.nodes.find((n) => n.id === String(seeded.ids.first))!;
     // A step's trigger names the step's run, asset and partition.
@@ -56,7 +67,12 @@ describePostgres("GraphQL triggers", () => {
       assetKey: "feed/clean",
       partitionKey: "2025-03-01",
     });
-    expect(all.nodes.find((n) => n.id === String(seeded.ids.api))).toMatchObject({ stepId: null, runId: null, assetKey: "partner/api", partitionKey: null });
+    expect(all.nodes.find((n) => n.id === String(seeded.ids.api))).toMatchObject({
+      stepId: null,
+      runId: null,
+      assetKey: "partner/api",
+      partitionKey: null,
+    });
   });
 
   it("filters by status, asset (source or step) and kind", async () => {
@@ -83,11 +99,18 @@ describePostgres("GraphQL triggers", () => {
     expect(seen).toEqual(idsOf("api", "feed01", "second", "first", "feed26", "feed27", "feed28", "report", "olderFirst"));
     const filtered = await page({ assetKey: "partner/feed", first: 1 });
     expect(filtered).toMatchObject({ hasNextPage: true });
-    expect((await page({ assetKey: "partner/feed", first: 10, after: filtered.endCursor })).nodes.map((n) => n.id)).toEqual(idsOf("feed26", "feed27", "feed28"));
+    expect((await page({ assetKey: "partner/feed", first: 10, after: filtered.endCursor })).nodes.map((n) => n.id)).toEqual(
+      idsOf("feed26", "feed27", "feed28"),
+    );
   });
 
   it("returns the full trigger, its counts by status, and one by id", async () => {
-    const r = await gql<{ trigger: Record<string, unknown>; triggerCounts: Record<string, number>; feed: Record<string, number>; none: unknown }>(
+    const r = await gql<{
+      trigger: Record<string, unknown>;
+      triggerCounts: Record<string, number>;
+      feed: Record<string, number>;
+      none: unknown;
+    }>(
       `query ($id: String!) {
         trigger(id: $id) { id kind args status attempts pollIntervalMs softFail nextCheckAt timeoutAt lastCheckedAt lastResult payload error
                            leaseOwner leaseExpiresAt partitionWindow createdAt endedAt }
@@ -117,16 +140,19 @@ describePostgres("GraphQL triggers", () => {
     expect(r.data!.feed).toEqual({ waiting: 1, fired: 1, failed: 0, timedOut: 1, canceled: 1 });
     expect(r.data!.none).toBeNull();
     // An ended trigger has no next check.
-    const ended = await gql<{ trigger: { nextCheckAt: unknown; payload: unknown } }>(`{ trigger(id: "${seeded.ids.feed28}") { nextCheckAt payload } }`);
+    const ended = await gql<{ trigger: { nextCheckAt: unknown; payload: unknown } }>(
+      `{ trigger(id: "${seeded.ids.feed28}") { nextCheckAt payload } }`,
+    );
     expect(ended.data!.trigger).toEqual({ nextCheckAt: null, payload: { size: 10 } });
   });
 
   it("Step.waitingFor is the step's current trigger, whatever its status; null for steps that never deferred", async () => {
-    await sql`insert into steps (run_id, asset_key, partition_key, state) values (${seeded.runId}::uuid, 'feed/other', '', 'pending')`.execute(database.db);
-    const r = await gql<{ run: { steps: { assetKey: string; partitionKey: string; waitingFor: { id: string; status: string } | null }[] } }>(
-      `query ($id: String!) { run(id: $id) { steps { assetKey partitionKey waitingFor { id status } } } }`,
-      { id: seeded.runId },
+    await sql`insert into steps (run_id, asset_key, partition_key, state) values (${seeded.runId}::uuid, 'feed/other', '', 'pending')`.execute(
+      database.db,
     );
+    const r = await gql<{
+      run: { steps: { assetKey: string; partitionKey: string; waitingFor: { id: string; status: string } | null }[] };
+    }>(`query ($id: String!) { run(id: $id) { steps { assetKey partitionKey waitingFor { id status } } } }`, { id: seeded.runId });
     expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
     const byStep = Object.fromEntries(r.data!.run.steps.map((s) => [`${s.assetKey} ${s.partitionKey}`, s.waitingFor]));
     expect(byStep).toEqual({
@@ -139,7 +165,10 @@ describePostgres("GraphQL triggers", () => {
   });
 
   it.each([
-    [{ status: "sleeping" }, /^triggers: status: "sleeping" is not a trigger status; use one of waiting, fired, failed, timed_out, canceled$/],
+    [
+      { status: "sleeping" },
+      /^triggers: status: "sleeping" is not a trigger status; use one of waiting, fired, failed, timed_out, canceled$/,
+    ],
     [{ status: "" }, /^triggers: status: "" is not a trigger status/],
     [{ first: 0 }, /^triggers: first: .*>=1/],
     [{ first: 501 }, /^triggers: first: at most 500 per page$/],
@@ -178,8 +207,12 @@ describePostgres("GraphQL triggers", () => {
       select ${runId}::uuid, 'many/wait', 'p' || lpad(g::text, 3, '0'), 'deferred', 1 from generate_series(1, 50) g`.execute(database.db);
     await sql`
       insert into triggers (kind, args, step_id, next_check_at, timeout_at)
-      select 'fileExists', jsonb_build_object('path', '/in/' || partition_key), id, ${LATER}, ${LATER} from steps where run_id = ${runId}::uuid`.execute(database.db);
-    await sql`update steps set trigger_id = t.id from triggers t where t.step_id = steps.id and steps.run_id = ${runId}::uuid`.execute(database.db);
+      select 'fileExists', jsonb_build_object('path', '/in/' || partition_key), id, ${LATER}, ${LATER} from steps where run_id = ${runId}::uuid`.execute(
+      database.db,
+    );
+    await sql`update steps set trigger_id = t.id from triggers t where t.step_id = steps.id and steps.run_id = ${runId}::uuid`.execute(
+      database.db,
+    );
 
     const counted = countingStatements(database.db);
     const db = counted.db;

@@ -39,11 +39,37 @@ const ALLOWED: Record<Module, readonly Module[]> = {
   reconciler: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
   triggerer: ["errors", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks"],
   api: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
-  cli: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "reconciler", "executor", "triggerer", "api"],
+  cli: [
+    "errors",
+    "partitions",
+    "sdk",
+    "graph",
+    "planner",
+    "storage",
+    "loader",
+    "execution",
+    "trigger-checks",
+    "reconciler",
+    "executor",
+    "triggerer",
+    "api",
+  ],
   index: ["errors", "partitions", "sdk"],
 };
 /** Packages a definitions file must never pull in through the SDK: it must load in milliseconds. */
-const SDK_FORBIDDEN_PACKAGES = ["pg", "kysely", "bullmq", "ioredis", "hono", "@hono/node-server", "graphql", "graphql-yoga", "@pothos/core", "@electric-sql/pglite", "@aws-sdk/client-s3"];
+const SDK_FORBIDDEN_PACKAGES = [
+  "pg",
+  "kysely",
+  "bullmq",
+  "ioredis",
+  "hono",
+  "@hono/node-server",
+  "graphql",
+  "graphql-yoga",
+  "@pothos/core",
+  "@electric-sql/pglite",
+  "@aws-sdk/client-s3",
+];
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -15,7 +15,8 @@ function configFile(name: string, content: unknown): string {
   return file;
 }
 
-const parse = (config: unknown) => () => parseAlertsConfig(typeof config === "string" ? config : JSON.stringify(config), "/etc/alerts.json");
+const parse = (config: unknown) => () =>
+  parseAlertsConfig(typeof config === "string" ? config : JSON.stringify(config), "/etc/alerts.json");
 
 describe("alerts config (TRIBUTARY_ALERTS)", () => {
   it("without TRIBUTARY_ALERTS every alert goes to the log", () => {
@@ -26,7 +27,9 @@ describe("alerts config (TRIBUTARY_ALERTS)", () => {
 
   it("reads sinks, routes, the default and the delivery policy", () => {
     const file = configFile("good.json", {
-      sinks: { "slack-sales": { type: "webhook", url: "https://hooks.example.com/T/B/x", timeout: "5s", headers: { authorization: "Bearer t" } } },
+      sinks: {
+        "slack-sales": { type: "webhook", url: "https://hooks.example.com/T/B/x", timeout: "5s", headers: { authorization: "Bearer t" } },
+      },
       routes: [{ owner: "team:sales", sinks: ["slack-sales", "log"] }],
       default: ["log"],
       delivery: { maxAttempts: 4, retryDelay: "30s", maxRetryDelay: "10m" },
@@ -35,7 +38,12 @@ describe("alerts config (TRIBUTARY_ALERTS)", () => {
     expect(alerts).toEqual({
       sinks: {
         log: { type: "log" },
-        "slack-sales": { type: "webhook", url: "https://hooks.example.com/T/B/x", timeoutMs: 5_000, headers: { authorization: "Bearer t" } },
+        "slack-sales": {
+          type: "webhook",
+          url: "https://hooks.example.com/T/B/x",
+          timeoutMs: 5_000,
+          headers: { authorization: "Bearer t" },
+        },
       },
       routes: [{ owner: "team:sales", sinks: ["slack-sales", "log"] }],
       default: ["log"],
@@ -52,7 +60,10 @@ describe("alerts config (TRIBUTARY_ALERTS)", () => {
       [{ sinks: { s: { type: "webhook", url: "ftp://x" } } }, /field "sinks\.s\.url": must be an http:\/\/ or https:\/\/ URL/],
       [{ sinks: { s: { type: "webhook" } } }, /field "sinks\.s\.url": the webhook URL is required/],
       [{ sinks: { s: { type: "webhook", url: "http://x", timeout: "soon" } } }, /field "sinks\.s\.timeout": "soon" is not a duration/],
-      [{ routes: [{ owner: "team:sales", sinks: ["slack"] }] }, /field "routes\[0\]\.sinks\[0\]": unknown sink "slack"; the sinks are "log"/],
+      [
+        { routes: [{ owner: "team:sales", sinks: ["slack"] }] },
+        /field "routes\[0\]\.sinks\[0\]": unknown sink "slack"; the sinks are "log"/,
+      ],
       [{ routes: [{ sinks: ["log"] }] }, /field "routes\[0\]\.owner": the owner the route matches is required/],
       [{ routes: [{ owner: "a", sinks: [] }] }, /field "routes\[0\]\.sinks": name at least one sink/],
       [{ default: ["nowhere"] }, /field "default\[0\]": unknown sink "nowhere"/],

@@ -28,9 +28,16 @@ describePostgres("tributary api", () => {
   async function runningStep(): Promise<{ runId: string; stepId: number }> {
     const definitions = new PgDefinitionStore(database.db);
     const runs = new PgRunStore(database.db, RUN_DECISIONS);
-    const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["chain/a000"], partition: "2025-01-02" }, new Date());
+    const { runId } = await launchRun(
+      { graphs: new GraphCache(definitions), runs, definitions },
+      { assetKeys: ["chain/a000"], partition: "2025-01-02" },
+      new Date(),
+    );
     const [claim] = await runs.claimRunnable({ now: new Date(), capacity: { local: 1 }, limit: 1 });
-    await runs.markStarted([{ stepId: claim!.stepId, tryNumber: 1, workerId: "test", hostname: "test", pid: 1, startedAt: new Date() }], new Date());
+    await runs.markStarted(
+      [{ stepId: claim!.stepId, tryNumber: 1, workerId: "test", hostname: "test", pid: 1, startedAt: new Date() }],
+      new Date(),
+    );
     await mkdir(path.join(logsDir, runId), { recursive: true });
     await writeFile(path.join(logsDir, runId, `${claim!.stepId}-1.log`), "2025-01-02T00:00:00.000Z INFO hello from the step\n");
     return { runId, stepId: claim!.stepId };
@@ -84,7 +91,9 @@ describePostgres("tributary api", () => {
     } finally {
       if (!child.killed) child.kill("SIGTERM");
     }
-    const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", resolve)));
+    const code = await new Promise<number | null>((resolve) =>
+      child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", resolve),
+    );
     expect(code, child.output()).toBe(0);
     expect(child.output()).toContain("SIGTERM: stopping");
   }, 90_000);

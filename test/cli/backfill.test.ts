@@ -33,21 +33,58 @@ afterAll(async () => {
 
 interface BackfillJson {
   ok: boolean;
-  backfill: { id: string; status: string; requested: number; done: number; failed: number; runsCreated: number; retryOf: string | null; failedPartitions: { assetKey: string; count: number; ranges: { from: string; to: string }[] }[] };
+  backfill: {
+    id: string;
+    status: string;
+    requested: number;
+    done: number;
+    failed: number;
+    runsCreated: number;
+    retryOf: string | null;
+    failedPartitions: { assetKey: string; count: number; ranges: { from: string; to: string }[] }[];
+  };
 }
 
 describe("tributary backfill (in-process, no server)", () => {
   const globals = () => ["--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"];
 
   it("runs a backfill to the end, reports failed partitions with exit code 1, re-runs only those; bad input exits 1", async () => {
-    const r = await runCli(["backfill", "bf/up", "bf/day", "bf/week", "--from", "2025-01-06", "--to", "2025-01-12", "--max-runs", "2", "--processes", "1", "--json", ...globals()]);
+    const r = await runCli([
+      "backfill",
+      "bf/up",
+      "bf/day",
+      "bf/week",
+      "--from",
+      "2025-01-06",
+      "--to",
+      "2025-01-12",
+      "--max-runs",
+      "2",
+      "--processes",
+      "1",
+      "--json",
+      ...globals(),
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as BackfillJson;
     expect(out.ok).toBe(true);
     expect(out.backfill).toMatchObject({ status: "completed", requested: 15, done: 15, failed: 0, runsCreated: 7 });
 
     await writeFile(path.join(markers, "fail-2025-01-15"), "");
-    const failing = await runCli(["backfill", "bf/up", "bf/day", "--from", "2025-01-13", "--to", "2025-01-16", "--max-partitions-per-run", "2", "--processes", "1", ...globals()]);
+    const failing = await runCli([
+      "backfill",
+      "bf/up",
+      "bf/day",
+      "--from",
+      "2025-01-13",
+      "--to",
+      "2025-01-16",
+      "--max-partitions-per-run",
+      "2",
+      "--processes",
+      "1",
+      ...globals(),
+    ]);
     expect(failing.code, failing.stderr).toBe(1);
     expect(failing.stdout).toMatch(/failed — 6\/8 partitions done, 2 failed/);
     expect(failing.stdout).toMatch(/failed bf\/up: 1 \(2025-01-15\)/);
@@ -62,7 +99,11 @@ describe("tributary backfill (in-process, no server)", () => {
 
     const list = await runCli(["backfills", "--json", ...globals()]);
     expect(list.code, list.stderr).toBe(0);
-    expect((JSON.parse(list.stdout) as { backfills: { status: string }[] }).backfills.map((b) => b.status)).toEqual(["completed", "failed", "completed"]);
+    expect((JSON.parse(list.stdout) as { backfills: { status: string }[] }).backfills.map((b) => b.status)).toEqual([
+      "completed",
+      "failed",
+      "completed",
+    ]);
     const show = await runCli(["backfill", "show", id, ...globals()]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/pacing: 1 run\(s\) at once, 2 partition\(s\) per run, priority -10/);
@@ -84,16 +125,37 @@ describe("tributary backfill (in-process, no server)", () => {
     const url = `http://127.0.0.1:${port}`;
     const dev = startCli(["dev", "--port", String(port), "--data-dir", devData, "--definitions", defsDir, "--processes", "1"]);
     try {
-      await eventually(async () => ((await fetch(`${url}/healthz`)).ok ? true : undefined), 90_000, () => `dev to start\n${dev.output()}`);
+      await eventually(
+        async () => ((await fetch(`${url}/healthz`)).ok ? true : undefined),
+        90_000,
+        () => `dev to start\n${dev.output()}`,
+      );
       // Without --wait the command returns at once; the server's reconciler runs it.
-      const started = await runCli(["backfill", "bf/up", "bf/day", "--from", "2025-01-06", "--to", "2025-01-09", "--max-runs", "2", "--json", "--url", url]);
+      const started = await runCli([
+        "backfill",
+        "bf/up",
+        "bf/day",
+        "--from",
+        "2025-01-06",
+        "--to",
+        "2025-01-09",
+        "--max-runs",
+        "2",
+        "--json",
+        "--url",
+        url,
+      ]);
       expect(started.code, started.stderr).toBe(0);
       const id = (JSON.parse(started.stdout) as BackfillJson).backfill.id;
-      const done = await eventually(async () => {
-        const r = await runCli(["backfill", "show", id, "--json", "--url", url]);
-        const b = (JSON.parse(r.stdout) as BackfillJson).backfill;
-        return b.status === "completed" ? b : undefined;
-      }, 60_000, "the backfill to complete");
+      const done = await eventually(
+        async () => {
+          const r = await runCli(["backfill", "show", id, "--json", "--url", url]);
+          const b = (JSON.parse(r.stdout) as BackfillJson).backfill;
+          return b.status === "completed" ? b : undefined;
+        },
+        60_000,
+        "the backfill to complete",
+      );
       expect(done).toMatchObject({ requested: 8, done: 8, failed: 0, runsCreated: 4 });
 
       const waited = await runCli(["backfill", "bf/up", "--partition", "2025-01-10", "2025-01-11", "--wait", "--json", "--url", url]);

@@ -29,10 +29,21 @@ describe("tributary check", () => {
   it("validates the demo and reports every asset as JSON", async () => {
     const r = await runCli(["check", "--json"]);
     expect(r.code, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { ok: boolean; assets: { key: string }[]; files: { file: string; status: string; loadMs: number }[] };
+    const out = JSON.parse(r.stdout) as {
+      ok: boolean;
+      assets: { key: string }[];
+      files: { file: string; status: string; loadMs: number }[];
+    };
     expect(out.ok).toBe(true);
     expect(out.assets.map((a) => a.key)).toEqual(
-      expect.arrayContaining(["shop/raw_orders", "shop/clickstream", "shop/daily_clicks", "shop/weekly_revenue", "shop/regional_sales", "shop/customer_profiles"]),
+      expect.arrayContaining([
+        "shop/raw_orders",
+        "shop/clickstream",
+        "shop/daily_clicks",
+        "shop/weekly_revenue",
+        "shop/regional_sales",
+        "shop/customer_profiles",
+      ]),
     );
     expect(out.files.every((f) => f.status === "ok" && f.loadMs >= 0)).toBe(true);
   });
@@ -40,7 +51,11 @@ describe("tributary check", () => {
   it("exits 1 naming the file, asset and field of a bad definition, and still loads the others", async () => {
     const r = await runCli(["check", "--json", "--definitions", brokenDir]);
     expect(r.code).toBe(1);
-    const out = JSON.parse(r.stdout) as { ok: boolean; assets: { key: string }[]; files: { file: string; status: string; error: { message: string } | null }[] };
+    const out = JSON.parse(r.stdout) as {
+      ok: boolean;
+      assets: { key: string }[];
+      files: { file: string; status: string; error: { message: string } | null }[];
+    };
     expect(out.ok).toBe(false);
     expect(out.assets.map((a) => a.key)).toEqual(["t/good"]);
     const bad = out.files.find((f) => f.file === "bad.ts");
@@ -67,7 +82,19 @@ describe("tributary check", () => {
 
 describe("tributary partitions (in-process, embedded database)", () => {
   it("lists keys with their windows as UTC instants", async () => {
-    const r = await runCli(["partitions", "shop/raw_orders", "--from", "2025-03-01", "--to", "2025-03-03", "--json", "--data-dir", dataDir, "--url", "http://127.0.0.1:9"]);
+    const r = await runCli([
+      "partitions",
+      "shop/raw_orders",
+      "--from",
+      "2025-03-01",
+      "--to",
+      "2025-03-03",
+      "--json",
+      "--data-dir",
+      dataDir,
+      "--url",
+      "http://127.0.0.1:9",
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { totalCount: number; partitions: { key: string; start: string; end: string }[] };
     expect(out.totalCount).toBe(3);
@@ -80,7 +107,17 @@ describe("tributary partitions (in-process, embedded database)", () => {
 
   it("follows the wall clock: the Berlin spring-forward day has 23 hourly keys", async () => {
     const r = await runCli([
-      "partitions", "shop/clickstream", "--from", "2025-03-30-00:00", "--to", "2025-03-30-23:00", "--json", "--data-dir", dataDir, "--url", "http://127.0.0.1:9",
+      "partitions",
+      "shop/clickstream",
+      "--from",
+      "2025-03-30-00:00",
+      "--to",
+      "2025-03-30-23:00",
+      "--json",
+      "--data-dir",
+      dataDir,
+      "--url",
+      "http://127.0.0.1:9",
     ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { partitions: { key: string }[] };

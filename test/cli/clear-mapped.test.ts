@@ -43,7 +43,11 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-type RunJson = { id: string; status: string; steps: { assetKey: string; partitionKey: string; mapIndex: number; state: string; tryNumber: number }[] };
+type RunJson = {
+  id: string;
+  status: string;
+  steps: { assetKey: string; partitionKey: string; mapIndex: number; state: string; tryNumber: number }[];
+};
 
 describe("tributary clear --run --map-index on a partitioned fan-out", () => {
   const globals = () => ["--url", dev.url];
@@ -59,7 +63,9 @@ describe("tributary clear --run --map-index on a partitioned fan-out", () => {
     expect(run.steps.find((s) => s.assetKey === "cm/parsed" && s.mapIndex === 1)?.state).toBe("failed");
     await rm(path.join(failDir, "2025-01-06-b"));
 
-    const cleared = await runCli(["clear", "cm/parsed", "--run", run.id, "--map-index", "1", "--wait", "--json", ...globals()], { timeoutMs: 240_000 });
+    const cleared = await runCli(["clear", "cm/parsed", "--run", run.id, "--map-index", "1", "--wait", "--json", ...globals()], {
+      timeoutMs: 240_000,
+    });
     expect(cleared.code, cleared.stderr + cleared.stdout).toBe(0);
     const out = JSON.parse(cleared.stdout) as { ok: boolean; run: RunJson };
     expect(out.ok).toBe(true);
@@ -71,7 +77,9 @@ describe("tributary clear --run --map-index on a partitioned fan-out", () => {
     await writeFile(path.join(failDir, "2025-01-06-c"), "");
     const second = await launch(["--partition", "2025-01-06"]);
     await rm(path.join(failDir, "2025-01-06-c"));
-    const plain = await runCli(["clear", "cm/parsed", "--run", second.id, "--map-index", "2", "--wait", ...globals()], { timeoutMs: 240_000 });
+    const plain = await runCli(["clear", "cm/parsed", "--run", second.id, "--map-index", "2", "--wait", ...globals()], {
+      timeoutMs: 240_000,
+    });
     expect(plain.code, plain.stderr + plain.stdout).toBe(0);
     expect(plain.stderr).toContain(`cleared mapped step 2 of "cm/parsed" partition "2025-01-06" in run ${second.id}`);
     expect(plain.stdout).toMatch(/success/);
@@ -84,7 +92,9 @@ describe("tributary clear --run --map-index on a partitioned fan-out", () => {
     const r = await runCli(["clear", "cm/parsed", "--run", run.id, "--map-index", "0", "--json", ...globals()]);
     expect(r.code).toBe(1);
     const refused = JSON.parse(r.stdout) as { ok: boolean; error: { code: string; message: string } };
-    expect(refused.error.message).toBe(`run ${run.id} has mapped step 0 of "cm/parsed" in 2 partitions: "2025-01-07", "2025-01-08"; choose one with --partition`);
+    expect(refused.error.message).toBe(
+      `run ${run.id} has mapped step 0 of "cm/parsed" in 2 partitions: "2025-01-07", "2025-01-08"; choose one with --partition`,
+    );
     const nowhere = await runCli(["clear", "cm/parsed", "--run", run.id, "--map-index", "7", ...globals()]);
     expect(nowhere.code).toBe(1);
     expect(nowhere.stderr).toContain(
@@ -95,7 +105,12 @@ describe("tributary clear --run --map-index on a partitioned fan-out", () => {
     expect(shown.code, shown.stderr).toBe(0);
     const after = (JSON.parse(shown.stdout) as { run: RunJson }).run;
     expect(after.status).toBe("failed");
-    expect(after.steps.filter((s) => s.mapIndex === 0).map((s) => [s.partitionKey, s.tryNumber]).sort()).toEqual([
+    expect(
+      after.steps
+        .filter((s) => s.mapIndex === 0)
+        .map((s) => [s.partitionKey, s.tryNumber])
+        .sort(),
+    ).toEqual([
       ["2025-01-07", 1],
       ["2025-01-08", 1],
     ]);
@@ -103,7 +118,10 @@ describe("tributary clear --run --map-index on a partitioned fan-out", () => {
     // Naming the partition clears that one. The run still holds the other partition's failed item, so it ends
     // failed; the command judges what it ran again, which succeeded.
     await rm(path.join(failDir, "2025-01-08-a"));
-    const one = await runCli(["clear", "cm/parsed", "--run", run.id, "--map-index", "0", "--partition", "2025-01-08", "--wait", ...globals()], { timeoutMs: 240_000 });
+    const one = await runCli(
+      ["clear", "cm/parsed", "--run", run.id, "--map-index", "0", "--partition", "2025-01-08", "--wait", ...globals()],
+      { timeoutMs: 240_000 },
+    );
     expect(one.code, one.stderr + one.stdout).toBe(0);
     expect(one.stderr).toContain(`the mapped step and the steps after it succeeded; run ${run.id} is still failed: 2 other step(s) failed`);
     const final = (JSON.parse((await runCli(["run", run.id, "--json", ...globals()])).stdout) as { run: RunJson }).run;

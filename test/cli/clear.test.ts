@@ -30,10 +30,32 @@ describe("tributary clear (in-process, no server)", () => {
   const globals = () => ["--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"];
 
   it("reruns the chosen days and the affected week, not upstream; bad input exits 1 without a run", async () => {
-    const seeded = await runCli(["materialize", "cl/up", "cl/day", "cl/week", "--from", "2025-01-06", "--to", "2025-01-12", "--json", ...globals()]);
+    const seeded = await runCli([
+      "materialize",
+      "cl/up",
+      "cl/day",
+      "cl/week",
+      "--from",
+      "2025-01-06",
+      "--to",
+      "2025-01-12",
+      "--json",
+      ...globals(),
+    ]);
     expect(seeded.code, seeded.stderr).toBe(0);
 
-    const r = await runCli(["clear", "cl/day", "--from", "2025-01-08", "--to", "2025-01-09", "--downstream", "--wait", "--json", ...globals()]);
+    const r = await runCli([
+      "clear",
+      "cl/day",
+      "--from",
+      "2025-01-08",
+      "--to",
+      "2025-01-09",
+      "--downstream",
+      "--wait",
+      "--json",
+      ...globals(),
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as {
       ok: boolean;
@@ -42,7 +64,11 @@ describe("tributary clear (in-process, no server)", () => {
     };
     expect(out.ok).toBe(true);
     expect(out.run).toMatchObject({ origin: "rerun", status: "success" });
-    expect(out.run.steps.map((s) => `${s.assetKey}@${s.partitionKey}`)).toEqual(["cl/day@2025-01-08", "cl/day@2025-01-09", "cl/week@2025-01-06"]);
+    expect(out.run.steps.map((s) => `${s.assetKey}@${s.partitionKey}`)).toEqual([
+      "cl/day@2025-01-08",
+      "cl/day@2025-01-09",
+      "cl/week@2025-01-06",
+    ]);
     expect(out.cleared).toEqual([
       { assetKey: "cl/day", count: 2, sample: ["2025-01-08", "2025-01-09"] },
       { assetKey: "cl/week", count: 1, sample: ["2025-01-06"] },

@@ -19,16 +19,31 @@ type Runs = { runs: { origin: string; status: string; steps: { assetKey: string;
 describe("the demo under tributary dev", () => {
   it("runs cron and eager automation by itself, and explains its decisions", async () => {
     const port = freePort();
-    const dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", path.join(ROOT, "asset-definitions"), "--processes", "1"]);
+    const dev = startCli([
+      "dev",
+      "--port",
+      String(port),
+      "--data-dir",
+      dataDir,
+      "--definitions",
+      path.join(ROOT, "asset-definitions"),
+      "--processes",
+      "1",
+    ]);
     try {
       const done = (runs: Runs["runs"], key: string) =>
-        runs.filter((r) => r.origin === "automation" && r.status === "success").flatMap((r) => r.steps).filter((s) => s.assetKey === key);
+        runs
+          .filter((r) => r.origin === "automation" && r.status === "success")
+          .flatMap((r) => r.steps)
+          .filter((s) => s.assetKey === key);
       const runs = await eventually(
         async () => {
           const r = await graphqlAt<Runs>(port, "{ runs(first: 500) { origin status steps { assetKey partitionKey } } }");
           const all = r.data?.runs ?? [];
           // raw_orders (cron + the last 14 days) → revenue_7d (eager, reads 7 days) → weekly_revenue (eager).
-          return done(all, "shop/raw_orders").length >= 14 && done(all, "shop/revenue_7d").length >= 1 && done(all, "shop/weekly_revenue").length >= 1
+          return done(all, "shop/raw_orders").length >= 14 &&
+            done(all, "shop/revenue_7d").length >= 1 &&
+            done(all, "shop/weekly_revenue").length >= 1
             ? all
             : undefined;
         },

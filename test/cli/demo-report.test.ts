@@ -32,7 +32,10 @@ type Runs = { runs: { id: string; createdAt: string; steps: Step[] }[] };
 const READERS = ["shop/regional_sales", "shop/weekly_revenue", "shop/revenue_7d", "partner/delivery_rate"];
 
 async function steps(): Promise<(Step & { runCreatedAt: string })[]> {
-  const r = await graphqlAt<Runs>(dev.port, "{ runs(first: 500) { id createdAt steps { assetKey partitionKey mapIndex checkName state error } } }");
+  const r = await graphqlAt<Runs>(
+    dev.port,
+    "{ runs(first: 500) { id createdAt steps { assetKey partitionKey mapIndex checkName state error } } }",
+  );
   expect(r.errors).toBeUndefined();
   return r.data!.runs.flatMap((run) => run.steps.map((s) => ({ ...s, runCreatedAt: run.createdAt })));
 }
@@ -66,7 +69,9 @@ describe("the demo with partitions reported from outside", () => {
       async () => {
         const all = await steps();
         noFailedReaders(all);
-        const done = new Set(all.filter((s) => s.state === "success" && s.runCreatedAt >= reportedAt).map((s) => `${s.assetKey} ${s.partitionKey}`));
+        const done = new Set(
+          all.filter((s) => s.state === "success" && s.runCreatedAt >= reportedAt).map((s) => `${s.assetKey} ${s.partitionKey}`),
+        );
         return wanted.every((w) => done.has(w)) ? true : undefined;
       },
       400_000,
@@ -89,9 +94,14 @@ describe("the demo with partitions reported from outside", () => {
     // shop/raw_orders (not_empty, blocking) after each day it materialises.
     const found = await eventually(
       async () => {
-        const r = await graphqlAt<Runs>(dev.port, "{ runs(first: 500) { id createdAt steps { assetKey partitionKey mapIndex checkName state error } } }");
+        const r = await graphqlAt<Runs>(
+          dev.port,
+          "{ runs(first: 500) { id createdAt steps { assetKey partitionKey mapIndex checkName state error } } }",
+        );
         const runs = r.data?.runs ?? [];
-        const checked = runs.flatMap((run) => run.steps).some((s) => s.assetKey === "shop/raw_orders" && s.checkName === "not_empty" && s.state === "success");
+        const checked = runs
+          .flatMap((run) => run.steps)
+          .some((s) => s.assetKey === "shop/raw_orders" && s.checkName === "not_empty" && s.state === "success");
         const mapped = runs.find((run) => {
           const exports = run.steps.filter((s) => s.assetKey === "shop/region_exports");
           return exports.some((s) => s.mapIndex >= 0) && exports.every((s) => s.state === "success");
@@ -106,9 +116,13 @@ describe("the demo with partitions reported from outside", () => {
     expect(items.length).toBeLessThanOrEqual(3);
 
     // The tour's command, as a user types it: no --partition (the run fanned out one day).
-    const cleared = await runCli(["clear", "shop/region_exports", "--run", found.id, "--map-index", "0", "--wait", "--url", dev.url], { timeoutMs: 300_000 });
+    const cleared = await runCli(["clear", "shop/region_exports", "--run", found.id, "--map-index", "0", "--wait", "--url", dev.url], {
+      timeoutMs: 300_000,
+    });
     expect(cleared.code, cleared.stdout + cleared.stderr).toBe(0);
-    expect(cleared.stderr).toContain(`cleared mapped step 0 of "shop/region_exports" partition "${items[0]!.partitionKey}" in run ${found.id}`);
+    expect(cleared.stderr).toContain(
+      `cleared mapped step 0 of "shop/region_exports" partition "${items[0]!.partitionKey}" in run ${found.id}`,
+    );
   }, 600_000);
 
   it("keeps the demo's files in the data directory dev runs with", async () => {
@@ -117,7 +131,9 @@ describe("the demo with partitions reported from outside", () => {
     const landing = path.join(dataDir, "demo-data", "landing");
     const observed = await eventually(
       async () => {
-        const rates = (await steps()).filter((s) => s.assetKey === "partner/delivery_rate" && s.state === "success" && s.partitionKey !== "2025-03-10");
+        const rates = (await steps()).filter(
+          (s) => s.assetKey === "partner/delivery_rate" && s.state === "success" && s.partitionKey !== "2025-03-10",
+        );
         return rates[0]?.partitionKey;
       },
       300_000,

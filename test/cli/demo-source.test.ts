@@ -30,7 +30,10 @@ describe("the demo's source asset under tributary dev", () => {
   it("observes the partner's late files and runs their eager reader", async () => {
     const port = freePort();
     const env = { TRIBUTARY_DEMO_DATA: demoData };
-    const dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", path.join(ROOT, "asset-definitions"), "--processes", "1"], { env });
+    const dev = startCli(
+      ["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", path.join(ROOT, "asset-definitions"), "--processes", "1"],
+      { env },
+    );
     try {
       const read = await eventually(
         async () => {
@@ -43,7 +46,10 @@ describe("the demo's source asset under tributary dev", () => {
         () => `the delivery rate of three observed days\n${dev.output()}`,
       );
       // Exactly the days the stand-in delivered, each observed once its file landed.
-      const exported = read.steps.filter((s) => s.assetKey === "partner/simulated_export" && s.state === "success").map((s) => s.partitionKey).sort();
+      const exported = read.steps
+        .filter((s) => s.assetKey === "partner/simulated_export" && s.state === "success")
+        .map((s) => s.partitionKey)
+        .sort();
       expect(read.rates).toEqual(exported);
       expect((await readdir(path.join(demoData, "landing"))).sort()).toEqual(exported.map((d) => `deliveries-${d}.json`));
 
@@ -60,7 +66,16 @@ describe("the demo's source asset under tributary dev", () => {
       expect(status.data!.asset.partitions.nodes.map((n) => n.status)).toEqual(["MATERIALIZED", "MATERIALIZED", "MATERIALIZED"]);
 
       // The CLI through the running server lists the status too.
-      const cli = await runCli(["partitions", "partner/deliveries", "--from", exported[0]!, "--to", last, "--url", `http://127.0.0.1:${port}`]);
+      const cli = await runCli([
+        "partitions",
+        "partner/deliveries",
+        "--from",
+        exported[0]!,
+        "--to",
+        last,
+        "--url",
+        `http://127.0.0.1:${port}`,
+      ]);
       expect(cli.code, cli.stderr).toBe(0);
       expect(cli.stdout).toMatch(new RegExp(`${last}\\s.*\\smaterialized`));
     } finally {
@@ -88,12 +103,30 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
       );
       await writeFile(path.join(landing, `${day(2)}.json`), "{}");
       const port = freePort();
-      const dev = startCli(["dev", "--port", String(port), "--data-dir", path.join(root, "data"), "--definitions", defs, "--processes", "1"]);
+      const dev = startCli([
+        "dev",
+        "--port",
+        String(port),
+        "--data-dir",
+        path.join(root, "data"),
+        "--definitions",
+        defs,
+        "--processes",
+        "1",
+      ]);
       try {
-        type Ranges = { asset: { partitionStatus: { counts: { materialized: number; timedOut: number; missing: number }; ranges: { status: string; from: string; to: string }[] } } };
+        type Ranges = {
+          asset: {
+            partitionStatus: {
+              counts: { materialized: number; timedOut: number; missing: number };
+              ranges: { status: string; from: string; to: string }[];
+            };
+          };
+        };
         const status = await eventually(
           async () => {
-            if (dev.exitCode !== null || dev.signalCode !== null) throw new Error(`tributary dev exited with ${dev.exitCode ?? dev.signalCode}:\n${dev.output()}`);
+            if (dev.exitCode !== null || dev.signalCode !== null)
+              throw new Error(`tributary dev exited with ${dev.exitCode ?? dev.signalCode}:\n${dev.output()}`);
             const r = await graphqlAt<Ranges>(
               port,
               `{ asset(key: "late/feed") { partitionStatus { counts { materialized timedOut missing } ranges { status from to } } } }`,

@@ -16,12 +16,20 @@ beforeAll(async () => {
   );
   const child = startCli(["dev", "--port", "0", "--definitions", dir, "--data-dir", path.join(dir, "data"), "--processes", "1"]);
   // A first start creates the embedded database: minutes on a loaded machine.
-  const port = await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-    return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-  }, 300_000, "tributary dev to listen");
+  const port = await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
+      return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
+    },
+    300_000,
+    "tributary dev to listen",
+  );
   dev = Object.assign(child, { port });
-  await eventually(async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined), 300_000, "tributary dev to load its definitions");
+  await eventually(
+    async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined),
+    300_000,
+    "tributary dev to load its definitions",
+  );
 }, 660_000);
 
 afterAll(async () => {
@@ -47,13 +55,21 @@ describe("tributary dev and a client's mistakes", () => {
     const invalid = await graphqlAt(server.port, "{ assets { nosuchfield } }");
     expect(invalid.errors?.[0]?.message).toMatch(/nosuchfield/);
 
-    const logged = await eventually(async () => {
-      const text = server.output().slice(before);
-      return text.includes("GRAPH_UNKNOWN_ASSET") && text.includes("2025-02-30") ? text : undefined;
-    }, 30_000, "the mistakes to be logged");
+    const logged = await eventually(
+      async () => {
+        const text = server.output().slice(before);
+        return text.includes("GRAPH_UNKNOWN_ASSET") && text.includes("2025-02-30") ? text : undefined;
+      },
+      30_000,
+      "the mistakes to be logged",
+    );
     const lines = logged.split("\n").filter((l) => l.trim() !== "");
-    expect(lines.filter((l) => l.includes("GRAPH_UNKNOWN_ASSET"))).toEqual([expect.stringMatching(/ info graphql: GRAPH_UNKNOWN_ASSET: .*log\/nope/)]);
-    expect(lines.filter((l) => l.includes("2025-02-30"))).toEqual([expect.stringMatching(new RegExp(` info graphql: ${partitionCode}: .*2025-02-30`))]);
+    expect(lines.filter((l) => l.includes("GRAPH_UNKNOWN_ASSET"))).toEqual([
+      expect.stringMatching(/ info graphql: GRAPH_UNKNOWN_ASSET: .*log\/nope/),
+    ]);
+    expect(lines.filter((l) => l.includes("2025-02-30"))).toEqual([
+      expect.stringMatching(new RegExp(` info graphql: ${partitionCode}: .*2025-02-30`)),
+    ]);
     expect(logged).not.toMatch(/\bERR\b/);
     expect(logged).not.toMatch(/^\s+at /m);
   });

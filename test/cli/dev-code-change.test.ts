@@ -33,23 +33,33 @@ describe("tributary dev after a definitions file changes", () => {
   it("runs the edited function body, and a new asset of the edited file, without a restart", async () => {
     dev = await startDev({ dataDir, definitionsDir: defsDir });
     const version = async (): Promise<number> =>
-      (await graphqlAt<{ definitionsVersion: { version: number } }>(dev!.port, "{ definitionsVersion { version } }")).data!.definitionsVersion.version;
+      (await graphqlAt<{ definitionsVersion: { version: number } }>(dev!.port, "{ definitionsVersion { version } }")).data!
+        .definitionsVersion.version;
     // Through the API (a CLI process per run costs more than the run on a loaded machine).
     const materialize = async (key: string): Promise<{ status: string; steps: { state: string; error: unknown }[] }> => {
-      const launched = await graphqlAt<{ launchRun: { id: string } }>(dev!.port, `mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id } }`, {
-        input: { assetKeys: [key] },
-      });
+      const launched = await graphqlAt<{ launchRun: { id: string } }>(
+        dev!.port,
+        `mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id } }`,
+        {
+          input: { assetKeys: [key] },
+        },
+      );
       expect(launched.errors, JSON.stringify(launched.errors)).toBeUndefined();
-      return eventually(async () => {
-        const r = await graphqlAt<{ run: { status: string; steps: { state: string; error: unknown }[] } }>(
-          dev!.port,
-          `query ($id: String!) { run(id: $id) { status steps { state error } } }`,
-          { id: launched.data!.launchRun.id },
-        );
-        return ["success", "failed", "canceled"].includes(r.data?.run.status ?? "") ? r.data!.run : undefined;
-      }, 120_000, () => `the run of ${key} to end\n${dev!.output()}`);
+      return eventually(
+        async () => {
+          const r = await graphqlAt<{ run: { status: string; steps: { state: string; error: unknown }[] } }>(
+            dev!.port,
+            `query ($id: String!) { run(id: $id) { status steps { state error } } }`,
+            { id: launched.data!.launchRun.id },
+          );
+          return ["success", "failed", "canceled"].includes(r.data?.run.status ?? "") ? r.data!.run : undefined;
+        },
+        120_000,
+        () => `the run of ${key} to end\n${dev!.output()}`,
+      );
     };
-    const lastRan = async (): Promise<string | undefined> => (await readFile(path.join(dataDir, "ran.txt"), "utf8")).trim().split("\n").at(-1);
+    const lastRan = async (): Promise<string | undefined> =>
+      (await readFile(path.join(dataDir, "ran.txt"), "utf8")).trim().split("\n").at(-1);
 
     expect((await materialize("edit/a")).status).toBe("success");
     expect(await lastRan()).toBe("first body");
@@ -57,17 +67,25 @@ describe("tributary dev after a definitions file changes", () => {
     // Only the function body changes: still a new version, and the next run runs it.
     const before = await version();
     await writeFile(path.join(defsDir, "al.ts"), file("second body"));
-    await eventually(async () => ((await version()) > before ? true : undefined), 60_000, () => `a new definitions version\n${dev?.output()}`);
+    await eventually(
+      async () => ((await version()) > before ? true : undefined),
+      60_000,
+      () => `a new definitions version\n${dev?.output()}`,
+    );
     expect(dev.output()).not.toMatch(/reloaded \(al\.ts\): \d+ assets, unchanged/);
     expect((await materialize("edit/a")).status).toBe("success");
     expect(await lastRan()).toBe("second body");
 
     // A new asset in the same file.
     await writeFile(path.join(defsDir, "al.ts"), file("second body", NEW_ASSET));
-    await eventually(async () => {
-      const r = await graphqlAt<{ assets: { key: string }[] }>(dev!.port, "{ assets { key } }");
-      return r.data?.assets.some((a) => a.key === "edit/b") ? true : undefined;
-    }, 60_000, () => `edit/b to appear\n${dev?.output()}`);
+    await eventually(
+      async () => {
+        const r = await graphqlAt<{ assets: { key: string }[] }>(dev!.port, "{ assets { key } }");
+        return r.data?.assets.some((a) => a.key === "edit/b") ? true : undefined;
+      },
+      60_000,
+      () => `edit/b to appear\n${dev?.output()}`,
+    );
     const run = await materialize("edit/b");
     expect(run.status, JSON.stringify(run.steps.map((s) => s.error))).toBe("success");
     expect(await lastRan()).toBe("b is new");

@@ -61,10 +61,14 @@ async function view(): Promise<View> {
 
 /** Waits until the served state satisfies `ready` (reloads are asynchronous), and returns it. */
 function until(ready: (v: View) => boolean, what: string): Promise<View> {
-  return eventually(async () => {
-    const v = await view();
-    return ready(v) ? v : undefined;
-  }, 60_000, what);
+  return eventually(
+    async () => {
+      const v = await view();
+      return ready(v) ? v : undefined;
+    },
+    60_000,
+    what,
+  );
 }
 
 const errorPaths = (v: View) => v.definitionErrors.map((f) => f.path).sort();
@@ -113,7 +117,8 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     // definitionFiles says the same; the files that caused nothing wrong are ok.
     expect(fileOf(v, "dup/a.ts")?.status).toBe("error");
     expect(fileOf(v, "map/down.ts")?.status).toBe("error");
-    for (const ok of ["map/up.ts", "shop/raw_orders.ts", "shop/revenue.ts"]) expect(fileOf(v, ok)).toMatchObject({ status: "ok", message: null, problems: [] });
+    for (const ok of ["map/up.ts", "shop/raw_orders.ts", "shop/revenue.ts"])
+      expect(fileOf(v, ok)).toMatchObject({ status: "ok", message: null, problems: [] });
     expect(v.assets.map((x) => x.key).sort()).toEqual(["map/up", "shop/raw_orders", "shop/revenue_7d"]);
   });
 
@@ -121,7 +126,10 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     await writeFile(path.join(defsDir, "zz/dup.ts"), DUPLICATE);
     let v = await until((x) => errorPaths(x).includes("zz/dup.ts") && assetOf(x, "zz/fine") !== undefined, "the duplicate to be reported");
     const check = (x: View) => {
-      expect(assetOf(x, "shop/raw_orders")).toMatchObject({ file: "shop/raw_orders.ts", partitionsDefinition: expect.objectContaining({ kind: "time" }) });
+      expect(assetOf(x, "shop/raw_orders")).toMatchObject({
+        file: "shop/raw_orders.ts",
+        partitionsDefinition: expect.objectContaining({ kind: "time" }),
+      });
       expect(assetOf(x, "shop/revenue_7d")).toBeDefined();
       // The rest of the new file loads.
       expect(assetOf(x, "zz/fine")?.file).toBe("zz/dup.ts");
@@ -140,7 +148,10 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     // A restart finds both files: the stored state says which definition was loaded.
     await dev!.stop();
     dev = await startDev({ dataDir, definitionsDir: defsDir });
-    v = await until((x) => errorPaths(x).includes("zz/dup.ts") && assetOf(x, "zz/fine") !== undefined, "the duplicate to be reported after the restart");
+    v = await until(
+      (x) => errorPaths(x).includes("zz/dup.ts") && assetOf(x, "zz/fine") !== undefined,
+      "the duplicate to be reported after the restart",
+    );
     check(v);
   }, 300_000);
 
@@ -165,7 +176,13 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     }
     // The same duplicates dev reports, and files whose definitions are left out are in error there too.
     const fileStatus = Object.fromEntries(out.files.map((f) => [f.file, f.status]));
-    expect(fileStatus).toMatchObject({ "zz/dup.ts": "error", "shop/raw_orders.ts": "error", "dup/a.ts": "error", "dup/b.ts": "error", "map/up.ts": "ok" });
+    expect(fileStatus).toMatchObject({
+      "zz/dup.ts": "error",
+      "shop/raw_orders.ts": "error",
+      "dup/a.ts": "error",
+      "dup/b.ts": "error",
+      "map/up.ts": "ok",
+    });
     expect(out.assets.map((a) => a.key)).not.toContain("shop/raw_orders");
 
     // On the project's data directory, check knows which definition was loaded before, and decides as dev does.
@@ -176,7 +193,10 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     const kept = known.problems.filter((p) => p.assetKey === "shop/raw_orders");
     expect(kept.map((p) => [p.code, p.file])).toEqual([["GRAPH_DUPLICATE_KEY", "zz/dup.ts"]]);
     expect(kept[0]!.message).toContain("The definition in shop/raw_orders.ts (export rawOrders) is kept");
-    expect(Object.fromEntries(known.files.map((f) => [f.file, f.status]))).toMatchObject({ "zz/dup.ts": "error", "shop/raw_orders.ts": "ok" });
+    expect(Object.fromEntries(known.files.map((f) => [f.file, f.status]))).toMatchObject({
+      "zz/dup.ts": "error",
+      "shop/raw_orders.ts": "ok",
+    });
     expect(known.assets.map((a) => a.key)).toContain("shop/raw_orders");
   }, 360_000);
 
@@ -205,11 +225,19 @@ describe("tributary dev with duplicate keys and problems across files", () => {
     await dev!.stop();
     dev = undefined;
     await writeFile(path.join(defsDir, "zz/dup.ts"), DUPLICATE);
-    const r = await runCli(["check", "--json", "--definitions", defsDir, "--data-dir", dataDir, "--url", "http://127.0.0.1:9"], { timeoutMs: 170_000 });
+    const r = await runCli(["check", "--json", "--definitions", defsDir, "--data-dir", dataDir, "--url", "http://127.0.0.1:9"], {
+      timeoutMs: 170_000,
+    });
     expect(r.code, r.stderr).toBe(1);
-    const out = JSON.parse(r.stdout) as { previousLoad: string | null; assets: { key: string; file: string }[]; problems: { code: string; file: string; assetKey: string }[] };
+    const out = JSON.parse(r.stdout) as {
+      previousLoad: string | null;
+      assets: { key: string; file: string }[];
+      problems: { code: string; file: string; assetKey: string }[];
+    };
     expect(out.previousLoad).toBe(dataDir);
-    expect(out.problems.filter((p) => p.assetKey === "shop/raw_orders").map((p) => [p.code, p.file])).toEqual([["GRAPH_DUPLICATE_KEY", "zz/dup.ts"]]);
+    expect(out.problems.filter((p) => p.assetKey === "shop/raw_orders").map((p) => [p.code, p.file])).toEqual([
+      ["GRAPH_DUPLICATE_KEY", "zz/dup.ts"],
+    ]);
     expect(out.assets.find((a) => a.key === "shop/raw_orders")?.file).toBe("shop/raw_orders.ts");
   }, 240_000);
 });

@@ -37,10 +37,14 @@ describe("tributary dev while its definitions load", () => {
     const child = startCli(["dev", "--port", "0", "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1"]);
     try {
       // A first start creates the embedded database: minutes on a loaded machine.
-      const port = await eventually(async () => {
-        if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-        return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-      }, 300_000, "tributary dev to listen");
+      const port = await eventually(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
+          return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
+        },
+        300_000,
+        "tributary dev to listen",
+      );
       const base = `http://127.0.0.1:${port}`;
       const first = await fetch(`${base}/readyz`);
       expect(first.status).toBe(503);
@@ -58,10 +62,14 @@ describe("tributary dev while its definitions load", () => {
       const earlyDags = fetch(`${base}/api/v1/dags`).then(async (r) => (await r.json()) as { dags: { dag_id: string }[] });
 
       await writeFile(gate, "");
-      const ready = await eventually(async () => {
-        const r = await fetch(`${base}/readyz`);
-        return r.status === 200 ? r : undefined;
-      }, 300_000, "/readyz to answer 200");
+      const ready = await eventually(
+        async () => {
+          const r = await fetch(`${base}/readyz`);
+          return r.status === 200 ? r : undefined;
+        },
+        300_000,
+        "/readyz to answer 200",
+      );
       expect(await ready.json()).toEqual({ status: "ready", problems: [] });
       // Right away, not a moment later: the graph the API answers with is the loaded one.
       const assets = await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }");

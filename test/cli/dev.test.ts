@@ -31,10 +31,14 @@ describe("tributary dev", () => {
     const port = freePort();
     const dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
     try {
-      const first = await eventually(async () => {
-        const r = await graphqlAt<Assets>(port, QUERY);
-        return r.data?.assets.length ? r.data : undefined;
-      }, 90_000, () => `dev to answer GraphQL\n${dev.output()}`);
+      const first = await eventually(
+        async () => {
+          const r = await graphqlAt<Assets>(port, QUERY);
+          return r.data?.assets.length ? r.data : undefined;
+        },
+        90_000,
+        () => `dev to answer GraphQL\n${dev.output()}`,
+      );
       expect(first.assets.map((a) => a.key)).toEqual(["dev/one"]);
       expect(first.definitionErrors).toEqual([]);
 
@@ -43,23 +47,42 @@ describe("tributary dev", () => {
 
       // A new file appears: reloaded without a restart.
       await writeFile(path.join(defsDir, "two.ts"), asset("dev/two"));
-      await eventually(async () => {
-        const r = await graphqlAt<Assets>(port, QUERY);
-        return r.data?.assets.some((a) => a.key === "dev/two") ? true : undefined;
-      }, 30_000, "dev/two to appear");
+      await eventually(
+        async () => {
+          const r = await graphqlAt<Assets>(port, QUERY);
+          return r.data?.assets.some((a) => a.key === "dev/two") ? true : undefined;
+        },
+        30_000,
+        "dev/two to appear",
+      );
 
       // The file breaks: its error is reported, its last good asset and every other file stay.
       await writeFile(path.join(defsDir, "two.ts"), `${asset("dev/two")}\nthrow new Error("broken on purpose");\n`);
-      const broken = await eventually(async () => {
-        const r = await graphqlAt<Assets>(port, QUERY);
-        return r.data?.definitionErrors.length ? r.data : undefined;
-      }, 30_000, "the load error to be reported");
+      const broken = await eventually(
+        async () => {
+          const r = await graphqlAt<Assets>(port, QUERY);
+          return r.data?.definitionErrors.length ? r.data : undefined;
+        },
+        30_000,
+        "the load error to be reported",
+      );
       expect(broken.definitionErrors[0]).toMatchObject({ path: "two.ts", code: "LOAD_IMPORT_ERROR" });
       expect(broken.definitionErrors[0]?.message).toContain("broken on purpose");
       expect(broken.assets.map((a) => a.key).sort()).toEqual(["dev/one", "dev/two"]);
 
       // Operational commands go through the running server.
-      const run = await runCli(["materialize", "dev/one", "--from", "2025-01-01", "--to", "2025-01-03", "--wait", "--json", "--url", `http://127.0.0.1:${port}`]);
+      const run = await runCli([
+        "materialize",
+        "dev/one",
+        "--from",
+        "2025-01-01",
+        "--to",
+        "2025-01-03",
+        "--wait",
+        "--json",
+        "--url",
+        `http://127.0.0.1:${port}`,
+      ]);
       expect(run.code, run.stderr).toBe(0);
       const out = JSON.parse(run.stdout) as { run: { status: string; steps: { state: string }[] } };
       expect(out.run.status).toBe("success");
@@ -95,7 +118,17 @@ describe("tributary dev", () => {
       expect(asked.code, asked.stderr).toBe(0);
       expect(asked.stderr).toContain(`asking the Tributary server at http://127.0.0.1:${port}`);
       // ...and a second server on the directory is refused, naming the one that holds it.
-      const second = await runCli(["dev", "--port", String(freePort()), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
+      const second = await runCli([
+        "dev",
+        "--port",
+        String(freePort()),
+        "--data-dir",
+        dataDir,
+        "--definitions",
+        defsDir,
+        "--processes",
+        "1",
+      ]);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(/DATA_DIR_LOCKED/);
       expect(second.stderr).toContain(dataDir);

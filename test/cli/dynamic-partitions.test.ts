@@ -32,10 +32,14 @@ describe("addDynamicPartitions", () => {
     const port = freePort();
     const dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
     try {
-      await eventually(async () => {
-        const r = await graphqlAt<{ assets: unknown[] }>(port, "{ assets { key } }");
-        return r.data?.assets.length ? true : undefined;
-      }, 90_000, () => `dev to start\n${dev.output()}`);
+      await eventually(
+        async () => {
+          const r = await graphqlAt<{ assets: unknown[] }>(port, "{ assets { key } }");
+          return r.data?.assets.length ? true : undefined;
+        },
+        90_000,
+        () => `dev to start\n${dev.output()}`,
+      );
 
       const first = await graphqlAt<Added>(port, add("customers", ["c1", "c2"]));
       expect(first.data?.addDynamicPartitions).toEqual({ name: "customers", added: ["c1", "c2"], total: 2 });
@@ -57,7 +61,11 @@ describe("addDynamicPartitions", () => {
 
       const run = await runCli(["materialize", "crm/profiles", "--all", "--wait", "--json", "--url", `http://127.0.0.1:${port}`]);
       expect(run.code, run.stderr).toBe(0);
-      expect((JSON.parse(run.stdout) as { run: { steps: { partitionKey: string }[] } }).run.steps.map((s) => s.partitionKey)).toEqual(["c1", "c2", "c3"]);
+      expect((JSON.parse(run.stdout) as { run: { steps: { partitionKey: string }[] } }).run.steps.map((s) => s.partitionKey)).toEqual([
+        "c1",
+        "c2",
+        "c3",
+      ]);
     } finally {
       dev.kill("SIGTERM");
       await new Promise((resolve) => dev.once("exit", resolve));

@@ -40,11 +40,15 @@ describePostgres("the tributary executable", () => {
 
   it("ends quietly when the reader of its output goes away early (| head)", async () => {
     // Thousands of lines: far more than a pipe holds, so the command is still writing when the reader leaves.
-    const child = spawn(process.execPath, [BIN, "partitions", "entry/days", "--from", "2015-01-01", "--to", "2025-01-01", "--json", ...globals()], {
-      cwd: ROOT,
-      env: { ...process.env, ...env() },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [BIN, "partitions", "entry/days", "--from", "2015-01-01", "--to", "2025-01-01", "--json", ...globals()],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env() },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const firstLine = await new Promise<string>((resolve, reject) => {
@@ -94,12 +98,24 @@ describePostgres("the tributary executable", () => {
         console.log(child.pid);
         setInterval(() => {}, 60000);
       `;
-      const parent = spawn(process.execPath, ["-e", parentScript], { cwd: ROOT, env: { ...process.env, ...env() }, stdio: ["ignore", "pipe", "inherit"] });
+      const parent = spawn(process.execPath, ["-e", parentScript], {
+        cwd: ROOT,
+        env: { ...process.env, ...env() },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       const childPid = await new Promise<number>((resolve) => parent.stdout.once("data", (d: Buffer) => resolve(Number(String(d).trim()))));
       try {
-        await eventually(async () => ((await readFile(log, "utf8").catch(() => "")).includes("serving the API") ? true : undefined), 240_000, "tributary api to serve");
+        await eventually(
+          async () => ((await readFile(log, "utf8").catch(() => "")).includes("serving the API") ? true : undefined),
+          240_000,
+          "tributary api to serve",
+        );
         parent.kill("SIGKILL");
-        await eventually(async () => (alive(childPid) ? undefined : true), 60_000, `tributary api (pid ${childPid}) to stop after its parent died`);
+        await eventually(
+          async () => (alive(childPid) ? undefined : true),
+          60_000,
+          `tributary api (pid ${childPid}) to stop after its parent died`,
+        );
         const output = await readFile(log, "utf8");
         expect(output).toContain(`the parent process ${parent.pid} is gone: stopping`);
         expect(output).toContain("SIGTERM: stopping");

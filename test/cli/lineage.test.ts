@@ -43,9 +43,12 @@ describePostgres("tributary lineage", () => {
 
   /** In-process (nothing listens on port 9), or through the API server. */
   const lineage = (mode: "in-process" | "server", ...args: string[]) =>
-    runCli(["lineage", ...args, "--definitions", h.dir, "--data-dir", dataDir, "--url", mode === "server" ? server.url : "http://127.0.0.1:9"], {
-      env: { DATABASE_URL: h.url },
-    });
+    runCli(
+      ["lineage", ...args, "--definitions", h.dir, "--data-dir", dataDir, "--url", mode === "server" ? server.url : "http://127.0.0.1:9"],
+      {
+        env: { DATABASE_URL: h.url },
+      },
+    );
   const json = async (mode: "in-process" | "server", ...args: string[]): Promise<LineageJson> => {
     const r = await lineage(mode, ...args, "--json");
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -81,7 +84,10 @@ describePostgres("tributary lineage", () => {
       lineage("in-process", "raw/customers", "--partition", "2025-01-02", "--downstream", "--depth", "1"),
       lineage("server", "mart/enriched"),
     ]);
-    expect(down.materializations.map((m) => `${m.depth}:${m.assetKey}@${m.partitionKey}`)).toEqual(["0:raw/customers@2025-01-02", "1:clean/customers@2025-01-02"]);
+    expect(down.materializations.map((m) => `${m.depth}:${m.assetKey}@${m.partitionKey}`)).toEqual([
+      "0:raw/customers@2025-01-02",
+      "1:clean/customers@2025-01-02",
+    ]);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain("downstream lineage of raw/customers partition 2025-01-02, depth 1");
     expect(human.stdout).toMatch(/0\s+raw\/customers\s+.*daily.*\["email","name"\]/);
@@ -108,7 +114,9 @@ describePostgres("tributary lineage", () => {
       expect(outside.message).toContain('asset "raw/customers": partition "2024-12-31"');
     }
     // Checked before anything is opened or asked.
-    const depths = await Promise.all(["0", "99999999999999999999", "deep"].map((d) => failure("server", "raw/customers", "--partition", "2025-01-02", "--depth", d)));
+    const depths = await Promise.all(
+      ["0", "99999999999999999999", "deep"].map((d) => failure("server", "raw/customers", "--partition", "2025-01-02", "--depth", d)),
+    );
     for (const [i, d] of ["0", "99999999999999999999", "deep"].entries()) {
       expect(depths[i]).toMatchObject({ code: "LINEAGE_DEPTH_INVALID", message: `--depth: "${d}" must be a whole number from 1 to 20` });
     }
@@ -119,7 +127,9 @@ describePostgres("tributary lineage", () => {
 
   it("serves erasureImpact over GraphQL and launches its selection as a backfill", async () => {
     const port = Number(new URL(server.url).port);
-    const impact = await graphqlAt<{ erasureImpact: { backfill: { assetKeys: string[]; assetPartitions: { assetKey: string; partitionKeys: string[] }[] } } }>(
+    const impact = await graphqlAt<{
+      erasureImpact: { backfill: { assetKeys: string[]; assetPartitions: { assetKey: string; partitionKeys: string[] }[] } };
+    }>(
       port,
       `{ erasureImpact(assetKey: "raw/customers", partitionKeys: ["2025-01-02"]) { backfill { assetKeys assetPartitions { assetKey partitionKeys } } } }`,
     );
@@ -153,9 +163,19 @@ describePostgres("tributary lineage", () => {
     });
     const mutation = `mutation ($input: LaunchBackfillInput!) { launchBackfill(input: $input) { id } }`;
     expect(
-      await bad(mutation, { input: { assetKeys: ["mart/enriched"], from: "2025-01-02", assetPartitions: [{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }] } }),
+      await bad(mutation, {
+        input: {
+          assetKeys: ["mart/enriched"],
+          from: "2025-01-02",
+          assetPartitions: [{ assetKey: "mart/enriched", partitionKeys: ["2025-01-02"] }],
+        },
+      }),
     ).toMatchObject({ extensions: { code: "INPUT_INVALID" }, message: expect.stringContaining("assetPartitions") });
-    expect(await bad(mutation, { input: { assetKeys: ["mart/enriched"], assetPartitions: [{ assetKey: "mart/enriched", partitionKeys: ["someday"] }] } })).toMatchObject({
+    expect(
+      await bad(mutation, {
+        input: { assetKeys: ["mart/enriched"], assetPartitions: [{ assetKey: "mart/enriched", partitionKeys: ["someday"] }] },
+      }),
+    ).toMatchObject({
       extensions: { code: "PARTITION_KEY_INVALID" },
       message: expect.stringContaining('"mart/enriched"'),
     });

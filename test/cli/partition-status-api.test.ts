@@ -21,7 +21,9 @@ type GraphQLResult<T> = { data?: T; errors?: { message: string; extensions?: { c
 type Counts = { missing: number; materializing: number; materialized: number; failed: number; stale: number; total: number };
 type Range = { status: string; from: string; to: string; count: number };
 type Node = { key: string; status: string; staleReasons: { kind: string; message: string; upstreamAssetKey: string | null }[] };
-type AssetStatus = { asset: { codeVersion: string | null; partitionStatus: { counts: Counts; ranges: Range[] }; partitions: { nodes: Node[] } } };
+type AssetStatus = {
+  asset: { codeVersion: string | null; partitionStatus: { counts: Counts; ranges: Range[] }; partitions: { nodes: Node[] } };
+};
 
 let dataDir: string;
 let defsDir: string;
@@ -39,14 +41,20 @@ async function gql<T>(query: string, variables: Record<string, unknown> = {}): P
 
 /** Launches a run through the API and waits for it to end; returns its status. */
 async function materialize(input: Record<string, unknown>): Promise<string> {
-  const launched = await gql<{ launchRun: { id: string } }>(`mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id } }`, { input });
+  const launched = await gql<{ launchRun: { id: string } }>(`mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id } }`, {
+    input,
+  });
   expect(launched.errors, JSON.stringify(launched.errors)).toBeUndefined();
   const id = launched.data!.launchRun.id;
-  return eventually(async () => {
-    const r = await gql<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
-    const status = r.data?.run.status;
-    return status === "success" || status === "failed" || status === "canceled" ? status : undefined;
-  }, 60_000, () => `run ${id} to end\n${dev.output()}`);
+  return eventually(
+    async () => {
+      const r = await gql<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
+      const status = r.data?.run.status;
+      return status === "success" || status === "failed" || status === "canceled" ? status : undefined;
+    },
+    60_000,
+    () => `run ${id} to end\n${dev.output()}`,
+  );
 }
 
 const STATUS = `query ($key: String!) {
@@ -71,10 +79,14 @@ beforeAll(async () => {
   await writeFile(path.join(defsDir, "ps.ts"), defs("d1"));
   port = freePort();
   dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
-  await eventually(async () => {
-    const r = await gql<{ assets: unknown[] }>("{ assets { key } }");
-    return r.data?.assets.length ? true : undefined;
-  }, 90_000, () => `dev to start\n${dev.output()}`);
+  await eventually(
+    async () => {
+      const r = await gql<{ assets: unknown[] }>("{ assets { key } }");
+      return r.data?.assets.length ? true : undefined;
+    },
+    90_000,
+    () => `dev to start\n${dev.output()}`,
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -156,11 +168,19 @@ describe("GraphQL partition status (tributary dev)", () => {
 
   it("a changed code version makes the asset's materialised partitions STALE", async () => {
     await writeFile(path.join(defsDir, "ps.ts"), defs("d2"));
-    await eventually(async () => ((await statusOf("ps/down")).codeVersion === "d2" ? true : undefined), 60_000, "the new code version to load");
+    await eventually(
+      async () => ((await statusOf("ps/down")).codeVersion === "d2" ? true : undefined),
+      60_000,
+      "the new code version to load",
+    );
     const a = await statusOf("ps/down");
     expect(a.partitionStatus.counts).toMatchObject({ materialized: 0, stale: 3 });
     expect(nodeOf(a, "2025-01-01").staleReasons).toEqual([
-      { kind: "CODE_VERSION_CHANGED", message: `materialised with code version "d1"; the asset's code version is now "d2"`, upstreamAssetKey: null },
+      {
+        kind: "CODE_VERSION_CHANGED",
+        message: `materialised with code version "d1"; the asset's code version is now "d2"`,
+        upstreamAssetKey: null,
+      },
     ]);
     // The upstream's code version did not change.
     expect((await statusOf("ps/up")).partitionStatus.counts.stale).toBe(0);

@@ -14,7 +14,11 @@ export const revenue = asset({ key: "sales/revenue", partitions: days, deps: { o
 export const profiles = asset({ key: "crm/profiles", group: "customers" }, async () => ({ n: 1 }));
 `;
 
-type PauseJson = { ok: boolean; paused: boolean; assets: { assetKey: string; group: string | null; paused: boolean; pausedAt: string | null; changed: boolean }[] };
+type PauseJson = {
+  ok: boolean;
+  paused: boolean;
+  assets: { assetKey: string; group: string | null; paused: boolean; pausedAt: string | null; changed: boolean }[];
+};
 type GraphQLResult<T> = { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
 
 let defsDir: string;
@@ -49,7 +53,11 @@ describe("tributary pause / resume (in-process)", () => {
     const first = await cli("pause", "sales/orders", "--json");
     expect(first.code, first.stderr).toBe(0);
     const one = JSON.parse(first.stdout) as PauseJson;
-    expect(one).toMatchObject({ ok: true, paused: true, assets: [{ assetKey: "sales/orders", group: "sales", paused: true, changed: true }] });
+    expect(one).toMatchObject({
+      ok: true,
+      paused: true,
+      assets: [{ assetKey: "sales/orders", group: "sales", paused: true, changed: true }],
+    });
     const pausedAt = one.assets[0]!.pausedAt;
     expect(Number.isNaN(Date.parse(pausedAt!))).toBe(false);
 
@@ -157,11 +165,15 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
     );
     expect(launched.errors).toBeUndefined();
     const id = launched.data!.launchRun.id;
-    const status = await eventually(async () => {
-      const r = await gql<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
-      const s = r.data?.run.status;
-      return s === "success" || s === "failed" || s === "canceled" ? s : undefined;
-    }, 180_000, "the run (six steps) to end");
+    const status = await eventually(
+      async () => {
+        const r = await gql<{ run: { status: string } }>(`query ($id: String!) { run(id: $id) { status } }`, { id });
+        const s = r.data?.run.status;
+        return s === "success" || s === "failed" || s === "canceled" ? s : undefined;
+      },
+      180_000,
+      "the run (six steps) to end",
+    );
     expect(status).toBe("success");
     // ...and stays paused.
     expect((await pausedOf())["sales/orders"]).toBe(true);
@@ -170,7 +182,9 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
   it("tributary pause/resume go through the server when one answers", { timeout: cliBudget(3) }, async () => {
     const r = await runCli(["resume", "sales/orders", "--json", "--url", url()]);
     expect(r.code, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as PauseJson).assets).toMatchObject([{ assetKey: "sales/orders", paused: false, pausedAt: null, changed: true }]);
+    expect((JSON.parse(r.stdout) as PauseJson).assets).toMatchObject([
+      { assetKey: "sales/orders", paused: false, pausedAt: null, changed: true },
+    ]);
     const again = await runCli(["pause", "crm/profiles", "--url", url()]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/^paused 1 asset\(s\)$/m);

@@ -35,29 +35,45 @@ describePostgres("tributary reconciler after a definitions file changes", () => 
       env: { DATABASE_URL: database.url },
     });
     try {
-      await eventually(async () => (reconciler.output().includes("is running") ? true : undefined), 180_000, () => `the reconciler to start\n${reconciler.output()}`);
+      await eventually(
+        async () => (reconciler.output().includes("is running") ? true : undefined),
+        180_000,
+        () => `the reconciler to start\n${reconciler.output()}`,
+      );
       const definitions = new PgDefinitionStore(database.db);
       const runs = new PgRunStore(database.db, RUN_DECISIONS);
       const graphs = new GraphCache(definitions, 0);
       const materialize = async (key: string): Promise<void> => {
         const { runId } = await launchRun({ graphs, runs, definitions }, { assetKeys: [key] }, new Date());
-        const run = await eventually(async () => {
-          const r = (await runs.getRun(runId))!;
-          return ["success", "failed", "canceled"].includes(r.status) ? r : undefined;
-        }, 120_000, () => `the run of ${key} to end\n${reconciler.output()}`);
+        const run = await eventually(
+          async () => {
+            const r = (await runs.getRun(runId))!;
+            return ["success", "failed", "canceled"].includes(r.status) ? r : undefined;
+          },
+          120_000,
+          () => `the run of ${key} to end\n${reconciler.output()}`,
+        );
         expect(run.status, JSON.stringify(run.steps.map((s) => s.error))).toBe("success");
       };
-      const lastRan = async (): Promise<string | undefined> => (await readFile(path.join(dataDir, "ran.txt"), "utf8")).trim().split("\n").at(-1);
+      const lastRan = async (): Promise<string | undefined> =>
+        (await readFile(path.join(dataDir, "ran.txt"), "utf8")).trim().split("\n").at(-1);
 
       await materialize("rc/a");
       expect(await lastRan()).toBe("first body");
 
       const before = (await graphs.current()).version;
-      await writeFile(path.join(defsDir, "al.ts"), file("second body", `export const b = asset({ key: "rc/b" }, async () => ran("b is new"));\n`));
-      await eventually(async () => {
-        const now = await graphs.current();
-        return now.version > before && now.graph.get("rc/b") ? true : undefined;
-      }, 120_000, () => `the edited file to load\n${reconciler.output()}`);
+      await writeFile(
+        path.join(defsDir, "al.ts"),
+        file("second body", `export const b = asset({ key: "rc/b" }, async () => ran("b is new"));\n`),
+      );
+      await eventually(
+        async () => {
+          const now = await graphs.current();
+          return now.version > before && now.graph.get("rc/b") ? true : undefined;
+        },
+        120_000,
+        () => `the edited file to load\n${reconciler.output()}`,
+      );
       await materialize("rc/a");
       expect(await lastRan()).toBe("second body");
       await materialize("rc/b");

@@ -34,10 +34,14 @@ describePostgres("tributary reconciler --metrics-port", () => {
 
   /** Waits for the process to say it is running; fails with its output. */
   async function running(child: ReturnType<typeof startCli>): Promise<void> {
-    await eventually(async () => {
-      if (child.exitCode !== null) throw new Error(`it exited with code ${child.exitCode}`);
-      return child.output().includes("is running") ? true : undefined;
-    }, 120_000, "the reconciler to start").catch((err: Error) => {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`it exited with code ${child.exitCode}`);
+        return child.output().includes("is running") ? true : undefined;
+      },
+      120_000,
+      "the reconciler to start",
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n${child.output()}`);
     });
   }
@@ -53,15 +57,23 @@ describePostgres("tributary reconciler --metrics-port", () => {
       const definitions = new PgDefinitionStore(database.db);
       const runs = new PgRunStore(database.db, RUN_DECISIONS);
       const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["rm/one"] }, new Date());
-      await eventually(async () => ((await runs.getRunSummary(runId))?.status === "success" ? true : undefined), 60_000, "the run to succeed");
+      await eventually(
+        async () => ((await runs.getRunSummary(runId))?.status === "success" ? true : undefined),
+        60_000,
+        "the run to succeed",
+      );
 
-      const text = await eventually(async () => {
-        const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-        expect(res.status).toBe(200);
-        expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
-        const parsed = parsePrometheusText(await res.text());
-        return sample(parsed, "tributary_reconciler_dispatched_steps_total", {}) >= 1 ? parsed : undefined;
-      }, 30_000, "the dispatched step to be counted");
+      const text = await eventually(
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+          expect(res.status).toBe(200);
+          expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+          const parsed = parsePrometheusText(await res.text());
+          return sample(parsed, "tributary_reconciler_dispatched_steps_total", {}) >= 1 ? parsed : undefined;
+        },
+        30_000,
+        "the dispatched step to be counted",
+      );
       expect(sample(text, "tributary_reconciler_pass_duration_seconds_count", { outcome: "ok" })).toBeGreaterThan(0);
       expect(text.families.get("tributary_reconciler_task_duration_seconds")?.type).toBe("histogram");
       for (const task of ["automation", "backfills", "alerts"]) {
@@ -91,10 +103,14 @@ describePostgres("tributary reconciler --metrics-port", () => {
     try {
       await running(fromEnv);
       // Passes run from the start: the fallback timer wakes the reconciler every second.
-      await eventually(async () => {
-        const text = parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-        return text.samples.some((x) => x.name === "tributary_reconciler_pass_duration_seconds_count" && x.value >= 2) ? true : undefined;
-      }, 30_000, "passes to be counted");
+      await eventually(
+        async () => {
+          const text = parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+          return text.samples.some((x) => x.name === "tributary_reconciler_pass_duration_seconds_count" && x.value >= 2) ? true : undefined;
+        },
+        30_000,
+        "passes to be counted",
+      );
     } finally {
       fromEnv.kill("SIGTERM");
     }

@@ -37,7 +37,19 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
   });
 
   it("finishes every step when one reconciler is SIGKILLed mid-burst; no try runs twice unless it was lost", async () => {
-    const args = ["reconciler", "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1", "--concurrency-per-process", "8", "--zombie-after", "3s"];
+    const args = [
+      "reconciler",
+      "--definitions",
+      defsDir,
+      "--data-dir",
+      dataDir,
+      "--processes",
+      "1",
+      "--concurrency-per-process",
+      "8",
+      "--zombie-after",
+      "3s",
+    ];
     const env = { DATABASE_URL: database.url };
     const a = startCli(args, { env });
     const b = startCli(args, { env });
@@ -51,25 +63,39 @@ describePostgres("tributary reconciler (two processes, one database)", () => {
       );
       const definitions = new PgDefinitionStore(db);
       const runs = new PgRunStore(db, RUN_DECISIONS);
-      const { runId } = await launchRun({ graphs: new GraphCache(definitions), runs, definitions }, { assetKeys: ["r/burst"], allPartitions: true }, new Date());
+      const { runId } = await launchRun(
+        { graphs: new GraphCache(definitions), runs, definitions },
+        { assetKeys: ["r/burst"], allPartitions: true },
+        new Date(),
+      );
 
       // Both are working; then one dies without any chance to clean up.
-      await eventually(async () => {
-        const { rows } = await sql<{ n: number }>`
+      await eventually(
+        async () => {
+          const { rows } = await sql<{ n: number }>`
           select count(distinct worker_id)::int as n from step_tries where run_id = ${runId}::uuid and worker_id is not null`.execute(db);
-        return (rows[0]?.n ?? 0) >= 2 ? true : undefined;
-      }, 60_000, "both reconcilers to run steps");
+          return (rows[0]?.n ?? 0) >= 2 ? true : undefined;
+        },
+        60_000,
+        "both reconcilers to run steps",
+      );
       a.kill("SIGKILL");
 
-      const run = await eventually(async () => {
-        const r = await runs.getRunSummary(runId);
-        return r && ["success", "failed", "canceled"].includes(r.status) ? r : undefined;
-      }, 120_000, () => `the run to end\n${b.output()}`);
+      const run = await eventually(
+        async () => {
+          const r = await runs.getRunSummary(runId);
+          return r && ["success", "failed", "canceled"].includes(r.status) ? r : undefined;
+        },
+        120_000,
+        () => `the run to end\n${b.output()}`,
+      );
       expect(run.status).toBe("success");
       expect(run.stepsDone).toBe(300);
 
       const { rows: tries } = await sql<{ step_id: number; state: string; code: string | null }>`
-        select step_id, state, error->>'code' as code from step_tries where run_id = ${runId}::uuid order by step_id, try_number`.execute(db);
+        select step_id, state, error->>'code' as code from step_tries where run_id = ${runId}::uuid order by step_id, try_number`.execute(
+        db,
+      );
       const byStep = new Map<number, { state: string; code: string | null }[]>();
       for (const t of tries) byStep.set(t.step_id, [...(byStep.get(t.step_id) ?? []), t]);
       expect(byStep.size).toBe(300);

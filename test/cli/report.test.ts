@@ -30,8 +30,14 @@ describe("tributary report (in-process, demo definitions)", () => {
   });
 
   it.each([
-    [["shop/raw_order", "--partition", "2025-03-10"], /GRAPH_UNKNOWN_ASSET.*no asset has the key "shop\/raw_order"; did you mean "shop\/raw_orders"\?/],
-    [["shop/raw_orders", "--partition", "2025-3-10"], /EVENT_PARTITION_INVALID.*"shop\/raw_orders".*"2025-3-10" is not a partition of daily/],
+    [
+      ["shop/raw_order", "--partition", "2025-03-10"],
+      /GRAPH_UNKNOWN_ASSET.*no asset has the key "shop\/raw_order"; did you mean "shop\/raw_orders"\?/,
+    ],
+    [
+      ["shop/raw_orders", "--partition", "2025-3-10"],
+      /EVENT_PARTITION_INVALID.*"shop\/raw_orders".*"2025-3-10" is not a partition of daily/,
+    ],
     [["shop/raw_orders", "--partition", "2099-01-01"], /EVENT_PARTITION_NOT_EXISTING.*partition "2099-01-01" does not exist yet/],
     [["shop/raw_orders"], /EVENT_PARTITION_REQUIRED/],
     [["shop/raw_orders", "--partition", "2025-03-10", "--metadata", "{rows:3}"], /EVENT_METADATA_INVALID.*--metadata: not valid JSON/],

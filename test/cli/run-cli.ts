@@ -78,7 +78,11 @@ export async function graphqlAt<T>(
  * Polls until `check` returns a value, or fails after `timeoutMs`. `what` names the condition; as a function it is
  * read at the failure, so it can hold what a child process printed meanwhile.
  */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 60_000, what: string | (() => string) = "condition"): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  what: string | (() => string) = "condition",
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -90,7 +94,9 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out waiting for ${typeof what === "function" ? what() : what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+  throw new Error(
+    `timed out waiting for ${typeof what === "function" ? what() : what}${lastError ? `: ${(lastError as Error).message}` : ""}`,
+  );
 }
 
 export function freePort(): number {
@@ -135,7 +141,15 @@ export async function startDev(options: DevOptions): Promise<DevServer> {
 }
 
 async function startDevOn(port: number, options: DevOptions): Promise<DevServer> {
-  const args = ["dev", "--port", String(port), "--definitions", options.definitionsDir ?? path.join(ROOT, "asset-definitions"), "--processes", String(options.processes ?? 1)];
+  const args = [
+    "dev",
+    "--port",
+    String(port),
+    "--definitions",
+    options.definitionsDir ?? path.join(ROOT, "asset-definitions"),
+    "--processes",
+    String(options.processes ?? 1),
+  ];
   if (options.dataDir) args.push("--data-dir", options.dataDir);
   const child = startCli(args, { env: { ...options.env, ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}) } });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

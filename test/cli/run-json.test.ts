@@ -14,7 +14,9 @@ describePostgres("tributary run --json", () => {
   let server: ApiServer;
 
   async function runJson(url: string): Promise<RunJson> {
-    const r = await runCli(["run", seeded.runId, "--json", "--url", url, "--definitions", server.definitionsDir], { env: { DATABASE_URL: database.url } });
+    const r = await runCli(["run", seeded.runId, "--json", "--url", url, "--definitions", server.definitionsDir], {
+      env: { DATABASE_URL: database.url },
+    });
     expect(r.code, r.stderr).toBe(0);
     return JSON.parse(r.stdout) as RunJson;
   }

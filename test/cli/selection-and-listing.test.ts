@@ -65,7 +65,9 @@ describePostgres("partition selection and listing on the command line", () => {
   it("materialize without a selection names the flags to choose partitions with", async () => {
     const r = await cli(["materialize", "t/up"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/"t\/up" is partitioned: choose the partitions with --partition <key>, a range --from <key> --to <key>, --all/);
+    expect(r.stderr).toMatch(
+      /"t\/up" is partitioned: choose the partitions with --partition <key>, a range --from <key> --to <key>, --all/,
+    );
     expect(r.stderr).not.toMatch(/all, keys, or a range from–to/);
   }, 240_000);
 
@@ -101,7 +103,9 @@ describePostgres("partition selection and listing on the command line", () => {
 
     const unknown = await cli(["partitions", "t/sales", "--dim", "regon=eu"]);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/asset "t\/sales" has no dimension "regon" \(did you mean "region"\?\); its dimensions are "date", "region"/);
+    expect(unknown.stderr).toMatch(
+      /asset "t\/sales" has no dimension "regon" \(did you mean "region"\?\); its dimensions are "date", "region"/,
+    );
     const badKey = await cli(["partitions", "t/sales", "--dim", "region=mars"]);
     expect(badKey.code).toBe(1);
     expect(badKey.stderr).toMatch(/asset "t\/sales", dimension "region": "mars" is not a partition of/);
@@ -115,25 +119,48 @@ describePostgres("partition selection and listing on the command line", () => {
 
   it("materialize, backfill and clear take --dim: the run covers exactly the slice", async () => {
     const run = await json<{ ok: boolean; run: { id: string; stepsTotal: number } }>([
-      "materialize", "t/sales", "--dim", "date=2025-03-02..2025-03-03", "--dim", "region=eu,us",
+      "materialize",
+      "t/sales",
+      "--dim",
+      "date=2025-03-02..2025-03-03",
+      "--dim",
+      "region=eu,us",
     ]);
     expect(run.ok).toBe(true);
     expect(run.run.stepsTotal).toBe(4);
     const listed = await json<PartitionsJson>(["partitions", "t/sales", "--dim", "date=2025-03-01..2025-03-03"]);
     expect(listed.partitions.filter((p) => p.status === "materialized").map((p) => p.key)).toEqual([
-      "2025-03-02|eu", "2025-03-02|us", "2025-03-03|eu", "2025-03-03|us",
+      "2025-03-02|eu",
+      "2025-03-02|us",
+      "2025-03-03|eu",
+      "2025-03-03|us",
     ]);
 
     const cleared = await json<{ ok: boolean; cleared: { assetKey: string; count: number; sample: string[] }[] }>([
-      "clear", "t/sales", "--dim", "date=2025-03-03", "--dim", "region=us",
+      "clear",
+      "t/sales",
+      "--dim",
+      "date=2025-03-03",
+      "--dim",
+      "region=us",
     ]);
     expect(cleared.cleared).toEqual([{ assetKey: "t/sales", count: 1, sample: ["2025-03-03|us"] }]);
 
     const backfill = await json<{ backfill: { requested: number; dimensions: unknown; status: string } }>([
-      "backfill", "t/sales", "--dim", "date=2025-03-04..2025-03-05", "--dim", "region=apac", "--max-partitions-per-run", "10",
+      "backfill",
+      "t/sales",
+      "--dim",
+      "date=2025-03-04..2025-03-05",
+      "--dim",
+      "region=apac",
+      "--max-partitions-per-run",
+      "10",
     ]);
     expect(backfill.backfill.requested).toBe(2);
-    expect(backfill.backfill.dimensions).toEqual([{ name: "date", from: "2025-03-04", to: "2025-03-05" }, { name: "region", keys: ["apac"] }]);
+    expect(backfill.backfill.dimensions).toEqual([
+      { name: "date", from: "2025-03-04", to: "2025-03-05" },
+      { name: "region", keys: ["apac"] },
+    ]);
 
     const both = await cli(["materialize", "t/sales", "--dim", "region=eu", "--partition", "2025-03-02|eu"]);
     expect(both.code).toBe(1);
@@ -150,7 +177,9 @@ describePostgres("partition selection and listing on the command line", () => {
     expect(p!.staleReasons).toEqual([
       {
         kind: "upstream_updated",
-        message: expect.stringMatching(/^upstream "t\/up" partition "2025-02-01" was materialised again \(event \d+\) after this partition read event \d+$/),
+        message: expect.stringMatching(
+          /^upstream "t\/up" partition "2025-02-01" was materialised again \(event \d+\) after this partition read event \d+$/,
+        ),
         upstreamAssetKey: "t/up",
         upstreamPartitionKey: "2025-02-01",
         readEventId: expect.stringMatching(/^\d+$/),

@@ -29,7 +29,9 @@ beforeAll(async () => {
     `import { asset, daily } from "tributary";\nexport const one = asset({ key: "disc/one", partitions: daily({ start: "2025-01-01" }) }, async (ctx) => ctx.partition.key);\n`,
   );
   dev = await startDev({ dataDir, definitionsDir: defsDir });
-  const launched = await runCli(["materialize", "disc/one", "--partition", "2025-01-01", "--wait", "--json", "--url", dev.url], { cwd: project });
+  const launched = await runCli(["materialize", "disc/one", "--partition", "2025-01-01", "--wait", "--json", "--url", dev.url], {
+    cwd: project,
+  });
   expect(launched.code, launched.stderr + launched.stdout).toBe(0);
 }, 240_000);
 
@@ -43,7 +45,9 @@ describe("finding the server", () => {
     const r = await runCli(["runs", "--json"], { cwd: project, env: { TRIBUTARY_URL: dev.url } });
     expect(r.code, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as RunsJson).runs).toHaveLength(1);
-    expect(r.stderr).toContain(`asking the Tributary server at ${dev.url} (the embedded database in ${path.join(dataDir, "db")}, definitions in ${defsDir})`);
+    expect(r.stderr).toContain(
+      `asking the Tributary server at ${dev.url} (the embedded database in ${path.join(dataDir, "db")}, definitions in ${defsDir})`,
+    );
   }, 120_000);
 
   it("asks the server named by the data directory's lock when none answers at the configured URL, even while it is slow to answer", async () => {
@@ -73,7 +77,11 @@ describe("finding the server", () => {
   it("works on another data directory in this process rather than asking a server that serves another", async () => {
     const other = path.join(work, "other-data");
     // A new embedded database takes a while to create on a loaded machine.
-    const r = await runCli(["runs", "--json", "--data-dir", other, "--definitions", defsDir], { cwd: project, env: { TRIBUTARY_URL: dev.url }, timeoutMs: 400_000 });
+    const r = await runCli(["runs", "--json", "--data-dir", other, "--definitions", defsDir], {
+      cwd: project,
+      env: { TRIBUTARY_URL: dev.url },
+      timeoutMs: 400_000,
+    });
     expect(r.code, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as RunsJson).runs).toEqual([]);
     expect(r.stderr).not.toContain("asking the Tributary server");
@@ -98,11 +106,16 @@ describe("finding the server", () => {
     const r = await runCli(["partitions", "hello/greetings", "--definitions", HELLO], { cwd: project, env: { TRIBUTARY_URL: dev.url } });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("[SERVER_MISMATCH]");
-    expect(r.stderr).toMatch(new RegExp(`the Tributary server at ${dev.url.replace(/[.:/]/g, "\\$&")} \\(process \\d+\\) holds the embedded database in `));
+    expect(r.stderr).toMatch(
+      new RegExp(`the Tributary server at ${dev.url.replace(/[.:/]/g, "\\$&")} \\(process \\d+\\) holds the embedded database in `),
+    );
     expect(r.stderr).toContain(`loads the definitions in ${defsDir}, not ${HELLO}`);
 
     // Through the lock alone, the same answer.
-    const viaLock = await runCli(["partitions", "hello/greetings", "--definitions", HELLO], { cwd: project, env: { TRIBUTARY_URL: NOBODY } });
+    const viaLock = await runCli(["partitions", "hello/greetings", "--definitions", HELLO], {
+      cwd: project,
+      env: { TRIBUTARY_URL: NOBODY },
+    });
     expect(viaLock.code).toBe(1);
     expect(viaLock.stderr).toContain(`the Tributary server at ${dev.url}`);
     expect(viaLock.stderr).toContain(`not ${HELLO}`);

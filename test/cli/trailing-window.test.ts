@@ -28,10 +28,13 @@ describe("the first days of a trailing window (demo shop/revenue_7d, startOffset
   it("materialise with --include-upstream: they read the days there are", async () => {
     const env = { TRIBUTARY_DEMO_DATA: path.join(dataDir, "demo-data") };
     const materialize = (partition: string) =>
-      runCli(["materialize", "shop/revenue_7d", "--partition", partition, "--include-upstream", "--wait", "--data-dir", dataDir, ...NO_SERVER], {
-        env,
-        timeoutMs: 400_000,
-      });
+      runCli(
+        ["materialize", "shop/revenue_7d", "--partition", partition, "--include-upstream", "--wait", "--data-dir", dataDir, ...NO_SERVER],
+        {
+          env,
+          timeoutMs: 400_000,
+        },
+      );
     const first = await materialize("2025-01-01");
     expect(first.code, first.stdout + first.stderr).toBe(0);
     // Nothing before the first day is read, so nothing before it is planned.

@@ -58,12 +58,18 @@ describePostgres("tributary triggerer", () => {
     let b: ReturnType<typeof startCli> | undefined;
     try {
       // All 1 000 held by the first, checked and still waiting.
-      const owner = await eventually(async () => {
-        const { rows } = await sql<{ owner: string; n: number; checked: number }>`
+      const owner = await eventually(
+        async () => {
+          const { rows } = await sql<{ owner: string; n: number; checked: number }>`
           select lease_owner as owner, count(*)::int as n, count(*) filter (where attempts > 0)::int as checked
           from triggers where status = 'waiting' group by lease_owner`.execute(database.db);
-        return rows.length === 1 && rows[0]!.owner !== null && rows[0]!.n === 1000 && rows[0]!.checked === 1000 ? rows[0]!.owner : undefined;
-      }, 60_000, () => `the first triggerer to hold every trigger\n${a.output()}`);
+          return rows.length === 1 && rows[0]!.owner !== null && rows[0]!.n === 1000 && rows[0]!.checked === 1000
+            ? rows[0]!.owner
+            : undefined;
+        },
+        60_000,
+        () => `the first triggerer to hold every trigger\n${a.output()}`,
+      );
       a.kill("SIGKILL");
       await new Promise((resolve) => a.once("close", resolve));
 
@@ -74,9 +80,15 @@ describePostgres("tributary triggerer", () => {
         await rename(path.join(files, `${key}.tmp`), path.join(files, `${key}.csv`));
       }
       b = startCli(args, { env: env() });
-      await eventually(async () => ((await counts(runId)).scheduled === 1000 ? true : undefined), 60_000, () => `the second triggerer to fire all\n${b?.output()}`);
+      await eventually(
+        async () => ((await counts(runId)).scheduled === 1000 ? true : undefined),
+        60_000,
+        () => `the second triggerer to fire all\n${b?.output()}`,
+      );
 
-      const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from triggers group by status`.execute(database.db);
+      const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from triggers group by status`.execute(
+        database.db,
+      );
       expect(rows).toEqual([{ status: "fired", n: 1000 }]);
       // None fired by the dead one: every payload has the file the second found.
       const { rows: payloads } = await sql<{ n: number }>`
@@ -103,17 +115,31 @@ describePostgres("tributary triggerer", () => {
     );
     const cli = startCli(["triggerer", "--definitions", path.join(work, "defs")], { env: env() });
     try {
-      await eventually(async () => ((await counts(runId)).scheduled === 1 ? true : undefined), 60_000, () => `the custom trigger to fire\n${cli.output()}`);
+      await eventually(
+        async () => ((await counts(runId)).scheduled === 1 ? true : undefined),
+        60_000,
+        () => `the custom trigger to fire\n${cli.output()}`,
+      );
       expect(cli.output()).toContain("custom trigger kinds: partnerReady");
-      const [fired] = await store.getTriggers([Number((await database.db.selectFrom("steps").select("trigger_id").where("id", "=", steps[0]!).executeTakeFirstOrThrow()).trigger_id)]);
+      const [fired] = await store.getTriggers([
+        Number(
+          (await database.db.selectFrom("steps").select("trigger_id").where("id", "=", steps[0]!).executeTakeFirstOrThrow()).trigger_id,
+        ),
+      ]);
       const payload = fired!.payload as { feed: string; pid: number };
       expect(payload.feed).toBe("orders");
       // Not the triggerer process: its child that imported the definitions.
       expect(payload.pid).not.toBe(cli.pid);
-      await eventually(async () => {
-        const { rows } = await sql<{ n: number }>`select count(*)::int as n from triggers where lease_owner is not null`.execute(database.db);
-        return rows[0]!.n === 1 ? true : undefined;
-      }, 30_000, "the file trigger to be held");
+      await eventually(
+        async () => {
+          const { rows } = await sql<{ n: number }>`select count(*)::int as n from triggers where lease_owner is not null`.execute(
+            database.db,
+          );
+          return rows[0]!.n === 1 ? true : undefined;
+        },
+        30_000,
+        "the file trigger to be held",
+      );
     } finally {
       cli.kill("SIGTERM");
     }
@@ -136,10 +162,26 @@ export const waits = asset({ key: "w/waits", partitions: daily({ start: "2025-03
   ctx.defer(fileExists(${JSON.stringify(files)} + "/{partition}.csv"), { interval: "200ms", timeout: "2m" }));`,
     );
     const dataDir = path.join(work, "waiting-data");
-    const running = runCli(["materialize", "w/waits", "--partition", "2025-03-01", "--wait", "--json", "--data-dir", dataDir, "--definitions", defs, "--url", "http://127.0.0.1:9"], {
-      env: { DATABASE_URL: "" },
-      timeoutMs: 90_000,
-    });
+    const running = runCli(
+      [
+        "materialize",
+        "w/waits",
+        "--partition",
+        "2025-03-01",
+        "--wait",
+        "--json",
+        "--data-dir",
+        dataDir,
+        "--definitions",
+        defs,
+        "--url",
+        "http://127.0.0.1:9",
+      ],
+      {
+        env: { DATABASE_URL: "" },
+        timeoutMs: 90_000,
+      },
+    );
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     await writeFile(path.join(files, "2025-03-01.csv"), "a,b\n");
     const result = await running;

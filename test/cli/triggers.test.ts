@@ -14,7 +14,8 @@ describePostgres("tributary triggers / run", () => {
   let seeded: SeededTriggers;
   let server: ApiServer;
 
-  const cli = (args: string[], url = NO_SERVER) => runCli([...args, "--url", url, "--definitions", server.definitionsDir], { env: { DATABASE_URL: database.url } });
+  const cli = (args: string[], url = NO_SERVER) =>
+    runCli([...args, "--url", url, "--definitions", server.definitionsDir], { env: { DATABASE_URL: database.url } });
   const serverUrl = () => server.url;
 
   async function json<T>(args: string[], url?: string): Promise<T> {
@@ -35,7 +36,9 @@ describePostgres("tributary triggers / run", () => {
   it("--json: counts by status and the triggers, waiting first; the same in this process and through the server", async () => {
     const local = await json<TriggersJson>(["triggers"]);
     expect(local.counts).toEqual({ waiting: 4, fired: 3, failed: 0, timed_out: 1, canceled: 1 });
-    expect(local.triggers.map((t) => t.id)).toEqual(idsOf("api", "feed01", "second", "first", "feed26", "feed27", "feed28", "report", "olderFirst"));
+    expect(local.triggers.map((t) => t.id)).toEqual(
+      idsOf("api", "feed01", "second", "first", "feed26", "feed27", "feed28", "report", "olderFirst"),
+    );
     expect(local.hasMore).toBe(false);
     expect(local.triggers.find((t) => t.id === seeded.ids.first)).toMatchObject({
       kind: "fileExists",
@@ -74,9 +77,21 @@ describePostgres("tributary triggers / run", () => {
       ),
     );
     // {start} without a stored window cannot be rendered: shown as written.
-    expect(r.stdout).toMatch(new RegExp(`^${seeded.ids.second}\\s+fileExists\\(/in/\\{start\\}\\.csv\\)\\s+step ${seeded.steps.second} `, "m"));
-    expect(r.stdout).toMatch(new RegExp(`^${seeded.ids.api}\\s+httpOk\\(url=http://partner\\.example/ready, status=200\\)\\s+partner/api\\s+waiting\\s+2\\s.*error: connect ECONNREFUSED`, "m"));
-    expect(r.stdout).toMatch(new RegExp(`^${seeded.ids.feed27}\\s+fileExists\\(/partner/2025-02-27/_SUCCESS\\)\\s+partner/feed 2025-02-27\\s+timed_out\\s+9\\s`, "m"));
+    expect(r.stdout).toMatch(
+      new RegExp(`^${seeded.ids.second}\\s+fileExists\\(/in/\\{start\\}\\.csv\\)\\s+step ${seeded.steps.second} `, "m"),
+    );
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^${seeded.ids.api}\\s+httpOk\\(url=http://partner\\.example/ready, status=200\\)\\s+partner/api\\s+waiting\\s+2\\s.*error: connect ECONNREFUSED`,
+        "m",
+      ),
+    );
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^${seeded.ids.feed27}\\s+fileExists\\(/partner/2025-02-27/_SUCCESS\\)\\s+partner/feed 2025-02-27\\s+timed_out\\s+9\\s`,
+        "m",
+      ),
+    );
     const more = await cli(["triggers", "--status", "fired", "--limit", "2"], serverUrl());
     expect(more.stdout).toMatch(/^more than 2: narrow with --status\/--asset\/--kind or raise --limit$/m);
   });
@@ -87,7 +102,9 @@ describePostgres("tributary triggers / run", () => {
     expect(r.stdout).toMatch(
       /^feed\/clean 2025-03-01: deferred — waiting on fileExists\(\/in\/2025-03-01\.csv\), checked 3×, next in \d+ min, times out 2099-01-01T00:00:00\.000Z$/m,
     );
-    expect(r.stdout).toMatch(/^feed\/clean 2025-03-02: deferred — waiting on fileExists\(\/in\/\{start\}\.csv\), not checked yet, next in \d+ d, times out 2099-01-01T00:00:00\.000Z$/m);
+    expect(r.stdout).toMatch(
+      /^feed\/clean 2025-03-02: deferred — waiting on fileExists\(\/in\/\{start\}\.csv\), not checked yet, next in \d+ d, times out 2099-01-01T00:00:00\.000Z$/m,
+    );
     // The resumed step's fired trigger is in --json, not in the text.
     expect(r.stdout).not.toMatch(/^feed\/report.*deferred —/m);
     const local = await json<RunJson>(["run", seeded.runId]);
@@ -103,7 +120,10 @@ describePostgres("tributary triggers / run", () => {
 
   it("rejects bad options with INPUT_INVALID naming the option, before opening anything", async () => {
     const cases: [string[], RegExp][] = [
-      [["--status", "sleeping"], /INPUT_INVALID.*--status: "sleeping" is not a trigger status; use one of waiting, fired, failed, timed_out, canceled/],
+      [
+        ["--status", "sleeping"],
+        /INPUT_INVALID.*--status: "sleeping" is not a trigger status; use one of waiting, fired, failed, timed_out, canceled/,
+      ],
       [["--limit", "ten"], /INPUT_INVALID.*--limit: "ten" must be a whole number from 1 to 500/],
       [["--asset", "", "--json"], /^$/],
     ];
@@ -112,6 +132,9 @@ describePostgres("tributary triggers / run", () => {
       expect(r.code, cases[i]![0].join(" ")).toBe(1);
       expect(r.stderr).toMatch(cases[i]![1]);
     });
-    expect(JSON.parse(results[2]!.stdout)).toMatchObject({ ok: false, error: { code: "INPUT_INVALID", message: "--asset: must not be empty; leave it out to see all" } });
+    expect(JSON.parse(results[2]!.stdout)).toMatchObject({
+      ok: false,
+      error: { code: "INPUT_INVALID", message: "--asset: must not be empty; leave it out to see all" },
+    });
   });
 });

@@ -8,7 +8,9 @@ describe("unavailableExecutors", () => {
   it("refuses bullmq where this process runs steps without Redis, on either database", () => {
     expect([...unavailableExecutors({ redisUrl: undefined, databaseUrl: undefined }, {}).keys()]).toEqual(["bullmq"]);
     expect([...unavailableExecutors({ redisUrl: undefined, databaseUrl: postgres }, {}).keys()]).toEqual(["bullmq"]);
-    expect(unavailableExecutors({ redisUrl: undefined, databaseUrl: undefined }, {}).get("bullmq")).toMatch(/no Redis is configured; set REDIS_URL/);
+    expect(unavailableExecutors({ redisUrl: undefined, databaseUrl: undefined }, {}).get("bullmq")).toMatch(
+      /no Redis is configured; set REDIS_URL/,
+    );
   });
 
   it("refuses nothing with Redis", () => {

@@ -12,9 +12,35 @@ import { eventually, runCli, startDev, type DevServer } from "./run-cli.js";
 // in-process on Postgres (ticks at pinned instants), and through a real `tributary dev` server where
 // automation runs on the clock.
 
-type Reason = { operand: string; detail: string; partitions: [string, string][] | null; upstream: string | null; eventId: number | string | null; tick: string | null; runIds: string[] | null };
-type Rec = { id: number | string; tick: number; evaluatedAt: string; decision: string; partitions: [string, string][]; count: number | null; condition: string; runId: string | null; reasons: Reason[] };
-type WhyJson = { ok: boolean; assetKey: string; partition: string | null; condition: string | null; paused: boolean; summary: string; records: Rec[] };
+type Reason = {
+  operand: string;
+  detail: string;
+  partitions: [string, string][] | null;
+  upstream: string | null;
+  eventId: number | string | null;
+  tick: string | null;
+  runIds: string[] | null;
+};
+type Rec = {
+  id: number | string;
+  tick: number;
+  evaluatedAt: string;
+  decision: string;
+  partitions: [string, string][];
+  count: number | null;
+  condition: string;
+  runId: string | null;
+  reasons: Reason[];
+};
+type WhyJson = {
+  ok: boolean;
+  assetKey: string;
+  partition: string | null;
+  condition: string | null;
+  paused: boolean;
+  summary: string;
+  records: Rec[];
+};
 type GraphQLResult<T> = { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -49,7 +75,12 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     await task.tick(t0);
     // Four src days in one transaction, so the tick sees them together: one request of two ranges.
     await new PgEventStore(h.db).reportEvents(
-      ["2025-03-10", "2025-03-11", "2025-03-12", "2025-03-15"].map((partitionKey) => ({ assetKey: "why/src", partitionKey, kind: "external" as const, metadata: {} })),
+      ["2025-03-10", "2025-03-11", "2025-03-12", "2025-03-15"].map((partitionKey) => ({
+        assetKey: "why/src",
+        partitionKey,
+        kind: "external" as const,
+        metadata: {},
+      })),
       t0,
     );
     let clock = t0.getTime();
@@ -70,7 +101,9 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
   });
 
   const why = (...args: string[]) =>
-    runCli(["why", ...args, "--definitions", h.dir, "--data-dir", dataDir, "--url", "http://127.0.0.1:9"], { env: { DATABASE_URL: h.url } });
+    runCli(["why", ...args, "--definitions", h.dir, "--data-dir", dataDir, "--url", "http://127.0.0.1:9"], {
+      env: { DATABASE_URL: h.url },
+    });
   const whyJson = async (...args: string[]): Promise<WhyJson> => {
     const r = await why(...args, "--json");
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -85,7 +118,10 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     const requested = out.records.find((r) => r.decision === "requested")!;
     expect(requested).toMatchObject({
       decision: "requested",
-      partitions: [["2025-03-10", "2025-03-12"], ["2025-03-15", "2025-03-15"]],
+      partitions: [
+        ["2025-03-10", "2025-03-12"],
+        ["2025-03-15", "2025-03-15"],
+      ],
       count: 4,
       condition: "eager()",
     });
@@ -93,7 +129,12 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     const updated = requested.reasons.find((x) => x.operand === "upstream_updated")!;
     // clean never materialised these days, so the tick names no particular upstream event for them.
     expect(updated.detail).toMatch(/upstream .*materialised/);
-    expect(updated).toMatchObject({ partitions: [["2025-03-10", "2025-03-12"], ["2025-03-15", "2025-03-15"]] });
+    expect(updated).toMatchObject({
+      partitions: [
+        ["2025-03-10", "2025-03-12"],
+        ["2025-03-15", "2025-03-15"],
+      ],
+    });
     // One run per partition key: the record names them all.
     const runs = requested.reasons.find((x) => x.operand === "runs")!;
     expect(runs.runIds).toHaveLength(4);
@@ -102,7 +143,9 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     expect(out.records[0]).toMatchObject({ decision: "declined", partitions: [["2025-03-19", "2025-03-19"]], count: 1 });
     expect(out.records[0]!.reasons.map((x) => x.operand)).toEqual(["is_missing", "upstreams_not_ready"]);
     expect(out.records[0]!.reasons[1]).toMatchObject({ upstream: "why/src" });
-    expect(out.summary).toMatch(/^why\/clean: declined 2025-03-19 at 2025-03-20T12:00:00\.\d{3}Z: waiting for upstream "why\/src": .* \(\+1 more reason\)$/);
+    expect(out.summary).toMatch(
+      /^why\/clean: declined 2025-03-19 at 2025-03-20T12:00:00\.\d{3}Z: waiting for upstream "why\/src": .* \(\+1 more reason\)$/,
+    );
 
     const one = await whyJson("why/clean", "--limit", "1");
     expect(one.records).toHaveLength(1);
@@ -133,11 +176,15 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^condition\s+eager\(\)$/m);
     expect(r.stdout).toMatch(/^latest\s+why\/clean: declined 2025-03-19 at /m);
-    expect(r.stdout).toMatch(/^2025-03-20T12:00:00\.\d{3}Z\s+requested\s+2025-03-10\.\.2025-03-12, 2025-03-15 \(4 partitions\)\s+run [0-9a-f-]{36}$/m);
+    expect(r.stdout).toMatch(
+      /^2025-03-20T12:00:00\.\d{3}Z\s+requested\s+2025-03-10\.\.2025-03-12, 2025-03-15 \(4 partitions\)\s+run [0-9a-f-]{36}$/m,
+    );
     expect(r.stdout).toMatch(/^ {4}upstream_updated: .*upstream .*materialised/m);
     expect(r.stdout).toMatch(/^ {4}runs: 4 runs$/m);
     expect(r.stdout).toMatch(/^2025-03-20T12:00:00\.000Z\s+declined\s+2025-03-19$/m);
-    expect(r.stdout).toMatch(/^ {4}upstreams_not_ready: waiting for upstream "why\/src": partitions it reads are not materialised \(e\.g\. "2025-03-19"\)$/m);
+    expect(r.stdout).toMatch(
+      /^ {4}upstreams_not_ready: waiting for upstream "why\/src": partitions it reads are not materialised \(e\.g\. "2025-03-19"\)$/m,
+    );
   });
 
   it("shows a paused asset, its cron request and its skips; and an asset without a condition", async () => {
@@ -146,7 +193,9 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     expect(r.stdout).toMatch(/^condition\s+onCron\("0 3 \* \* \*"\)$/m);
     expect(r.stdout).toMatch(/^automation\s+paused$/m);
     expect(r.stdout).toMatch(/^\S+\s+skipped\n {4}paused: automation is paused for this asset/m);
-    expect(r.stdout).toMatch(/^2025-03-20T12:00:00\.000Z\s+requested\s+run [0-9a-f-]{36}\n {4}cron_tick: cron "0 3 \* \* \*" ticked at 2025-03-20T03:00:00\.000Z$/m);
+    expect(r.stdout).toMatch(
+      /^2025-03-20T12:00:00\.000Z\s+requested\s+run [0-9a-f-]{36}\n {4}cron_tick: cron "0 3 \* \* \*" ticked at 2025-03-20T03:00:00\.000Z$/m,
+    );
     const j = await whyJson("why/nightly");
     expect(j.paused).toBe(true);
     expect(j.records.map((x) => x.decision)).toEqual(["skipped", "requested"]);
@@ -166,7 +215,10 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
     [["why/clen"], /GRAPH_UNKNOWN_ASSET.*no asset has the key "why\/clen"; did you mean "why\/clean"\?/],
     [["why/clean", "--partition", "2025-3-11"], /PARTITION_KEY_INVALID.*asset "why\/clean": "2025-3-11" is not a partition of daily/],
     [["why/clean", "--partition", "2025-02-28"], /PARTITION_KEY_INVALID.*asset "why\/clean": "2025-02-28" is not a partition of daily/],
-    [["why/nightly", "--partition", "2025-03-11"], /PARTITION_UNEXPECTED.*asset "why\/nightly" is not partitioned: leave out the partition \(got "2025-03-11"\)/],
+    [
+      ["why/nightly", "--partition", "2025-03-11"],
+      /PARTITION_UNEXPECTED.*asset "why\/nightly" is not partitioned: leave out the partition \(got "2025-03-11"\)/,
+    ],
     [["why/clean", "--limit", "0"], /INPUT_INVALID.*--limit: "0" must be a whole number from 1 to 200/],
     [["why/clean", "--limit", "ten"], /INPUT_INVALID.*--limit: "ten" must be a whole number from 1 to 200/],
   ])("rejects %j with exit code 1 and the reason", async (args, reason) => {
@@ -232,17 +284,23 @@ describe("automationEvaluations and tributary why through a running server", () 
 
   it("answers why a partition waited, and why it ran once its upstream arrived", async () => {
     // The first evaluation: the latest day of clean is missing, and src has no such day.
-    const first = await eventually(async () => {
-      const e = await evaluations({ assetKey: "live/clean" });
-      return e.records.length > 0 ? e : undefined;
-    }, 60_000, () => `the first evaluation\n${dev.output()}`);
+    const first = await eventually(
+      async () => {
+        const e = await evaluations({ assetKey: "live/clean" });
+        return e.records.length > 0 ? e : undefined;
+      },
+      60_000,
+      () => `the first evaluation\n${dev.output()}`,
+    );
     expect(first).toMatchObject({ assetKey: "live/clean", partition: null, condition: "eager()", paused: false });
     const declined = first.records[0]!;
     expect(declined).toMatchObject({ decision: "declined", count: 1, condition: "eager()", runId: null });
     expect(typeof declined.tick).toBe("number");
     const day = declined.partitions[0]![0];
     expect(declined.partitions).toEqual([[day, day]]);
-    expect(declined.reasons).toContainEqual(expect.objectContaining({ operand: "upstreams_not_ready", upstream: "live/src", partitions: [[day, day]] }));
+    expect(declined.reasons).toContainEqual(
+      expect.objectContaining({ operand: "upstreams_not_ready", upstream: "live/src", partitions: [[day, day]] }),
+    );
     expect(first.summary).toContain(`live/clean: declined ${day} at `);
 
     // The upstream day arrives from outside: automation requests clean for it.
@@ -253,10 +311,14 @@ describe("automationEvaluations and tributary why through a running server", () 
     expect(reported.errors).toBeUndefined();
     // Settled: requested, the run materialised the day, and the next evaluation found nothing to do
     // (a record about no particular partition, so it concerns this one too).
-    const ran = await eventually(async () => {
-      const e = await evaluations({ assetKey: "live/clean", partition: day, first: 10 });
-      return e.records.some((r) => r.decision === "requested") && e.records[0]?.decision === "skipped" ? e : undefined;
-    }, 60_000, () => `clean to be requested and run\n${dev.output()}`);
+    const ran = await eventually(
+      async () => {
+        const e = await evaluations({ assetKey: "live/clean", partition: day, first: 10 });
+        return e.records.some((r) => r.decision === "requested") && e.records[0]?.decision === "skipped" ? e : undefined;
+      },
+      60_000,
+      () => `clean to be requested and run\n${dev.output()}`,
+    );
     expect(ran.partition).toBe(day);
     // Oldest: the first decline; in between maybe a decline while the run was in progress.
     expect(ran.records.at(-1)!.id).toBe(declined.id);
@@ -269,14 +331,30 @@ describe("automationEvaluations and tributary why through a running server", () 
     expect(ran.summary).toMatch(new RegExp(`^live/clean partition ${day}: skipped at \\S+: nothing to do`));
 
     // The CLI asks the server (no database of its own: DATABASE_URL is empty and the data dir unused).
-    const cli = await runCli(["why", "live/clean", "--partition", day, "--limit", "10", "--url", url(), "--definitions", defsDir, "--json"]);
+    const cli = await runCli([
+      "why",
+      "live/clean",
+      "--partition",
+      day,
+      "--limit",
+      "10",
+      "--url",
+      url(),
+      "--definitions",
+      defsDir,
+      "--json",
+    ]);
     expect(cli.code, cli.stderr).toBe(0);
     const viaCli = JSON.parse(cli.stdout) as WhyJson;
     const again = await evaluations({ assetKey: "live/clean", partition: day, first: 10 });
     expect(viaCli).toEqual({
       ok: true,
       ...again,
-      records: again.records.map((r) => ({ ...r, id: Number(r.id), reasons: r.reasons.map((x) => ({ ...x, eventId: x.eventId === null ? null : Number(x.eventId) })) })),
+      records: again.records.map((r) => ({
+        ...r,
+        id: Number(r.id),
+        reasons: r.reasons.map((x) => ({ ...x, eventId: x.eventId === null ? null : Number(x.eventId) })),
+      })),
     });
     const human = await runCli(["why", "live/clean", "--partition", day, "--url", url(), "--definitions", defsDir]);
     expect(human.code, human.stderr).toBe(0);
@@ -285,10 +363,14 @@ describe("automationEvaluations and tributary why through a running server", () 
   });
 
   it("an unpartitioned asset: requested once, then nothing to do", async () => {
-    const e = await eventually(async () => {
-      const x = await evaluations({ assetKey: "live/once" });
-      return x.records.some((r) => r.decision === "requested") && x.records[0]?.decision === "skipped" ? x : undefined;
-    }, 60_000, () => `live/once to run\n${dev.output()}`);
+    const e = await eventually(
+      async () => {
+        const x = await evaluations({ assetKey: "live/once" });
+        return x.records.some((r) => r.decision === "requested") && x.records[0]?.decision === "skipped" ? x : undefined;
+      },
+      60_000,
+      () => `live/once to run\n${dev.output()}`,
+    );
     const requested = e.records.find((r) => r.decision === "requested")!;
     expect(requested).toMatchObject({ partitions: [["", ""]], count: 1 });
     expect(requested.runId).toMatch(UUID);
@@ -300,7 +382,11 @@ describe("automationEvaluations and tributary why through a running server", () 
       [{ assetKey: "live/clean", first: 0 }, "INPUT_INVALID", /automationEvaluations\(first: 0\): first must be between 1 and 200/],
       [{ assetKey: "live/clean", first: 201 }, "INPUT_INVALID", /first must be between 1 and 200/],
       [{ assetKey: "live/clen" }, "GRAPH_UNKNOWN_ASSET", /no asset has the key "live\/clen"; did you mean "live\/clean"\?/],
-      [{ assetKey: "live/clean", partition: "2025-3-11" }, "PARTITION_KEY_INVALID", /asset "live\/clean": "2025-3-11" is not a partition of daily/],
+      [
+        { assetKey: "live/clean", partition: "2025-3-11" },
+        "PARTITION_KEY_INVALID",
+        /asset "live\/clean": "2025-3-11" is not a partition of daily/,
+      ],
       [{ assetKey: "live/once", partition: "2025-03-11" }, "PARTITION_UNEXPECTED", /asset "live\/once" is not partitioned/],
     ];
     for (const [variables, code, message] of cases) {

@@ -6,7 +6,13 @@ import { checkExample, extractExamples, type GraphQLExample } from "./graphql-ex
 
 // Every GraphQL example in README.md and docs/*.md, checked against the schema the server serves (built from src).
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const FILES = ["README.md", ...readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
+const FILES = [
+  "README.md",
+  ...readdirSync(path.join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 const examples: GraphQLExample[] = FILES.flatMap((file) => extractExamples(file, readFileSync(path.join(ROOT, file), "utf8"), schema));
 
 describe("GraphQL examples in README.md and docs/", () => {
@@ -28,7 +34,8 @@ describe("GraphQL examples in README.md and docs/", () => {
 });
 
 describe("the example checker", () => {
-  const check = (markdown: string) => extractExamples("doc.md", markdown, schema).map((e) => [e.kind, e.line, checkExample(e, schema)?.messages ?? []]);
+  const check = (markdown: string) =>
+    extractExamples("doc.md", markdown, schema).map((e) => [e.kind, e.line, checkExample(e, schema)?.messages ?? []]);
 
   it("names the file, the line and the validation error", () => {
     const markdown = [
@@ -36,7 +43,7 @@ describe("the example checker", () => {
       "",
       "```graphql",
       "{",
-      "  asset(key: \"a\") { partitionStatus { counts } }",
+      '  asset(key: "a") { partitionStatus { counts } }',
       "}",
       "```",
       "",
@@ -44,15 +51,21 @@ describe("the example checker", () => {
       "",
       "```sh",
       "curl -s localhost:3000/graphql -H 'content-type: application/json' \\",
-      "  -d '{\"query\":\"{ assets { nope } }\"}'",
+      '  -d \'{"query":"{ assets { nope } }"}\'',
       "```",
     ].join("\n");
     expect(check(markdown)).toEqual([
-      ["fenced", 4, ['doc.md:5: Field "counts" of type "PartitionStatusCounts" must have a selection of subfields. Did you mean "counts { ... }"?']],
+      [
+        "fenced",
+        4,
+        ['doc.md:5: Field "counts" of type "PartitionStatusCounts" must have a selection of subfields. Did you mean "counts { ... }"?'],
+      ],
       [
         "shorthand",
         9,
-        ['doc.md:9: Field "staleReasons" of type "[StaleReason!]" must have a selection of subfields. Did you mean "staleReasons { ... }"? (as a selection on Query)'],
+        [
+          'doc.md:9: Field "staleReasons" of type "[StaleReason!]" must have a selection of subfields. Did you mean "staleReasons { ... }"? (as a selection on Query)',
+        ],
       ],
       ["curl", 12, ['doc.md:12: Cannot query field "nope" on type "Asset".']],
     ]);

@@ -143,13 +143,15 @@ function checkShorthand(
     .replace(/\{\s*…\s*\}/g, "{ __typename }")
     .replace(/…/g, " ")
     // `(from, to)`: argument names without values become variables, so the names are still checked.
-    .replace(/\(([^():]*)\)/g, (_, names: string) =>
-      `(${names
-        .split(",")
-        .map((n) => n.trim())
-        .filter(Boolean)
-        .map((n) => `${n}: $${n}`)
-        .join(", ")})`,
+    .replace(
+      /\(([^():]*)\)/g,
+      (_, names: string) =>
+        `(${names
+          .split(",")
+          .map((n) => n.trim())
+          .filter(Boolean)
+          .map((n) => `${n}: $${n}`)
+          .join(", ")})`,
     );
   const name = /^([A-Za-z_]\w*)/.exec(example.text)![1]!;
   const candidates = typesWithField(schema, name);

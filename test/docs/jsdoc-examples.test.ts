@@ -6,7 +6,9 @@ describe("the @example blocks of the code's JSDoc", () => {
     const examples = extractExamples();
     expect(examples.length).toBeGreaterThan(80);
     // A tag with its code on the same line, and one with its code on the lines below, are both read.
-    expect(examples.find((e) => e.file === "src/partitions/time-partitions.ts")?.code).toBe('hourly({ start: "2025-01-01", timezone: "America/New_York" })');
+    expect(examples.find((e) => e.file === "src/partitions/time-partitions.ts")?.code).toBe(
+      'hourly({ start: "2025-01-01", timezone: "America/New_York" })',
+    );
     expect(examples.find((e) => e.file === "src/partitions/partition-space.ts")?.code.split("\n")).toHaveLength(3);
   });
 

@@ -54,7 +54,12 @@ function exportsOf(program: ts.Program, file: string): string[] {
   const source = program.getSourceFile(file);
   const checker = program.getTypeChecker();
   const symbol = source && checker.getSymbolAtLocation(source);
-  return symbol ? checker.getExportsOfModule(symbol).map((s) => s.name).filter((n) => n !== "default") : [];
+  return symbol
+    ? checker
+        .getExportsOfModule(symbol)
+        .map((s) => s.name)
+        .filter((n) => n !== "default")
+    : [];
 }
 
 function compilerOptions(): ts.CompilerOptions {
@@ -85,9 +90,7 @@ function moduleText(example: JsdocExample, imports: readonly { from: string; nam
   lines = lines.filter((l, i) => i > 0 || l.trim() !== "");
   const given = /^\/\/ given (.+)$/.exec(lines[0]?.trim() ?? "");
   const body = given ? lines.slice(1) : lines;
-  const declared = given
-    ? given[1]!.split(/,(?![^<]*>)/).map((d) => `declare const ${d.trim()};`)
-    : [];
+  const declared = given ? given[1]!.split(/,(?![^<]*>)/).map((d) => `declare const ${d.trim()};`) : [];
   // An example that exports is a module of its own (a definitions file): it stays at the top level.
   const topLevel = body.some((l) => /^export\b/.test(l));
   return [
@@ -122,7 +125,8 @@ export function checkExamples(examples: readonly JsdocExample[]): ExampleProblem
     // An example of a JavaScript file (its first line names one, e.g. `// my-secrets.mjs, …`) is only parsed.
     if (/^\/\/ [\w./-]+\.m?js\b/.test(example.code)) {
       const { diagnostics = [] } = ts.transpileModule(example.code, { fileName: "example.mjs", reportDiagnostics: true });
-      for (const d of diagnostics) problems.push({ where: `${example.file}:${example.line}`, message: ts.flattenDiagnosticMessageText(d.messageText, "\n") });
+      for (const d of diagnostics)
+        problems.push({ where: `${example.file}:${example.line}`, message: ts.flattenDiagnosticMessageText(d.messageText, "\n") });
       return;
     }
     const own = path.join(ROOT, example.file);

@@ -109,7 +109,10 @@ describe("the README's tour, as written", () => {
       600_000,
       "the runs started during the tour to end",
     );
-    expect(ended.filter((r) => r.status === "failed"), `failed runs after the tour:\n${dev.output().slice(-4000)}`).toEqual([]);
+    expect(
+      ended.filter((r) => r.status === "failed"),
+      `failed runs after the tour:\n${dev.output().slice(-4000)}`,
+    ).toEqual([]);
   });
 });
 

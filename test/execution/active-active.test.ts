@@ -56,7 +56,10 @@ async function expectNoDrift(h: H, runIds: readonly string[]): Promise<void> {
     expect(r.steps_done).toBe(r.steps_total);
     expect(r.actual_done).toBe(r.steps_total);
   }
-  const pools = await sql<{ name: string; occupied_slots: number }>`select name, occupied_slots from pools where occupied_slots <> 0`.execute(h.db);
+  const pools = await sql<{
+    name: string;
+    occupied_slots: number;
+  }>`select name, occupied_slots from pools where occupied_slots <> 0`.execute(h.db);
   expect(pools.rows).toEqual([]);
 }
 
@@ -109,10 +112,16 @@ describePostgres("execution: two reconcilers, one database", () => {
       heartbeatIntervalMs: 200,
     });
     const runId = await h.launch(["b/slowish"], { from: dayKey(0), to: dayKey(1999) });
-    await h.until(async () => {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'success'`.execute(h!.db);
-      return rows[0]!.n >= 400;
-    }, 60_000, "the burst to get going");
+    await h.until(
+      async () => {
+        const { rows } = await sql<{
+          n: number;
+        }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'success'`.execute(h!.db);
+        return rows[0]!.n >= 400;
+      },
+      60_000,
+      "the burst to get going",
+    );
     const dead = h.nodes[0]!;
     // Die with steps in hand (claimed, loading, running or reported but not yet delivered).
     await h.until(async () => dead.executor.freeSlots() < 32, 10_000, "the first reconciler to hold steps");
@@ -151,10 +160,14 @@ describePostgres("execution: two reconcilers, one database", () => {
     for (const p of ["pa", "pb", "pc"]) await h.setPool(p, 20);
     const runs: string[] = [];
     for (let i = 0; i < 12; i++) runs.push(await h.launch(["s/a", "s/b", "s/c", "s/d"], { from: dayKey(i * 50), to: dayKey(i * 50 + 49) }));
-    await h.until(async () => {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where state = 'success'`.execute(h!.db);
-      return rows[0]!.n >= 200;
-    }, 30_000, "the runs to get going");
+    await h.until(
+      async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where state = 'success'`.execute(h!.db);
+        return rows[0]!.n >= 200;
+      },
+      30_000,
+      "the runs to get going",
+    );
     const canceled = runs.filter((_, i) => i % 3 === 0);
     for (const id of canceled) await h.runs.requestCancel(id, new Date());
     const done = await h.waitForRuns(runs, 60_000);
@@ -166,7 +179,9 @@ describePostgres("execution: two reconcilers, one database", () => {
     }
     expect(done.filter((r) => r.status === "canceled").length).toBeGreaterThan(0);
     await expectNoDrift(h, runs);
-    const twice = await sql<{ n: number }>`select count(*)::int as n from (select step_id from step_tries group by step_id having count(*) > 1) t`.execute(h.db);
+    const twice = await sql<{
+      n: number;
+    }>`select count(*)::int as n from (select step_id from step_tries group by step_id having count(*) > 1) t`.execute(h.db);
     expect(twice.rows[0]!.n).toBe(0);
   });
 
@@ -203,7 +218,10 @@ describePostgres("execution: two reconcilers, one database", () => {
   it("completes a step while another transaction holds a key-share lock on its run (no lock cycle through the run row)", async () => {
     h = await Harness.create({ files: { "burst.ts": DEFS }, nodes: 1, start: false });
     const runId = await h.launch(["b/root"], { from: dayKey(0), to: dayKey(1) });
-    const { rows: steps } = await sql<{ id: string; executor: string }>`select id, executor from steps where run_id = ${runId} order by id`.execute(h.db);
+    const { rows: steps } = await sql<{
+      id: string;
+      executor: string;
+    }>`select id, executor from steps where run_id = ${runId} order by id`.execute(h.db);
     const claimed = await h.runs.claimRunnable({ now: new Date(), capacity: { [steps[0]!.executor]: 2 }, limit: 2 });
     expect(claimed.map((c) => c.stepId).sort()).toEqual(steps.map((s) => Number(s.id)).sort());
     const [mine, theirs] = steps.map((s) => Number(s.id));
@@ -238,7 +256,10 @@ describePostgres("execution: two reconcilers, one database", () => {
     } finally {
       await other.end();
     }
-    const { rows } = await sql<{ steps_done: number; steps_failed: number }>`select steps_done, steps_failed from runs where id = ${runId}`.execute(h.db);
+    const { rows } = await sql<{
+      steps_done: number;
+      steps_failed: number;
+    }>`select steps_done, steps_failed from runs where id = ${runId}`.execute(h.db);
     expect(rows[0]).toEqual({ steps_done: 1, steps_failed: 1 });
   });
 });

@@ -26,7 +26,15 @@ export const other = asset({ key: "ops/other", owner: "team:ops" }, async () => 
 
 interface Body {
   text: string;
-  alert: { kind: string; causeKey: string; assetKey: string | null; partitionKey: string | null; runId: string | null; owner: string | null; details: Record<string, unknown> };
+  alert: {
+    kind: string;
+    causeKey: string;
+    assetKey: string | null;
+    partitionKey: string | null;
+    runId: string | null;
+    owner: string | null;
+    details: Record<string, unknown>;
+  };
 }
 const bodyOf = (r: ReceivedRequest): Body => r.body as Body;
 
@@ -85,7 +93,15 @@ describePostgres("alerts", () => {
 
   const alertRows = async () =>
     (
-      await sql<{ cause_key: string; kind: string; status: string; attempts: number; owner: string | null; sent_to: string[]; last_error: unknown }>`
+      await sql<{
+        cause_key: string;
+        kind: string;
+        status: string;
+        attempts: number;
+        owner: string | null;
+        sent_to: string[];
+        last_error: unknown;
+      }>`
         select cause_key, kind, status, attempts, owner, sent_to, last_error from alerts order by id`.execute(h!.db)
     ).rows;
 
@@ -123,7 +139,12 @@ describePostgres("alerts", () => {
     expect((await h.waitForRun(await h.launch(["ops/other"]))).status).toBe("failed");
     await h.until(async () => receiver!.requests.length >= 2 || undefined, 15_000, "the second delivery");
     expect(receiver!.requests[1]!.path).toBe("/default");
-    expect(bodyOf(receiver!.requests[1]!).alert).toMatchObject({ kind: "step_failed", assetKey: "ops/other", partitionKey: null, owner: "team:ops" });
+    expect(bodyOf(receiver!.requests[1]!).alert).toMatchObject({
+      kind: "step_failed",
+      assetKey: "ops/other",
+      partitionKey: null,
+      owner: "team:ops",
+    });
 
     // Passes go on; nothing is sent twice, and the retried first try gave no alert.
     await sleep(600);
@@ -138,13 +159,26 @@ describePostgres("alerts", () => {
     // What was sent, through GraphQL.
     const app = createApiApp({ context: apiServicesOn(h.db), ping: async () => {}, version: "test" });
     const query = async (q: string) => {
-      const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: q }) });
+      const res = await app.request("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query: q }),
+      });
       return (await res.json()) as { data?: { alerts: Record<string, unknown>[] }; errors?: unknown[] };
     };
-    const listed = await query(`{ alerts(assetKey: "sales/orders", status: sent, first: 10) { kind status owner assetKey partitionKey runId sentTo attempts sentAt payload } }`);
+    const listed = await query(
+      `{ alerts(assetKey: "sales/orders", status: sent, first: 10) { kind status owner assetKey partitionKey runId sentTo attempts sentAt payload } }`,
+    );
     expect(listed.errors).toBeUndefined();
     expect(listed.data!.alerts).toHaveLength(1);
-    expect(listed.data!.alerts[0]).toMatchObject({ kind: "step_failed", status: "sent", owner: "team:sales", partitionKey: "2025-01-03", runId: run.id, attempts: 1 });
+    expect(listed.data!.alerts[0]).toMatchObject({
+      kind: "step_failed",
+      status: "sent",
+      owner: "team:sales",
+      partitionKey: "2025-01-03",
+      runId: run.id,
+      attempts: 1,
+    });
     expect((await query(`{ alerts(status: failed) { kind } }`)).data!.alerts).toEqual([]);
     expect((await query(`{ alerts { assetKey } }`)).data!.alerts.map((a) => a["assetKey"])).toEqual(["ops/other", "sales/orders"]);
     expect(h.errors()).toEqual([]);

@@ -30,11 +30,17 @@ describePostgres("automation: the reconciler's automation task", () => {
   });
 
   const report = (assetKey: string, partition: string) =>
-    reportAssetEvent({ graphs: h!.graphs, events: new PgEventStore(h!.db), definitions: h!.definitions }, { assetKey, partition }, new Date());
+    reportAssetEvent(
+      { graphs: h!.graphs, events: new PgEventStore(h!.db), definitions: h!.definitions },
+      { assetKey, partition },
+      new Date(),
+    );
   const stepsOf = async (assetKey: string) =>
     (
       await sql<{ partition_key: string; n: string }>`
-        select partition_key, count(*) as n from steps where asset_key = ${assetKey} group by partition_key order by partition_key`.execute(h!.db)
+        select partition_key, count(*) as n from steps where asset_key = ${assetKey} group by partition_key order by partition_key`.execute(
+        h!.db,
+      )
     ).rows.map((r) => `${r.partition_key}×${r.n}`);
   /** An automation task on its own connection, as a separate reconciler process would have. */
   const task = async (owner: string, options: Partial<ConstructorParameters<typeof AutomationTask>[0]> = {}) => {
@@ -101,7 +107,10 @@ describePostgres("automation: the reconciler's automation task", () => {
     });
     await Promise.all([reporting, ...tickers]);
     clock = t;
-    await tickUntil(restarted, [...days, "2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13"].map((d) => `${d}×1`));
+    await tickUntil(
+      restarted,
+      [...days, "2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13"].map((d) => `${d}×1`),
+    );
     await fourth.tick(new Date((clock += 10)));
     await restarted.tick(new Date((clock += 10)));
     expect(await stepsOf("au/clean")).toEqual([...days, "2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13"].map((d) => `${d}×1`));
@@ -120,7 +129,11 @@ describePostgres("automation: the reconciler's automation task", () => {
     await a.tick(new Date(now.getTime() + 2_000));
     const store = new PgAutomationStore(h.db);
     const clean = (await store.listEvaluations({ assetKey: "au/clean", limit: 10 })).filter((r) => r.decision === "requested");
-    expect(clean[0]).toMatchObject({ decision: "requested", partitions: JSON.stringify([["2025-03-15", "2025-03-15"]]), condition: "eager()" });
+    expect(clean[0]).toMatchObject({
+      decision: "requested",
+      partitions: JSON.stringify([["2025-03-15", "2025-03-15"]]),
+      condition: "eager()",
+    });
     expect(clean[0]!.runId).toMatch(/^[0-9a-f-]{36}$/);
     expect(JSON.stringify(clean[0]!.reasons)).toContain("upstream_updated");
     const reportRecords = await store.listEvaluations({ assetKey: "au/report", limit: 10 });
@@ -155,16 +168,24 @@ describePostgres("automation: the reconciler's automation task", () => {
     await h.until(async () => (await stepsOf("au/clean")).includes("2025-03-10×1") || undefined, 15_000, "clean to be requested");
     // clean@2025-03-10 is running (600 ms): src is updated meanwhile.
     await h.until(async () => {
-      const r = await sql<{ state: string }>`select state from steps where asset_key = 'au/clean' and partition_key = '2025-03-10'`.execute(h!.db);
+      const r = await sql<{ state: string }>`select state from steps where asset_key = 'au/clean' and partition_key = '2025-03-10'`.execute(
+        h!.db,
+      );
       return r.rows[0]?.state === "running" || undefined;
     });
     await report("au/src", "2025-03-10");
     // The running try read the old src: clean runs once more, after it.
     await h.until(async () => (await stepsOf("au/clean")).includes("2025-03-10×2") || undefined, 20_000, "clean to run again");
-    await h.until(async () => {
-      const r = await sql<{ d: string }>`select asset_key || '@' || partition_key || ':' || state as d from steps where state not in ('success')`.execute(h!.db);
-      return r.rows.length === 0 || undefined;
-    }, 20_000, "everything to settle");
+    await h.until(
+      async () => {
+        const r = await sql<{
+          d: string;
+        }>`select asset_key || '@' || partition_key || ':' || state as d from steps where state not in ('success')`.execute(h!.db);
+        return r.rows.length === 0 || undefined;
+      },
+      20_000,
+      "everything to settle",
+    );
     // report@2025-03-11 reads clean 10 and 11: 11 is missing, so report stays declined; report@2025-03-10 reads 09 (missing) too.
     expect(await stepsOf("au/report")).toEqual([]);
     expect(await stepsOf("au/clean")).toEqual(["2025-03-10×2"]);

@@ -42,15 +42,26 @@ describePostgres("execution: a backfill paces the upstream partitions --include-
     const services = { graphs: h.graphs, runs: h.runs, definitions: h.definitions, backfills };
     const b = await launchBackfill(
       services,
-      { assetKeys: ["pc/daily_clicks"], from: "2025-02-01", to: "2025-02-03", includeUpstream: true, maxConcurrentRuns: 1, maxPartitionsPerRun: 24 },
+      {
+        assetKeys: ["pc/daily_clicks"],
+        from: "2025-02-01",
+        to: "2025-02-03",
+        includeUpstream: true,
+        maxConcurrentRuns: 1,
+        maxPartitionsPerRun: 24,
+      },
       new Date(),
     );
     expect(b).toMatchObject({ requested: 3 + 72 });
     // Three runs of a day's 24 hours and the day, not one run of 75 steps.
-    const done = await h.until(async () => {
-      const r = await backfills.get(b.id);
-      return r && ["completed", "failed", "canceled"].includes(r.status) ? r : undefined;
-    }, 120_000, "the backfill to end");
+    const done = await h.until(
+      async () => {
+        const r = await backfills.get(b.id);
+        return r && ["completed", "failed", "canceled"].includes(r.status) ? r : undefined;
+      },
+      120_000,
+      "the backfill to end",
+    );
     expect(done).toMatchObject({ status: "completed", done: 75, failed: 0 });
     const { rows } = await sql<{ steps: number; days: string[] }>`
       select count(*)::int as steps,

@@ -3,12 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import {
-  createApiApp,
-  launchBackfill,
-  retryBackfillFailures,
-  type LaunchBackfillRequest,
-} from "../../src/api/index.js";
+import { createApiApp, launchBackfill, retryBackfillFailures, type LaunchBackfillRequest } from "../../src/api/index.js";
 import { BackfillTask } from "../../src/reconciler/index.js";
 import { GraphCache, PgBackfillStore, type BackfillRecord, type BackfillStatus } from "../../src/storage/index.js";
 import { ACTIVE_IDS_QUERY } from "../../src/storage/pg-backfill-store.js";
@@ -70,7 +65,8 @@ describePostgres("execution: backfills", () => {
     h = await Harness.create({
       files: { "backfill.ts": defs(markers) },
       tasks: (s) => [
-        (nodeGraphs.push(s.graphs), new BackfillTask({
+        (nodeGraphs.push(s.graphs),
+        new BackfillTask({
           backfills: new PgBackfillStore(s.handle.db),
           graphs: s.graphs,
           definitions: s.definitions,
@@ -100,14 +96,30 @@ describePostgres("execution: backfills", () => {
     );
   }
   /** Each run of the backfill in creation order: its steps as asset@partition. */
-  async function runsOf(id: string): Promise<{ id: string; status: string; key: string | null; steps: string[]; created: Date; ended: Date | null }[]> {
-    const { rows } = await sql<{ id: string; status: string; idempotency_key: string | null; created_at: Date; ended_at: Date | null; steps: string[] }>`
+  async function runsOf(
+    id: string,
+  ): Promise<{ id: string; status: string; key: string | null; steps: string[]; created: Date; ended: Date | null }[]> {
+    const { rows } = await sql<{
+      id: string;
+      status: string;
+      idempotency_key: string | null;
+      created_at: Date;
+      ended_at: Date | null;
+      steps: string[];
+    }>`
       select r.id, r.status, r.idempotency_key, r.created_at, r.ended_at,
              array_agg(s.asset_key || '@' || s.partition_key order by s.id) as steps
       from runs r join steps s on s.run_id = r.id
       where r.backfill_id = ${id}::uuid group by r.id
       order by r.created_at, (r.tags->>'tributary/chunk')::int`.execute(h!.db);
-    return rows.map((r) => ({ id: r.id, status: r.status, key: r.idempotency_key, steps: r.steps, created: r.created_at, ended: r.ended_at }));
+    return rows.map((r) => ({
+      id: r.id,
+      status: r.status,
+      key: r.idempotency_key,
+      steps: r.steps,
+      created: r.created_at,
+      ended: r.ended_at,
+    }));
   }
   /** Per run of the backfill, in chunk order: when its first step started and its last one ended (executor clock). */
   async function stepSpans(id: string): Promise<{ start: number; end: number }[]> {
@@ -124,9 +136,11 @@ describePostgres("execution: backfills", () => {
   }
   const backfillCount = async () => Number((await sql<{ n: string }>`select count(*) as n from backfills`.execute(h!.db)).rows[0]!.n);
   const materialized = async (asset: string) =>
-    (await sql<{ partition_key: string }>`
+    (
+      await sql<{ partition_key: string }>`
       select partition_key from partition_status where asset_key = ${asset} and last_materialization_event_id is not null
-      order by partition_key`.execute(h!.db)).rows.map((r) => r.partition_key);
+      order by partition_key`.execute(h!.db)
+    ).rows.map((r) => r.partition_key);
 
   it("runs oldest partitions first, one run per chunk with every selected asset, weeks after their days", async () => {
     await start();
@@ -188,10 +202,12 @@ describePostgres("execution: backfills", () => {
     // The same from the recorded times: at no instant were more than three runs between creation and end.
     const runs = await runsOf(b.id);
     expect(runs).toHaveLength(20);
-    const events = runs.flatMap((r) => [
-      [r.created.getTime(), 1],
-      [r.ended!.getTime(), -1],
-    ]).sort((x, y) => x[0]! - y[0]! || x[1]! - y[1]!);
+    const events = runs
+      .flatMap((r) => [
+        [r.created.getTime(), 1],
+        [r.ended!.getTime(), -1],
+      ])
+      .sort((x, y) => x[0]! - y[0]! || x[1]! - y[1]!);
     let open = 0;
     let peak = 0;
     for (const [, delta] of events) peak = Math.max(peak, (open += delta!));
@@ -250,7 +266,9 @@ describePostgres("execution: backfills", () => {
     for (const s of steps) {
       const { rows } = await sql<{ n: number }>`
         select count(*)::int as n from steps
-        where asset_key = 'bf/high' and scheduled_at < ${s.started_at} and (queued_at is null or queued_at > ${s.started_at})`.execute(h!.db);
+        where asset_key = 'bf/high' and scheduled_at < ${s.started_at} and (queued_at is null or queued_at > ${s.started_at})`.execute(
+        h!.db,
+      );
       expect(rows[0]!.n).toBeGreaterThan(0);
     }
     // …and scheduled work ran meanwhile, most of it.
@@ -287,8 +305,14 @@ describePostgres("execution: backfills", () => {
     const after = await runsOf(b.id);
     // The two canceled chunks ran again under a new key, then the rest.
     expect(after.map((r) => r.key)).toEqual([
-      `backfill:${b.id}:0`, `backfill:${b.id}:1`, `backfill:${b.id}:0:1`, `backfill:${b.id}:1:1`,
-      `backfill:${b.id}:2:1`, `backfill:${b.id}:3:1`, `backfill:${b.id}:4:1`, `backfill:${b.id}:5:1`,
+      `backfill:${b.id}:0`,
+      `backfill:${b.id}:1`,
+      `backfill:${b.id}:0:1`,
+      `backfill:${b.id}:1:1`,
+      `backfill:${b.id}:2:1`,
+      `backfill:${b.id}:3:1`,
+      `backfill:${b.id}:4:1`,
+      `backfill:${b.id}:5:1`,
     ]);
     await expect(store().resume(b.id, new Date())).rejects.toMatchObject({ code: "BACKFILL_NOT_CANCELED" });
     await expect(store().requestCancel(b.id, new Date())).rejects.toMatchObject({ code: "BACKFILL_NOT_ACTIVE" });
@@ -303,7 +327,9 @@ describePostgres("execution: backfills", () => {
     expect(failed).toMatchObject({ status: "failed", requested: 30, done: 27, failed: 3 });
     expect(failed.cursor.failedPartitions).toEqual({ "bf/raw": "2-3", "bf/clean": "2-3", "bf/week": "0-1" });
     expect((await runsOf(b.id)).flatMap((r) => r.steps).filter((s) => s.startsWith("bf/week"))).toEqual(["bf/week@2025-01-13"]);
-    await expect(retryBackfillFailures(services(), "00000000-0000-0000-0000-000000000000", new Date())).rejects.toMatchObject({ code: "BACKFILL_NOT_FOUND" });
+    await expect(retryBackfillFailures(services(), "00000000-0000-0000-0000-000000000000", new Date())).rejects.toMatchObject({
+      code: "BACKFILL_NOT_FOUND",
+    });
 
     await unmark("fail-2025-01-08");
     const retry = await retryBackfillFailures(services(), b.id, new Date());
@@ -347,10 +373,14 @@ describePostgres("execution: backfills", () => {
     const manual = await h!.launch(["bf/raw"], { partition: "2025-01-07" });
     await h!.until(async () => (await h!.runs.getRun(manual))!.steps[0]!.state === "running", 10_000, "the manual step to run");
     const b = await launch({ assetKeys: ["bf/raw"], from: "2025-01-06", to: "2025-01-08", maxConcurrentRuns: 2 });
-    const waiting = await h!.until(async () => {
-      const now = await store().get(b.id);
-      return now?.cursor.waiting ? now : undefined;
-    }, 15_000, "the second chunk to wait");
+    const waiting = await h!.until(
+      async () => {
+        const now = await store().get(b.id);
+        return now?.cursor.waiting ? now : undefined;
+      },
+      15_000,
+      "the second chunk to wait",
+    );
     expect(waiting.cursor.waiting).toMatch(/chunk 1: 1 partitions of it are being materialised by another run \("bf\/raw" 2025-01-07\)/);
     expect(await runsOf(b.id)).toHaveLength(1);
     await unmark("hold");
@@ -383,17 +413,29 @@ describePostgres("execution: backfills", () => {
     const b = await launch({ assetKeys: ["bf/raw"], from: "2025-01-06", to: "2025-01-08" });
     await h!.until(async () => ((await runsOf(b.id)).length === 1 ? true : undefined), 15_000, "its first run");
     // Its step is running (held by the marker) before the definitions change under it.
-    await h!.until(async () => {
-      const { rows } = await sql<{ n: number }>`
-        select count(*)::int as n from steps s join runs r on r.id = s.run_id where r.backfill_id = ${b.id}::uuid and s.state = 'running'`.execute(h!.db);
-      return rows[0]!.n === 1 || undefined;
-    }, 15_000, "its first step to run");
-    const version = await h!.redefine({ "backfill.ts": defs(markers).replace('daily({ start: "2025-01-06" })', 'daily({ start: "2025-01-05" })') });
+    await h!.until(
+      async () => {
+        const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from steps s join runs r on r.id = s.run_id where r.backfill_id = ${b.id}::uuid and s.state = 'running'`.execute(
+          h!.db,
+        );
+        return rows[0]!.n === 1 || undefined;
+      },
+      15_000,
+      "its first step to run",
+    );
+    const version = await h!.redefine({
+      "backfill.ts": defs(markers).replace('daily({ start: "2025-01-06" })', 'daily({ start: "2025-01-05" })'),
+    });
     // The reconcilers see the new definitions within their cache's second.
-    await h!.until(async () => {
-      for (const g of nodeGraphs) if ((await g.current()).version !== version) return undefined;
-      return true;
-    }, 10_000, "the reconcilers to see the new definitions");
+    await h!.until(
+      async () => {
+        for (const g of nodeGraphs) if ((await g.current()).version !== version) return undefined;
+        return true;
+      },
+      10_000,
+      "the reconcilers to see the new definitions",
+    );
     await unmark("hold");
     const failed = await waitForBackfill(b.id);
     expect(failed.status).toBe("failed");
@@ -445,8 +487,12 @@ describePostgres("execution: backfills", () => {
     const lacking = launch({ assetKeys: ["bf/clean"], from: "2025-01-06", to: "2025-01-10" });
     await expect(lacking).rejects.toMatchObject({ code: "PLAN_MISSING_UPSTREAM" });
     await expect(lacking).rejects.toThrow(/"bf\/raw" \(read by "bf\/clean"\): 5 partition\(s\) not materialised.*--include-upstream/s);
-    await expect(launch({ assetKeys: ["bf/raw"], from: "2025-01-06", to: "2025-01-10", maxConcurrentRuns: 0 })).rejects.toMatchObject({ code: "INPUT_INVALID" });
-    await expect(launch({ assetKeys: ["bf/raw"], from: "2025-01-06", partitions: ["2025-01-07"] })).rejects.toMatchObject({ code: "INPUT_INVALID" });
+    await expect(launch({ assetKeys: ["bf/raw"], from: "2025-01-06", to: "2025-01-10", maxConcurrentRuns: 0 })).rejects.toMatchObject({
+      code: "INPUT_INVALID",
+    });
+    await expect(launch({ assetKeys: ["bf/raw"], from: "2025-01-06", partitions: ["2025-01-07"] })).rejects.toMatchObject({
+      code: "INPUT_INVALID",
+    });
     await expect(launch({ assetKeys: [] })).rejects.toMatchObject({ code: "PLAN_SELECTION_EMPTY" });
     expect(await backfillCount()).toBe(before);
     // The missing upstream, planned in with includeUpstream.
@@ -461,7 +507,11 @@ describePostgres("execution: backfills", () => {
     const context = apiServicesOn(h!.db, { graphs: new GraphCache(h!.definitions), definitions: h!.definitions, runs: h!.runs, backfills });
     const app = createApiApp({ context, ping: async () => {}, version: "test" });
     const gql = async <T>(query: string, variables: Record<string, unknown> = {}) => {
-      const res = await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+      const res = await app.request("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query, variables }),
+      });
       return (await res.json()) as { data?: T; errors?: { message: string }[] };
     };
     const LAUNCH = `mutation ($input: LaunchBackfillInput!) { launchBackfill(input: $input) { id status requested maxConcurrentRuns } }`;
@@ -492,10 +542,21 @@ describePostgres("execution: backfills", () => {
       { id },
     );
     expect(read.data!.backfill).toMatchObject({
-      status: "completed", assetKeys: ["bf/raw", "bf/clean"], partitions: ["2025-01-06", "2025-01-09"],
-      requested: 4, done: 4, failed: 0, inProgress: 0, chunks: 2, runsCreated: 2, failedPartitions: [],
+      status: "completed",
+      assetKeys: ["bf/raw", "bf/clean"],
+      partitions: ["2025-01-06", "2025-01-09"],
+      requested: 4,
+      done: 4,
+      failed: 0,
+      inProgress: 0,
+      chunks: 2,
+      runsCreated: 2,
+      failedPartitions: [],
     });
-    expect(read.data!.backfill.runs).toEqual([{ origin: "backfill", status: "success" }, { origin: "backfill", status: "success" }]);
+    expect(read.data!.backfill.runs).toEqual([
+      { origin: "backfill", status: "success" },
+      { origin: "backfill", status: "success" },
+    ]);
     const list = await gql<{ backfills: { id: string }[] }>(`{ backfills(status: completed) { id } }`);
     expect(list.data!.backfills.map((b) => b.id)).toContain(id);
     expect((await gql(`mutation { resumeBackfill(id: "${id}") { id } }`)).errors).toHaveLength(1);
@@ -503,7 +564,9 @@ describePostgres("execution: backfills", () => {
     expect((await gql<{ backfill: null }>(`{ backfill(id: "nope") { id } }`)).data).toEqual({ backfill: null });
 
     await marker("hold");
-    const held = await gql<{ launchBackfill: { id: string } }>(LAUNCH, { input: { assetKeys: ["bf/raw"], from: "2025-01-10", to: "2025-01-12" } });
+    const held = await gql<{ launchBackfill: { id: string } }>(LAUNCH, {
+      input: { assetKeys: ["bf/raw"], from: "2025-01-10", to: "2025-01-12" },
+    });
     const heldId = held.data!.launchBackfill.id;
     await h!.until(async () => ((await runsOf(heldId)).length === 1 ? true : undefined), 15_000, "its first run");
     const canceled = await gql<{ cancelBackfill: { status: string } }>(`mutation { cancelBackfill(id: "${heldId}") { status } }`);

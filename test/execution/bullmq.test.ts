@@ -102,7 +102,15 @@ describePostgres("the BullMQ executor and tributary worker", () => {
       logsDir: h.logsDir,
       onError: () => undefined,
       issueTokens: async (steps) =>
-        new Map((await tokens.issue(steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })), new Date(), 600_000)).map((t) => [t.stepId, t.token])),
+        new Map(
+          (
+            await tokens.issue(
+              steps.map((s) => ({ stepId: s.stepId, tryNumber: s.tryNumber })),
+              new Date(),
+              600_000,
+            )
+          ).map((t) => [t.stepId, t.token]),
+        ),
     });
     reconciler = new Reconciler({
       store: h.runs,
@@ -119,10 +127,17 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     await reconciler.start();
     // The API the workers report to (its own logs directory: shipped logs land there).
     const port = freePort();
-    const proc = startCli(["api", "--port", String(port), "--definitions", h.dir, "--data-dir", path.join(h.scratch, "api")], { env: { DATABASE_URL: h.url } });
+    const proc = startCli(["api", "--port", String(port), "--definitions", h.dir, "--data-dir", path.join(h.scratch, "api")], {
+      env: { DATABASE_URL: h.url },
+    });
     api = { url: `http://127.0.0.1:${port}`, proc };
     const deadline = Date.now() + CLI_COMMAND_BUDGET_MS;
-    while (!(await fetch(`${api.url}/readyz`).then((r) => r.ok, () => false))) {
+    while (
+      !(await fetch(`${api.url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    ) {
       if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`tributary api did not start:\n${proc.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -132,7 +147,18 @@ describePostgres("the BullMQ executor and tributary worker", () => {
   /** A real `tributary worker` process, reporting through the API (no DATABASE_URL). */
   async function startWorker(args: string[] = [], env: Record<string, string> = {}): Promise<ChildProcess & { output: () => string }> {
     const w = startCli(
-      ["worker", "--url", api!.url, "--definitions", h!.dir, "--data-dir", path.join(h!.scratch, `worker-${workers.length}`), "--processes", "1", ...args],
+      [
+        "worker",
+        "--url",
+        api!.url,
+        "--definitions",
+        h!.dir,
+        "--data-dir",
+        path.join(h!.scratch, `worker-${workers.length}`),
+        "--processes",
+        "1",
+        ...args,
+      ],
       { env: { REDIS_URL: redis!.url, ...env } },
     );
     workers.push(w);
@@ -145,103 +171,134 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     return w;
   }
 
-  const ranLines = async (file: string): Promise<string[]> => (await readFile(file, "utf8").catch(() => "")).split("\n").filter((l) => l !== "");
+  const ranLines = async (file: string): Promise<string[]> =>
+    (await readFile(file, "utf8").catch(() => "")).split("\n").filter((l) => l !== "");
 
-  it("runs a run's steps on two workers through Redis, every step once", async () => {
-    const { ranFile } = await setUp();
-    const env = { TRIBUTARY_TEST_RAN: ranFile };
-    await startWorker([], env);
-    await startWorker([], env);
-    const run = await h!.waitForRun(await h!.launch(["q/fleet", "q/total"], { all: true }), 60_000);
-    expect(run.status, JSON.stringify(run.steps.filter((s) => s.state === "failed").map((s) => s.error))).toBe("success");
-    expect((await ranLines(ranFile)).sort()).toEqual(Array.from({ length: 20 }, (_, i) => "k" + String(i).padStart(2, "0")));
-    const workerIds = new Set(run.steps.flatMap((s) => s.tries.map((t) => t.workerId)));
-    expect(workerIds.size, JSON.stringify([...workerIds])).toBe(2);
-    const total = await sql<{ v: unknown }>`select o.inline_value as v from outputs o join steps s on s.id = o.step_id
+  it(
+    "runs a run's steps on two workers through Redis, every step once",
+    async () => {
+      const { ranFile } = await setUp();
+      const env = { TRIBUTARY_TEST_RAN: ranFile };
+      await startWorker([], env);
+      await startWorker([], env);
+      const run = await h!.waitForRun(await h!.launch(["q/fleet", "q/total"], { all: true }), 60_000);
+      expect(run.status, JSON.stringify(run.steps.filter((s) => s.state === "failed").map((s) => s.error))).toBe("success");
+      expect((await ranLines(ranFile)).sort()).toEqual(Array.from({ length: 20 }, (_, i) => "k" + String(i).padStart(2, "0")));
+      const workerIds = new Set(run.steps.flatMap((s) => s.tries.map((t) => t.workerId)));
+      expect(workerIds.size, JSON.stringify([...workerIds])).toBe(2);
+      const total = await sql<{ v: unknown }>`select o.inline_value as v from outputs o join steps s on s.id = o.step_id
                                             where s.run_id = ${run.id} and s.asset_key = 'q/total'`.execute(h!.db);
-    expect(total.rows[0]!.v).toBe(20);
-    expect(await executor!.queueDepths()).toEqual(expect.arrayContaining([{ queue: "default", waiting: 0, active: 0 }]));
-    // Every try had its own token (stored hashed), and its log was shipped to the API's logs directory.
-    const tokens = await sql<{ n: number; hashed: number }>`
+      expect(total.rows[0]!.v).toBe(20);
+      expect(await executor!.queueDepths()).toEqual(expect.arrayContaining([{ queue: "default", waiting: 0, active: 0 }]));
+      // Every try had its own token (stored hashed), and its log was shipped to the API's logs directory.
+      const tokens = await sql<{ n: number; hashed: number }>`
       select count(*)::int as n, count(*) filter (where t.token_hash ~ '^[0-9a-f]{64}$')::int as hashed
       from step_tries t where t.run_id = ${run.id}`.execute(h!.db);
-    expect(tokens.rows[0]).toEqual({ n: 21, hashed: 21 });
-    for (const w of workers) expect(w.output()).toContain("reporting through the execution API");
-  }, cliBudget(3));
+      expect(tokens.rows[0]).toEqual({ n: 21, hashed: 21 });
+      for (const w of workers) expect(w.output()).toContain("reporting through the execution API");
+    },
+    cliBudget(3),
+  );
 
-  it("routes a step to the workers of its queue only", async () => {
-    await setUp();
-    await startWorker();
-    const runId = await h!.launch(["q/gpu"]);
-    await new Promise((r) => setTimeout(r, 1_500));
-    const waiting = (await h!.runs.getRun(runId))!;
-    expect(waiting.steps[0]!.state).toBe("queued");
-    expect((await executor!.queueDepths()).find((d) => d.queue === "gpu")).toEqual({ queue: "gpu", waiting: 1, active: 0 });
-    await startWorker(["--queues", "gpu"]);
-    const run = await h!.waitForRun(runId, 60_000);
-    expect(run.status).toBe("success");
-  }, cliBudget(3));
-
-  it("SIGTERM: the worker takes no more steps and lets the running one finish", async () => {
-    const { ranFile } = await setUp();
-    const w = await startWorker(["--grace", "20s"], { TRIBUTARY_TEST_RAN: ranFile });
-    const runId = await h!.launch(["q/slow"]);
-    await h!.until(async () => (await ranLines(ranFile)).includes("slow try 1"), 30_000, "the slow step to start");
-    w.kill("SIGTERM");
-    const run = await h!.waitForRun(runId, 60_000);
-    expect(run.status).toBe("success");
-    expect(run.steps[0]!.tryNumber).toBe(1);
-    await new Promise((r) => (w.exitCode === null ? w.once("exit", r) : r(null)));
-    expect(w.exitCode, w.output()).toBe(0);
-    expect(w.output()).toContain("worker stopped");
-  }, cliBudget(2));
-
-  it("SIGKILL: the dead worker's step is noticed by its missing heartbeat and retried on another", async () => {
-    const { ranFile } = await setUp({ zombieAfterMs: 7_000 }); // over the workers' 5 s heartbeat
-    const a = await startWorker([], { TRIBUTARY_TEST_RAN: ranFile });
-    const runId = await h!.launch(["q/slow"]);
-    await h!.until(async () => (await ranLines(ranFile)).includes("slow try 1"), 30_000, "the slow step to start");
-    a.kill("SIGKILL");
-    await startWorker([], { TRIBUTARY_TEST_RAN: ranFile });
-    const run = await h!.waitForRun(runId, 60_000);
-    expect(run.status, JSON.stringify(run.steps[0]!.tries)).toBe("success");
-    expect(run.steps[0]!.tries.map((t) => [t.tryNumber, t.state])).toEqual([[1, "failed"], [2, "success"]]);
-    expect((run.steps[0]!.tries[0]!.error as { code: string }).code).toBe("STEP_ZOMBIE");
-  }, cliBudget(3));
-
-  it("a worker runs the definitions version a step was planned with: a new asset, an edited body, without a restart", async () => {
-    await setUp();
-    await startWorker();
-    const outputOf = async (runId: string): Promise<unknown> => {
+  it(
+    "routes a step to the workers of its queue only",
+    async () => {
+      await setUp();
+      await startWorker();
+      const runId = await h!.launch(["q/gpu"]);
+      await new Promise((r) => setTimeout(r, 1_500));
+      const waiting = (await h!.runs.getRun(runId))!;
+      expect(waiting.steps[0]!.state).toBe("queued");
+      expect((await executor!.queueDepths()).find((d) => d.queue === "gpu")).toEqual({ queue: "gpu", waiting: 1, active: 0 });
+      await startWorker(["--queues", "gpu"]);
       const run = await h!.waitForRun(runId, 60_000);
-      expect(run.status, JSON.stringify(run.steps.map((s) => s.error))).toBe("success");
-      const { rows } = await sql<{ v: unknown }>`select o.inline_value as v from outputs o where o.step_id = ${run.steps[0]!.id}`.execute(h!.db);
-      return rows[0]!.v;
-    };
-    // The worker's process imports fleet.ts as it is now.
-    expect(await outputOf(await h!.launch(["q/fleet"], { partition: "k00" }))).toMatchObject({ key: "k00" });
-    const echo = (body: string) => `${DEFS}\nexport const echo = asset({ key: "q/echo", executor: "bullmq" }, async () => ${JSON.stringify(body)});\n`;
-    await h!.redefine({ "fleet.ts": echo("one") });
-    expect(await outputOf(await h!.launch(["q/echo"]))).toBe("one");
-    await h!.redefine({ "fleet.ts": echo("two") });
-    expect(await outputOf(await h!.launch(["q/echo"]))).toBe("two");
-  }, cliBudget(3));
+      expect(run.status).toBe("success");
+    },
+    cliBudget(3),
+  );
 
-  it("Redis stopped for 30 s mid-run (and back empty): no step lost or run twice", async () => {
-    const { ranFile } = await setUp({ queuedTimeoutMs: 5_000 });
-    const env = { TRIBUTARY_TEST_RAN: ranFile, TRIBUTARY_TEST_STEP_MS: "400" };
-    await startWorker([], env);
-    const runId = await h!.launch(["q/fleet", "q/total"], { all: true });
-    await h!.until(async () => (await ranLines(ranFile)).length >= 3, 30_000, "a few steps to run");
-    await redis!.stop();
-    await new Promise((r) => setTimeout(r, 30_000));
-    await redis!.start();
-    const run = await h!.waitForRun(runId, 90_000);
-    expect(run.status, await h!.describe([runId])).toBe("success");
-    const ran = await ranLines(ranFile);
-    // Every partition ran exactly once: a step whose job Redis lost ran as a later try, never twice.
-    expect(ran.sort()).toEqual(Array.from({ length: 20 }, (_, i) => "k" + String(i).padStart(2, "0")));
-    const successes = run.steps.filter((s) => s.assetKey === "q/fleet").map((s) => s.tries.filter((t) => t.state === "success").length);
-    expect(successes.every((n) => n === 1)).toBe(true);
-  }, cliBudget(3));
+  it(
+    "SIGTERM: the worker takes no more steps and lets the running one finish",
+    async () => {
+      const { ranFile } = await setUp();
+      const w = await startWorker(["--grace", "20s"], { TRIBUTARY_TEST_RAN: ranFile });
+      const runId = await h!.launch(["q/slow"]);
+      await h!.until(async () => (await ranLines(ranFile)).includes("slow try 1"), 30_000, "the slow step to start");
+      w.kill("SIGTERM");
+      const run = await h!.waitForRun(runId, 60_000);
+      expect(run.status).toBe("success");
+      expect(run.steps[0]!.tryNumber).toBe(1);
+      await new Promise((r) => (w.exitCode === null ? w.once("exit", r) : r(null)));
+      expect(w.exitCode, w.output()).toBe(0);
+      expect(w.output()).toContain("worker stopped");
+    },
+    cliBudget(2),
+  );
+
+  it(
+    "SIGKILL: the dead worker's step is noticed by its missing heartbeat and retried on another",
+    async () => {
+      const { ranFile } = await setUp({ zombieAfterMs: 7_000 }); // over the workers' 5 s heartbeat
+      const a = await startWorker([], { TRIBUTARY_TEST_RAN: ranFile });
+      const runId = await h!.launch(["q/slow"]);
+      await h!.until(async () => (await ranLines(ranFile)).includes("slow try 1"), 30_000, "the slow step to start");
+      a.kill("SIGKILL");
+      await startWorker([], { TRIBUTARY_TEST_RAN: ranFile });
+      const run = await h!.waitForRun(runId, 60_000);
+      expect(run.status, JSON.stringify(run.steps[0]!.tries)).toBe("success");
+      expect(run.steps[0]!.tries.map((t) => [t.tryNumber, t.state])).toEqual([
+        [1, "failed"],
+        [2, "success"],
+      ]);
+      expect((run.steps[0]!.tries[0]!.error as { code: string }).code).toBe("STEP_ZOMBIE");
+    },
+    cliBudget(3),
+  );
+
+  it(
+    "a worker runs the definitions version a step was planned with: a new asset, an edited body, without a restart",
+    async () => {
+      await setUp();
+      await startWorker();
+      const outputOf = async (runId: string): Promise<unknown> => {
+        const run = await h!.waitForRun(runId, 60_000);
+        expect(run.status, JSON.stringify(run.steps.map((s) => s.error))).toBe("success");
+        const { rows } = await sql<{ v: unknown }>`select o.inline_value as v from outputs o where o.step_id = ${run.steps[0]!.id}`.execute(
+          h!.db,
+        );
+        return rows[0]!.v;
+      };
+      // The worker's process imports fleet.ts as it is now.
+      expect(await outputOf(await h!.launch(["q/fleet"], { partition: "k00" }))).toMatchObject({ key: "k00" });
+      const echo = (body: string) =>
+        `${DEFS}\nexport const echo = asset({ key: "q/echo", executor: "bullmq" }, async () => ${JSON.stringify(body)});\n`;
+      await h!.redefine({ "fleet.ts": echo("one") });
+      expect(await outputOf(await h!.launch(["q/echo"]))).toBe("one");
+      await h!.redefine({ "fleet.ts": echo("two") });
+      expect(await outputOf(await h!.launch(["q/echo"]))).toBe("two");
+    },
+    cliBudget(3),
+  );
+
+  it(
+    "Redis stopped for 30 s mid-run (and back empty): no step lost or run twice",
+    async () => {
+      const { ranFile } = await setUp({ queuedTimeoutMs: 5_000 });
+      const env = { TRIBUTARY_TEST_RAN: ranFile, TRIBUTARY_TEST_STEP_MS: "400" };
+      await startWorker([], env);
+      const runId = await h!.launch(["q/fleet", "q/total"], { all: true });
+      await h!.until(async () => (await ranLines(ranFile)).length >= 3, 30_000, "a few steps to run");
+      await redis!.stop();
+      await new Promise((r) => setTimeout(r, 30_000));
+      await redis!.start();
+      const run = await h!.waitForRun(runId, 90_000);
+      expect(run.status, await h!.describe([runId])).toBe("success");
+      const ran = await ranLines(ranFile);
+      // Every partition ran exactly once: a step whose job Redis lost ran as a later try, never twice.
+      expect(ran.sort()).toEqual(Array.from({ length: 20 }, (_, i) => "k" + String(i).padStart(2, "0")));
+      const successes = run.steps.filter((s) => s.assetKey === "q/fleet").map((s) => s.tries.filter((t) => t.state === "success").length);
+      expect(successes.every((n) => n === 1)).toBe(true);
+    },
+    cliBudget(3),
+  );
 });

@@ -29,10 +29,16 @@ describePostgres("execution: canceling a run mid-flight", () => {
     it(`fails running steps with STEP_CANCELED, skips the rest, and starts nothing more (${executor})`, async () => {
       h = await Harness.create({ files: { "cancel.ts": DEFS }, executor, node: { capacity: 2 } });
       const runId = await h.launch(["c/slow", "c/after"], { from: "2025-01-01", to: "2025-01-06" });
-      await h.until(async () => {
-        const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'running'`.execute(h!.db);
-        return rows[0]!.n === 2;
-      }, 20_000, "two steps to run");
+      await h.until(
+        async () => {
+          const { rows } = await sql<{
+            n: number;
+          }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'running'`.execute(h!.db);
+          return rows[0]!.n === 2;
+        },
+        20_000,
+        "two steps to run",
+      );
       const requested = await h.runs.requestCancel(runId, new Date());
       expect(requested.cancelRequestedAt).not.toBeNull();
       // Asking twice is harmless.

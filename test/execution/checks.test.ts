@@ -63,7 +63,9 @@ describePostgres("execution: asset checks", () => {
         const failedCheck = step("c/orders", day, "not_empty");
         expect(failedCheck.state).toBe("failed");
         expect(failedCheck.error).toMatchObject({ code: "CHECK_FAILED" });
-        expect((failedCheck.error as { message: string }).message).toContain('blocking check "not_empty" of asset "c/orders" failed on partition "2020-01-05"');
+        expect((failedCheck.error as { message: string }).message).toContain(
+          'blocking check "not_empty" of asset "c/orders" failed on partition "2020-01-05"',
+        );
         const blocked = step("c/report", day);
         expect(blocked.state).toBe("upstream_failed");
         expect(blocked.skipReason).toContain('blocking check "not_empty" of asset "c/orders" failed on partition "2020-01-05"');
@@ -78,7 +80,15 @@ describePostgres("execution: asset checks", () => {
       }
     }
 
-    const results = await sql<{ partition_key: string; check_name: string; passed: boolean; blocking: boolean; severity: string; metadata: unknown; judged: boolean }>`
+    const results = await sql<{
+      partition_key: string;
+      check_name: string;
+      passed: boolean;
+      blocking: boolean;
+      severity: string;
+      metadata: unknown;
+      judged: boolean;
+    }>`
       select r.partition_key, r.check_name, r.passed, r.blocking, r.severity, r.metadata,
              (r.event_id = ps.last_materialization_event_id) as judged
       from check_results r join partition_status ps on ps.asset_key = r.asset_key and ps.partition_key = r.partition_key
@@ -95,10 +105,14 @@ describePostgres("execution: asset checks", () => {
     // Only the partition whose latest materialisation failed a blocking check is marked; its status is still
     // what was materialised (the data exists), and nothing else of the asset is marked.
     const marks = await sql<{ partition_key: string; failed_check: string; status: string }>`
-      select partition_key, failed_check, status from partition_status where asset_key = 'c/orders' and failed_check is not null`.execute(h.db);
+      select partition_key, failed_check, status from partition_status where asset_key = 'c/orders' and failed_check is not null`.execute(
+      h.db,
+    );
     expect(marks.rows).toEqual([{ partition_key: "2020-01-05", failed_check: "not_empty", status: "materialized" }]);
     // Failed checks are never failed materialisations.
-    const failures = await sql<{ n: number }>`select count(*)::int as n from events where kind = 'failure' and run_id = ${runId}`.execute(h.db);
+    const failures = await sql<{ n: number }>`select count(*)::int as n from events where kind = 'failure' and run_id = ${runId}`.execute(
+      h.db,
+    );
     expect(failures.rows[0]!.n).toBe(0);
 
     // Every failed check is alerted to the owner, blocking or not.
@@ -127,7 +141,9 @@ describePostgres("execution: asset checks", () => {
     expect(byName["w/table"]!.state).toBe("success");
     // A blocking check that throws blocks its readers; the others only record the failure.
     expect(byName["throws_blocking"]!.state).toBe("failed");
-    expect((byName["throws_blocking"]!.error as { message: string }).message).toMatch(/blocking check "throws_blocking" of asset "w\/table" failed on the asset: it threw .*warehouse unreachable/);
+    expect((byName["throws_blocking"]!.error as { message: string }).message).toMatch(
+      /blocking check "throws_blocking" of asset "w\/table" failed on the asset: it threw .*warehouse unreachable/,
+    );
     expect(byName["throws_soft"]!.state).toBe("success");
     expect(byName["answers_wrong"]!.state).toBe("success");
     expect(byName["w/reader"]!.state).toBe("upstream_failed");
@@ -173,14 +189,23 @@ describePostgres("execution: asset checks", () => {
     // Events become visible to automation once every older transaction of the cluster has ended: tick until the
     // good day is requested, then a few more times (the failed day must never be).
     const requestedDays = async () =>
-      (await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'ca/clean' order by 1`.execute(h!.db)).rows.map((r) => r.partition_key);
-    await h.until(async () => {
-      await automation.tick(new Date("2025-03-05T00:00:00Z"));
-      return (await requestedDays()).length > 0;
-    }, 30_000, "automation to request ca/clean");
+      (
+        await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'ca/clean' order by 1`.execute(h!.db)
+      ).rows.map((r) => r.partition_key);
+    await h.until(
+      async () => {
+        await automation.tick(new Date("2025-03-05T00:00:00Z"));
+        return (await requestedDays()).length > 0;
+      },
+      30_000,
+      "automation to request ca/clean",
+    );
     for (let i = 0; i < 3; i++) await automation.tick(new Date("2025-03-05T00:00:00Z"));
     const requested = { rows: (await requestedDays()).map((partition_key) => ({ partition_key })) };
     const debug = await sql`select ps.partition_key, ps.failed_check from partition_status ps where asset_key = 'ca/src'`.execute(h.db);
-    expect(requested.rows.map((r) => r.partition_key), JSON.stringify(debug.rows)).toEqual(["2025-03-01"]);
+    expect(
+      requested.rows.map((r) => r.partition_key),
+      JSON.stringify(debug.rows),
+    ).toEqual(["2025-03-01"]);
   });
 });

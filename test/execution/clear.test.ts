@@ -69,7 +69,8 @@ describePostgres("execution: clear and rerun", () => {
     expect(run.steps.some((s) => s.assetKey === "cl/up")).toBe(false);
     // Each week waits for the cleared days it reads (and only those: the rest is materialised).
     const byId = new Map(run.steps.map((s) => [s.id, s]));
-    const upstreamOf = (key: string) => run.steps.find((s) => s.assetKey === "cl/week" && s.partitionKey === key)!.upstream.map((id) => byId.get(id)!.partitionKey);
+    const upstreamOf = (key: string) =>
+      run.steps.find((s) => s.assetKey === "cl/week" && s.partitionKey === key)!.upstream.map((id) => byId.get(id)!.partitionKey);
     expect(upstreamOf("2025-01-06")).toEqual(["2025-01-11", "2025-01-12"]);
     expect(upstreamOf("2025-01-13")).toEqual(["2025-01-13"]);
     const weekOut = await sql<{ inline_value: unknown }>`
@@ -134,7 +135,11 @@ describePostgres("execution: clear and rerun", () => {
     };
     const before = await runCount();
     // Each error keeps its stable code in-process too (vitest.config.ts loads one copy of graphql); no run is written.
-    for (const input of [{ assetKey: "" }, { assetKey: "cl/day", from: "2025-01-12", to: "2025-01-08" }, { assetKey: "cl/nope", partition: "2025-01-08" }]) {
+    for (const input of [
+      { assetKey: "" },
+      { assetKey: "cl/day", from: "2025-01-12", to: "2025-01-08" },
+      { assetKey: "cl/nope", partition: "2025-01-08" },
+    ]) {
       const errors = (await mutate(input)).errors;
       expect(errors?.length).toBe(1);
       expect(errors?.[0]?.extensions?.code, JSON.stringify(errors)).toMatch(/^(INPUT_INVALID|PARTITION_[A-Z_]+|GRAPH_UNKNOWN_ASSET)$/);
@@ -143,7 +148,11 @@ describePostgres("execution: clear and rerun", () => {
 
     const ok = await mutate({ assetKey: "cl/day", partition: "2025-01-15", downstream: true });
     expect(ok.errors).toBeUndefined();
-    const run = (ok.data as { clearPartitions: { id: string; origin: string; stepsTotal: number; steps: { assetKey: string; partitionKey: string }[] } }).clearPartitions;
+    const run = (
+      ok.data as {
+        clearPartitions: { id: string; origin: string; stepsTotal: number; steps: { assetKey: string; partitionKey: string }[] };
+      }
+    ).clearPartitions;
     expect(run).toMatchObject({ origin: "rerun", stepsTotal: 2 });
     expect(run.steps.map((s) => `${s.assetKey}@${s.partitionKey}`)).toEqual(["cl/day@2025-01-15", "cl/week@2025-01-13"]);
     expect((await h!.waitForRun(run.id)).status).toBe("success");

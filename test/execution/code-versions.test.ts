@@ -81,7 +81,11 @@ describePostgres("execution: the code a step runs after its definitions changed"
     process.env.TRIBUTARY_TEST_RELEASE = release;
     h = await Harness.create({ files, executor: "local", outputStore: false, node: { capacity: 1 } });
     const planned = await h.launch(["cv/blocker", "cv/a"]);
-    await h.until(async () => (await h!.runs.getRun(planned))!.steps.find((s) => s.assetKey === "cv/blocker")!.state === "running", 30_000, "cv/blocker to run");
+    await h.until(
+      async () => (await h!.runs.getRun(planned))!.steps.find((s) => s.assetKey === "cv/blocker")!.state === "running",
+      30_000,
+      "cv/blocker to run",
+    );
 
     await h.redefine({ ...files, "v.ts": versioned("edited") });
     await writeFile(release, "");
@@ -98,7 +102,11 @@ describePostgres("execution: the code a step runs after its definitions changed"
     h = await Harness.create({ files, executor: "local", outputStore: false, node: { capacity: 1 } });
     const planned = await h.launch(["cv/blocker", "cv/a"]);
     const codeHash = (await h.graphs.current({ fresh: true })).graph.get("cv/a")!.codeHash!;
-    await h.until(async () => (await h!.runs.getRun(planned))!.steps.find((s) => s.assetKey === "cv/blocker")!.state === "running", 30_000, "cv/blocker to run");
+    await h.until(
+      async () => (await h!.runs.getRun(planned))!.steps.find((s) => s.assetKey === "cv/blocker")!.state === "running",
+      30_000,
+      "cv/blocker to run",
+    );
 
     await h.redefine({ ...files, "v.ts": versioned("edited") });
     await rm(await codeRefFile(path.join(await cacheDir(), "definitions"), path.join(h.dir, "v.ts"), codeHash));

@@ -44,10 +44,16 @@ describePostgres("execution: Postgres connection loss mid-run", () => {
       zombieAfterMs: 3_000,
     });
     const runId = await h.launch(["x/a", "x/b"], { from: "2025-01-01", to: "2025-01-30" });
-    await h.until(async () => {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'success'`.execute(h!.db);
-      return rows[0]!.n >= 10;
-    }, 20_000, "the run to get going");
+    await h.until(
+      async () => {
+        const { rows } = await sql<{
+          n: number;
+        }>`select count(*)::int as n from steps where run_id = ${runId} and state = 'success'`.execute(h!.db);
+        return rows[0]!.n >= 10;
+      },
+      20_000,
+      "the run to get going",
+    );
     const listenersBefore = h.nodes.map((n) => n.handle.listener.backendPid);
     expect(listenersBefore.every((pid) => pid !== undefined)).toBe(true);
     let killed = 0;
@@ -78,7 +84,8 @@ describePostgres("execution: Postgres connection loss mid-run", () => {
 
     // The reconcilers listen again, on new sessions, and later work runs as usual.
     await h.until(
-      async () => h!.nodes.every((n, i) => n.handle.listener.backendPid !== undefined && n.handle.listener.backendPid !== listenersBefore[i]),
+      async () =>
+        h!.nodes.every((n, i) => n.handle.listener.backendPid !== undefined && n.handle.listener.backendPid !== listenersBefore[i]),
       10_000,
       "the listeners to reconnect",
     );

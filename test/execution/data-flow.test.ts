@@ -57,7 +57,11 @@ describePostgres("execution: data flow through a daily chain", () => {
     }
     // c@2025-01-05 waits on b for 01-03..01-05; c@2025-01-03 only on b@01-03 (the rest is materialised).
     const stepOf = (asset: string, key: string) => run.steps.find((s) => s.assetKey === asset && s.partitionKey === key)!;
-    expect(stepOf("chain/c", "2025-01-05").upstream.map((id) => byId.get(id)!.partitionKey)).toEqual(["2025-01-03", "2025-01-04", "2025-01-05"]);
+    expect(stepOf("chain/c", "2025-01-05").upstream.map((id) => byId.get(id)!.partitionKey)).toEqual([
+      "2025-01-03",
+      "2025-01-04",
+      "2025-01-05",
+    ]);
     expect(stepOf("chain/c", "2025-01-03").upstream.map((id) => byId.get(id)!.partitionKey)).toEqual(["2025-01-03"]);
 
     // Outputs: typed values flowed downstream; the time window arrived as an array in partition order.
@@ -86,10 +90,14 @@ describePostgres("execution: data flow through a daily chain", () => {
     // c@01-03 read b@01-01 as materialised by the first run.
     const fromFirst = await sql<{ run_id: string }>`
       select u.run_id from events e join event_inputs i on i.event_id = e.id join events u on u.id = i.upstream_event_id
-      where e.run_id = ${runId} and e.asset_key = 'chain/c' and e.partition_key = '2025-01-03' and i.upstream_partition_key = '2025-01-01'`.execute(h.db);
+      where e.run_id = ${runId} and e.asset_key = 'chain/c' and e.partition_key = '2025-01-03' and i.upstream_partition_key = '2025-01-01'`.execute(
+      h.db,
+    );
     expect(fromFirst.rows).toEqual([{ run_id: first.id }]);
     expect(lineage.rows.filter((r) => r.asset_key === "chain/a")).toEqual([]);
-    const events = await sql<{ n: number }>`select count(*)::int as n from events where run_id = ${runId} and kind = 'materialization'`.execute(h.db);
+    const events = await sql<{
+      n: number;
+    }>`select count(*)::int as n from events where run_id = ${runId} and kind = 'materialization'`.execute(h.db);
     expect(events.rows[0]!.n).toBe(15);
 
     // Partition status.
@@ -103,9 +111,18 @@ describePostgres("execution: data flow through a daily chain", () => {
 
     // Every try: who ran it, when, how long, its log.
     const tries = await sql<{
-      state: string; worker_id: string | null; hostname: string | null; pid: number | null; queued_at: Date | null;
-      started_at: Date | null; ended_at: Date | null; duration_ms: number | null; log_ref: string | null;
-    }>`select state, worker_id, hostname, pid, queued_at, started_at, ended_at, duration_ms, log_ref from step_tries where run_id = ${runId}`.execute(h.db);
+      state: string;
+      worker_id: string | null;
+      hostname: string | null;
+      pid: number | null;
+      queued_at: Date | null;
+      started_at: Date | null;
+      ended_at: Date | null;
+      duration_ms: number | null;
+      log_ref: string | null;
+    }>`select state, worker_id, hostname, pid, queued_at, started_at, ended_at, duration_ms, log_ref from step_tries where run_id = ${runId}`.execute(
+      h.db,
+    );
     expect(tries.rows).toHaveLength(15);
     for (const t of tries.rows) {
       expect(t.state).toBe("success");

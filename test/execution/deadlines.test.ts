@@ -42,7 +42,10 @@ describePostgres("alerts: partition deadlines", () => {
 
   beforeAll(async () => {
     receiver = await WebhookReceiver.start();
-    config = parseAlertsConfig(JSON.stringify({ sinks: { hook: { type: "webhook", url: receiver.url() } }, default: ["hook"] }), "deadlines.json");
+    config = parseAlertsConfig(
+      JSON.stringify({ sinks: { hook: { type: "webhook", url: receiver.url() } }, default: ["hook"] }),
+      "deadlines.json",
+    );
     h = await Harness.create({
       files: { "defs.ts": DEFS },
       nodes: 2,
@@ -67,13 +70,17 @@ describePostgres("alerts: partition deadlines", () => {
   });
 
   const cursor = async (assetKey: string): Promise<number | undefined> => {
-    const { rows } = await sql<{ value: { until: string } }>`select value from cursors where name = ${deadlineCursorName(assetKey)}`.execute(h.db);
+    const { rows } = await sql<{
+      value: { until: string };
+    }>`select value from cursors where name = ${deadlineCursorName(assetKey)}`.execute(h.db);
     return rows[0] ? Date.parse(rows[0].value.until) : undefined;
   };
   const alerts = async () =>
     (
       await sql<{ asset_key: string; partition_key: string; owner: string | null; status: string; payload: Record<string, unknown> }>`
-        select asset_key, partition_key, owner, status, payload from alerts where kind = 'deadline_missed' order by asset_key, partition_key`.execute(h.db)
+        select asset_key, partition_key, owner, status, payload from alerts where kind = 'deadline_missed' order by asset_key, partition_key`.execute(
+        h.db,
+      )
     ).rows;
 
   it("alerts once per partition not materialised by its deadline, none for one materialised in time, nothing before first sight", async () => {
@@ -89,10 +96,7 @@ describePostgres("alerts: partition deadlines", () => {
     const upcoming = windowsEndingIn(t0 - DEADLINE, t0);
     expect(upcoming.length).toBeGreaterThanOrEqual(3);
     const onTime = upcoming[1]!;
-    const runs = [
-      await h.launch(["d/feed"], { partition: onTime }),
-      await h.launch(["d/regional"], { partition: `${onTime}|eu` }),
-    ];
+    const runs = [await h.launch(["d/feed"], { partition: onTime }), await h.launch(["d/regional"], { partition: `${onTime}|eu` })];
     for (const r of await h.waitForRuns(runs)) expect(r.status).toBe("success");
 
     h.clockShiftMs = DEADLINE;
@@ -143,9 +147,18 @@ describePostgres("alerts: partition deadlines", () => {
     const now = new Date("2025-02-01T00:00:00Z");
     await setCursor("d/feed", "2025-01-20T00:00:00.000Z");
     await setCursor("d/regional", now.toISOString());
-    const monitor = new DeadlineMonitor({ store: new PgAlertStore(h.db), graphs: h.graphs, definitions: h.definitions, maxPartitionsPerCheck: 100 });
+    const monitor = new DeadlineMonitor({
+      store: new PgAlertStore(h.db),
+      graphs: h.graphs,
+      definitions: h.definitions,
+      maxPartitionsPerCheck: 100,
+    });
     const old = async () =>
-      (await sql<{ n: number }>`select count(*)::int as n from alerts where asset_key = 'd/feed' and partition_key like '2025-01-%'`.execute(h.db)).rows[0]!.n;
+      (
+        await sql<{
+          n: number;
+        }>`select count(*)::int as n from alerts where asset_key = 'd/feed' and partition_key like '2025-01-%'`.execute(h.db)
+      ).rows[0]!.n;
 
     // Windows ending in (Jan 19 21:00, Jan 31 21:00]: 288 hours, at most 100 per check.
     expect(await monitor.check(now)).toBe(100);

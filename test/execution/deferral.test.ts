@@ -59,7 +59,11 @@ describePostgres("execution: deferred steps and reschedule-mode sensors", () => 
     await h.redefine({ "d.ts": defs(landing) });
     const runId = await h.launch(["d/waiter", "d/after"], { from: "2025-03-01", to: "2025-03-03" });
     // One executor slot, three waits: each one gives its slot back when it defers.
-    await h.until(async () => Object.values(await stepStates(h!, runId)).filter((s) => s === "deferred").length === 3, 20_000, "three deferred steps");
+    await h.until(
+      async () => Object.values(await stepStates(h!, runId)).filter((s) => s === "deferred").length === 3,
+      20_000,
+      "three deferred steps",
+    );
 
     const { rows: triggers } = await sql<Record<string, unknown>>`
       select t.kind, t.args, t.asset_key, t.partition_key, t.partition_window, t.poll_interval_ms, t.soft_fail, t.try_number,
@@ -121,11 +125,15 @@ describePostgres("execution: deferred steps and reschedule-mode sensors", () => 
     const run = await h.waitForRun(runId, 20_000);
     expect(run.status).toBe("canceled");
     expect(await occupied()).toBe(0);
-    await h.until(async () => {
-      const { rows } = await sql<{ status: string }>`
+    await h.until(
+      async () => {
+        const { rows } = await sql<{ status: string }>`
         select t.status from triggers t join steps s on s.id = t.step_id where s.run_id = ${runId}`.execute(h!.db);
-      return rows.length === 1 && rows[0]!.status === "canceled";
-    }, 10_000, "the wait to be canceled");
+        return rows.length === 1 && rows[0]!.status === "canceled";
+      },
+      10_000,
+      "the wait to be canceled",
+    );
   });
 
   it("times a deferred wait out through the normal failure path: downstream does not run on missing data", async () => {
@@ -150,9 +158,9 @@ describePostgres("execution: deferred steps and reschedule-mode sensors", () => 
     await h.redefine({ "d.ts": defs(landing) });
     const runId = await h.launch(["d/sensor"], { partition: "2025-03-07" });
     const tries = async () =>
-      (await sql<{ state: string }>`select t.state from step_tries t where t.run_id = ${runId} order by t.try_number`.execute(h!.db)).rows.map(
-        (r) => r.state,
-      );
+      (
+        await sql<{ state: string }>`select t.state from step_tries t where t.run_id = ${runId} order by t.try_number`.execute(h!.db)
+      ).rows.map((r) => r.state);
     await h.until(async () => (await tries()).filter((s) => s === "up_for_reschedule").length >= 2, 20_000, "two checks");
     const { rows: waiting } = await sql<{ wait_started_at: Date | null; tries_before: number; try_number: number }>`
       select wait_started_at, tries_before, try_number from steps where run_id = ${runId}`.execute(h.db);
@@ -163,7 +171,9 @@ describePostgres("execution: deferred steps and reschedule-mode sensors", () => 
     const all = await tries();
     expect(all.at(-1)).toBe("success");
     expect(all.slice(0, -1).every((s) => s === "up_for_reschedule")).toBe(true);
-    const { rows: after } = await sql<{ wait_started_at: Date | null }>`select wait_started_at from steps where run_id = ${runId}`.execute(h.db);
+    const { rows: after } = await sql<{ wait_started_at: Date | null }>`select wait_started_at from steps where run_id = ${runId}`.execute(
+      h.db,
+    );
     expect(after[0]!.wait_started_at).toBeNull();
   });
 });

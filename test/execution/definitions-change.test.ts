@@ -37,12 +37,17 @@ describePostgres("execution: definitions changing mid-run", () => {
     // Inside the function, not only "running": the file is imported after the try starts, and the directory is
     // about to be rewritten (an import racing that would fail the try, as it should).
     const entered = () => (globalThis as { __tributaryKeepEntered?: boolean }).__tributaryKeepEntered === true;
-    await h.until(async () => entered() && (await h!.runs.getRun(runId))!.steps.find((s) => s.assetKey === "d/keep")!.state === "running", 10_000, "d/keep to run");
+    await h.until(
+      async () => entered() && (await h!.runs.getRun(runId))!.steps.find((s) => s.assetKey === "d/keep")!.state === "running",
+      10_000,
+      "d/keep to run",
+    );
     const version = await h.redefine({ "keep.ts": KEEP });
     expect(version).toBeGreaterThan(before.version);
     // A node notices a new definitions version within its graph cache's age; the steps it dispatches after that
     // are judged by the new definitions.
-    for (const node of h.nodes) await h.until(async () => (await node.graphs.current()).version === version, 10_000, `node ${node.index} to see version ${version}`);
+    for (const node of h.nodes)
+      await h.until(async () => (await node.graphs.current()).version === version, 10_000, `node ${node.index} to see version ${version}`);
     (globalThis as { __tributaryKeepRelease?: boolean }).__tributaryKeepRelease = true;
 
     const run = await h.waitForRun(runId, 20_000);

@@ -117,11 +117,15 @@ describePostgres("execution: faults in user code on the local executor", () => {
 
     it("retries a step whose worker process was SIGKILLed mid-step, and it succeeds", async () => {
       const runId = await h.launch(["f/victim"]);
-      const running = await h.until(async () => {
-        const { rows } = await sql<{ pid: number | null; state: string }>`
+      const running = await h.until(
+        async () => {
+          const { rows } = await sql<{ pid: number | null; state: string }>`
           select t.pid, t.state from step_tries t where t.run_id = ${runId} and t.try_number = 1`.execute(h.db);
-        return rows[0]?.state === "running" && rows[0].pid ? rows[0].pid : undefined;
-      }, 20_000, "the victim step to run");
+          return rows[0]?.state === "running" && rows[0].pid ? rows[0].pid : undefined;
+        },
+        20_000,
+        "the victim step to run",
+      );
       process.kill(running, "SIGKILL");
       const run = await h.waitForRun(runId, 30_000);
       expect(run.status).toBe("success");
@@ -130,7 +134,9 @@ describePostgres("execution: faults in user code on the local executor", () => {
       expect(rows.map((r) => r.state)).toEqual(["failed", "success"]);
       expect(rows[0]!.error).toMatchObject({ code: "WORKER_EXITED", message: expect.stringContaining("SIGKILL") });
       expect(rows[1]!.pid).not.toBe(running);
-      const out = await sql<{ inline_value: { tryNumber: number } }>`select inline_value from outputs where run_id = ${runId}`.execute(h.db);
+      const out = await sql<{ inline_value: { tryNumber: number } }>`select inline_value from outputs where run_id = ${runId}`.execute(
+        h.db,
+      );
       expect(out.rows[0]!.inline_value.tryNumber).toBe(2);
     });
   });

@@ -96,10 +96,7 @@ export interface Node {
 }
 
 export type Selection =
-  | { readonly partition: string }
-  | { readonly from?: string; readonly to?: string }
-  | { readonly all: true }
-  | Record<string, never>;
+  { readonly partition: string } | { readonly from?: string; readonly to?: string } | { readonly all: true } | Record<string, never>;
 
 export interface LaunchExtras {
   readonly includeUpstream?: boolean;
@@ -158,7 +155,12 @@ export class Harness {
     this.dbName = newTestDatabaseName();
     await createDatabase(context.adminUrl, this.dbName, { template: context.templateDatabase });
     this.url = databaseUrlWithName(context.adminUrl, this.dbName);
-    this.handle = await openPostgres({ kind: "postgres", url: this.url, applicationName: "tributary-test", onConnectionError: () => undefined });
+    this.handle = await openPostgres({
+      kind: "postgres",
+      url: this.url,
+      applicationName: "tributary-test",
+      onConnectionError: () => undefined,
+    });
     this.definitions = new PgDefinitionStore(this.db);
     this.runs = new PgRunStore(this.db, RUN_DECISIONS);
     this.graphs = new GraphCache(this.definitions, 0);
@@ -355,7 +357,9 @@ export class Harness {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const { rows } = await sql<{ n: number }>`
-        select count(*)::int as n from runs where id = any(${runIds}::uuid[]) and status in ('success', 'failed', 'canceled')`.execute(this.db);
+        select count(*)::int as n from runs where id = any(${runIds}::uuid[]) and status in ('success', 'failed', 'canceled')`.execute(
+        this.db,
+      );
       if (rows[0]!.n === runIds.length) break;
       if (Date.now() > deadline) {
         throw new Error(`runs did not end within ${timeoutMs} ms: ${await this.describe(runIds)}`);
@@ -374,7 +378,8 @@ export class Harness {
     for (;;) {
       const v = await check();
       if (v !== undefined && v !== false) return v;
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; errors: ${this.errors().slice(0, 5).join(" | ")}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; errors: ${this.errors().slice(0, 5).join(" | ")}`);
       await sleep(20);
     }
   }
@@ -465,7 +470,11 @@ export class KillableBackend implements ExecutionBackend {
   }
 }
 
-async function writeDefinitions(dir: string, files: Readonly<Record<string, string>>, transform: (text: string) => string = (t) => t): Promise<void> {
+async function writeDefinitions(
+  dir: string,
+  files: Readonly<Record<string, string>>,
+  transform: (text: string) => string = (t) => t,
+): Promise<void> {
   for (const [rel, text] of Object.entries(files)) {
     const file = path.join(dir, rel);
     await mkdir(path.dirname(file), { recursive: true });

@@ -98,9 +98,15 @@ describePostgres("execution: pools, priorities and concurrency limits", () => {
       select s.asset_key, s.partition_key from step_tries t join steps s on s.id = t.step_id
       where s.asset_key <> 'l/gate' order by t.started_at, t.id`.execute(h.db);
     expect(rows.map((r) => `${r.asset_key}@${r.partition_key.slice(-2)}`)).toEqual([
-      "l/high@01", "l/high@02", "l/high@03",
-      "l/low@01", "l/low@02", "l/low@03",
-      "l/low2@01", "l/low2@02", "l/low2@03",
+      "l/high@01",
+      "l/high@02",
+      "l/high@03",
+      "l/low@01",
+      "l/low@02",
+      "l/low@03",
+      "l/low2@01",
+      "l/low2@02",
+      "l/low2@03",
     ]);
   });
 

@@ -85,8 +85,10 @@ export const second = asset({ key: "t/second", deps: { first }, map: ({ first })
 export const last = asset({ key: "t/last", deps: { second } }, async (_ctx, { second }) => second);
 `;
 
-const mapped = (run: RunDetail, asset: string) => run.steps.filter((s) => s.assetKey === asset && s.mapIndex >= 0).sort((a, b) => a.mapIndex - b.mapIndex);
-const own = (run: RunDetail, asset: string): StepRecord => run.steps.find((s) => s.assetKey === asset && s.mapIndex === -1 && s.checkName === null)!;
+const mapped = (run: RunDetail, asset: string) =>
+  run.steps.filter((s) => s.assetKey === asset && s.mapIndex >= 0).sort((a, b) => a.mapIndex - b.mapIndex);
+const own = (run: RunDetail, asset: string): StepRecord =>
+  run.steps.find((s) => s.assetKey === asset && s.mapIndex === -1 && s.checkName === null)!;
 
 describePostgres("execution: mapped steps (runtime fan-out)", () => {
   let h: Harness | undefined;
@@ -136,7 +138,9 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
       select status, last_step_id from partition_status where asset_key = 'm/parsed' and partition_key = '2020-01-03'`.execute(h.db);
     expect(status.rows[0]).toEqual({ status: "materialized", last_step_id: parent.id });
     // Item 500 was retried, so nothing failed for good: no failure event.
-    const failures = await sql<{ n: number }>`select count(*)::int as n from events where kind = 'failure' and run_id = ${runId}`.execute(h.db);
+    const failures = await sql<{ n: number }>`select count(*)::int as n from events where kind = 'failure' and run_id = ${runId}`.execute(
+      h.db,
+    );
     expect(failures.rows[0]!.n).toBe(0);
     expect(h.errors()).toEqual([]);
   });
@@ -146,10 +150,16 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     (globalThis as { __tributaryItems?: number[] }).__tributaryItems = [3, 1, 2];
     const first = await h.waitForRun(await h.launch(["e/found", "e/sum"]), 30_000);
     expect(first.status, await h.describe([first.id])).toBe("success");
-    expect(mapped(first, "e/found").map((s) => [s.mapIndex, s.mapLabel])).toEqual([[0, "n=3"], [1, "n=1"], [2, "n=2"]]);
+    expect(mapped(first, "e/found").map((s) => [s.mapIndex, s.mapLabel])).toEqual([
+      [0, "n=3"],
+      [1, "n=1"],
+      [2, "n=2"],
+    ]);
     const sumOf = async (runId: string) =>
-      (await sql<{ v: unknown }>`select o.inline_value as v from outputs o join steps s on s.id = o.step_id
-                                 where s.run_id = ${runId} and s.asset_key = 'e/sum'`.execute(h!.db)).rows[0]!.v;
+      (
+        await sql<{ v: unknown }>`select o.inline_value as v from outputs o join steps s on s.id = o.step_id
+                                 where s.run_id = ${runId} and s.asset_key = 'e/sum'`.execute(h!.db)
+      ).rows[0]!.v;
     expect(await sumOf(first.id)).toEqual({ values: [30, 10, 20], sum: 60 });
 
     (globalThis as { __tributaryItems?: number[] }).__tributaryItems = [];
@@ -196,7 +206,10 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     expect(run.status, await h.describe([run.id])).toBe("success");
     const items = mapped(run, "x/words");
     expect(items.map((s) => [s.mapLabel, s.state, s.tryNumber])).toEqual([
-      ["ALPHA", "success", 1], ["BETA", "success", 1], ["GAMMA", "success", 2], ["DELTA", "success", 1],
+      ["ALPHA", "success", 1],
+      ["BETA", "success", 1],
+      ["GAMMA", "success", 2],
+      ["DELTA", "success", 1],
     ]);
     const check = run.steps.find((s) => s.checkName === "four_words")!;
     expect(check.state).toBe("success");
@@ -204,7 +217,10 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     const joined = await sql<{ v: unknown }>`select o.inline_value as v from outputs o join steps s on s.id = o.step_id
                                               where s.run_id = ${run.id} and s.asset_key = 'x/joined'`.execute(h.db);
     expect(joined.rows[0]!.v).toBe("alpha beta gamma delta");
-    const result = await sql<{ passed: boolean; metadata: unknown }>`select passed, metadata from check_results where run_id = ${run.id}`.execute(h.db);
+    const result = await sql<{
+      passed: boolean;
+      metadata: unknown;
+    }>`select passed, metadata from check_results where run_id = ${run.id}`.execute(h.db);
     expect(result.rows).toEqual([{ passed: true, metadata: { n: 4 } }]);
   });
 
@@ -213,10 +229,19 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     let release!: () => void;
     (globalThis as { __tributaryHold?: Promise<void> }).__tributaryHold = new Promise<void>((r) => (release = r));
     const runId = await h.launch(["h/held"]);
-    await h.until(async () => {
-      const run = await h!.runs.getRun(runId);
-      return run && mapped(run, "h/held").length === 3 && mapped(run, "h/held")[1]!.state === "running" && mapped(run, "h/held")[0]!.state === "success";
-    }, 15_000, "item 1 running and item 0 done");
+    await h.until(
+      async () => {
+        const run = await h!.runs.getRun(runId);
+        return (
+          run &&
+          mapped(run, "h/held").length === 3 &&
+          mapped(run, "h/held")[1]!.state === "running" &&
+          mapped(run, "h/held")[0]!.state === "success"
+        );
+      },
+      15_000,
+      "item 1 running and item 0 done",
+    );
     const ref = { runId, assetKey: "h/held", partitionKey: "" };
     await expect(h.runs.clearMappedStep({ ...ref, mapIndex: 1 }, new Date())).rejects.toMatchObject({
       code: "STEP_ACTIVE",
@@ -240,10 +265,19 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     expect(mapped(run, "t/second").map((s) => s.state)).toEqual(["success", "success", "success"]);
     (globalThis as { __tributarySecond?: number }).__tributarySecond = 2;
     const cleared = await h.runs.clearMappedStep({ runId, assetKey: "t/first", partitionKey: "", mapIndex: 1 }, new Date());
-    expect(cleared.cleared.map((c) => [c.assetKey, c.mapIndex])).toEqual([["t/first", 1], ["t/first", -1], ["t/second", -1], ["t/last", -1]]);
+    expect(cleared.cleared.map((c) => [c.assetKey, c.mapIndex])).toEqual([
+      ["t/first", 1],
+      ["t/first", -1],
+      ["t/second", -1],
+      ["t/last", -1],
+    ]);
     const again = await h.waitForRun(runId, 30_000);
     expect(again.status, await h.describe([runId])).toBe("success");
-    expect(mapped(again, "t/second").map((s) => [s.state, s.tryNumber])).toEqual([["success", 2], ["success", 2], ["removed", 1]]);
+    expect(mapped(again, "t/second").map((s) => [s.state, s.tryNumber])).toEqual([
+      ["success", 2],
+      ["success", 2],
+      ["removed", 1],
+    ]);
     expect(own(again, "t/second").mapCount).toBe(2);
     expect(again.stepsDone).toBe(again.stepsTotal);
     expect(again.stepsTotal).toBe(8);
@@ -271,16 +305,28 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     const firstId = await h.launch(["m/listing", "m/parsed", "m/total"], { partition: "2020-01-04" });
     const first = await h.waitForRun(firstId, 30_000);
     expect(first.status).toBe("success");
-    const gatheredBefore = await sql<{ n: number }>`select count(*)::int as n from events where asset_key = 'm/parsed' and kind = 'materialization'`.execute(h.db);
+    const gatheredBefore = await sql<{
+      n: number;
+    }>`select count(*)::int as n from events where asset_key = 'm/parsed' and kind = 'materialization'`.execute(h.db);
 
     // Bad targets are refused and nothing changes.
     const ref = { runId: firstId, assetKey: "m/parsed", partitionKey: "2020-01-04" };
-    await expect(h.runs.clearMappedStep({ ...ref, mapIndex: 5 }, new Date())).rejects.toMatchObject({ code: "STEP_NOT_FOUND", message: expect.stringContaining("map indices 0 to 4") });
-    await expect(h.runs.clearMappedStep({ ...ref, assetKey: "m/total", mapIndex: 0 }, new Date())).rejects.toMatchObject({ code: "STEP_NOT_FOUND", message: expect.stringContaining("has not fanned out") });
+    await expect(h.runs.clearMappedStep({ ...ref, mapIndex: 5 }, new Date())).rejects.toMatchObject({
+      code: "STEP_NOT_FOUND",
+      message: expect.stringContaining("map indices 0 to 4"),
+    });
+    await expect(h.runs.clearMappedStep({ ...ref, assetKey: "m/total", mapIndex: 0 }, new Date())).rejects.toMatchObject({
+      code: "STEP_NOT_FOUND",
+      message: expect.stringContaining("has not fanned out"),
+    });
     await expect(h.runs.clearMappedStep({ ...ref, mapIndex: -1 }, new Date())).rejects.toMatchObject({ code: "MAP_INDEX_INVALID" });
 
     const cleared = await h.runs.clearMappedStep({ ...ref, mapIndex: 2 }, new Date());
-    expect(cleared.cleared.map((c) => [c.assetKey, c.mapIndex])).toEqual([["m/parsed", 2], ["m/parsed", -1], ["m/total", -1]]);
+    expect(cleared.cleared.map((c) => [c.assetKey, c.mapIndex])).toEqual([
+      ["m/parsed", 2],
+      ["m/parsed", -1],
+      ["m/total", -1],
+    ]);
     expect(cleared.run.status).toBe("running");
     expect(cleared.run.planVersion).toBe(3);
     const again = await h.waitForRun(firstId, 30_000);
@@ -289,7 +335,9 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     expect(mapped(again, "m/parsed")[2]!.tryNumber).toBe(2);
     expect(mapped(again, "m/parsed")[1]!.tryNumber).toBe(1);
     expect(own(again, "m/total").tryNumber).toBe(2);
-    const gatheredAfter = await sql<{ n: number }>`select count(*)::int as n from events where asset_key = 'm/parsed' and kind = 'materialization'`.execute(h.db);
+    const gatheredAfter = await sql<{
+      n: number;
+    }>`select count(*)::int as n from events where asset_key = 'm/parsed' and kind = 'materialization'`.execute(h.db);
     expect(gatheredAfter.rows[0]!.n).toBe(gatheredBefore.rows[0]!.n + 1);
 
     // A re-run of the partition expands to a different number of items: its own steps; the old run is intact.
@@ -303,7 +351,11 @@ describePostgres("execution: mapped steps (runtime fan-out)", () => {
     const totals = await sql<{ run_id: string; count: number }>`
       select s.run_id, (o.inline_value->>'count')::int as count from outputs o join steps s on s.id = o.step_id
       where s.asset_key = 'm/total' order by o.id`.execute(h.db);
-    expect(totals.rows.map((r) => [r.run_id, r.count])).toEqual([[firstId, 5], [firstId, 5], [second.id, 3]]);
+    expect(totals.rows.map((r) => [r.run_id, r.count])).toEqual([
+      [firstId, 5],
+      [firstId, 5],
+      [second.id, 3],
+    ]);
 
     // The old run no longer owns the partition: clearing its mapped step would overwrite newer data.
     await expect(h.runs.clearMappedStep({ ...ref, mapIndex: 1 }, new Date())).rejects.toMatchObject({

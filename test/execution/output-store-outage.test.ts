@@ -39,7 +39,12 @@ describePostgres("execution: the S3 output store unreachable while an output is 
       await server.run();
     };
     await start();
-    const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS });
+    const client = new S3Client({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: CREDENTIALS,
+    });
     await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
     client.destroy();
     await server!.close(); // down before the step writes
@@ -47,12 +52,16 @@ describePostgres("execution: the S3 output store unreachable while an output is 
     const store = new S3OutputStore({ endpoint: `http://127.0.0.1:${port}`, bucket: BUCKET, prefix: "runs/", ...CREDENTIALS });
     h = await Harness.create({ files: { "big.ts": DEFS }, outputStore: store });
     const runId = await h.launch(["s3/big", "s3/reader"]);
-    const failedTry = await h.until(async () => {
-      const { rows } = await sql<{ error: { code: string; message: string } }>`
+    const failedTry = await h.until(
+      async () => {
+        const { rows } = await sql<{ error: { code: string; message: string } }>`
         select t.error from step_tries t join steps s on s.id = t.step_id
         where s.run_id = ${runId} and s.asset_key = 's3/big' and t.state = 'failed' limit 1`.execute(h!.db);
-      return rows[0];
-    }, 30_000, "the first try to fail");
+        return rows[0];
+      },
+      30_000,
+      "the first try to fail",
+    );
     expect(failedTry.error.code).toBe("OUTPUT_STORE_UNREACHABLE");
     expect(failedTry.error.message).toContain(`127.0.0.1:${port}`);
 

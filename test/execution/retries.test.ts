@@ -56,7 +56,10 @@ describePostgres("execution: retries", () => {
     for (let i = 1; i < 3; i++) {
       expect(step!.tries[i]!.startedAt!.getTime() - step!.tries[i - 1]!.endedAt!.getTime()).toBeGreaterThanOrEqual(190);
     }
-    const out = await sql<{ inline_value: unknown; try_number: number }>`select inline_value, try_number from outputs where step_id = ${step!.id}`.execute(h.db);
+    const out = await sql<{
+      inline_value: unknown;
+      try_number: number;
+    }>`select inline_value, try_number from outputs where step_id = ${step!.id}`.execute(h.db);
     expect(out.rows).toEqual([{ inline_value: { n: 3, tryNumber: 3 }, try_number: 3 }]);
     // Only the final outcome is an event: intermediate failures are tries, not failures of the partition.
     const events = await sql<{ kind: string }>`select kind from events where step_id = ${step!.id}`.execute(h.db);
@@ -66,10 +69,16 @@ describePostgres("execution: retries", () => {
   it("fails the step once retries are exhausted, and marks the partition failed", async () => {
     const runId = await h.launch(["r/hopeless"], { partition: "2025-01-02" });
     // retries: 1 waits the default 30 s: move the reconciler's clock past it.
-    const retryAt = await h.until(async () => {
-      const { rows } = await sql<{ next_retry_at: Date | null }>`select next_retry_at from steps where run_id = ${runId} and state = 'up_for_retry'`.execute(h.db);
-      return rows[0]?.next_retry_at ?? undefined;
-    }, 10_000, "the first try to fail");
+    const retryAt = await h.until(
+      async () => {
+        const { rows } = await sql<{
+          next_retry_at: Date | null;
+        }>`select next_retry_at from steps where run_id = ${runId} and state = 'up_for_retry'`.execute(h.db);
+        return rows[0]?.next_retry_at ?? undefined;
+      },
+      10_000,
+      "the first try to fail",
+    );
     expect(retryAt.getTime() - Date.now()).toBeGreaterThan(25_000);
     h.clockShiftMs = 31_000;
     const run = await h.waitForRun(runId);
@@ -103,7 +112,11 @@ describePostgres("execution: retries", () => {
     expect(run.status).toBe("failed");
     const tries = run.steps[0]!.tries;
     expect(tries).toHaveLength(4);
-    for (const [i, factor] of [[1, 1], [2, 3], [3, 7]] as const) {
+    for (const [i, factor] of [
+      [1, 1],
+      [2, 3],
+      [3, 7],
+    ] as const) {
       expect(tries[i]!.startedAt!.getTime() - tries[i - 1]!.endedAt!.getTime()).toBeGreaterThanOrEqual(200 * factor - 20);
     }
   });

@@ -48,7 +48,10 @@ export const hanging = asset({
 
 async function lines(name: string): Promise<Record<string, unknown>[]> {
   const text = await readFile(path.join(out, name), "utf8").catch(() => "");
-  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 for (const executor of ["local", "in-process"] as const satisfies readonly ExecutorChoice[]) {
@@ -71,7 +74,11 @@ for (const executor of ["local", "in-process"] as const satisfies readonly Execu
     it("onSuccess runs in the worker with the step's context", async () => {
       const run = await h.waitForRun(await h.launch(["cb/good"], { partition: "2025-01-05" }));
       expect(run.status).toBe("success");
-      const [note] = await h.until(async () => ((await read("good.success")).length > 0 ? read("good.success") : undefined), 10_000, "onSuccess");
+      const [note] = await h.until(
+        async () => ((await read("good.success")).length > 0 ? read("good.success") : undefined),
+        10_000,
+        "onSuccess",
+      );
       expect(note).toMatchObject({ asset: "cb/good", partition: "2025-01-05", run: run.id, try: 1 });
       if (executor === "local") expect(note!["pid"]).not.toBe(process.pid);
       expect(await read("good.failure")).toEqual([]);
@@ -81,11 +88,23 @@ for (const executor of ["local", "in-process"] as const satisfies readonly Execu
     it("onRetry when the failure will be retried, onFailure when it will not", async () => {
       const run = await h.waitForRun(await h.launch(["cb/flaky"]));
       expect(run.status).toBe("failed");
-      const failure = await h.until(async () => ((await read("flaky.failure")).length > 0 ? read("flaky.failure") : undefined), 10_000, "onFailure");
+      const failure = await h.until(
+        async () => ((await read("flaky.failure")).length > 0 ? read("flaky.failure") : undefined),
+        10_000,
+        "onFailure",
+      );
       expect(await read("flaky.retry")).toEqual([
-        expect.objectContaining({ try: 1, nextTry: 2, lastTry: 2, code: "USER_CODE_ERROR", message: expect.stringContaining("boom on try 1") }),
+        expect.objectContaining({
+          try: 1,
+          nextTry: 2,
+          lastTry: 2,
+          code: "USER_CODE_ERROR",
+          message: expect.stringContaining("boom on try 1"),
+        }),
       ]);
-      expect(failure).toEqual([expect.objectContaining({ try: 2, code: "USER_CODE_ERROR", message: expect.stringContaining("boom on try 2") })]);
+      expect(failure).toEqual([
+        expect.objectContaining({ try: 2, code: "USER_CODE_ERROR", message: expect.stringContaining("boom on try 2") }),
+      ]);
       expect(await read("flaky.success")).toEqual([]);
     });
 
@@ -93,23 +112,35 @@ for (const executor of ["local", "in-process"] as const satisfies readonly Execu
       const ok = await h.waitForRun(await h.launch(["cb/throwing"]));
       expect(ok.status).toBe("success");
       expect(ok.steps[0]!.state).toBe("success");
-      await h.until(async () => (await logOf(ok.id)).includes("onSuccess callback failed: callback exploded") || undefined, 10_000, "the logged callback error");
+      await h.until(
+        async () => (await logOf(ok.id)).includes("onSuccess callback failed: callback exploded") || undefined,
+        10_000,
+        "the logged callback error",
+      );
       expect((await h.runs.latestOutputs([{ assetKey: "cb/throwing", partitionKey: "" }]))[0]?.inline).toBe(42);
 
       const bad = await h.waitForRun(await h.launch(["cb/failthrow"]));
       expect(bad.status).toBe("failed");
       expect((bad.steps[0]!.error as { message: string }).message).toContain("the real failure");
-      await h.until(async () => (await logOf(bad.id)).includes("onFailure callback failed: failure callback exploded") || undefined, 10_000, "the logged error");
+      await h.until(
+        async () => (await logOf(bad.id)).includes("onFailure callback failed: failure callback exploded") || undefined,
+        10_000,
+        "the logged error",
+      );
     });
 
     it("a callback past its time limit is logged, its signal aborted, the outcome unchanged", async () => {
       const run = await h.waitForRun(await h.launch(["cb/hanging"]));
       expect(run.status).toBe("success");
       await h.until(async () => ((await read("hanging.aborted")).length > 0 ? true : undefined), 10_000, "the aborted callback");
-      const log = await h.until(async () => {
-        const text = await logOf(run.id);
-        return text.includes("CALLBACK_TIMEOUT") ? text : undefined;
-      }, 5_000, "the timeout in the log");
+      const log = await h.until(
+        async () => {
+          const text = await logOf(run.id);
+          return text.includes("CALLBACK_TIMEOUT") ? text : undefined;
+        },
+        5_000,
+        "the timeout in the log",
+      );
       expect(log).toContain("onSuccess callback did not finish within 300 ms");
       expect((await h.runs.getRun(run.id))!.steps[0]!.state).toBe("success");
     });

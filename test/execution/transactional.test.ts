@@ -81,7 +81,12 @@ async function shadowOf(h: Harness): Promise<string> {
 
 async function startNode(h: Harness, shadow: string, options: { zombieAfterMs?: number } = {}): Promise<TxNode> {
   const errors: string[] = [];
-  const handle = await openPostgres({ kind: "postgres", url: h.url, applicationName: "tributary-tx-node", onConnectionError: (e) => errors.push(e.message) });
+  const handle = await openPostgres({
+    kind: "postgres",
+    url: h.url,
+    applicationName: "tributary-tx-node",
+    onConnectionError: (e) => errors.push(e.message),
+  });
   const runs = new PgRunStore(handle.db, RUN_DECISIONS);
   const definitions = new PgDefinitionStore(handle.db);
   const graphs = new GraphCache(definitions);
@@ -97,7 +102,8 @@ async function startNode(h: Harness, shadow: string, options: { zombieAfterMs?: 
     database: handle,
     runs,
     killGraceMs: 500,
-    importModule: async (file) => (await import(/* @vite-ignore */ pathToFileURL(path.join(shadow, path.relative(h.dir, file))).href)) as Record<string, unknown>,
+    importModule: async (file) =>
+      (await import(/* @vite-ignore */ pathToFileURL(path.join(shadow, path.relative(h.dir, file))).href)) as Record<string, unknown>,
     onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`),
   });
   const reconciler = new Reconciler({
@@ -156,7 +162,9 @@ interface TryRow {
 
 async function triesOf(h: Harness, runId: string): Promise<TryRow[]> {
   const { rows } = await sql<TryRow>`
-    select t.try_number, t.state, t.worker_id, t.pid, t.error from step_tries t where t.run_id = ${runId} order by t.try_number`.execute(h.db);
+    select t.try_number, t.state, t.worker_id, t.pid, t.error from step_tries t where t.run_id = ${runId} order by t.try_number`.execute(
+    h.db,
+  );
   return rows;
 }
 
@@ -323,11 +331,15 @@ describePostgres("execution: the transactional executor", () => {
       expect(exit?.signal, stderr).toBe("SIGKILL");
 
       // The child's transaction died with its connection: its write is gone, the step still looks running.
-      await h.until(async () => {
-        const { rows } = await sql<{ n: number }>`
+      await h.until(
+        async () => {
+          const { rows } = await sql<{ n: number }>`
           select count(*)::int as n from pg_stat_activity where application_name = 'tributary-tx-child'`.execute(h.db);
-        return rows[0]!.n === 0;
-      }, 10_000, "the child's sessions to end");
+          return rows[0]!.n === 0;
+        },
+        10_000,
+        "the child's sessions to end",
+      );
       expect(await rowsOf(h, "p4")).toEqual([]);
       const before = await triesOf(h, runId);
       expect(before.map((t) => [t.try_number, t.state, t.pid])).toEqual([[1, "running", child.pid]]);
@@ -351,7 +363,11 @@ describePostgres("execution: the transactional executor", () => {
   describe("ctx.tx elsewhere", () => {
     it("is undefined under other executors", async () => {
       const probe = asset({ key: "t/probe" }, (ctx) => ({ hasTx: ctx.tx !== undefined }));
-      const runtime = new StepRuntime({ importModule: async () => ({ probe }), addDynamicPartitions: async () => undefined, materialized: async () => undefined });
+      const runtime = new StepRuntime({
+        importModule: async () => ({ probe }),
+        addDynamicPartitions: async () => undefined,
+        materialized: async () => undefined,
+      });
       const logRef = path.join(tmpdir(), `tributary-tx-probe-${process.pid}.log`);
       const end = await runtime.run(
         {

@@ -41,9 +41,25 @@ describePostgres("execution: trigger rules through the real store", () => {
 
   it("applies the rules, cascades upstream_failed and skipped, and fails the run", async () => {
     const keys = [
-      "t/ok", "t/bad", "t/skipper", "t/after_bad", "t/after_after_bad", "t/after_skip", "t/after_after_skip",
-      "t/all_done", "t/all_done_cascade", "t/one_failed", "t/one_failed_none", "t/one_success", "t/all_failed",
-      "t/nfmos", "t/nfmos_all_skipped", "t/nfmos_failed", "t/none_skipped", "t/all_skipped", "t/always",
+      "t/ok",
+      "t/bad",
+      "t/skipper",
+      "t/after_bad",
+      "t/after_after_bad",
+      "t/after_skip",
+      "t/after_after_skip",
+      "t/all_done",
+      "t/all_done_cascade",
+      "t/one_failed",
+      "t/one_failed_none",
+      "t/one_success",
+      "t/all_failed",
+      "t/nfmos",
+      "t/nfmos_all_skipped",
+      "t/nfmos_failed",
+      "t/none_skipped",
+      "t/all_skipped",
+      "t/always",
     ];
     const run = await h.waitForRun(await h.launch(keys));
     const state = Object.fromEntries(run.steps.map((s) => [s.assetKey, s.state]));
@@ -75,15 +91,24 @@ describePostgres("execution: trigger rules through the real store", () => {
     expect(step("t/skipper").skipReason).toBe("nothing to do today");
     expect(step("t/after_skip").skipReason).toMatch(/trigger rule all_success/);
     // Steps decided by their trigger rule never ran: no try.
-    for (const k of ["t/after_bad", "t/after_after_bad", "t/after_skip", "t/nfmos_failed", "t/none_skipped"]) expect(step(k).tries).toEqual([]);
+    for (const k of ["t/after_bad", "t/after_after_bad", "t/after_skip", "t/nfmos_failed", "t/none_skipped"])
+      expect(step(k).tries).toEqual([]);
     // all_done ran after a failure; the failed upstream gives it no value.
-    const allDoneOut = await sql<{ inline_value: unknown }>`select inline_value from outputs where step_id = ${step("t/all_done").id}`.execute(h.db);
+    const allDoneOut = await sql<{
+      inline_value: unknown;
+    }>`select inline_value from outputs where step_id = ${step("t/all_done").id}`.execute(h.db);
     expect(allDoneOut.rows[0]!.inline_value).toEqual({ ok: "ok", bad: null });
     // A skipped step is recorded as a skipped try with its reason, and no materialisation.
     expect(step("t/skipper").tries.map((t) => t.state)).toEqual(["skipped"]);
-    const events = await sql<{ asset_key: string; kind: string }>`select asset_key, kind from events where run_id = ${run.id} and asset_key in ('t/skipper', 't/bad') order by 1`.execute(h.db);
+    const events = await sql<{
+      asset_key: string;
+      kind: string;
+    }>`select asset_key, kind from events where run_id = ${run.id} and asset_key in ('t/skipper', 't/bad') order by 1`.execute(h.db);
     expect(events.rows).toEqual([{ asset_key: "t/bad", kind: "failure" }]);
-    const ps = await sql<{ asset_key: string; status: string }>`select asset_key, status from partition_status where asset_key in ('t/bad', 't/skipper', 't/after_bad')`.execute(h.db);
+    const ps = await sql<{
+      asset_key: string;
+      status: string;
+    }>`select asset_key, status from partition_status where asset_key in ('t/bad', 't/skipper', 't/after_bad')`.execute(h.db);
     expect(ps.rows).toEqual([{ asset_key: "t/bad", status: "failed" }]);
   });
 

@@ -75,7 +75,7 @@ describe("BatchReporter", () => {
       loadInputs: async () => new Map(),
       heartbeat: async () => {},
       addDynamicPartitions: async () => {},
-    materialized: async () => undefined,
+      materialized: async () => undefined,
       started: async (events) => {
         await new Promise<void>((r) => (releaseStart = r));
         order.push(...events.map((e) => `started:${e.stepId}`));
@@ -103,9 +103,19 @@ describe("BatchReporter", () => {
     }
     await reporter.drain(Date.now() + 1_000);
     for (const [, ids] of calls) expect(ids.length).toBeLessThanOrEqual(3);
-    expect(calls.filter(([k]) => k === "finished").flatMap(([, ids]) => ids).sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(
+      calls
+        .filter(([k]) => k === "finished")
+        .flatMap(([, ids]) => ids)
+        .sort(),
+    ).toEqual([1, 2, 3, 4, 5]);
     // Chunks [s1 f1 s2] [f2 s3 f3] [s4 f4 s5] [f5]: only starts whose finish is in a later chunk go out alone.
-    expect(calls.filter(([k]) => k === "started").flatMap(([, ids]) => ids).sort()).toEqual([2, 5]);
+    expect(
+      calls
+        .filter(([k]) => k === "started")
+        .flatMap(([, ids]) => ids)
+        .sort(),
+    ).toEqual([2, 5]);
   });
 
   it("retries a failed call with backoff, without sending starts twice", async () => {

@@ -166,7 +166,10 @@ export function executorContract(name: string, make: MakeExecutor): void {
           runId: "run-42",
           tryNumber: 2,
           partitionKey: "2025-03-01|eu",
-          partition: { window: { start: "2025-03-01T00:00:00.000Z", end: "2025-03-02T00:00:00.000Z" }, dimensions: { date: "2025-03-01", region: "eu" } },
+          partition: {
+            window: { start: "2025-03-01T00:00:00.000Z", end: "2025-03-02T00:00:00.000Z" },
+            dimensions: { date: "2025-03-01", region: "eu" },
+          },
         });
         backend.inputs.set(step.stepId, { ok: true, inputs: { orders: [{ rows: 3 }, { rows: 4 }], region: "eu" } });
         const result = await run(step);
@@ -311,7 +314,7 @@ export function executorContract(name: string, make: MakeExecutor): void {
         expect(unknown.message).toContain('trigger kind "partnerReady" is not registered');
         const badTrigger = errorOf(await run(d("defersNothing", "t/defers_nothing")));
         expect(badTrigger).toMatchObject({ code: "TRIGGER_INVALID", retryable: false });
-        expect(badTrigger.message).toContain('takes a trigger such as fileExists');
+        expect(badTrigger.message).toContain("takes a trigger such as fileExists");
       });
 
       it("pokes inside the try until the file appears, and skips a soft-failing poke at its timeout", async () => {
@@ -340,7 +343,11 @@ export function executorContract(name: string, make: MakeExecutor): void {
         expect(result.outcome).toMatchObject({ kind: "rescheduled", waitStartedAt: began });
         const next = result.outcome.kind === "rescheduled" ? result.outcome.nextCheckAt : 0;
         expect(next - Date.now()).toBeGreaterThan(50_000);
-        const late = errorOf(await run(d("reschedules", "t/reschedules", { partitionKey: "p9", waitStartedAt: new Date(Date.now() - 3_600_000).toISOString() })));
+        const late = errorOf(
+          await run(
+            d("reschedules", "t/reschedules", { partitionKey: "p9", waitStartedAt: new Date(Date.now() - 3_600_000).toISOString() }),
+          ),
+        );
         expect(late).toMatchObject({ code: "TRIGGER_TIMED_OUT", retryable: false });
         expect(late.message).toContain("past its timeout of 3600000 ms");
       });
@@ -442,7 +449,10 @@ export function executorContract(name: string, make: MakeExecutor): void {
         const steps = Array.from({ length: 1000 }, () => d("noop", "t/noop"));
         executor.submit(steps);
         expect(executor.freeSlots()).toBe(0);
-        const results = await backend.waitFor(steps.map((s) => s.stepId), 60_000);
+        const results = await backend.waitFor(
+          steps.map((s) => s.stepId),
+          60_000,
+        );
         expect(results.every((r) => r.outcome.kind === "success")).toBe(true);
         const finishedCalls = backend.calls.finished - before.finished;
         const startedCalls = backend.calls.started - before.started;

@@ -4,8 +4,10 @@ import { asset } from "../../src/index.js";
 import { executorContract } from "./executor.contract.js";
 import { dispatch, errorOf, FakeBackend, readLog, removeTempDirs, tempDir } from "./helpers.js";
 
-executorContract("InProcessExecutor", (backend, o) =>
-  new InProcessExecutor(backend, { concurrency: o.capacity, killGraceMs: o.killGraceMs, heartbeatIntervalMs: o.heartbeatIntervalMs }),
+executorContract(
+  "InProcessExecutor",
+  (backend, o) =>
+    new InProcessExecutor(backend, { concurrency: o.capacity, killGraceMs: o.killGraceMs, heartbeatIntervalMs: o.heartbeatIntervalMs }),
 );
 
 describe("InProcessExecutor", () => {
@@ -48,9 +50,7 @@ describe("InProcessExecutor", () => {
       const steps = ["a", "b", "c"].map((p) => dispatch(dir, "virtual.ts", "one", "t/one", { partitionKey: p }));
       executor.submit(steps);
       const results = await backend.waitFor(steps.map((s) => s.stepId));
-      expect(results.map((r) => r.outcome)).toEqual(
-        ["a", "b", "c"].map((p) => ({ kind: "success", outputJson: `"${p}"`, sizeBytes: 3 })),
-      );
+      expect(results.map((r) => r.outcome)).toEqual(["a", "b", "c"].map((p) => ({ kind: "success", outputJson: `"${p}"`, sizeBytes: 3 })));
       expect(imports).toBe(1);
     } finally {
       await executor.close();

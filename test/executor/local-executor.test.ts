@@ -6,13 +6,15 @@ import type { StepDispatch } from "../../src/execution/index.js";
 import { executorContract } from "./executor.contract.js";
 import { dispatch, errorOf, FakeBackend, isAlive, readLog, removeTempDirs, tempDir, waitUntil } from "./helpers.js";
 
-executorContract("LocalExecutor", (backend, o) =>
-  new LocalExecutor(backend, {
-    processes: 1,
-    concurrencyPerProcess: o.capacity,
-    killGraceMs: o.killGraceMs,
-    heartbeatIntervalMs: o.heartbeatIntervalMs,
-  }),
+executorContract(
+  "LocalExecutor",
+  (backend, o) =>
+    new LocalExecutor(backend, {
+      processes: 1,
+      concurrencyPerProcess: o.capacity,
+      killGraceMs: o.killGraceMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+    }),
 );
 
 // Written the way users write them: the bare `tributary` import, top-level
@@ -97,7 +99,10 @@ describe("LocalExecutor", () => {
     const pids = new Set(outputs.map((o) => o.pid));
     expect(pids.size).toBe(2); // least-loaded placement uses both processes
     for (const pid of pids) {
-      const calls = outputs.filter((o) => o.pid === pid).map((o) => o.calls).sort((a, b) => a - b);
+      const calls = outputs
+        .filter((o) => o.pid === pid)
+        .map((o) => o.calls)
+        .sort((a, b) => a - b);
       expect(calls).toEqual(Array.from({ length: calls.length }, (_, i) => i + 1));
     }
   });
@@ -166,7 +171,10 @@ describe("LocalExecutor", () => {
     executor.submit([a, b]);
     await backend.waitFor([a.stepId, b.stepId]);
     expect(backend.startedEvent(a.stepId)!.pid).toBe(backend.startedEvent(b.stepId)!.pid);
-    for (const [step, key, other] of [[a, "A", "B"], [b, "B", "A"]] as const) {
+    for (const [step, key, other] of [
+      [a, "A", "B"],
+      [b, "B", "A"],
+    ] as const) {
       const log = await readLog(step.logRef);
       const lines = log.trimEnd().split("\n");
       expect(lines).toHaveLength(10);

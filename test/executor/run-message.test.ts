@@ -38,7 +38,10 @@ describe("the message that hands steps to a worker process", () => {
   });
 
   it("leaves a message without shared inputs unchanged", () => {
-    const message = runMessage([{ dispatch: dispatch(1), inputs: { a: { x: 1 } } }, { dispatch: dispatch(2), inputs: { a: { x: 1 } } }]);
+    const message = runMessage([
+      { dispatch: dispatch(1), inputs: { a: { x: 1 } } },
+      { dispatch: dispatch(2), inputs: { a: { x: 1 } } },
+    ]);
     expect(message.shared).toBeUndefined();
     expect(message.steps.every((s) => s.sharedInputs === undefined)).toBe(true);
   });

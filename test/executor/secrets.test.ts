@@ -263,8 +263,8 @@ describe("redaction", () => {
     log.write("warn", `raw ${secret} json ${JSON.stringify({ secret })}`, { secret, body: JSON.stringify({ secret }) });
     log.close();
     const text = readFileSync(log.file, "utf8");
-    expect(text).not.toContain("pa\"ss");
-    expect(text).not.toContain("pa\\\"ss");
+    expect(text).not.toContain('pa"ss');
+    expect(text).not.toContain('pa\\"ss');
     expect(text).toContain('WARN raw *** json {"secret":"***"} {"secret":"***","body":"{\\"secret\\":\\"***\\"}"}');
     // What is left is still JSON.
     expect(JSON.parse(text.slice(text.indexOf("} {") + 2))).toEqual({ secret: "***", body: '{"secret":"***"}' });

@@ -12,7 +12,12 @@ const d = asset({ key: "sales/d", deps: { b, c } }, noop);
 const e = asset({ key: "report/e", group: "finance", deps: { d: dep("sales/d") } }, noop);
 const graph = new AssetGraph(
   [snap(e, "e.ts"), snap(d, "d.ts"), snap(c, "c.ts"), snap(b, "b.ts"), snap(a, "a.ts")],
-  [snapCheck(check(b, { name: "not_empty" }, () => ({ passed: true })), "b.ts")],
+  [
+    snapCheck(
+      check(b, { name: "not_empty" }, () => ({ passed: true })),
+      "b.ts",
+    ),
+  ],
 );
 
 describe("AssetGraph", () => {

@@ -17,7 +17,11 @@ const files: FileDefinitions[] = [
 function reorderKeys<T>(value: T): T {
   if (Array.isArray(value)) return value.map(reorderKeys) as T;
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reorderKeys(v)])) as T;
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reorderKeys(v)]),
+    ) as T;
   }
   return value;
 }
@@ -58,10 +62,7 @@ describe("buildSnapshot", () => {
   });
 
   it("takes checks from the last good load too, and ignores entries of files that are gone", () => {
-    const failed: FileDefinitions[] = [
-      { file: "orders.ts", status: "error", assets: [], checks: [] },
-      files[1]!,
-    ];
+    const failed: FileDefinitions[] = [{ file: "orders.ts", status: "error", assets: [], checks: [] }, files[1]!];
     const gone: SnapshotAsset = snap(asset({ key: "old/thing" }, noop), "deleted.ts");
     const previousGood = new Map<string, FileDefinitions | readonly SnapshotAsset[]>([
       ["orders.ts", files[0]!],
@@ -88,17 +89,33 @@ describe("buildSnapshot", () => {
 
   it("keeps a duplicated key's definition in the file it was loaded from, whatever the last good loads hold", () => {
     const copy = asset({ key: "sales/orders" }, noop);
-    const withCopy: FileDefinitions[] = [...files, { file: "zz/copy.ts", status: "ok", assets: [snap(copy, "zz/copy.ts", "copy")], checks: [] }];
+    const withCopy: FileDefinitions[] = [
+      ...files,
+      { file: "zz/copy.ts", status: "ok", assets: [snap(copy, "zz/copy.ts", "copy")], checks: [] },
+    ];
     // Every file's last good load holds its key, the copy's too: only where the key was loaded from decides.
     const previousGood = new Map(withCopy.map((f) => [f.file, { assets: f.assets, checks: f.checks }]));
-    const built = buildSnapshot(withCopy, previousGood, new Map([["sales/orders", "orders.ts"], ["sales/revenue", "revenue.ts"]]));
+    const built = buildSnapshot(
+      withCopy,
+      previousGood,
+      new Map([
+        ["sales/orders", "orders.ts"],
+        ["sales/revenue", "revenue.ts"],
+      ]),
+    );
     expect(built.graph.assets.map((a) => [a.key, a.file])).toEqual([
       ["sales/orders", "orders.ts"],
       ["sales/revenue", "revenue.ts"],
     ]);
-    expect(built.problems.map((p) => [p.code, p.file, p.files])).toEqual([["GRAPH_DUPLICATE_KEY", "zz/copy.ts", ["orders.ts", "zz/copy.ts"]]]);
-    expect(built.problems[0]!.message).toContain('zz/copy.ts: asset "sales/orders": the key is defined more than once, in orders.ts (export orders) and zz/copy.ts (export copy)');
-    expect(built.problems[0]!.message).toContain("The definition in orders.ts (export orders) is kept because the key was loaded from there before");
+    expect(built.problems.map((p) => [p.code, p.file, p.files])).toEqual([
+      ["GRAPH_DUPLICATE_KEY", "zz/copy.ts", ["orders.ts", "zz/copy.ts"]],
+    ]);
+    expect(built.problems[0]!.message).toContain(
+      'zz/copy.ts: asset "sales/orders": the key is defined more than once, in orders.ts (export orders) and zz/copy.ts (export copy)',
+    );
+    expect(built.problems[0]!.message).toContain(
+      "The definition in orders.ts (export orders) is kept because the key was loaded from there before",
+    );
     expect(built.contentHash).toBe(buildSnapshot(files).contentHash);
 
     // With no previous load, neither definition is loaded, nor anything reading the key.

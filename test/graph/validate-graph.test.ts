@@ -62,7 +62,9 @@ describe("validateGraph", () => {
     expect(analysis.assets.map((a) => a.file)).toEqual(["a.ts"]);
     expect(analysis.problems).toHaveLength(1);
     expect(analysis.problems[0]).toMatchObject({ code: "GRAPH_DUPLICATE_KEY", file: "copy.ts", assetKey: "sales/orders" });
-    expect(analysis.problems[0]!.message).toContain("The definition in a.ts (export sales_orders) is kept because the key was loaded from there before");
+    expect(analysis.problems[0]!.message).toContain(
+      "The definition in a.ts (export sales_orders) is kept because the key was loaded from there before",
+    );
   });
 
   it("names the asset, the dep field and the nearest key of an unknown dependency", () => {

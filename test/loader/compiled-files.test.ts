@@ -98,7 +98,9 @@ describe("a definitions file that opens a TLS connection at import", () => {
   const saved = process.env.NODE_EXTRA_CA_CERTS;
 
   beforeAll(async () => {
-    server = createServer({ cert: readFileSync(cert), key: readFileSync(path.join(TLS, "localhost-key.pem")) }, (_req, res) => res.end("tls"));
+    server = createServer({ cert: readFileSync(cert), key: readFileSync(path.join(TLS, "localhost-key.pem")) }, (_req, res) =>
+      res.end("tls"),
+    );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
     dir = await definitionsDir({

@@ -32,7 +32,13 @@ describe("loadDefinitions on a definitions directory inside the package", () => 
       ["sales/revenue_7d", "sales/revenue.ts", "revenue7d"],
     ]);
     expect(result.snapshot.checks).toEqual([
-      expect.objectContaining({ assetKey: "sales/orders", name: "not_empty", blocking: true, file: "sales/orders.ts", exportName: "ordersNotEmpty" }),
+      expect.objectContaining({
+        assetKey: "sales/orders",
+        name: "not_empty",
+        blocking: true,
+        file: "sales/orders.ts",
+        exportName: "ordersNotEmpty",
+      }),
     ]);
     expect(result.contentHash).toMatch(/^[0-9a-f]{64}$/);
     expect(fileResult(result, "sales/orders.ts").sourceHash).toMatch(/^[0-9a-f]{64}$/);

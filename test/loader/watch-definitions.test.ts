@@ -130,7 +130,10 @@ export const a = asset({ key: name }, async () => 1);
       await rec.until((c) => c.initial);
 
       // The copy is unpartitioned: had it won, the daily reader would have been left out too.
-      await writeFile(path.join(dir, "zz-copy.ts"), `import { asset } from "tributary";\nexport const copy = asset({ key: "sales/orders" }, async () => 1);\n`);
+      await writeFile(
+        path.join(dir, "zz-copy.ts"),
+        `import { asset } from "tributary";\nexport const copy = asset({ key: "sales/orders" }, async () => 1);\n`,
+      );
       const dup = await rec.until((c) => c.reloaded.includes("zz-copy.ts"));
       expect(dup.result.snapshot.assets.map((a) => [a.key, a.file])).toEqual([
         ["sales/orders", "orders.ts"],

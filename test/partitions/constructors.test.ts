@@ -68,7 +68,11 @@ describe("time constructors", () => {
     ["start not a date", () => hourly({ start: "yesterday" }), /^hourly\(\): field "start": invalid date "yesterday"/],
     ["impossible date", () => daily({ start: "2025-02-30" }), /field "start": invalid date "2025-02-30"/],
     ["bad time", () => daily({ start: "2025-01-01T24:00" }), /field "start": invalid date/],
-    ["end before start", () => daily({ start: "2025-02-01", end: "2025-01-01" }), /^daily\(\): field "end": end "2025-01-01" must be after start "2025-02-01"$/],
+    [
+      "end before start",
+      () => daily({ start: "2025-02-01", end: "2025-01-01" }),
+      /^daily\(\): field "end": end "2025-01-01" must be after start "2025-02-01"$/,
+    ],
     ["end equal to start", () => weekly({ start: "2025-01-06", end: "2025-01-06" }), /field "end": end "2025-01-06" must be after start/],
     ["end equal to start (time)", () => hourly({ start: "2025-01-01T06:00", end: "2025-01-01T06:00" }), /field "end"/],
     ["no window fits", () => weekly({ start: "2025-01-07", end: "2025-01-10" }), /field "end": no window starts between/],
@@ -109,15 +113,35 @@ describe("static, dynamic and multi constructors", () => {
     ["empty key", () => staticPartitions(["eu", ""]), /field "keys\[1\]": empty partition key/],
     ["non-string key", () => staticPartitions([1 as unknown as string]), /field "keys\[0\]"/],
     ["empty dynamic name", () => dynamicPartitions(" "), /^dynamicPartitions\(\): field "name": empty name$/],
-    ["one dimension", () => multiPartitions({ region: staticPartitions(["eu"]) }), /^multiPartitions\(\): expected at least 2 dimensions, got 1$/],
+    [
+      "one dimension",
+      () => multiPartitions({ region: staticPartitions(["eu"]) }),
+      /^multiPartitions\(\): expected at least 2 dimensions, got 1$/,
+    ],
     [
       "two time dimensions",
       () => multiPartitions({ a: daily({ start: "2025-01-01" }), b: hourly({ start: "2025-01-01" }) }),
       /at most one time dimension is supported, got a, b/,
     ],
-    ["nested multi", () => multiPartitions({ a: staticPartitions(["x"]), b: multiPartitions({ c: staticPartitions(["y"]), d: staticPartitions(["z"]) }) as never }), /field "b/],
-    ["| in a dimension name", () => multiPartitions({ "a|b": staticPartitions(["x"]), c: staticPartitions(["y"]) }), /field "a\|b": dimension name "a\|b" must not contain/],
-    ["a hand-made invalid dimension", () => multiPartitions({ a: { kind: "static", keys: [] }, b: staticPartitions(["y"]) }), /field "a.keys": expected at least one key/],
+    [
+      "nested multi",
+      () =>
+        multiPartitions({
+          a: staticPartitions(["x"]),
+          b: multiPartitions({ c: staticPartitions(["y"]), d: staticPartitions(["z"]) }) as never,
+        }),
+      /field "b/,
+    ],
+    [
+      "| in a dimension name",
+      () => multiPartitions({ "a|b": staticPartitions(["x"]), c: staticPartitions(["y"]) }),
+      /field "a\|b": dimension name "a\|b" must not contain/,
+    ],
+    [
+      "a hand-made invalid dimension",
+      () => multiPartitions({ a: { kind: "static", keys: [] }, b: staticPartitions(["y"]) }),
+      /field "a.keys": expected at least one key/,
+    ],
     [
       "a hand-made time dimension with a bad zone",
       () => multiPartitions({ a: { ...daily({ start: "2025-01-01" }), timezone: "Nowhere/Land" }, b: staticPartitions(["y"]) }),
@@ -154,7 +178,11 @@ describe("mapping constructors", () => {
     ["empty downstream list", () => staticMapping({ a: [] }), /^staticMapping\(\): field "map.a": expected at least one downstream key/],
     ["| in a mapped key", () => staticMapping({ a: "b|c" }), /field "map.a\[0\]"/],
     ["no dimensions", () => multiMapping({}), /^multiMapping\(\): field "dimensions": expected at least one dimension/],
-    ["nested multi", () => multiMapping({ a: { upstreamDimension: "a", mapping: multiMapping({ b: { upstreamDimension: "b", mapping: identity() } }) } }), /field "dimensions.a.mapping/],
+    [
+      "nested multi",
+      () => multiMapping({ a: { upstreamDimension: "a", mapping: multiMapping({ b: { upstreamDimension: "b", mapping: identity() } }) } }),
+      /field "dimensions.a.mapping/,
+    ],
     ["missing upstream dimension", () => multiMapping({ a: { mapping: identity() } as never }), /field "dimensions.a.upstreamDimension"/],
   ];
   for (const [name, fn, message] of bad) {

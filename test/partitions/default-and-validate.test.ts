@@ -35,7 +35,10 @@ describe("defaultMapping", () => {
     expect(defaultMapping(weekly({ start: "2025-01-06" }), days)).toEqual({ mapping: timeWindow() });
     expect(defaultMapping(days, daily({ start: "2024-01-01" }))).toEqual({ mapping: timeWindow() });
     expect(defaultMapping(days, timeWindows({ cron: "0 6 * * *", start: "2025-01-01" }))).toEqual({ mapping: timeWindow() });
-    expect(defaultMapping(days, berlinDays)).toEqual({ mapping: null, reason: "time partitions in different timezones (UTC and Europe/Berlin)" });
+    expect(defaultMapping(days, berlinDays)).toEqual({
+      mapping: null,
+      reason: "time partitions in different timezones (UTC and Europe/Berlin)",
+    });
   });
 
   it("maps the shared dimension between multi and single definitions", () => {
@@ -64,7 +67,10 @@ describe("defaultMapping", () => {
   });
 
   it("has none between unrelated definitions, saying why", () => {
-    expect(defaultMapping(days, regions)).toEqual({ mapping: null, reason: "no default mapping between daily(start 2025-01-01, UTC) and static(eu, us)" });
+    expect(defaultMapping(days, regions)).toEqual({
+      mapping: null,
+      reason: "no default mapping between daily(start 2025-01-01, UTC) and static(eu, us)",
+    });
     expect(defaultMapping(regions, staticPartitions(["eu"])).mapping).toBeNull();
     expect(defaultMapping(dynamicPartitions("a"), dynamicPartitions("b")).mapping).toBeNull();
   });
@@ -91,7 +97,9 @@ describe("validateMapping", () => {
     expect(validateMapping(days, weekly({ start: "2025-01-06" }), identity())).toEqual([
       "identity() between different partitions: downstream is daily(start 2025-01-01, UTC), upstream is weekly(start 2025-01-06, UTC); use timeWindow()",
     ]);
-    expect(validateMapping(regions, staticPartitions(["eu"]), identity())).toEqual(['identity(): keys of downstream that upstream does not have: "us"']);
+    expect(validateMapping(regions, staticPartitions(["eu"]), identity())).toEqual([
+      'identity(): keys of downstream that upstream does not have: "us"',
+    ]);
     expect(validateMapping(days, regions, identity())[0]).toMatch(/identity\(\) between different partitions/);
   });
 
@@ -102,10 +110,15 @@ describe("validateMapping", () => {
   });
 
   it("flags static mappings naming keys the definitions do not have", () => {
-    const problems = validateMapping(regions, staticPartitions(["eu-west", "us-east"]), staticMapping({ "eu-west": "eu", "ap-south": "apac" }), {
-      downstream: "sales/by_region",
-      upstream: "sales/by_zone",
-    });
+    const problems = validateMapping(
+      regions,
+      staticPartitions(["eu-west", "us-east"]),
+      staticMapping({ "eu-west": "eu", "ap-south": "apac" }),
+      {
+        downstream: "sales/by_region",
+        upstream: "sales/by_zone",
+      },
+    );
     expect(problems).toEqual([
       'staticMapping() names upstream keys that are not partitions of sales/by_zone (static(eu-west, us-east)): "ap-south"',
       'staticMapping() names downstream keys that are not partitions of sales/by_region (static(eu, us)): "apac"',
@@ -115,7 +128,9 @@ describe("validateMapping", () => {
 
   it("flags mappings that cannot apply to an unpartitioned side", () => {
     expect(validateMapping(null, days, timeWindow())[0]).toMatch(/downstream is unpartitioned: it reads all partitions/);
-    expect(validateMapping(days, null, identity())[0]).toMatch(/upstream is unpartitioned: every partition of downstream reads its single partition/);
+    expect(validateMapping(days, null, identity())[0]).toMatch(
+      /upstream is unpartitioned: every partition of downstream reads its single partition/,
+    );
   });
 
   it("reports when there is no default mapping", () => {
@@ -146,8 +161,12 @@ describe("validateMapping", () => {
         }),
       ),
     ).toEqual(['multiMapping() entries "date" and "region" all read upstream dimension "date"']);
-    expect(validateMapping(days, a, multiMapping({ x: { upstreamDimension: "date", mapping: identity() }, y: { upstreamDimension: "region", mapping: identity() } }))[0]).toMatch(
-      /downstream has a single dimension .* needs exactly one entry, got 2/,
-    );
+    expect(
+      validateMapping(
+        days,
+        a,
+        multiMapping({ x: { upstreamDimension: "date", mapping: identity() }, y: { upstreamDimension: "region", mapping: identity() } }),
+      )[0],
+    ).toMatch(/downstream has a single dimension .* needs exactly one entry, got 2/);
   });
 });

@@ -46,7 +46,17 @@ describe("specsEqual and specHash", () => {
   it("compare by content, not identity or key order", () => {
     const a = daily({ start: "2025-01-01", timezone: "UTC" });
     const b = daily({ start: "2025-01-01" });
-    const shuffled = JSON.parse(JSON.stringify({ format: b.format, timezone: b.timezone, start: b.start, kind: "time", cadence: "daily", cron: b.cron, endOffset: 0 }));
+    const shuffled = JSON.parse(
+      JSON.stringify({
+        format: b.format,
+        timezone: b.timezone,
+        start: b.start,
+        kind: "time",
+        cadence: "daily",
+        cron: b.cron,
+        endOffset: 0,
+      }),
+    );
     expect(specsEqual(a, b)).toBe(true);
     expect(specsEqual(a, shuffled)).toBe(true);
     expect(specHash(a)).toBe(specHash(shuffled));
@@ -68,8 +78,14 @@ describe("partitionKeyWindowIso", () => {
       start: "2025-03-30T00:00:00+01:00",
       end: "2025-03-31T00:00:00+02:00",
     });
-    expect(partitionKeyWindowIso(daily({ start: "2025-01-01" }), "2025-03-15")).toEqual({ start: "2025-03-15T00:00:00Z", end: "2025-03-16T00:00:00Z" });
-    const multi = multiPartitions({ customer: dynamicPartitions("customers"), hour: hourly({ start: "2025-01-01", timezone: "America/New_York" }) });
+    expect(partitionKeyWindowIso(daily({ start: "2025-01-01" }), "2025-03-15")).toEqual({
+      start: "2025-03-15T00:00:00Z",
+      end: "2025-03-16T00:00:00Z",
+    });
+    const multi = multiPartitions({
+      customer: dynamicPartitions("customers"),
+      hour: hourly({ start: "2025-01-01", timezone: "America/New_York" }),
+    });
     expect(partitionKeyWindowIso(multi, "c-1|2025-11-02-01:00-05:00")).toEqual({
       start: "2025-11-02T01:00:00-05:00",
       end: "2025-11-02T02:00:00-05:00",
@@ -95,10 +111,14 @@ describe("parsePartitionsSpec and parsePartitionMappingSpec", () => {
     expect(bad({ ...daily({ start: "2025-01-01" }), timezone: "Mars/Olympus" })).toThrow(
       'partitions spec: field "timezone": unknown time zone "Mars/Olympus"',
     );
-    expect(bad({ ...daily({ start: "2025-01-01" }), cron: "0 1 * * *" })).toThrow(/field "cron": a daily definition has cron "0 0 \* \* \*"/);
+    expect(bad({ ...daily({ start: "2025-01-01" }), cron: "0 1 * * *" })).toThrow(
+      /field "cron": a daily definition has cron "0 0 \* \* \*"/,
+    );
     expect(bad({ kind: "static", keys: ["a", "a"] })).toThrow(/field "keys\[1\]": duplicate key "a"/);
     expect(bad({ kind: "unknown" })).toThrow(DefinitionError);
-    expect(() => parsePartitionMappingSpec({ kind: "timeWindow", startOffset: 1, endOffset: 0 })).toThrow(/startOffset 1 is after endOffset 0/);
+    expect(() => parsePartitionMappingSpec({ kind: "timeWindow", startOffset: 1, endOffset: 0 })).toThrow(
+      /startOffset 1 is after endOffset 0/,
+    );
     expect(() => partitionSpace({ kind: "static", keys: [] })).toThrow(DefinitionError);
   });
 

@@ -94,7 +94,9 @@ describe("multi partitions", () => {
       throw new Error("no error");
     })();
     expect(err.code).toBe("PARTITION_KEY_INVALID");
-    expect(err.message).toMatch(/dimension "date": "2025-13-01" is not a partition of daily\(start 2025-01-01, UTC\): 2025-13-01 is not a day: there is no month 13/);
+    expect(err.message).toMatch(
+      /dimension "date": "2025-13-01" is not a partition of daily\(start 2025-01-01, UTC\): 2025-13-01 is not a day: there is no month 13/,
+    );
   });
 
   it("works without a time dimension (first dimension most significant) and with dynamic ones", () => {

@@ -50,7 +50,9 @@ describe("identity", () => {
     expect(keys).toEqual(["2025-01-05", "2025-01-06"]);
     expect(missing.count).toBe(2);
     expect(missing.sample).toEqual(["2025-01-03", "2025-01-04"]);
-    expect(missing.reasons).toEqual([`2 before the first partition "2025-01-05" of daily(start 2025-01-05, UTC) (outside it: they never exist)`]);
+    expect(missing.reasons).toEqual([
+      `2 before the first partition "2025-01-05" of daily(start 2025-01-05, UTC) (outside it: they never exist)`,
+    ]);
     expect(affectedKeys(later, days, identity(), ["2025-01-05"])).toEqual(["2025-01-05"]);
   });
 
@@ -85,12 +87,21 @@ describe("timeWindow", () => {
     const { keys, missing } = readKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-03"]);
     expect(keys).toEqual(["2025-01-01", "2025-01-02", "2025-01-03"]);
     expect(missing.count).toBe(0);
-    expect(readKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-01"])).toMatchObject({ keys: ["2025-01-01"], missing: { count: 0 } });
+    expect(readKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-01"])).toMatchObject({
+      keys: ["2025-01-01"],
+      missing: { count: 0 },
+    });
     // Wholly before the start ("yesterday" of the first day): nothing to read, nothing missing.
-    expect(readKeys(days, days, timeWindow({ startOffset: -1, endOffset: -1 }), ["2025-01-01"])).toMatchObject({ keys: [], missing: { count: 0 } });
+    expect(readKeys(days, days, timeWindow({ startOffset: -1, endOffset: -1 }), ["2025-01-01"])).toMatchObject({
+      keys: [],
+      missing: { count: 0 },
+    });
     // After the upstream's end as well.
     const january = daily({ start: "2025-01-01", end: "2025-02-01" });
-    expect(readKeys(days, january, timeWindow({ startOffset: -2 }), ["2025-02-02"])).toMatchObject({ keys: ["2025-01-31"], missing: { count: 0 } });
+    expect(readKeys(days, january, timeWindow({ startOffset: -2 }), ["2025-02-02"])).toMatchObject({
+      keys: ["2025-01-31"],
+      missing: { count: 0 },
+    });
     // Windows that have not closed yet are still missing: they will exist.
     const open = readKeys(days, days, timeWindow({ startOffset: -1, endOffset: 1 }), ["2025-02-28"]);
     expect(open.keys).toEqual(["2025-02-27", "2025-02-28"]);
@@ -98,7 +109,13 @@ describe("timeWindow", () => {
     expect(open.missing.reasons[0]).toMatch(/^1 not existing yet at 2025-03-01T00:00:00.000Z/);
     // The days that read an upstream day are the same with or without clipping.
     expect(affectedKeys(days, days, timeWindow({ startOffset: -6 }), ["2025-01-01"])).toEqual([
-      "2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04", "2025-01-05", "2025-01-06", "2025-01-07",
+      "2025-01-01",
+      "2025-01-02",
+      "2025-01-03",
+      "2025-01-04",
+      "2025-01-05",
+      "2025-01-06",
+      "2025-01-07",
     ]);
   });
 
@@ -170,7 +187,10 @@ describe("timeWindow", () => {
     expect(fallBack.slice(0, 3)).toEqual(["2025-11-02-00:00", "2025-11-02-01:00", "2025-11-02-01:00-05:00"]);
     expect(readKeys(nyDays, nyHours, timeWindow(), ["2025-06-01"], now).keys).toHaveLength(24);
     expect(affectedKeys(nyHours, nyDays, timeWindow(), ["2025-11-02-01:00-05:00"], now)).toEqual(["2025-11-02"]);
-    expect(affectedKeys(nyHours, nyDays, timeWindow(), ["2025-11-02-23:00", "2025-11-03-00:00"], now)).toEqual(["2025-11-02", "2025-11-03"]);
+    expect(affectedKeys(nyHours, nyDays, timeWindow(), ["2025-11-02-23:00", "2025-11-03-00:00"], now)).toEqual([
+      "2025-11-02",
+      "2025-11-03",
+    ]);
   });
 
   it("reports hours of the current day that have not closed yet", () => {
@@ -215,7 +235,9 @@ describe("all, last and unpartitioned assets", () => {
     expect(downstreamPartitions(null, days, null, UNPARTITIONED, undefined, NOW).serialize()).toBe("0-59");
     expect(downstreamPartitions(days, null, null, PartitionSubset.single(3), undefined, NOW)).toEqual(UNPARTITIONED);
     expect(downstreamPartitions(days, null, lastPartition(), PartitionSubset.single(3), undefined, NOW).isEmpty()).toBe(true);
-    expect(() => upstreamPartitions(null, days, timeWindow(), UNPARTITIONED, undefined, NOW)).toThrow(/does not apply to an unpartitioned downstream/);
+    expect(() => upstreamPartitions(null, days, timeWindow(), UNPARTITIONED, undefined, NOW)).toThrow(
+      /does not apply to an unpartitioned downstream/,
+    );
   });
 });
 

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { PartitionSubset, daily, downstreamPartitions, hourly, partitionSpace, timeWindow, upstreamPartitions, weekly } from "../../src/partitions/index.js";
+import {
+  PartitionSubset,
+  daily,
+  downstreamPartitions,
+  hourly,
+  partitionSpace,
+  timeWindow,
+  upstreamPartitions,
+  weekly,
+} from "../../src/partitions/index.js";
 
 /** Generous bounds (CI machines vary); bench/partition-math.ts measures for real. */
 describe("partition math stays fast", () => {

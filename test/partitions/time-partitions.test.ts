@@ -28,7 +28,9 @@ describe("daily", () => {
 
   it("rejects bad keys naming the key, the definition and what was expected", () => {
     const err = partitionError(() => days.indexOf("2025-13-01"));
-    expect(err.message).toBe('"2025-13-01" is not a partition of daily(start 2025-01-01, UTC): 2025-13-01 is not a day: there is no month 13');
+    expect(err.message).toBe(
+      '"2025-13-01" is not a partition of daily(start 2025-01-01, UTC): 2025-13-01 is not a day: there is no month 13',
+    );
     expect(err.code).toBe("PARTITION_KEY_INVALID");
     expect(err.location).toEqual({ partitionKey: "2025-13-01" });
     expect(partitionError(() => days.indexOf("2024-12-31")).message).toMatch(/before the first partition "2025-01-01"/);

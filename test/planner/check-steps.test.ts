@@ -17,16 +17,28 @@ function graphWith(defs: AssetDefinition[], checks: CheckDefinition[]): { graph:
   return { graph: new AssetGraph(assets, snapshotChecks), problems: validateGraph(assets, snapshotChecks) };
 }
 
-const label = (s: { assetKey: string; partitionKey: string; check?: string }) => `${s.assetKey}${s.check ? `[${s.check}]` : ""}@${s.partitionKey}`;
+const label = (s: { assetKey: string; partitionKey: string; check?: string }) =>
+  `${s.assetKey}${s.check ? `[${s.check}]` : ""}@${s.partitionKey}`;
 
 describe("planning asset checks", () => {
   it("puts each check's steps after its asset's, and a blocking check before every reader of the partition", () => {
     const { graph, problems } = graphWith(
       [orders, clean, week],
-      [check(orders, { name: "rows", blocking: true }, () => ({ passed: true })), check(orders, { name: "soft" }, () => ({ passed: true }))],
+      [
+        check(orders, { name: "rows", blocking: true }, () => ({ passed: true })),
+        check(orders, { name: "soft" }, () => ({ passed: true })),
+      ],
     );
     expect(problems).toEqual([]);
-    const plan = planRun({ graph, version: 1, assets: ["s/orders", "s/clean"], partitions: { kind: "range", from: "2025-03-01", to: "2025-03-02" }, now: NOW, materialized: nothing, includeUpstream: false });
+    const plan = planRun({
+      graph,
+      version: 1,
+      assets: ["s/orders", "s/clean"],
+      partitions: { kind: "range", from: "2025-03-01", to: "2025-03-02" },
+      now: NOW,
+      materialized: nothing,
+      includeUpstream: false,
+    });
     expectWellFormed(plan);
     expect(plan.steps.map(label)).toEqual([
       "s/orders@2025-03-01",
@@ -54,8 +66,20 @@ describe("planning asset checks", () => {
       ],
     );
     expect(problems).toEqual([]);
-    const plan = planRun({ graph, version: 1, assets: ["s/orders"], partitions: { kind: "range", from: "2025-03-01", to: "2025-03-03" }, now: NOW, materialized: nothing, includeUpstream: false });
-    expect(plan.steps.filter((s) => s.check).map(label)).toEqual(["s/orders[listed]@2025-03-02", "s/orders[ranged]@2025-03-02", "s/orders[ranged]@2025-03-03"]);
+    const plan = planRun({
+      graph,
+      version: 1,
+      assets: ["s/orders"],
+      partitions: { kind: "range", from: "2025-03-01", to: "2025-03-03" },
+      now: NOW,
+      materialized: nothing,
+      includeUpstream: false,
+    });
+    expect(plan.steps.filter((s) => s.check).map(label)).toEqual([
+      "s/orders[listed]@2025-03-02",
+      "s/orders[ranged]@2025-03-02",
+      "s/orders[ranged]@2025-03-03",
+    ]);
   });
 
   it("refuses partitions that do not fit the asset, naming the file, asset and check", () => {
@@ -72,11 +96,36 @@ describe("planning asset checks", () => {
       ],
     );
     expect(problems.map((p) => [p.code, p.assetKey, p.checkName, p.message])).toEqual([
-      ["GRAPH_CHECK_PARTITIONS_INVALID", "s/colours", "green", 'checks.ts: asset "s/colours": check "green": partitions "green" are not partitions of the asset'],
-      ["GRAPH_CHECK_PARTITIONS_INVALID", "s/colours", "ranged", 'checks.ts: asset "s/colours": check "ranged": a partitions range (from/to) needs a time-partitioned asset; list the keys instead'],
-      ["GRAPH_CHECK_PARTITIONS_INVALID", "s/flat", "keys", 'checks.ts: asset "s/flat": check "keys": partitions are given, but the asset is not partitioned; leave partitions out'],
-      ["GRAPH_CHECK_PARTITIONS_INVALID", "s/orders", "backwards", 'checks.ts: asset "s/orders": check "backwards": the range ends (2025-03-01) before it starts (2025-03-05)'],
-      ["GRAPH_CHECK_PARTITIONS_INVALID", "s/orders", "typo", 'checks.ts: asset "s/orders": check "typo": partitions "2025-3-02" are not partitions of the asset'],
+      [
+        "GRAPH_CHECK_PARTITIONS_INVALID",
+        "s/colours",
+        "green",
+        'checks.ts: asset "s/colours": check "green": partitions "green" are not partitions of the asset',
+      ],
+      [
+        "GRAPH_CHECK_PARTITIONS_INVALID",
+        "s/colours",
+        "ranged",
+        'checks.ts: asset "s/colours": check "ranged": a partitions range (from/to) needs a time-partitioned asset; list the keys instead',
+      ],
+      [
+        "GRAPH_CHECK_PARTITIONS_INVALID",
+        "s/flat",
+        "keys",
+        'checks.ts: asset "s/flat": check "keys": partitions are given, but the asset is not partitioned; leave partitions out',
+      ],
+      [
+        "GRAPH_CHECK_PARTITIONS_INVALID",
+        "s/orders",
+        "backwards",
+        'checks.ts: asset "s/orders": check "backwards": the range ends (2025-03-01) before it starts (2025-03-05)',
+      ],
+      [
+        "GRAPH_CHECK_PARTITIONS_INVALID",
+        "s/orders",
+        "typo",
+        'checks.ts: asset "s/orders": check "typo": partitions "2025-3-02" are not partitions of the asset',
+      ],
     ]);
     expect(() => check(orders, { name: "empty", partitions: [] }, () => ({ passed: true }))).toThrow(/at least one partition key/);
   });

@@ -31,10 +31,7 @@ const d = daily({ start: "2025-01-01" });
 //       └─(same day + day before)──► sales/orders_delta
 const orders = asset({ key: "sales/orders", partitions: d }, noop);
 const clean = asset({ key: "sales/orders_clean", partitions: d, deps: { orders } }, noop);
-const revenue7d = asset(
-  { key: "sales/revenue_7d", partitions: d, deps: { clean: dep(clean, timeWindow({ startOffset: -6 })) } },
-  noop,
-);
+const revenue7d = asset({ key: "sales/revenue_7d", partitions: d, deps: { clean: dep(clean, timeWindow({ startOffset: -6 })) } }, noop);
 const ordersWeekly = asset(
   { key: "sales/orders_weekly", partitions: weekly({ start: "2025-01-06" }), deps: { orders: dep(orders, timeWindow()) } },
   noop,
@@ -87,7 +84,13 @@ describe("planRun: a daily chain", () => {
     expect(readsOf(p, "sales/orders_delta", "2025-03-02")).toEqual(["sales/orders@2025-03-01", "sales/orders@2025-03-02"]);
     expect(readsOf(p, "sales/orders_delta", "2025-03-01")).toEqual(["sales/orders@2025-03-01"]);
     expect(p.missing).toEqual([
-      expect.objectContaining({ assetKey: "sales/orders", neededBy: "sales/orders_delta", reason: "not_materialized", count: 1, sample: ["2025-02-28"] }),
+      expect.objectContaining({
+        assetKey: "sales/orders",
+        neededBy: "sales/orders_delta",
+        reason: "not_materialized",
+        count: 1,
+        sample: ["2025-02-28"],
+      }),
     ]);
   });
 });
@@ -99,7 +102,12 @@ describe("planRun: time-window dependencies", () => {
     // The first days of the range read days before it, which are not materialised.
     expect(readsOf(p, "sales/revenue_7d", "2025-03-02")).toEqual(["sales/orders_clean@2025-03-01", "sales/orders_clean@2025-03-02"]);
     const fromClean = p.missing.find((m) => m.neededBy === "sales/revenue_7d")!;
-    expect(fromClean).toMatchObject({ assetKey: "sales/orders_clean", reason: "not_materialized", count: 6, sample: days("2025-02-23", "2025-02-28") });
+    expect(fromClean).toMatchObject({
+      assetKey: "sales/orders_clean",
+      reason: "not_materialized",
+      count: 6,
+      sample: days("2025-02-23", "2025-02-28"),
+    });
     expect(fromClean.detail).toContain("includeUpstream");
     const fromOrders = p.missing.find((m) => m.neededBy === "sales/orders_clean")!;
     expect(fromOrders).toMatchObject({ assetKey: "sales/orders", reason: "not_materialized", count: 20 });
@@ -134,13 +142,26 @@ describe("planRun: time-window dependencies", () => {
   });
 
   it("leaves out weeks whose window has not closed", () => {
-    const p = plan({ assets: ["sales/orders", "sales/orders_weekly"], partitions: range("2025-03-01", "2025-03-31"), now: new Date("2025-04-03T00:00:00Z") });
-    expect(p.steps.filter((s) => s.assetKey === "sales/orders_weekly").map((s) => s.partitionKey).at(-1)).toBe("2025-03-24");
+    const p = plan({
+      assets: ["sales/orders", "sales/orders_weekly"],
+      partitions: range("2025-03-01", "2025-03-31"),
+      now: new Date("2025-04-03T00:00:00Z"),
+    });
+    expect(
+      p.steps
+        .filter((s) => s.assetKey === "sales/orders_weekly")
+        .map((s) => s.partitionKey)
+        .at(-1),
+    ).toBe("2025-03-24");
   });
 
   it("fails clearly when the derived asset has no existing partition", () => {
     const attempt = () =>
-      plan({ assets: ["sales/orders", "sales/orders_weekly"], partitions: range("2025-04-08", "2025-04-09"), now: new Date("2025-04-13T12:00:00Z") });
+      plan({
+        assets: ["sales/orders", "sales/orders_weekly"],
+        partitions: range("2025-04-08", "2025-04-09"),
+        now: new Date("2025-04-13T12:00:00Z"),
+      });
     expect(attempt).toThrowError(PartitionError);
     expect(attempt).toThrowError(/asset "sales\/orders_weekly" \(weekly.*nothing to plan.*"sales\/orders"/);
   });
@@ -214,7 +235,11 @@ describe("planRun: multi-partitioned assets", () => {
   const mpSales = asset({ key: "mp/sales", partitions: byDateRegion }, noop);
   const mpClean = asset({ key: "mp/sales_clean", partitions: byDateRegion, deps: { sales: mpSales } }, noop);
   const mpDaily = asset(
-    { key: "mp/sales_daily", partitions: d, deps: { clean: dep("mp/sales_clean", multiMapping({ date: { upstreamDimension: "date", mapping: identity() } })) } },
+    {
+      key: "mp/sales_daily",
+      partitions: d,
+      deps: { clean: dep("mp/sales_clean", multiMapping({ date: { upstreamDimension: "date", mapping: identity() } })) },
+    },
     noop,
   );
   const graph = graphOf(mpSales, mpClean, mpDaily);
@@ -338,8 +363,16 @@ describe("planRun: missing upstream partitions", () => {
   });
 
   it("includes only what is not materialised", () => {
-    const materialized = materializedKeys(sales, { "sales/orders": days("2025-01-01", "2025-04-14"), "sales/orders_clean": ["2025-03-05"] });
-    const p = plan({ assets: ["sales/revenue_7d"], partitions: { kind: "keys", keys: ["2025-03-10"] }, includeUpstream: true, materialized });
+    const materialized = materializedKeys(sales, {
+      "sales/orders": days("2025-01-01", "2025-04-14"),
+      "sales/orders_clean": ["2025-03-05"],
+    });
+    const p = plan({
+      assets: ["sales/revenue_7d"],
+      partitions: { kind: "keys", keys: ["2025-03-10"] },
+      includeUpstream: true,
+      materialized,
+    });
     expect(stepNames(p)).toEqual([
       "sales/orders_clean@2025-03-04",
       ...days("2025-03-06", "2025-03-10").map((k) => `sales/orders_clean@${k}`),
@@ -369,21 +402,33 @@ describe("planRun: missing upstream partitions", () => {
     );
     const graph = graphOf(orders, clean, whole);
     for (const includeUpstream of [false, true]) {
-      const p = planRun({ graph, version: 7, now: NOW, materialized: nothing, includeUpstream, assets: ["sales/revenue_7d_whole"], partitions: { kind: "keys", keys: ["2025-01-03"] } });
+      const p = planRun({
+        graph,
+        version: 7,
+        now: NOW,
+        materialized: nothing,
+        includeUpstream,
+        assets: ["sales/revenue_7d_whole"],
+        partitions: { kind: "keys", keys: ["2025-01-03"] },
+      });
       expect(p.missing).toContainEqual({
         assetKey: "sales/orders_clean",
         neededBy: "sales/revenue_7d_whole",
         reason: "not_existing",
         count: 4,
         sample: ["2024-12-28", "2024-12-29", "2024-12-30", "2024-12-31"],
-        detail: expect.stringContaining('4 before the first partition "2025-01-01" of daily(start 2025-01-01, UTC) (outside it: they never exist)'),
+        detail: expect.stringContaining(
+          '4 before the first partition "2025-01-01" of daily(start 2025-01-01, UTC) (outside it: they never exist)',
+        ),
       });
       if (includeUpstream) {
         expect(p.missing).toHaveLength(1);
         expect(p.steps).toHaveLength(7); // orders and clean 01-01…01-03, revenue 01-03
         // The error says why, and does not suggest what cannot help.
         const err = missingUpstreamError(p.missing, "materialise them first, or pass --include-upstream");
-        expect(err.message).toContain('"sales/revenue_7d_whole" reads 4 partition(s) of "sales/orders_clean" that do not exist: 4 before the first partition');
+        expect(err.message).toContain(
+          '"sales/revenue_7d_whole" reads 4 partition(s) of "sales/orders_clean" that do not exist: 4 before the first partition',
+        );
         expect(err.message).not.toContain("--include-upstream");
         expect(err.message).toMatch(/no run can make partitions that do not exist/);
       }
@@ -395,9 +440,16 @@ describe("planRun: missing upstream partitions", () => {
     const parsed = asset({ key: "raw/parsed", partitions: d, deps: { landing } }, noop);
     const graph = graphOf(landing, parsed);
     const base = { graph, version: 1, now: NOW, includeUpstream: true };
-    const p = planRun({ ...base, assets: ["raw/parsed"], partitions: { kind: "keys", keys: ["2025-03-01", "2025-03-02"] }, materialized: materializedKeys(graph, { "raw/landing": ["2025-03-02"] }) });
+    const p = planRun({
+      ...base,
+      assets: ["raw/parsed"],
+      partitions: { kind: "keys", keys: ["2025-03-01", "2025-03-02"] },
+      materialized: materializedKeys(graph, { "raw/landing": ["2025-03-02"] }),
+    });
     expect(stepNames(p)).toEqual(["raw/parsed@2025-03-01", "raw/parsed@2025-03-02"]);
-    expect(p.missing).toEqual([expect.objectContaining({ assetKey: "raw/landing", reason: "not_materialized", count: 1, sample: ["2025-03-01"] })]);
+    expect(p.missing).toEqual([
+      expect.objectContaining({ assetKey: "raw/landing", reason: "not_materialized", count: 1, sample: ["2025-03-01"] }),
+    ]);
     expect(p.missing[0]!.detail).toContain("source asset");
     const attempt = () => planRun({ ...base, assets: ["raw/landing"], partitions: { kind: "all" }, materialized: nothing });
     expect(attempt).toThrowError(InputError);
@@ -433,7 +485,9 @@ describe("planRun: bad requests", () => {
   it("rejects a partition that does not exist yet", () => {
     const attempt = () => plan({ assets: ["sales/orders"], partitions: range("2025-04-10", "2025-04-15") });
     expect(codeOf(attempt)).toBe("PARTITION_NOT_EXISTING");
-    expect(attempt).toThrowError(/partition "2025-04-15" of daily.*does not exist yet at 2025-04-15T00:00:00.000Z \(its window closes at 2025-04-16T00:00:00.000Z\)/);
+    expect(attempt).toThrowError(
+      /partition "2025-04-15" of daily.*does not exist yet at 2025-04-15T00:00:00.000Z \(its window closes at 2025-04-16T00:00:00.000Z\)/,
+    );
   });
 
   it("rejects a reversed range", () => {
@@ -452,7 +506,15 @@ describe("planRun: bad requests", () => {
     const events = asset({ key: "raw/events", partitions: hourly({ start: "2025-01-01" }) }, noop);
     const graph = graphOf(orders, events);
     const attempt = () =>
-      planRun({ graph, version: 1, assets: ["sales/orders", "raw/events"], partitions: range("2025-03-01", "2025-03-02"), now: NOW, materialized: nothing, includeUpstream: false });
+      planRun({
+        graph,
+        version: 1,
+        assets: ["sales/orders", "raw/events"],
+        partitions: range("2025-03-01", "2025-03-02"),
+        now: NOW,
+        materialized: nothing,
+        includeUpstream: false,
+      });
     expect(attempt).toThrowError(/^asset "raw\/events": "2025-03-01" is not a partition of hourly/);
   });
 });

@@ -18,7 +18,9 @@ for (let i = 0; i < 25; i++) {
         };
   defs.push(asset({ key: `scale/a${String(i).padStart(2, "0")}`, partitions: d, ...(deps ? { deps } : {}) }, noop));
 }
-defs.push(asset({ key: "scale/rollup", partitions: weekly({ start: "2024-01-01" }), deps: { last: dep("scale/a24", timeWindow()) } }, noop));
+defs.push(
+  asset({ key: "scale/rollup", partitions: weekly({ start: "2024-01-01" }), deps: { last: dep("scale/a24", timeWindow()) } }, noop),
+);
 const graph = graphOf(...defs);
 const keys = defs.slice(0, 25).map((x) => x.key);
 
@@ -42,7 +44,13 @@ describe("planRun at scale", () => {
       expect(plan.steps.slice(365 * i, 365 * i + 365).map((s) => s.partitionKey)).toEqual(dayKeys);
     }
     // Edges, checked against the definition of the graph for a sample of steps.
-    for (const [i, day] of [[5, 0], [12, 3], [24, 200], [24, 364], [6, 6]] as const) {
+    for (const [i, day] of [
+      [5, 0],
+      [12, 3],
+      [24, 200],
+      [24, 364],
+      [6, 6],
+    ] as const) {
       const expected: number[] = [365 * (i - 5) + Math.max(0, day - 6)];
       for (let k = expected[0]! + 1; k <= 365 * (i - 5) + day; k++) expected.push(k);
       expected.push(365 * (i - 1) + day);
@@ -51,6 +59,11 @@ describe("planRun at scale", () => {
     expect(plan.steps[0]!.upstream).toEqual([]);
     // Days before 2025-01-01 are read from a0…a19 but not materialised.
     expect(plan.missing).toHaveLength(20);
-    expect(plan.missing[0]).toMatchObject({ assetKey: "scale/a00", neededBy: "scale/a05", count: 6, sample: days("2024-12-26", "2024-12-31") });
+    expect(plan.missing[0]).toMatchObject({
+      assetKey: "scale/a00",
+      neededBy: "scale/a05",
+      count: 6,
+      sample: days("2024-12-26", "2024-12-31"),
+    });
   });
 });

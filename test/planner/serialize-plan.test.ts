@@ -50,7 +50,11 @@ describe("serializePlan / parsePlan", () => {
       missing: [],
     };
     const stored = serializePlan(single);
-    expect(stored.steps).toEqual([[0, "", []], [1, "", [0, 1]], [2, "", [0, 2]]]);
+    expect(stored.steps).toEqual([
+      [0, "", []],
+      [1, "", [0, 1]],
+      [2, "", [0, 2]],
+    ]);
     expect(parsePlan(stored)).toEqual(single);
   });
 
@@ -61,9 +65,37 @@ describe("serializePlan / parsePlan", () => {
       [{ ...good, format: 2 }, /at "format"/],
       [{ ...good, extra: true }, /invalid stored run plan/],
       [{ ...good, steps: [[5, "2025-03-01", []]] }, /at "steps.0.0": asset index 5/],
-      [{ ...good, steps: [[0, "x", []], [0, "y", [0, 2]]] }, /step 1 reads step 1, which does not come before it/],
-      [{ ...good, steps: [[0, "x", []], [0, "y", [0]]] }, /pairs/],
-      [{ ...good, steps: [[0, "x", []], [0, "y", []], [0, "z", [1, 2, 0, 1]]] }, /ascending/],
+      [
+        {
+          ...good,
+          steps: [
+            [0, "x", []],
+            [0, "y", [0, 2]],
+          ],
+        },
+        /step 1 reads step 1, which does not come before it/,
+      ],
+      [
+        {
+          ...good,
+          steps: [
+            [0, "x", []],
+            [0, "y", [0]],
+          ],
+        },
+        /pairs/,
+      ],
+      [
+        {
+          ...good,
+          steps: [
+            [0, "x", []],
+            [0, "y", []],
+            [0, "z", [1, 2, 0, 1]],
+          ],
+        },
+        /ascending/,
+      ],
       [{ ...good, missing: [{ assetKey: "a", neededBy: "b", reason: "gone", count: 1, sample: [], detail: "" }] }, /at "missing.0.reason"/],
     ];
     for (const [input, message] of cases) {

@@ -30,9 +30,24 @@ describe("step states", () => {
   });
 
   it("follows the lifecycle of DESIGN §3", () => {
-    const path: StepState[] = ["pending", "scheduled", "queued", "running", "up_for_retry", "scheduled", "queued", "running", "deferred", "scheduled", "queued", "running", "success"];
+    const path: StepState[] = [
+      "pending",
+      "scheduled",
+      "queued",
+      "running",
+      "up_for_retry",
+      "scheduled",
+      "queued",
+      "running",
+      "deferred",
+      "scheduled",
+      "queued",
+      "running",
+      "success",
+    ];
     for (let i = 1; i < path.length; i++) expect(canTransition(path[i - 1]!, path[i]!), `${path[i - 1]} → ${path[i]}`).toBe(true);
-    for (const to of ["success", "failed", "skipped", "up_for_retry", "up_for_reschedule", "deferred"] as const) expect(canTransition("running", to)).toBe(true);
+    for (const to of ["success", "failed", "skipped", "up_for_retry", "up_for_reschedule", "deferred"] as const)
+      expect(canTransition("running", to)).toBe(true);
     expect(canTransition("up_for_reschedule", "scheduled")).toBe(true);
     expect(canTransition("pending", "upstream_failed")).toBe(true);
     expect(canTransition("pending", "skipped")).toBe(true);

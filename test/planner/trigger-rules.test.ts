@@ -151,17 +151,36 @@ function airflowReference(rule: TriggerRule, c: UpstreamCounts): TriggerDecision
   if (newState) return newState;
   let passed: boolean;
   switch (rule) {
-    case "one_success": passed = success > 0; break;
-    case "one_failed": passed = failed > 0 || upstream_failed > 0; break;
-    case "one_done": passed = success + failed > 0; break;
-    case "all_success": passed = upstream - success <= 0; break;
-    case "all_failed": passed = upstream - failed - upstream_failed <= 0; break;
-    case "all_done": passed = upstream_done; break;
+    case "one_success":
+      passed = success > 0;
+      break;
+    case "one_failed":
+      passed = failed > 0 || upstream_failed > 0;
+      break;
+    case "one_done":
+      passed = success + failed > 0;
+      break;
+    case "all_success":
+      passed = upstream - success <= 0;
+      break;
+    case "all_failed":
+      passed = upstream - failed - upstream_failed <= 0;
+      break;
+    case "all_done":
+      passed = upstream_done;
+      break;
     case "none_failed":
-    case "none_failed_min_one_success": passed = upstream - success - skipped <= 0; break;
-    case "none_skipped": passed = upstream_done && skipped === 0; break;
-    case "all_skipped": passed = upstream - skipped <= 0; break;
-    default: passed = true;
+    case "none_failed_min_one_success":
+      passed = upstream - success - skipped <= 0;
+      break;
+    case "none_skipped":
+      passed = upstream_done && skipped === 0;
+      break;
+    case "all_skipped":
+      passed = upstream - skipped <= 0;
+      break;
+    default:
+      passed = true;
   }
   return passed ? "run" : "wait";
 }
@@ -223,14 +242,18 @@ describe("evaluateTriggerRule", () => {
 
   it("rejects impossible counts", () => {
     expect(() => evaluateTriggerRule("all_success", counts("s3 f1 /3"))).toThrowError(InputError);
-    expect(() => evaluateTriggerRule("all_success", { ...counts("/3"), failed: -1 })).toThrowError(/"failed" must be a non-negative integer/);
+    expect(() => evaluateTriggerRule("all_success", { ...counts("/3"), failed: -1 })).toThrowError(
+      /"failed" must be a non-negative integer/,
+    );
     expect(() => evaluateTriggerRule("all_success", { ...counts("/3"), total: 1.5 })).toThrowError(/"total"/);
   });
 });
 
 describe("countUpstreamStates", () => {
   it("counts terminal states and leaves unfinished ones out", () => {
-    expect(countUpstreamStates(["success", "running", "failed", "skipped", "upstream_failed", "removed", "up_for_retry", "success"])).toEqual({
+    expect(
+      countUpstreamStates(["success", "running", "failed", "skipped", "upstream_failed", "removed", "up_for_retry", "success"]),
+    ).toEqual({
       total: 8,
       success: 2,
       failed: 1,

@@ -38,7 +38,9 @@ describe("onCron", () => {
     w.set("s/report", { inProgress: ["2025-03-03"] });
     expect(w.requested(w.tick("2025-03-04T01:31:00Z"))).toEqual([]);
     // Next day's tick.
-    w.set("s/report", { inProgress: [], materialized: ["2025-03-03"] }).set("s/raw", { materialized: ["2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"] });
+    w.set("s/report", { inProgress: [], materialized: ["2025-03-03"] }).set("s/raw", {
+      materialized: ["2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"],
+    });
     w.tick("2025-03-05T00:59:00Z");
     expect(w.requested()).toEqual([]);
     w.tick("2025-03-05T01:00:30Z");
@@ -140,7 +142,10 @@ describe("eager", () => {
 
   it("requests the first days of a 7-day window, which read the days there are", () => {
     const up = asset({ key: "w/up", partitions: days }, noop);
-    const week = asset({ key: "w/week", partitions: days, automation: eager(), catchup: true, deps: { up: dep(up, timeWindow({ startOffset: -6 })) } }, noop);
+    const week = asset(
+      { key: "w/week", partitions: days, automation: eager(), catchup: true, deps: { up: dep(up, timeWindow({ startOffset: -6 })) } },
+      noop,
+    );
     const w = new AutomationWorld(graphOf(up, week)).set("w/up", { materialized: ["2025-03-01", "2025-03-02", "2025-03-03"] });
     w.tick("2025-03-04T00:00:01Z");
     expect(w.requested()).toEqual(["w/week@2025-03-01", "w/week@2025-03-02", "w/week@2025-03-03"]);
@@ -151,7 +156,9 @@ describe("eager", () => {
     const up = asset({ key: "w/up", partitions: days }, noop);
     const mapping = timeWindow({ startOffset: -6, allowPartial: false });
     const week = asset({ key: "w/week", partitions: days, automation: eager(), catchup: true, deps: { up: dep(up, mapping) } }, noop);
-    const w = new AutomationWorld(graphOf(up, week)).set("w/up", { materialized: ["2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04", "2025-03-05", "2025-03-06", "2025-03-07", "2025-03-08"] });
+    const w = new AutomationWorld(graphOf(up, week)).set("w/up", {
+      materialized: ["2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04", "2025-03-05", "2025-03-06", "2025-03-07", "2025-03-08"],
+    });
     w.tick("2025-03-09T00:00:01Z");
     expect(w.requested()).toEqual(["w/week@2025-03-07", "w/week@2025-03-08"]);
     const declined = w.last!.records.find((r) => r.decision === "declined")!;
@@ -163,9 +170,7 @@ describe("eager", () => {
   });
 
   it("does not retry a failed partition by itself, but does after an upstream update", () => {
-    const w = new AutomationWorld(graphOf(a, b))
-      .set("e/a", { materialized: ["2025-03-01"] })
-      .set("e/b", { failed: ["2025-03-01"] });
+    const w = new AutomationWorld(graphOf(a, b)).set("e/a", { materialized: ["2025-03-01"] }).set("e/b", { failed: ["2025-03-01"] });
     w.tick("2025-03-02T00:00:01Z");
     expect(w.requested()).toEqual([]);
     w.set("e/b", { upstreamUpdated: ["2025-03-01"] });
@@ -257,11 +262,15 @@ describe("composition and records", () => {
 describe("bad conditions", () => {
   it("rejects a cron that never fires, and malformed condition objects, naming the asset and field", () => {
     expect(() => onCron("0 0 30 2 *")).toThrow(/"0 0 30 2 \*" is not a valid cron expression/);
-    expect(() => asset({ key: "b/x", automation: { kind: "and", operands: [] } as never }, noop)).toThrow(/asset "b\/x".*allOf\(\) needs at least one condition/);
+    expect(() => asset({ key: "b/x", automation: { kind: "and", operands: [] } as never }, noop)).toThrow(
+      /asset "b\/x".*allOf\(\) needs at least one condition/,
+    );
     expect(() => asset({ key: "b/y", automation: { kind: "or", operands: [{ kind: "sometimes" }] } as never }, noop)).toThrow(
       /automation\.operands\[0\]": unknown condition kind "sometimes"/,
     );
-    expect(() => asset({ key: "b/z", automation: { kind: "cron", cron: "61 * * * *", timezone: null } as never }, noop)).toThrow(/automation\.cron/);
+    expect(() => asset({ key: "b/z", automation: { kind: "cron", cron: "61 * * * *", timezone: null } as never }, noop)).toThrow(
+      /automation\.cron/,
+    );
   });
 });
 

@@ -17,7 +17,12 @@ describe("cron ticks across DST changes (the rules of cron partitions)", () => {
 
   it("an hourly cron ticks in both occurrences of the repeated hour, and skips a skipped hour", () => {
     const fall = cronTicks("30 * * * *", NY, new Date("2024-11-03T04:00:00Z"), new Date("2024-11-03T08:00:00Z")).ticks;
-    expect(iso(fall)).toEqual(["2024-11-03T04:30:00.000Z", "2024-11-03T05:30:00.000Z", "2024-11-03T06:30:00.000Z", "2024-11-03T07:30:00.000Z"]);
+    expect(iso(fall)).toEqual([
+      "2024-11-03T04:30:00.000Z",
+      "2024-11-03T05:30:00.000Z",
+      "2024-11-03T06:30:00.000Z",
+      "2024-11-03T07:30:00.000Z",
+    ]);
     const spring = cronTicks("30 * * * *", NY, new Date("2025-03-09T05:00:00Z"), new Date("2025-03-09T08:00:00Z")).ticks;
     expect(iso(spring)).toEqual(["2025-03-09T05:30:00.000Z", "2025-03-09T06:30:00.000Z", "2025-03-09T07:30:00.000Z"]);
   });

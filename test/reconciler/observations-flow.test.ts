@@ -60,7 +60,9 @@ describePostgres("source observations end to end: reconciler tasks, a fired trig
     const payload: JsonValue = { path: "/landing/2025-03-11.json", size: 42 };
     const now = new Date(Date.now() + h.clockShiftMs);
     await h.db.transaction().execute(async (trx) => {
-      await sql`update triggers set status = 'fired', payload = ${toJson(payload)}::jsonb, ended_at = ${now} where id = ${t11}`.execute(trx);
+      await sql`update triggers set status = 'fired', payload = ${toJson(payload)}::jsonb, ended_at = ${now} where id = ${t11}`.execute(
+        trx,
+      );
       await recordObservationsIn(trx, [{ triggerId: t11, assetKey: "of/feed", partitionKey: "2025-03-11", payload }], now);
     });
     await h.db.transaction().execute(async (trx) => {
@@ -83,12 +85,19 @@ describePostgres("source observations end to end: reconciler tasks, a fired trig
     const observation = await h.db.selectFrom("events").selectAll().where("kind", "=", "observation").executeTakeFirstOrThrow();
     expect(output.inline_value).toEqual({ day: "2025-03-11", feed: { observedAt: observation.created_at.toISOString(), payload } });
     const lineage = await h.db.selectFrom("event_inputs").selectAll().where("event_id", "=", Number(output.event_id)).execute();
-    expect(lineage).toMatchObject([{ upstream_asset_key: "of/feed", upstream_partition_key: "2025-03-11", upstream_event_id: observation.id }]);
+    expect(lineage).toMatchObject([
+      { upstream_asset_key: "of/feed", upstream_partition_key: "2025-03-11", upstream_event_id: observation.id },
+    ]);
 
     // Readers never run on missing data: the timed-out day has no step, and its status says why.
     const steps = await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'of/clean'`.execute(h.db);
     expect(steps.rows.map((r) => r.partition_key)).toEqual(["2025-03-11"]);
-    const status = await h.db.selectFrom("partition_status").select(["partition_key", "status"]).where("asset_key", "=", "of/feed").orderBy("partition_key").execute();
+    const status = await h.db
+      .selectFrom("partition_status")
+      .select(["partition_key", "status"])
+      .where("asset_key", "=", "of/feed")
+      .orderBy("partition_key")
+      .execute();
     expect(status).toEqual([
       { partition_key: "2025-03-10", status: "timed_out" },
       { partition_key: "2025-03-11", status: "materialized" },

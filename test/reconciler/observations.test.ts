@@ -2,8 +2,23 @@ import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { AssetGraph, type SnapshotAsset } from "../../src/graph/index.js";
 import { ObservationsTask } from "../../src/reconciler/index.js";
-import { daily, fileExists, hourly, httpOk, multiPartitions, sourceAsset, staticPartitions, type AssetDefinition } from "../../src/index.js";
-import { openPostgres, PgEventStore, PgObservationStore, recordObservationTimeoutsIn, type PostgresHandle } from "../../src/storage/index.js";
+import {
+  daily,
+  fileExists,
+  hourly,
+  httpOk,
+  multiPartitions,
+  sourceAsset,
+  staticPartitions,
+  type AssetDefinition,
+} from "../../src/index.js";
+import {
+  openPostgres,
+  PgEventStore,
+  PgObservationStore,
+  recordObservationTimeoutsIn,
+  type PostgresHandle,
+} from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { resetDatabase } from "../support/reset.js";
 
@@ -41,7 +56,16 @@ describePostgres("ObservationsTask: observation triggers for due source partitio
   };
   const triggers = async (status = "waiting") =>
     (
-      await sql<{ asset_key: string; partition_key: string; kind: string; args: Record<string, unknown>; partition_window: unknown; poll_interval_ms: number; timeout_at: Date | null; step_id: number | null }>`
+      await sql<{
+        asset_key: string;
+        partition_key: string;
+        kind: string;
+        args: Record<string, unknown>;
+        partition_window: unknown;
+        poll_interval_ms: number;
+        timeout_at: Date | null;
+        step_id: number | null;
+      }>`
         select asset_key, partition_key, kind, args, partition_window, poll_interval_ms, timeout_at, step_id
         from triggers where status = ${status} order by asset_key, partition_key`.execute(database.db)
     ).rows;
@@ -100,7 +124,10 @@ describePostgres("ObservationsTask: observation triggers for due source partitio
       insert into runs (id, status, origin, snapshot_version, plan) values ('00000000-0000-0000-0000-000000000001', 'running', 'manual', 1, '{}');
       insert into steps (id, run_id, asset_key, state) values (1, '00000000-0000-0000-0000-000000000001', 'partner/report', 'deferred');
       insert into triggers (kind, args, step_id) values ('fileExists', '{"path":"/x"}', 1);`.execute(database.db);
-    define(sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-03-01" }) }), sourceAsset({ key: "partner/rates", observe: fileExists("/landing/rates.json") }));
+    define(
+      sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-03-01" }) }),
+      sourceAsset({ key: "partner/rates", observe: fileExists("/landing/rates.json") }),
+    );
     await t.run(NOW);
     const waiting = await triggers();
     expect(waiting.map((r) => [r.asset_key, r.partition_key, r.step_id])).toEqual([
@@ -116,7 +143,9 @@ describePostgres("ObservationsTask: observation triggers for due source partitio
       [{ assetKey: "partner/feed", partitionKey: "2025-03-19", kind: "observation", metadata: {} }],
       NOW,
     );
-    await database.db.transaction().execute((trx) => recordObservationTimeoutsIn(trx, [{ triggerId: 0, assetKey: "partner/feed", partitionKey: "2025-03-18" }], NOW));
+    await database.db
+      .transaction()
+      .execute((trx) => recordObservationTimeoutsIn(trx, [{ triggerId: 0, assetKey: "partner/feed", partitionKey: "2025-03-18" }], NOW));
     await sql`
       insert into triggers (kind, args, asset_key, partition_key, status, ended_at)
       values ('fileExists', '{"path":"/landing/{partition}.json"}', 'partner/feed', '2025-03-17', 'failed', ${NOW})`.execute(database.db);
@@ -131,17 +160,27 @@ describePostgres("ObservationsTask: observation triggers for due source partitio
   it("replaces waiting triggers when the source's observe changes", async () => {
     define(feed);
     await (await task()).run(NOW);
-    define(sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-03-01" }), observe: fileExists("/landing/v2/{partition}.json") }));
+    define(sourceAsset({
+      key: "partner/feed",
+      partitions: daily({ start: "2025-03-01" }),
+      observe: fileExists("/landing/v2/{partition}.json"),
+    }));
     await (await task()).run(NOW);
     const waiting = await triggers();
     expect(waiting).toHaveLength(14);
-    expect(waiting.every((r) => r.args["path"] === "/landing/v2/{partition}.json" && r.poll_interval_ms === 60_000 && r.timeout_at === null)).toBe(true);
+    expect(
+      waiting.every((r) => r.args["path"] === "/landing/v2/{partition}.json" && r.poll_interval_ms === 60_000 && r.timeout_at === null),
+    ).toBe(true);
     expect(await triggers("canceled")).toHaveLength(14);
   });
 
   it("observes every static key, an unpartitioned source once, the latest windows of a multi-partition, and costs 14 triggers for 40 000 partitions", async () => {
     define(
-      sourceAsset({ key: "ref/regions", partitions: staticPartitions(["eu", "us", "apac"]), observe: httpOk("https://ref.example/{partition}") }),
+      sourceAsset({
+        key: "ref/regions",
+        partitions: staticPartitions(["eu", "us", "apac"]),
+        observe: httpOk("https://ref.example/{partition}"),
+      }),
       sourceAsset({ key: "ref/rates", observe: fileExists("/landing/rates.json") }),
       sourceAsset({
         key: "ref/by_region",

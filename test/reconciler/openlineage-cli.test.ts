@@ -32,8 +32,16 @@ describe("tributary with TRIBUTARY_OPENLINEAGE_FILE (a real child process, embed
     const r = await runCli(["materialize", "ol/up", "ol/down", "--partition", "2025-01-03", "--wait", "--json", ...globals()], { env });
     expect(r.code, r.stderr).toBe(0);
     const runId = (JSON.parse(r.stdout) as { run: { id: string } }).run.id;
-    const events = (await readFile(file, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as LineageEvent);
-    expect(events.map((e) => `${e.job.name} ${e.eventType}`)).toEqual(["ol/up START", "ol/up COMPLETE", "ol/down START", "ol/down COMPLETE"]);
+    const events = (await readFile(file, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as LineageEvent);
+    expect(events.map((e) => `${e.job.name} ${e.eventType}`)).toEqual([
+      "ol/up START",
+      "ol/up COMPLETE",
+      "ol/down START",
+      "ol/down COMPLETE",
+    ]);
     expect(events.every((e) => e.job.namespace === "tributary://cli-test")).toBe(true);
     expect(events[3]!.inputs.map((d) => [d.namespace, d.name])).toEqual([["tributary://cli-test", "ol/up"]]);
     expect(events[3]!.run.facets["parent"]).toMatchObject({ run: { runId } });

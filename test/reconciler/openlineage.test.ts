@@ -105,7 +105,9 @@ describe("openlineage: settings", () => {
       namespace: "tributary://default",
     });
     const file = path.join(tmpdir(), "tributary-ol-settings.jsonl");
-    expect(resolveSettings({}, { TRIBUTARY_OPENLINEAGE_FILE: file, TRIBUTARY_OPENLINEAGE_NAMESPACE: "tributary://prod" }).openLineage).toEqual({
+    expect(
+      resolveSettings({}, { TRIBUTARY_OPENLINEAGE_FILE: file, TRIBUTARY_OPENLINEAGE_NAMESPACE: "tributary://prod" }).openLineage,
+    ).toEqual({
       kind: "file",
       file,
       namespace: "tributary://prod",
@@ -114,11 +116,20 @@ describe("openlineage: settings", () => {
   });
 
   it.each([
-    [{ TRIBUTARY_OPENLINEAGE_URL: "ftp://lineage.example/" }, /TRIBUTARY_OPENLINEAGE_URL: "ftp:" URLs are not supported; give an http:\/\/ or https:\/\//],
+    [
+      { TRIBUTARY_OPENLINEAGE_URL: "ftp://lineage.example/" },
+      /TRIBUTARY_OPENLINEAGE_URL: "ftp:" URLs are not supported; give an http:\/\/ or https:\/\//,
+    ],
     [{ TRIBUTARY_OPENLINEAGE_URL: "marquez 5000" }, /TRIBUTARY_OPENLINEAGE_URL: "marquez 5000" is not a URL/],
-    [{ TRIBUTARY_OPENLINEAGE_FILE: "/nonexistent-dir-for-tributary/x/lineage.jsonl" }, /TRIBUTARY_OPENLINEAGE_FILE: \/nonexistent-dir-for-tributary\/x\/lineage.jsonl cannot be written/],
+    [
+      { TRIBUTARY_OPENLINEAGE_FILE: "/nonexistent-dir-for-tributary/x/lineage.jsonl" },
+      /TRIBUTARY_OPENLINEAGE_FILE: \/nonexistent-dir-for-tributary\/x\/lineage.jsonl cannot be written/,
+    ],
     [{ TRIBUTARY_OPENLINEAGE_FILE: tmpdir() }, /TRIBUTARY_OPENLINEAGE_FILE: .* is a directory/],
-    [{ TRIBUTARY_OPENLINEAGE_URL: "http://a", TRIBUTARY_OPENLINEAGE_FILE: "/tmp/x" }, /TRIBUTARY_OPENLINEAGE_URL and TRIBUTARY_OPENLINEAGE_FILE are both set/],
+    [
+      { TRIBUTARY_OPENLINEAGE_URL: "http://a", TRIBUTARY_OPENLINEAGE_FILE: "/tmp/x" },
+      /TRIBUTARY_OPENLINEAGE_URL and TRIBUTARY_OPENLINEAGE_FILE are both set/,
+    ],
   ])("rejects %j at startup, naming the setting", (env, message) => {
     let error: unknown;
     try {
@@ -219,26 +230,40 @@ describePostgres("openlineage: run events from real runs", () => {
         .split("\n")
         .filter(Boolean)
         .map((l) => JSON.parse(l) as LineageEvent);
-    const events = await harness.until(async () => {
-      const e = await read();
-      return e.length >= 8 && e;
-    }, 15_000, "8 OpenLineage events in the file");
+    const events = await harness.until(
+      async () => {
+        const e = await read();
+        return e.length >= 8 && e;
+      },
+      15_000,
+      "8 OpenLineage events in the file",
+    );
     expectScenario(events, runs);
     expect(events).toHaveLength(8);
     expect(warnings).toEqual([]);
 
     // A step failed by canceling its run ends in ABORT.
     const canceled = await harness.launch(["lin/slow"]);
-    await harness.until(async () => {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from steps where run_id = ${canceled} and state = 'running'`.execute(harness.db);
-      return rows[0]!.n === 1;
-    }, 15_000, "the slow step to run");
+    await harness.until(
+      async () => {
+        const { rows } = await sql<{
+          n: number;
+        }>`select count(*)::int as n from steps where run_id = ${canceled} and state = 'running'`.execute(harness.db);
+        return rows[0]!.n === 1;
+      },
+      15_000,
+      "the slow step to run",
+    );
     await harness.runs.requestCancel(canceled, new Date());
     expect((await harness.waitForRun(canceled)).status).toBe("canceled");
-    const all = await harness.until(async () => {
-      const e = await read();
-      return e.length >= 10 && e;
-    }, 15_000, "the canceled step's events");
+    const all = await harness.until(
+      async () => {
+        const e = await read();
+        return e.length >= 10 && e;
+      },
+      15_000,
+      "the canceled step's events",
+    );
     expect(all.slice(8).map((e) => [e.job.name, e.eventType])).toEqual([
       ["lin/slow", "START"],
       ["lin/slow", "ABORT"],
@@ -278,7 +303,9 @@ describePostgres("openlineage: run events from real runs", () => {
     await runBoth(harness);
     const accepted = (): LineageEvent[] => receiver!.accepted.map((r) => r.body as LineageEvent);
     await harness.until(async () => accepted().length >= 8, 15_000, "the first 8 events");
-    const { rows } = await sql<{ owner: string }>`select value->>'owner' as owner from cursors where name = 'openlineage'`.execute(harness.db);
+    const { rows } = await sql<{ owner: string }>`select value->>'owner' as owner from cursors where name = 'openlineage'`.execute(
+      harness.db,
+    );
     const holder = tasks.findIndex((_, i) => rows[0]?.owner === `node-${i}`);
     expect(holder).toBeGreaterThanOrEqual(0);
     await tasks[holder]!.stop();
@@ -304,7 +331,8 @@ describePostgres("openlineage: run events from real runs", () => {
   const stepState = async (harness: Harness, runId: string): Promise<string | undefined> =>
     (await sql<{ state: string }>`select state from steps where run_id = ${runId}`.execute(harness.db)).rows[0]?.state;
   const marks = async (harness: Harness): Promise<unknown> =>
-    (await sql<{ tries: unknown }>`select value->'tries' as tries from cursors where name = 'openlineage'`.execute(harness.db)).rows[0]?.tries;
+    (await sql<{ tries: unknown }>`select value->'tries' as tries from cursors where name = 'openlineage'`.execute(harness.db)).rows[0]
+      ?.tries;
 
   function task(harness: Harness, owner: string): OpenLineageTask {
     const t = new OpenLineageTask({
@@ -341,12 +369,18 @@ describePostgres("openlineage: run events from real runs", () => {
       },
     }));
     const run = await harness.launch(["lin/gated"]);
-    const start = await harness.until(async () => accepted().find((e) => e.job.name === "lin/gated"), 15_000, "the START of the gated step");
+    const start = await harness.until(
+      async () => accepted().find((e) => e.job.name === "lin/gated"),
+      15_000,
+      "the START of the gated step",
+    );
     // The receiver has the START while the step is still running (it cannot end before the gate opens).
     expect(start.eventType).toBe("START");
     expect(await stepState(harness, run)).toBe("running");
     expect(start.run.facets["parent"]).toMatchObject({ run: { runId: run } });
-    const { rows } = await sql<{ started_at: Date }>`select t.started_at from step_tries t join steps s on s.id = t.step_id where s.run_id = ${run}`.execute(harness.db);
+    const { rows } = await sql<{
+      started_at: Date;
+    }>`select t.started_at from step_tries t join steps s on s.id = t.step_id where s.run_id = ${run}`.execute(harness.db);
     expect(start.eventTime).toBe(rows[0]!.started_at.toISOString());
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(accepted().filter((e) => e.job.name === "lin/gated")).toHaveLength(1);
@@ -427,7 +461,11 @@ describePostgres("openlineage: run events from real runs", () => {
           namespace: NAMESPACE,
           name: "lin/raw",
           facets: {
-            tributary_partition: expect.objectContaining({ partitionKey: "2025-01-03", _producer: expect.any(String), _schemaURL: expect.any(String) }),
+            tributary_partition: expect.objectContaining({
+              partitionKey: "2025-01-03",
+              _producer: expect.any(String),
+              _schemaURL: expect.any(String),
+            }),
             version: expect.objectContaining({ datasetVersion: "v7", _schemaURL: expect.stringContaining("DatasetVersionDatasetFacet") }),
             tributary_event: expect.objectContaining({ kind: "observation", eventId: observed, metadata: { rows: 12 } }),
           },
@@ -467,14 +505,27 @@ describe("openlineage: a try's START before it ends (pure)", () => {
     endedAt: null,
     tries,
   });
-  const kinds = (events: ReturnType<typeof liveStepEvents>) => events.map((p) => `${p.try!.tryNumber} ${(p.event as LineageEvent).eventType}`);
+  const kinds = (events: ReturnType<typeof liveStepEvents>) =>
+    events.map((p) => `${p.try!.tryNumber} ${(p.event as LineageEvent).eventType}`);
   const now = new Date(Date.UTC(2025, 0, 2));
 
   it("starts a running try, ends a retried one, and leaves what the marks cover", () => {
     const retrying = step("running", [tryOf(1, "failed", "boom"), tryOf(2, "running")]);
     expect(kinds(liveStepEvents(retrying, new Map(), NAMESPACE, now))).toEqual(["1 START", "1 FAIL", "2 START"]);
     expect(kinds(liveStepEvents(retrying, new Map([[tryKey(7, 1), false]]), NAMESPACE, now))).toEqual(["1 FAIL", "2 START"]);
-    expect(kinds(liveStepEvents(retrying, new Map([[tryKey(7, 1), true], [tryKey(7, 2), false]]), NAMESPACE, now))).toEqual([]);
+    expect(
+      kinds(
+        liveStepEvents(
+          retrying,
+          new Map([
+            [tryKey(7, 1), true],
+            [tryKey(7, 2), false],
+          ]),
+          NAMESPACE,
+          now,
+        ),
+      ),
+    ).toEqual([]);
     const [start] = liveStepEvents(retrying, new Map(), NAMESPACE, now);
     expect((start!.event as LineageEvent).eventTime).toBe("2025-01-01T00:01:00.000Z");
     expect((start!.event as LineageEvent).run.runId).toBe(tryRunId(7, 1));
@@ -485,10 +536,14 @@ describe("openlineage: a try's START before it ends (pure)", () => {
     expect(kinds(liveStepEvents(deferred, new Map(), NAMESPACE, now))).toEqual(["1 START"]);
     expect(kinds(liveStepEvents(deferred, new Map([[tryKey(7, 1), false]]), NAMESPACE, now))).toEqual([]);
     for (const state of ["skipped", "removed"]) {
-      const ended = liveStepEvents(step(state, [tryOf(1, "failed", "boom"), tryOf(2, "deferred")]), new Map([[tryKey(7, 2), false]]), NAMESPACE, now);
+      const ended = liveStepEvents(
+        step(state, [tryOf(1, "failed", "boom"), tryOf(2, "deferred")]),
+        new Map([[tryKey(7, 2), false]]),
+        NAMESPACE,
+        now,
+      );
       expect(kinds(ended)).toEqual(["1 START", "1 FAIL", "2 ABORT"]);
       expect((ended[1]!.event as LineageEvent).run.facets["errorMessage"]).toMatchObject({ message: "boom" });
     }
   });
 });
-

@@ -104,7 +104,15 @@ describe("asset()", () => {
     ["a bad retry backoff", { key: "a", retries: { max: 1, backoff: "random" } }, "retries.backoff"],
     ["a Date in metadata", { key: "a", metadata: { at: new Date() } }, "metadata"],
     ["a function in metadata", { key: "a", metadata: { f: () => 1 } }, "metadata"],
-    ["a circular metadata value", (() => { const m: Record<string, unknown> = {}; m.self = m; return { key: "a", metadata: m }; })(), "metadata"],
+    [
+      "a circular metadata value",
+      (() => {
+        const m: Record<string, unknown> = {};
+        m.self = m;
+        return { key: "a", metadata: m };
+      })(),
+      "metadata",
+    ],
     ["a bad partitions value", { key: "a", partitions: "daily" }, "partitions"],
   ])("rejects %s, naming the field", (_what, config, field) => {
     const err = errorOf(() => asset(config as never, noop));

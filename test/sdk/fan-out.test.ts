@@ -7,7 +7,13 @@ const listing = asset({ key: "f/listing", partitions: days }, async () => ({ fil
 describe("fan-out declarations (map, mapLabel, maxMapItems, ctx.expand)", () => {
   it("types ctx.map from the items map answers, and downstream receives an array of outputs", () => {
     const parsed = asset(
-      { key: "f/parsed", partitions: days, deps: { listing }, map: ({ listing }) => listing?.files ?? [], mapLabel: (file) => file.toUpperCase() },
+      {
+        key: "f/parsed",
+        partitions: days,
+        deps: { listing },
+        map: ({ listing }) => listing?.files ?? [],
+        mapLabel: (file) => file.toUpperCase(),
+      },
       async (ctx) => {
         expectTypeOf(ctx.map).toEqualTypeOf<MapItem<string>>();
         return { file: ctx.map.item, rows: 1 };

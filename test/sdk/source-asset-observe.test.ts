@@ -1,6 +1,15 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { DefinitionError } from "../../src/errors/index.js";
-import { daily, dynamicPartitions, fileExists, httpOk, multiPartitions, s3ObjectExists, sourceAsset, staticPartitions } from "../../src/index.js";
+import {
+  daily,
+  dynamicPartitions,
+  fileExists,
+  httpOk,
+  multiPartitions,
+  s3ObjectExists,
+  sourceAsset,
+  staticPartitions,
+} from "../../src/index.js";
 import { loadDefinitions } from "../../src/loader/index.js";
 import { definitionsDir, fileResult, removeDefinitionsDirs } from "../loader/helpers.js";
 
@@ -19,7 +28,13 @@ function definitionErrorOf(fn: () => unknown): DefinitionError {
 
 describe("sourceAsset observe templates", () => {
   it("accepts the fields the partitions can fill", () => {
-    expect(() => sourceAsset({ key: "ok/daily", partitions: daily({ start: "2025-01-01" }), observe: fileExists("/in/{partition}/{start}-{end}.csv") })).not.toThrow();
+    expect(() =>
+      sourceAsset({
+        key: "ok/daily",
+        partitions: daily({ start: "2025-01-01" }),
+        observe: fileExists("/in/{partition}/{start}-{end}.csv"),
+      }),
+    ).not.toThrow();
     expect(() =>
       sourceAsset({
         key: "ok/multi",
@@ -27,7 +42,9 @@ describe("sourceAsset observe templates", () => {
         observe: s3ObjectExists("bucket", "{partition}/{start}"),
       }),
     ).not.toThrow();
-    expect(() => sourceAsset({ key: "ok/static", partitions: staticPartitions(["eu"]), observe: httpOk("https://x/{partition}?q={{start}}") })).not.toThrow();
+    expect(() =>
+      sourceAsset({ key: "ok/static", partitions: staticPartitions(["eu"]), observe: httpOk("https://x/{partition}?q={{start}}") }),
+    ).not.toThrow();
     expect(() => sourceAsset({ key: "ok/plain", observe: fileExists("/in/rates.csv") })).not.toThrow();
   });
 
@@ -35,7 +52,13 @@ describe("sourceAsset observe templates", () => {
     ["static partitions", { partitions: staticPartitions(["eu", "us"]) }, fileExists("/in/{partition}/{start}.csv"), "start", "path"],
     ["dynamic partitions", { partitions: dynamicPartitions("customers") }, fileExists("/in/{ end }.csv"), "end", "path"],
     ["no partitions", {}, httpOk("https://partner/{partition}"), "partition", "url"],
-    ["a multi-partition without time", { partitions: multiPartitions({ a: staticPartitions(["x"]), b: staticPartitions(["y"]) }) }, s3ObjectExists("b", "{start}"), "start", "key"],
+    [
+      "a multi-partition without time",
+      { partitions: multiPartitions({ a: staticPartitions(["x"]), b: staticPartitions(["y"]) }) },
+      s3ObjectExists("b", "{start}"),
+      "start",
+      "key",
+    ],
   ])("rejects a field that %s cannot fill, naming the asset and field", (_what, partitions, observe, field, arg) => {
     const err = definitionErrorOf(() => sourceAsset({ key: "bad/source", ...partitions, observe }));
     expect(err.code).toBe("OBSERVE_TEMPLATE_FIELD_MISSING");

@@ -74,9 +74,11 @@ describe("asset types", () => {
         // @ts-expect-error the day may have been reported by an outside producer: o is null then
         return o.rows;
       });
-      asset({ key: "t/unchecked_week", partitions: days, deps: { week: dep(orders, timeWindow({ startOffset: -6 })) } }, (_ctx, { week: w }) =>
-        // @ts-expect-error a reported day of the window is null
-        w.reduce((n, o) => n + o.rows, 0),
+      asset(
+        { key: "t/unchecked_week", partitions: days, deps: { week: dep(orders, timeWindow({ startOffset: -6 })) } },
+        (_ctx, { week: w }) =>
+          // @ts-expect-error a reported day of the window is null
+          w.reduce((n, o) => n + o.rows, 0),
       );
       asset({ key: "t/unchecked_feed", partitions: days, deps: { feed } }, (_ctx, { feed: f }) => {
         // @ts-expect-error a source partition reported (not observed) has no observation
@@ -101,17 +103,17 @@ describe("asset types", () => {
   it("rejects misuse at compile time", () => {
     // Never called: these lines exist for tsc, and would throw at run time.
     const compileOnly = () => {
-    asset({ key: "t/bad", deps: { orders } }, (_ctx, { orders: o }) => {
-      // @ts-expect-error orders is an object, not an array
-      o.map((x: unknown) => x);
-      return 1;
-    });
-    // @ts-expect-error no such dependency
-    asset({ key: "t/bad2", deps: { orders } }, (_ctx, { nope }) => nope);
-    // @ts-expect-error unknown config field
-    asset({ key: "t/typo", schedule: "daily" }, () => 1);
-    // @ts-expect-error a mapping is not an asset
-    dep(identity());
+      asset({ key: "t/bad", deps: { orders } }, (_ctx, { orders: o }) => {
+        // @ts-expect-error orders is an object, not an array
+        o.map((x: unknown) => x);
+        return 1;
+      });
+      // @ts-expect-error no such dependency
+      asset({ key: "t/bad2", deps: { orders } }, (_ctx, { nope }) => nope);
+      // @ts-expect-error unknown config field
+      asset({ key: "t/typo", schedule: "daily" }, () => 1);
+      // @ts-expect-error a mapping is not an asset
+      dep(identity());
     };
     expectTypeOf(compileOnly).toBeFunction();
   });

@@ -52,8 +52,16 @@ describe("PgAlertStore", () => {
     // The first claimer finishing late changes nothing.
     await store.settle([{ id, attempt: 1, sent: true, sentTo: ["log"] }], later(61_000));
     expect((await store.list())[0]).toMatchObject({ status: "pending", attempts: 2, sentTo: [] });
-    await store.settle([{ id, attempt: 2, sent: false, sentTo: ["log"], error: { message: "HTTP 500" }, nextAttemptAt: later(120_000) }], later(61_000));
-    expect((await store.list())[0]).toMatchObject({ status: "pending", sentTo: ["log"], lastError: { message: "HTTP 500" }, nextAttemptAt: later(120_000) });
+    await store.settle(
+      [{ id, attempt: 2, sent: false, sentTo: ["log"], error: { message: "HTTP 500" }, nextAttemptAt: later(120_000) }],
+      later(61_000),
+    );
+    expect((await store.list())[0]).toMatchObject({
+      status: "pending",
+      sentTo: ["log"],
+      lastError: { message: "HTTP 500" },
+      nextAttemptAt: later(120_000),
+    });
     expect(await store.claimDue({ now: later(119_000), limit: 10, leaseMs: 60_000 })).toEqual([]);
     const [third] = await store.claimDue({ now: later(120_000), limit: 10, leaseMs: 60_000 });
     expect(third).toMatchObject({ attempts: 3, sentTo: ["log"] });
@@ -115,15 +123,24 @@ describe("PgAlertStore", () => {
       deadlineMs: 10_800_000,
     });
     const cursors = new Map([["d/feed", NOW]]);
-    expect(await store.recordDeadlineChecks(["2025-03-11-00:00", "2025-03-11-01:00", "2025-03-11-02:00"].map(candidate), cursors, NOW)).toBe(2);
-    expect((await store.list()).map((a) => a.causeKey).sort()).toEqual(["deadline:d/feed:2025-03-11-00:00", "deadline:d/feed:2025-03-11-02:00"]);
+    expect(
+      await store.recordDeadlineChecks(["2025-03-11-00:00", "2025-03-11-01:00", "2025-03-11-02:00"].map(candidate), cursors, NOW),
+    ).toBe(2);
+    expect((await store.list()).map((a) => a.causeKey).sort()).toEqual([
+      "deadline:d/feed:2025-03-11-00:00",
+      "deadline:d/feed:2025-03-11-02:00",
+    ]);
     expect(await store.recordDeadlineChecks([candidate("2025-03-11-00:00")], cursors, NOW)).toBe(0);
     expect(await store.deadlineCursors(["d/feed", "d/other"])).toEqual(new Map([["d/feed", NOW]]));
     await store.recordDeadlineChecks([], new Map([["d/feed", later(-1)]]), NOW);
     expect((await store.deadlineCursors(["d/feed"])).get("d/feed")).toEqual(NOW);
     await store.recordDeadlineChecks([], new Map([["d/feed", later(1)]]), NOW);
     expect((await store.deadlineCursors(["d/feed"])).get("d/feed")).toEqual(later(1));
-    const row = await handle.db.selectFrom("cursors").selectAll().where("name", "=", deadlineCursorName("d/feed")).executeTakeFirstOrThrow();
+    const row = await handle.db
+      .selectFrom("cursors")
+      .selectAll()
+      .where("name", "=", deadlineCursorName("d/feed"))
+      .executeTakeFirstOrThrow();
     expect(row.value).toEqual({ until: later(1).toISOString() });
   });
 

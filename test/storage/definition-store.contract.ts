@@ -56,23 +56,19 @@ export function definitionStoreContract(name: string, open: () => Promise<Defini
       });
 
       it("round-trips arbitrary JSON graphs", async () => {
-        const graph = { s: "ünïcødé ✓ \"quoted\" \\ back", n: [1, 2.5, -3e20, null], t: true, nested: { a: [{ b: [] }] } };
+        const graph = { s: 'ünïcødé ✓ "quoted" \\ back', n: [1, 2.5, -3e20, null], t: true, nested: { a: [{ b: [] }] } };
         await store.saveSnapshot({ contentHash: "json", graph });
         expect((await store.latestSnapshot())?.graph).toEqual(graph);
       });
 
       it("creates one version when racing savers store the same hash", async () => {
-        const results = await Promise.all(
-          Array.from({ length: 8 }, () => store.saveSnapshot({ contentHash: "same", graph: { x: 1 } })),
-        );
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.saveSnapshot({ contentHash: "same", graph: { x: 1 } })));
         expect(results.filter((r) => r.changed)).toHaveLength(1);
         expect(new Set(results.map((r) => r.version))).toEqual(new Set([1]));
       });
 
       it("gives racing savers of different hashes dense, distinct versions", async () => {
-        const results = await Promise.all(
-          Array.from({ length: 6 }, (_, i) => store.saveSnapshot({ contentHash: `h${i}`, graph: i })),
-        );
+        const results = await Promise.all(Array.from({ length: 6 }, (_, i) => store.saveSnapshot({ contentHash: `h${i}`, graph: i })));
         expect(results.every((r) => r.changed)).toBe(true);
         expect(results.map((r) => r.version).sort()).toEqual([1, 2, 3, 4, 5, 6]);
       });
@@ -161,7 +157,12 @@ export function definitionStoreContract(name: string, open: () => Promise<Defini
         const dup = { code: "GRAPH_DUPLICATE_KEY", message: "b.ts: the key is defined more than once" };
         for (const path of ["a.ts", "b.ts", "c.ts"]) await store.recordFileLoad({ ...good, path, problems: [dup] });
         const before = new Map((await store.listFiles()).map((f) => [f.path, f]));
-        await store.replaceProblems(new Map([["b.ts", [dup]], ["gone.ts", [dup]]]));
+        await store.replaceProblems(
+          new Map([
+            ["b.ts", [dup]],
+            ["gone.ts", [dup]],
+          ]),
+        );
         const after = await store.listFiles();
         expect(after.map((f) => [f.path, f.problems])).toEqual([
           ["a.ts", []],

@@ -35,7 +35,12 @@ beforeEach(async () => {
 });
 
 const status = (assetKey: string, partitionKey: string) =>
-  handle.db.selectFrom("partition_status").selectAll().where("asset_key", "=", assetKey).where("partition_key", "=", partitionKey).executeTakeFirst();
+  handle.db
+    .selectFrom("partition_status")
+    .selectAll()
+    .where("asset_key", "=", assetKey)
+    .where("partition_key", "=", partitionKey)
+    .executeTakeFirst();
 const eventCount = async () => Number((await sql<{ n: string }>`select count(*) as n from events`.execute(handle.db)).rows[0]!.n);
 
 describe("PgEventStore", () => {
@@ -113,7 +118,11 @@ describe("reportAssetEvent", () => {
     [{ assetKey: "t/dialy", partition: "2025-03-01" }, "GRAPH_UNKNOWN_ASSET", /no asset has the key "t\/dialy"; did you mean "t\/daily"\?/],
     [{ assetKey: "t/daily" }, "EVENT_PARTITION_REQUIRED", /"t\/daily" is partitioned/],
     [{ assetKey: "t/daily", partition: "2025-02-30" }, "EVENT_PARTITION_INVALID", /"t\/daily".*"2025-02-30" is not a partition of daily/],
-    [{ assetKey: "t/daily", partition: "2025-03-12" }, "EVENT_PARTITION_NOT_EXISTING", /partition "2025-03-12" does not exist yet \(its window ends 2025-03-13/],
+    [
+      { assetKey: "t/daily", partition: "2025-03-12" },
+      "EVENT_PARTITION_NOT_EXISTING",
+      /partition "2025-03-12" does not exist yet \(its window ends 2025-03-13/,
+    ],
     [{ assetKey: "t/plain", partition: "2025-03-01" }, "EVENT_PARTITION_UNEXPECTED", /"t\/plain" is not partitioned/],
     [{ assetKey: "t/regions", partition: "apac" }, "EVENT_PARTITION_INVALID", /"apac"/],
     [{ assetKey: "t/customers", partition: "globex" }, "EVENT_PARTITION_INVALID", /"globex"/],
@@ -131,12 +140,18 @@ describe("reportAssetEvent", () => {
 describe("GraphQL reportAssetEvent", () => {
   it("returns the event, and errors without writing for bad input", async () => {
     const { createApiApp } = await import("../../src/api/index.js");
-    const context = { assets: { reportEvent: (request: Parameters<typeof reportAssetEvent>[1]) => reportAssetEvent(services, request, NOW) } };
+    const context = {
+      assets: { reportEvent: (request: Parameters<typeof reportAssetEvent>[1]) => reportAssetEvent(services, request, NOW) },
+    };
     const app = createApiApp({ context: context as never, ping: async () => {}, version: "test" });
     const query = `mutation ($input: ReportAssetEventInput!) { reportAssetEvent(input: $input) { eventId assetKey partitionKey createdAt } }`;
     const post = async (input: unknown) =>
       (await (
-        await app.request("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables: { input } }) })
+        await app.request("/graphql", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ query, variables: { input } }),
+        })
       ).json()) as { data?: { reportAssetEvent: unknown }; errors?: { message: string; extensions?: { code?: string } }[] };
     const ok = await post({ assetKey: "t/daily", partition: "2025-03-01", metadata: { rows: 1 } });
     expect(ok.errors).toBeUndefined();

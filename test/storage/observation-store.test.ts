@@ -28,9 +28,15 @@ describePostgres("observation store: fired and timed-out source observations", (
   });
 
   const observe = (rows: FiredObservation[], now = NOW) => database.db.transaction().execute((trx) => recordObservationsIn(trx, rows, now));
-  const timeOut = (rows: TimedOutObservation[], now = NOW) => database.db.transaction().execute((trx) => recordObservationTimeoutsIn(trx, rows, now));
+  const timeOut = (rows: TimedOutObservation[], now = NOW) =>
+    database.db.transaction().execute((trx) => recordObservationTimeoutsIn(trx, rows, now));
   const status = (partitionKey: string) =>
-    database.db.selectFrom("partition_status").selectAll().where("asset_key", "=", "partner/feed").where("partition_key", "=", partitionKey).executeTakeFirst();
+    database.db
+      .selectFrom("partition_status")
+      .selectAll()
+      .where("asset_key", "=", "partner/feed")
+      .where("partition_key", "=", partitionKey)
+      .executeTakeFirst();
 
   it("records an observation event per fired trigger and marks the partition materialized with it", async () => {
     await observe([
@@ -42,16 +48,27 @@ describePostgres("observation store: fired and timed-out source observations", (
       ["observation", "2025-03-19", { triggerId: 7, payload: { path: "/in/2025-03-19.json", size: 12 } }],
       ["observation", "", { triggerId: 8, payload: null }],
     ]);
-    expect(await status("2025-03-19")).toMatchObject({ status: "materialized", last_materialization_event_id: events[0]!.id, last_step_id: null });
+    expect(await status("2025-03-19")).toMatchObject({
+      status: "materialized",
+      last_materialization_event_id: events[0]!.id,
+      last_step_id: null,
+    });
     expect(await status("")).toMatchObject({ status: "materialized", last_materialization_event_id: events[1]!.id });
   });
 
   it("gives readers of a source partition its latest observation: { observedAt, payload }, with the event for lineage", async () => {
     await observe([{ triggerId: 1, assetKey: "partner/feed", partitionKey: "2025-03-19", payload: { size: 1 } }]);
     await observe([{ triggerId: 2, assetKey: "partner/feed", partitionKey: "2025-03-19", payload: { size: 2 } }], LATER);
-    const [rec] = await new PgRunStore(database.db, RUN_DECISIONS).latestOutputs([{ assetKey: "partner/feed", partitionKey: "2025-03-19" }]);
+    const [rec] = await new PgRunStore(database.db, RUN_DECISIONS).latestOutputs([
+      { assetKey: "partner/feed", partitionKey: "2025-03-19" },
+    ]);
     const latest = await database.db.selectFrom("events").select("id").orderBy("id", "desc").executeTakeFirstOrThrow();
-    expect(rec).toMatchObject({ hasOutput: true, ref: null, eventId: latest.id, inline: { observedAt: LATER.toISOString(), payload: { size: 2 } } });
+    expect(rec).toMatchObject({
+      hasOutput: true,
+      ref: null,
+      eventId: latest.id,
+      inline: { observedAt: LATER.toISOString(), payload: { size: 2 } },
+    });
   });
 
   it("marks unobserved partitions timed_out with one alert to the owner per trigger; observed ones stay materialized, unalerted", async () => {
@@ -77,12 +94,20 @@ describePostgres("observation store: fired and timed-out source observations", (
       owner: "team:partners",
       payload: { trigger: 2, kind: "fileExists", args: { path: "/in/{partition}.json" }, timeoutAt: expect.any(String) },
     });
-    expect(alertText(alerts[0]!)).toMatch(/^\[tributary\] Source not observed in time: asset partner\/feed partition 2025-03-19 \(owner team:partners\)/);
+    expect(alertText(alerts[0]!)).toMatch(
+      /^\[tributary\] Source not observed in time: asset partner\/feed partition 2025-03-19 \(owner team:partners\)/,
+    );
 
     // Partition status shows it; an observation arriving late still counts.
     const statuses = new PgPartitionStatusStore(database.db);
     const asset = { assetKey: "partner/feed", codeVersion: null };
-    expect((await statuses.countByStatus([asset])).get("partner/feed")).toEqual({ materializing: 0, materialized: 1, failed: 0, stale: 0, timed_out: 1 });
+    expect((await statuses.countByStatus([asset])).get("partner/feed")).toEqual({
+      materializing: 0,
+      materialized: 1,
+      failed: 0,
+      stale: 0,
+      timed_out: 1,
+    });
     expect((await statuses.keysByStatus(asset)).get("timed_out")).toEqual(["2025-03-19"]);
     expect((await statuses.partitionStates(asset, ["2025-03-19"])).get("2025-03-19")?.status).toBe("timed_out");
     await observe([{ triggerId: 4, assetKey: "partner/feed", partitionKey: "2025-03-19", payload: {} }], LATER);

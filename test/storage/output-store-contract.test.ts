@@ -101,7 +101,12 @@ const stores: { name: string; open: () => Promise<OpenedStore> }[] = [
       const s3 = await startS3rver();
       return {
         store: new S3OutputStore({ endpoint: s3.endpoint, bucket: BUCKET, ...S3RVER_CREDENTIALS }),
-        foreignRefs: ["file:///tmp/outputs/run/1-1.json", "s3://another-bucket/outputs/run/1-1.json", `s3://${BUCKET}`, "outputs/run/1-1.json"],
+        foreignRefs: [
+          "file:///tmp/outputs/run/1-1.json",
+          "s3://another-bucket/outputs/run/1-1.json",
+          `s3://${BUCKET}`,
+          "outputs/run/1-1.json",
+        ],
         close: () => s3.close(),
       };
     },

@@ -48,7 +48,10 @@ describe("PGlite data directory", () => {
     const dir = await tempDir();
     const first = await openTestPglite({ dataDir: dir });
     try {
-      await first.db.insertInto("cursors").values({ name: "kept", value: sql`'42'::jsonb` }).execute();
+      await first.db
+        .insertInto("cursors")
+        .values({ name: "kept", value: sql`'42'::jsonb` })
+        .execute();
       const second = openTestPglite({ dataDir: dir });
       await expect(second).rejects.toMatchObject({ name: "StorageError", code: "DATA_DIR_LOCKED" });
       const message = (await second.catch((error: Error) => error)) as Error;
@@ -118,7 +121,9 @@ describe("PGlite data directory", () => {
       advertiseDataDirServer(dir, "http://127.0.0.1:4000");
       expect(readLockHolder(dir)).toMatchObject({ pid: process.pid, url: "http://127.0.0.1:4000" });
       expect(liveLockHolder(dir)?.url).toBe("http://127.0.0.1:4000");
-      expect(() => lockDataDir(dir)).toThrow(`in use by process ${process.pid} on ${hostname()} (this process), which serves the API at http://127.0.0.1:4000`);
+      expect(() => lockDataDir(dir)).toThrow(
+        `in use by process ${process.pid} on ${hostname()} (this process), which serves the API at http://127.0.0.1:4000`,
+      );
     } finally {
       lock.release();
     }

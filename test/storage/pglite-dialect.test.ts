@@ -19,10 +19,12 @@ describe("PGlite dialect", () => {
     await resetDatabase(handle.db);
   });
 
-  const keys = async () =>
-    (await handle.db.selectFrom("cursors").select("name").orderBy("name").execute()).map((r) => r.name);
+  const keys = async () => (await handle.db.selectFrom("cursors").select("name").orderBy("name").execute()).map((r) => r.name);
   const insert = (db: PgliteHandle["db"], name: string) =>
-    db.insertInto("cursors").values({ name, value: sql`'0'::jsonb` }).execute();
+    db
+      .insertInto("cursors")
+      .values({ name, value: sql`'0'::jsonb` })
+      .execute();
 
   it("keeps overlapping transactions apart: a rollback never leaks into a concurrent commit", async () => {
     const rolledBack = handle.db.transaction().execute(async (trx) => {
@@ -81,7 +83,10 @@ describe("PGlite dialect", () => {
       ])
       .executeTakeFirst();
     expect(inserted.numInsertedOrUpdatedRows).toBe(2n);
-    const updated = await handle.db.updateTable("cursors").set({ value: sql`'3'::jsonb` }).executeTakeFirst();
+    const updated = await handle.db
+      .updateTable("cursors")
+      .set({ value: sql`'3'::jsonb` })
+      .executeTakeFirst();
     expect(updated.numUpdatedRows).toBe(2n);
     const deleted = await handle.db.deleteFrom("cursors").where("name", "=", "a").executeTakeFirst();
     expect(deleted.numDeletedRows).toBe(1n);

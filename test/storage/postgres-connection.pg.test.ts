@@ -59,9 +59,7 @@ describePostgres("Postgres connections", () => {
   });
 
   it("fails fast with a clear error when the server is unreachable", async () => {
-    await expect(
-      openDatabase({ kind: "postgres", url: "postgres://nobody:secret@127.0.0.1:1/none" }),
-    ).rejects.toMatchObject({
+    await expect(openDatabase({ kind: "postgres", url: "postgres://nobody:secret@127.0.0.1:1/none" })).rejects.toMatchObject({
       code: "DATABASE_UNREACHABLE",
       message: expect.stringMatching(/cannot connect to Postgres at postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/none/),
     });

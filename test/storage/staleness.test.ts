@@ -26,7 +26,10 @@ describePostgres("partition status: staleness, counts and ranges", () => {
   });
 
   const store = () => new PgPartitionStatusStore(h!.db);
-  const version = async (assetKey: string) => ({ assetKey, codeVersion: (await h!.graphs.current({ fresh: true })).graph.require(assetKey).codeVersion });
+  const version = async (assetKey: string) => ({
+    assetKey,
+    codeVersion: (await h!.graphs.current({ fresh: true })).graph.require(assetKey).codeVersion,
+  });
   const states = async (assetKey: string, keys: string[]) => store().partitionStates(await version(assetKey), keys);
   const state = async (assetKey: string, key: string): Promise<PartitionStatusRecord> => (await states(assetKey, [key])).get(key)!;
   const run = async (keys: string[], selection: { partition: string } | { from: string; to: string } | Record<string, never>) =>

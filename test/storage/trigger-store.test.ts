@@ -19,7 +19,8 @@ describePostgres("PgTriggerStore", () => {
     store = new PgTriggerStore(database.db, RUN_DECISIONS);
   });
 
-  const deferredRun = (count: number, options: { downstream?: boolean } = {}) => deferredRunIn(database.db, count, { ...options, now: NOW });
+  const deferredRun = (count: number, options: { downstream?: boolean } = {}) =>
+    deferredRunIn(database.db, count, { ...options, now: NOW });
 
   const stepTriggers = (steps: readonly number[], extra: Partial<NewTrigger> = {}): NewTrigger[] =>
     steps.map((stepId) => ({ kind: "file", args: { path: `/data/${stepId}` }, stepId, ...extra }) as NewTrigger);
@@ -121,7 +122,9 @@ describePostgres("PgTriggerStore", () => {
     const [t] = await store.createTriggers(stepTriggers(steps), NOW);
     await store.claimDue("t1", NOW, { limit: 10, leaseMs: LEASE });
     // What run cancellation does to a deferred step.
-    await sql`update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = ${NOW} where id = ${steps[0]!}`.execute(database.db);
+    await sql`update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = ${NOW} where id = ${steps[0]!}`.execute(
+      database.db,
+    );
     await sql`update runs set status = 'canceled', steps_done = 1, ended_at = ${NOW} where id = ${runId}::uuid`.execute(database.db);
     const before = await runRow(runId);
     const result = await store.recordChecks("t1", [{ triggerId: t!.id, outcome: "fired", payload: { x: 1 } }], at(1000));
@@ -219,7 +222,11 @@ describePostgres("PgTriggerStore", () => {
         const batch = await store.claimDue(owner, NOW, { limit: 64, leaseMs: LEASE });
         if (batch.length === 0) return;
         seen.push(...batch.map((c) => c.id));
-        const result = await store.recordChecks(owner, batch.map((c) => ({ triggerId: c.id, outcome: "fired" as const, payload: { owner } })), NOW);
+        const result = await store.recordChecks(
+          owner,
+          batch.map((c) => ({ triggerId: c.id, outcome: "fired" as const, payload: { owner } })),
+          NOW,
+        );
         expect(result.ignored).toEqual([]);
       }
     };
@@ -248,7 +255,12 @@ describePostgres("PgTriggerStore", () => {
       tryNumber: 1,
     });
     const [obs] = await store.createTriggers([{ kind: "file", assetKey: "src/a" }], NOW);
-    expect((await store.getTriggers([obs!.id]))[0]).toMatchObject({ partitionWindow: null, pollIntervalMs: 5000, softFail: false, tryNumber: null });
+    expect((await store.getTriggers([obs!.id]))[0]).toMatchObject({
+      partitionWindow: null,
+      pollIntervalMs: 5000,
+      softFail: false,
+      tryNumber: null,
+    });
   });
 
   it("rejects a poll interval that is not a positive whole number of milliseconds, naming the field", async () => {
@@ -288,7 +300,11 @@ describePostgres("PgTriggerStore", () => {
       "t1",
       [
         { triggerId: t!.id, outcome: "failed", error },
-        { triggerId: obs!.id, outcome: "failed", error: { ...error, code: "TRIGGER_KIND_UNKNOWN", message: 'trigger kind "nope" is not registered' } },
+        {
+          triggerId: obs!.id,
+          outcome: "failed",
+          error: { ...error, code: "TRIGGER_KIND_UNKNOWN", message: 'trigger kind "nope" is not registered' },
+        },
       ],
       at(1000),
     );

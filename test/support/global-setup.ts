@@ -77,16 +77,16 @@ async function renameDatabase(adminUrl: string, from: string, to: string): Promi
 }
 
 async function databaseExists(adminUrl: string, name: string): Promise<boolean> {
-  const result = await withAdminClient(adminUrl, (client) =>
-    client.query("select 1 from pg_database where datname = $1", [name]),
-  );
+  const result = await withAdminClient(adminUrl, (client) => client.query("select 1 from pg_database where datname = $1", [name]));
   return (result.rowCount ?? 0) > 0;
 }
 
 /** Test databases left behind by killed runs (their names carry a creation time). */
 async function dropStaleTestDatabases(adminUrl: string): Promise<void> {
   const { rows } = await withAdminClient(adminUrl, (client) =>
-    client.query<{ datname: string }>("select datname from pg_database where datname like 't\\_%' or datname like 'tributary\\_tpl\\_%\\_build\\_%'"),
+    client.query<{ datname: string }>(
+      "select datname from pg_database where datname like 't\\_%' or datname like 'tributary\\_tpl\\_%\\_build\\_%'",
+    ),
   );
   const now = Date.now();
   for (const { datname } of rows) {
@@ -125,9 +125,7 @@ function unavailable(service: string, url: string, error: unknown, envName: stri
   const reason = `${service} is not reachable at ${redactDatabaseUrl(url)} (${message(cause)})`;
   if (isCi()) throw new Error(`${reason}. CI=true: tests that need ${service} must run. Set ${envName}.`);
   const bar = "!".repeat(78);
-  console.warn(
-    `\n${bar}\n!! ${reason}\n!! Suites that need ${service} are SKIPPED. Start it or set ${envName}.\n${bar}\n`,
-  );
+  console.warn(`\n${bar}\n!! ${reason}\n!! Suites that need ${service} are SKIPPED. Start it or set ${envName}.\n${bar}\n`);
   return { available: false, reason };
 }
 

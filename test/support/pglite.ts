@@ -7,13 +7,7 @@ import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import {
-  migrate,
-  migrationsHash,
-  openPglite,
-  readMigrationFiles,
-  type PgliteHandle,
-} from "../../src/storage/index.js";
+import { migrate, migrationsHash, openPglite, readMigrationFiles, type PgliteHandle } from "../../src/storage/index.js";
 
 export interface TestPgliteOptions {
   /** A directory (created and locked) or `memory://` (default). */

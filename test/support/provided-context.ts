@@ -1,8 +1,6 @@
 // Values global-setup.ts hands to test files through vitest's provide/inject.
 
-export type PostgresContext =
-  | { available: true; adminUrl: string; templateDatabase: string }
-  | { available: false; reason: string };
+export type PostgresContext = { available: true; adminUrl: string; templateDatabase: string } | { available: false; reason: string };
 
 export type RedisContext = { available: true; url: string } | { available: false; reason: string };
 

@@ -147,10 +147,14 @@ describe("checkTrigger", () => {
     });
 
     it("validates, defaults and renders the args of a custom check", async () => {
-      const result = await checkTrigger(spec("echo", { where: "s3://b/{partition}" }), { partition: { key: "eu" }, now }, {
-        timeoutMs: 1000,
-        registry: custom,
-      });
+      const result = await checkTrigger(
+        spec("echo", { where: "s3://b/{partition}" }),
+        { partition: { key: "eu" }, now },
+        {
+          timeoutMs: 1000,
+          registry: custom,
+        },
+      );
       expect(result).toEqual({ fired: true, payload: { where: "s3://b/eu", n: 7 } });
     });
   });

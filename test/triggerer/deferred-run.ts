@@ -11,7 +11,11 @@ export interface DeferredRun {
   readonly downstream: number | null;
 }
 
-export async function deferredRun(db: Kysely<Database>, count: number, options: { downstream?: boolean; now?: Date } = {}): Promise<DeferredRun> {
+export async function deferredRun(
+  db: Kysely<Database>,
+  count: number,
+  options: { downstream?: boolean; now?: Date } = {},
+): Promise<DeferredRun> {
   const now = options.now ?? new Date();
   const total = count + (options.downstream ? 1 : 0);
   const { rows: runs } = await sql<{ id: string }>`

@@ -42,7 +42,11 @@ describe("fileExists", () => {
 
   it("treats a path below a regular file as absent, not as a failure", async () => {
     await writeFile(path.join(dir, "plain"), "x");
-    const result = await checkTrigger(fileExists(path.join(dir, "plain", "{partition}")), { partition: day, now }, { timeoutMs: 5000, registry });
+    const result = await checkTrigger(
+      fileExists(path.join(dir, "plain", "{partition}")),
+      { partition: day, now },
+      { timeoutMs: 5000, registry },
+    );
     expect(result.fired).toBe(false);
   });
 });

@@ -2,7 +2,14 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { assetMaterialized, sqlReturnsRows } from "../../src/sdk/index.js";
 import { PgEventStore } from "../../src/storage/index.js";
-import { builtInTriggers, checkTrigger, envSqlConnections, pgMaterializedLookup, SQL_PAYLOAD_ROWS, TriggerError } from "../../src/trigger-checks/index.js";
+import {
+  builtInTriggers,
+  checkTrigger,
+  envSqlConnections,
+  pgMaterializedLookup,
+  SQL_PAYLOAD_ROWS,
+  TriggerError,
+} from "../../src/trigger-checks/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 
 const now = new Date();
@@ -31,7 +38,9 @@ describePostgres("sqlReturnsRows and assetMaterialized on the real Postgres", ()
       const registry = builtInTriggers({ connections: env.connections });
       const fired = await checkTrigger(sqlReturnsRows("partner-db", "select 1 as one"), { now }, { timeoutMs: 10_000, registry });
       expect(fired).toEqual({ fired: true, payload: { rowCount: 1, rows: [{ one: 1 }] } });
-      const unknown = await checkTrigger(sqlReturnsRows("billing", "select 1"), { now }, { timeoutMs: 10_000, registry }).catch((e: unknown) => e);
+      const unknown = await checkTrigger(sqlReturnsRows("billing", "select 1"), { now }, { timeoutMs: 10_000, registry }).catch(
+        (e: unknown) => e,
+      );
       expect(unknown).toBeInstanceOf(TriggerError);
       expect((unknown as TriggerError).code).toBe("TRIGGER_CONNECTION_UNKNOWN");
       expect((unknown as TriggerError).message).toContain("set TRIBUTARY_CONNECTION_BILLING to its Postgres URL");
@@ -58,12 +67,16 @@ describePostgres("sqlReturnsRows and assetMaterialized on the real Postgres", ()
   });
 
   it("sqlReturnsRows fails clearly for an unknown connection and for bad SQL", async () => {
-    const unknown = await checkTrigger(sqlReturnsRows("lake", "select 1"), { now }, { timeoutMs: 10_000, registry: registry() }).catch((e: unknown) => e);
-    expect((unknown as TriggerError).code).toBe("TRIGGER_CONNECTION_UNKNOWN");
-    expect((unknown as TriggerError).message).toContain('"lake"');
-    const bad = await checkTrigger(sqlReturnsRows("warehouse", "select from nowhere_at_all"), { now }, { timeoutMs: 10_000, registry: registry() }).catch(
+    const unknown = await checkTrigger(sqlReturnsRows("lake", "select 1"), { now }, { timeoutMs: 10_000, registry: registry() }).catch(
       (e: unknown) => e,
     );
+    expect((unknown as TriggerError).code).toBe("TRIGGER_CONNECTION_UNKNOWN");
+    expect((unknown as TriggerError).message).toContain('"lake"');
+    const bad = await checkTrigger(
+      sqlReturnsRows("warehouse", "select from nowhere_at_all"),
+      { now },
+      { timeoutMs: 10_000, registry: registry() },
+    ).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(TriggerError);
     expect((bad as TriggerError).code).toBe("TRIGGER_CHECK_FAILED");
     expect((bad as TriggerError).message).toContain("nowhere_at_all");
@@ -83,20 +96,27 @@ describePostgres("sqlReturnsRows and assetMaterialized on the real Postgres", ()
       payload: { assetKey: "partner/orders", partition: "2025-03-15", eventId },
     });
     // Another partition of the same asset is still missing.
-    expect((await checkTrigger(spec, { partition: { key: "2025-03-16" }, now }, { timeoutMs: 10_000, registry: registry() })).fired).toBe(false);
+    expect((await checkTrigger(spec, { partition: { key: "2025-03-16" }, now }, { timeoutMs: 10_000, registry: registry() })).fired).toBe(
+      false,
+    );
   });
 
   it("assetMaterialized between unpartitioned assets reads the '' partition", async () => {
     const spec = assetMaterialized("reference/fx_rates");
     expect((await checkTrigger(spec, { now }, { timeoutMs: 10_000, registry: registry() })).fired).toBe(false);
-    await new PgEventStore(database.db).reportEvents([{ assetKey: "reference/fx_rates", partitionKey: "", kind: "external", metadata: {} }], now);
+    await new PgEventStore(database.db).reportEvents(
+      [{ assetKey: "reference/fx_rates", partitionKey: "", kind: "external", metadata: {} }],
+      now,
+    );
     expect((await checkTrigger(spec, { now }, { timeoutMs: 10_000, registry: registry() })).fired).toBe(true);
   });
 
   it("assetMaterialized without a lookup fails with what to configure", async () => {
-    const err = await checkTrigger(assetMaterialized("a"), { partition: { key: "k" }, now }, { timeoutMs: 10_000, registry: builtInTriggers() }).catch(
-      (e: unknown) => e,
-    );
+    const err = await checkTrigger(
+      assetMaterialized("a"),
+      { partition: { key: "k" }, now },
+      { timeoutMs: 10_000, registry: builtInTriggers() },
+    ).catch((e: unknown) => e);
     expect((err as TriggerError).code).toBe("TRIGGER_SERVICE_MISSING");
     expect((err as TriggerError).message).toContain("pgMaterializedLookup");
   });

@@ -75,7 +75,9 @@ describe("TriggerKindProcess", () => {
 
   it("validates args with the kind's own schema and names the field", async () => {
     await expect(check({ name: 42 })).rejects.toEqual(
-      triggerError("TRIGGER_ARGS_INVALID", "trigger partnerReady has invalid arguments: args.name", { location: { field: "args.name", partitionKey: "2025-03-15" } }),
+      triggerError("TRIGGER_ARGS_INVALID", "trigger partnerReady has invalid arguments: args.name", {
+        location: { field: "args.name", partitionKey: "2025-03-15" },
+      }),
     );
   });
 
@@ -129,7 +131,9 @@ describe("TriggerKindProcess", () => {
       expect.objectContaining({
         code: "TRIGGER_KIND_DUPLICATE",
         location: { file: "dup.ts" },
-        message: expect.stringContaining('dup.ts: trigger kind "partnerReady" is also defined in partner.ts; the one in partner.ts is used'),
+        message: expect.stringContaining(
+          'dup.ts: trigger kind "partnerReady" is also defined in partner.ts; the one in partner.ts is used',
+        ),
       }),
     ]);
     expect(kinds.pid).not.toBe(before);

@@ -100,13 +100,18 @@ describePostgres("Triggerer", () => {
   it("fires a file trigger once the file appears, checking every poll interval, and schedules the step", async () => {
     const { runId, steps } = await deferredRun(database.db, 2);
     const file = path.join(dir, "a-{partition}.csv");
-    await store.createTriggers(stepTriggers(steps, () => ({ args: { path: file } })), new Date());
+    await store.createTriggers(
+      stepTriggers(steps, () => ({ args: { path: file } })),
+      new Date(),
+    );
     await startTriggerer(builtInTriggers());
     // Checked every 100 ms while the file is missing; the unchanged "not yet" is written once, not after every check.
     await expect.poll(async () => Math.min(...(await triggers()).map((t) => t.attempts)), { timeout: 10_000 }).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect((await triggers()).map((t) => t.attempts)).toEqual([1, 1]);
-    expect((await triggers()).every((t) => t.status === "waiting" && (t.lastResult as { detail: string }).detail.includes("does not exist"))).toBe(true);
+    expect(
+      (await triggers()).every((t) => t.status === "waiting" && (t.lastResult as { detail: string }).detail.includes("does not exist")),
+    ).toBe(true);
     // Written, then renamed into place: a check must not see it half written.
     await writeFile(path.join(dir, "tmp"), "x");
     await rename(path.join(dir, "tmp"), path.join(dir, "a-p00001.csv"));
@@ -153,7 +158,10 @@ describePostgres("Triggerer", () => {
   it("never runs more checks at once than its concurrency, nor holds more triggers than its capacity", async () => {
     const gate = gatedCheck();
     const { runId, steps } = await deferredRun(database.db, 30);
-    await store.createTriggers(stepTriggers(steps, () => ({ kind: "gated" })), new Date());
+    await store.createTriggers(
+      stepTriggers(steps, () => ({ kind: "gated" })),
+      new Date(),
+    );
     const triggerer = await startTriggerer({ gated: gate.check }, { concurrency: 5, capacity: 20, claimBatch: 3 });
     await expect.poll(() => gate.running, { timeout: 10_000 }).toBe(5);
     await expect.poll(() => triggerer.held, { timeout: 10_000 }).toBe(20);
@@ -210,16 +218,21 @@ describePostgres("Triggerer", () => {
       new Date(),
     );
     await startTriggerer(registry, { checkTimeoutMs: 200 });
-    await expect.poll(async () => (await triggers()).find((t) => t.kind === "hang")?.error, { timeout: 10_000 }).toMatchObject({
-      code: "TRIGGER_CHECK_TIMEOUT",
-    });
+    await expect
+      .poll(async () => (await triggers()).find((t) => t.kind === "hang")?.error, { timeout: 10_000 })
+      .toMatchObject({
+        code: "TRIGGER_CHECK_TIMEOUT",
+      });
     expect(await stepStates(runId)).toEqual({ deferred: 1, scheduled: 1 });
   });
 
   it("logs a storage error and writes the results again later; claims that fail are retried too", async () => {
     const { runId, steps } = await deferredRun(database.db, 3);
     await writeFile(path.join(dir, "d"), "");
-    await store.createTriggers(stepTriggers(steps, () => ({ args: { path: path.join(dir, "d") } })), new Date());
+    await store.createTriggers(
+      stepTriggers(steps, () => ({ args: { path: path.join(dir, "d") } })),
+      new Date(),
+    );
     // The first two claims and the first two writes fail.
     let claimFailures = 2;
     let writeFailures = 2;
@@ -246,7 +259,10 @@ describePostgres("Triggerer", () => {
     await startTriggerer(builtInTriggers());
     await expect.poll(async () => (await step(steps[0]!)).state, { timeout: 10_000 }).toBe("failed");
     const failed = await step(steps[0]!);
-    expect(failed.error).toMatchObject({ code: "TRIGGER_KIND_UNKNOWN", location: { assetKey: "src/wait", partitionKey: "p00001", field: "kind" } });
+    expect(failed.error).toMatchObject({
+      code: "TRIGGER_KIND_UNKNOWN",
+      location: { assetKey: "src/wait", partitionKey: "p00001", field: "kind" },
+    });
     const message = (failed.error as { message: string }).message;
     expect(message).toContain('asset "src/wait" partition "p00001"');
     expect(message).toContain('trigger kind "partnerReady" is not registered');
@@ -270,7 +286,9 @@ describePostgres("Triggerer", () => {
       code: "TRIGGER_TEMPLATE_FIELD_MISSING",
       location: { assetKey: "src/wait", partitionKey: "p00001", field: "args.path" },
     });
-    expect((error as { message: string }).message).toMatch(/asset "src\/wait" partition "p00001".*args\.path "\/in\/\{start\}\.csv" uses \{start\}.*no time window/);
+    expect((error as { message: string }).message).toMatch(
+      /asset "src\/wait" partition "p00001".*args\.path "\/in\/\{start\}\.csv" uses \{start\}.*no time window/,
+    );
   });
 
   it("renders {start} and {end} from the trigger's partition window", async () => {
@@ -304,7 +322,10 @@ describePostgres("Triggerer", () => {
         },
       }),
     });
-    await store.createTriggers(stepTriggers(steps, (stepId) => ({ kind: "count", args: { stepId } })), new Date());
+    await store.createTriggers(
+      stepTriggers(steps, (stepId) => ({ kind: "count", args: { stepId } })),
+      new Date(),
+    );
     await Promise.all([
       startTriggerer(counting("a"), { owner: "a", concurrency: 200, claimBatch: 50 }),
       startTriggerer(counting("b"), { owner: "b", concurrency: 200, claimBatch: 50 }),
@@ -314,7 +335,9 @@ describePostgres("Triggerer", () => {
     expect([...checkedBy.values()].every((owners) => owners.length === 1)).toBe(true);
     const owners = new Set([...checkedBy.values()].map((o) => o[0]));
     expect(owners).toEqual(new Set(["a", "b"]));
-    const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from triggers group by status`.execute(database.db);
+    const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from triggers group by status`.execute(
+      database.db,
+    );
     expect(rows).toEqual([{ status: "fired", n: 1000 }]);
   });
 
@@ -325,7 +348,9 @@ describePostgres("Triggerer", () => {
     const triggerer = await startTriggerer({ gated: gate.check });
     await expect.poll(() => gate.running, { timeout: 10_000 }).toBe(1);
     // What run cancellation does to a deferred step, while its check runs.
-    await sql`update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = now() where id = ${steps[0]!}`.execute(database.db);
+    await sql`update steps set state = 'skipped', skip_reason = 'run canceled', ended_at = now() where id = ${steps[0]!}`.execute(
+      database.db,
+    );
     await sql`update runs set status = 'canceled', steps_done = 1, ended_at = now() where id = ${runId}::uuid`.execute(database.db);
     gate.open();
     await expect.poll(async () => (await triggers())[0]!.status, { timeout: 10_000 }).toBe("canceled");
@@ -342,17 +367,19 @@ describePostgres("Triggerer", () => {
       new Date(),
     );
     const triggerer = await startTriggerer(builtInTriggers());
-    await expect.poll(async () => [(await step(steps[0]!)).state, (await step(steps[1]!)).state], { timeout: 10_000 }).toEqual([
-      "failed",
-      "skipped",
-    ]);
+    await expect
+      .poll(async () => [(await step(steps[0]!)).state, (await step(steps[1]!)).state], { timeout: 10_000 })
+      .toEqual(["failed", "skipped"]);
     expect((await step(steps[0]!)).error).toMatchObject({ code: "TRIGGER_TIMED_OUT" });
     await expect.poll(() => triggerer.held, { timeout: 5_000 }).toBe(0);
   });
 
   it("stop() gives its leases back so another triggerer takes over at once", async () => {
     const { steps } = await deferredRun(database.db, 3);
-    await store.createTriggers(stepTriggers(steps, () => ({ args: { path: path.join(dir, "later") }, pollIntervalMs: 500 })), new Date());
+    await store.createTriggers(
+      stepTriggers(steps, () => ({ args: { path: path.join(dir, "later") }, pollIntervalMs: 500 })),
+      new Date(),
+    );
     const first = await startTriggerer(builtInTriggers(), { owner: "first", leaseMs: 3_600_000 });
     await expect.poll(() => first.held, { timeout: 10_000 }).toBe(3);
     await first.stop();

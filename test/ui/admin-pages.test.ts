@@ -61,7 +61,9 @@ describeBrowser("UI: pools, definitions, triggers", () => {
 
     const invalid = page.locator('[data-testid=definition-file][data-path="invalid.ts"]').getByTestId("definition-error");
     await expect(invalid.textContent()).resolves.toContain("DEFINITION_INVALID");
-    await expect(invalid.getByTestId("definition-location").textContent()).resolves.toBe("invalid.ts:2:18 (asset admin/problem, field deps.nope)");
+    await expect(invalid.getByTestId("definition-location").textContent()).resolves.toBe(
+      "invalid.ts:2:18 (asset admin/problem, field deps.nope)",
+    );
 
     const good = page.locator('[data-testid=definition-file][data-path="good.ts"]');
     await expect(good.getAttribute("data-status")).resolves.toBe("ok");
@@ -112,7 +114,9 @@ describeBrowser("UI: pools, definitions, triggers", () => {
   });
 
   it("pages through triggers with Load more, in the API's order", async () => {
-    const { triggers } = await gql<{ triggers: { nodes: { id: string }[] } }>('{ triggers(status: "waiting", first: 500) { nodes { id } } }');
+    const { triggers } = await gql<{ triggers: { nodes: { id: string }[] } }>(
+      '{ triggers(status: "waiting", first: 500) { nodes { id } } }',
+    );
     expect(triggers.nodes.length).toBeGreaterThan(4);
     const { page, problems } = await openPage(browser, dev.url);
     // Pages of 2 (the page size is in the URL like the filter).
@@ -137,7 +141,14 @@ describeBrowser("UI: pools, definitions, triggers", () => {
     await row.getByTestId("pool-edit").click();
     await row.getByTestId("pool-slots-input").fill("7");
     await row.getByTestId("pool-save").click();
-    await expect.poll(() => row.getByTestId("pool-slots").textContent().catch(() => null)).toBe("7");
+    await expect
+      .poll(() =>
+        row
+          .getByTestId("pool-slots")
+          .textContent()
+          .catch(() => null),
+      )
+      .toBe("7");
     const { pools } = await gql<{ pools: { name: string; slots: number }[] }>("{ pools { name slots } }");
     expect(pools.find((p) => p.name === "default_pool")?.slots).toBe(7);
 

@@ -219,7 +219,14 @@ describeBrowser("asset page", () => {
       { id: runId },
     );
     expect(run?.origin).toBe("manual");
-    expect(run!.steps.map((s) => s.partitionKey).sort()).toEqual(["2025-01-03", "2025-01-04", "2025-01-05", "2025-01-06", "2025-01-07", "2025-01-08"]);
+    expect(run!.steps.map((s) => s.partitionKey).sort()).toEqual([
+      "2025-01-03",
+      "2025-01-04",
+      "2025-01-05",
+      "2025-01-06",
+      "2025-01-07",
+      "2025-01-08",
+    ]);
     expect(await result.getByRole("link").getAttribute("href")).toBe(`/runs/${runId}`);
 
     // The whole bar: more than a run takes, so a backfill.
@@ -229,7 +236,9 @@ describeBrowser("asset page", () => {
     await page.getByTestId("materialise").click();
     await page.locator('[data-testid="action-result"][data-kind="backfill"]').waitFor();
     const backfillId = (await page.getByTestId("action-result").getAttribute("data-id"))!;
-    const { backfills } = await api<{ backfills: { id: string; requested: number; from: string; to: string }[] }>(`{ backfills { id requested from to } }`);
+    const { backfills } = await api<{ backfills: { id: string; requested: number; from: string; to: string }[] }>(
+      `{ backfills { id requested from to } }`,
+    );
     expect(backfills.find((b) => b.id === backfillId)).toMatchObject({ requested: 59, from: "2025-01-01", to: "2025-02-28" });
     expectNoProblems(problems);
   });
@@ -248,7 +257,9 @@ describeBrowser("asset page", () => {
     );
     expect(run?.origin).toBe("rerun");
     const steps = run!.steps.map((s) => `${s.assetKey}:${s.partitionKey}`);
-    expect(steps).toEqual(expect.arrayContaining(["ui/daily:2025-01-04", "ui/daily:2025-01-05", "ui/report:2025-01-04", "ui/report:2025-01-05"]));
+    expect(steps).toEqual(
+      expect.arrayContaining(["ui/daily:2025-01-04", "ui/daily:2025-01-05", "ui/report:2025-01-04", "ui/report:2025-01-05"]),
+    );
     expectNoProblems(problems);
   });
 
@@ -272,7 +283,10 @@ describeBrowser("asset page", () => {
     expect(await page.getByTestId("legend-total").textContent()).toBe("30");
     const canvas = (await page.locator('[data-testid="partition-matrix"] canvas').first().boundingBox())!;
     // Rows: region (3), columns: date (10).
-    const cell = (row: number, col: number) => ({ x: canvas.x + (canvas.width * (col + 0.5)) / 10, y: canvas.y + (canvas.height * (row + 0.5)) / 3 });
+    const cell = (row: number, col: number) => ({
+      x: canvas.x + (canvas.width * (col + 0.5)) / 10,
+      y: canvas.y + (canvas.height * (row + 0.5)) / 3,
+    });
     const a = cell(0, 1);
     await page.mouse.move(a.x, a.y);
     expect(await page.getByTestId("partition-tooltip-key").textContent()).toBe("region=eu · date=2025-01-02");
@@ -287,9 +301,19 @@ describeBrowser("asset page", () => {
     await page.getByTestId("materialise").click();
     await page.locator('[data-testid="action-result"][data-kind="backfill"]').waitFor();
     const id = (await page.getByTestId("action-result").getAttribute("data-id"))!;
-    const { backfill } = await api<{ backfill: { requested: number; partitions: string[] } | null }>(`query($id: String!) { backfill(id: $id) { requested partitions } }`, { id });
+    const { backfill } = await api<{ backfill: { requested: number; partitions: string[] } | null }>(
+      `query($id: String!) { backfill(id: $id) { requested partitions } }`,
+      { id },
+    );
     expect(backfill?.requested).toBe(6);
-    expect([...backfill!.partitions].sort()).toEqual(["2025-01-02|eu", "2025-01-02|us", "2025-01-03|eu", "2025-01-03|us", "2025-01-04|eu", "2025-01-04|us"]);
+    expect([...backfill!.partitions].sort()).toEqual([
+      "2025-01-02|eu",
+      "2025-01-02|us",
+      "2025-01-03|eu",
+      "2025-01-03|us",
+      "2025-01-04|eu",
+      "2025-01-04|us",
+    ]);
     await screenshot(page, "asset-matrix");
     expectNoProblems(problems);
   });
@@ -303,7 +327,9 @@ describeBrowser("asset page", () => {
     for (const fraction of [1 / 6, 3 / 6, 5 / 6]) {
       await page.mouse.move(box.x + box.width * fraction, box.y + 10);
       // The keys load after the bar is drawn: until then the tooltip names the position.
-      await page.waitForFunction(() => !document.querySelector('[data-testid="partition-tooltip-key"]')?.textContent?.startsWith("partition #"));
+      await page.waitForFunction(
+        () => !document.querySelector('[data-testid="partition-tooltip-key"]')?.textContent?.startsWith("partition #"),
+      );
       keys.push((await page.getByTestId("partition-tooltip-key").textContent())!);
     }
     expect(keys).toEqual(["zeta", "alpha", "mid"]);

@@ -58,10 +58,12 @@ describeBrowser("UI backfills and the launch dialog", () => {
     // The page follows it to the end without a reload.
     await page.locator("[data-testid=backfill-page][data-status=completed]").waitFor({ timeout: 90_000 });
     expect(await progress.getAttribute("data-done")).toBe("12");
-    const stored = (await gql<{ backfill: { status: string; requested: number; done: number; runs: { id: string }[] } }>(
-      `query ($id: String!) { backfill(id: $id) { status requested done runs { id } } }`,
-      { id },
-    )).backfill;
+    const stored = (
+      await gql<{ backfill: { status: string; requested: number; done: number; runs: { id: string }[] } }>(
+        `query ($id: String!) { backfill(id: $id) { status requested done runs { id } } }`,
+        { id },
+      )
+    ).backfill;
     expect(stored).toMatchObject({ status: "completed", requested: 12, done: 12 });
     expect(stored.runs).toHaveLength(3);
     await eventually(async () => ((await page.getByTestId("run-row").count()) === 3 ? true : undefined), 10_000, "its three runs listed");

@@ -57,7 +57,10 @@ export async function openPage(browser: Browser, baseUrl: string): Promise<{ pag
  * in the OS temp directory (the capture still runs, so a page that cannot render fails here too).
  */
 export async function screenshot(page: Page, name: string): Promise<string> {
-  const dir = process.env.SCREENSHOTS === "1" ? path.join(ROOT, "docs/screenshots") : path.join(process.env.TMPDIR ?? "/tmp", "tributary-screenshots");
+  const dir =
+    process.env.SCREENSHOTS === "1"
+      ? path.join(ROOT, "docs/screenshots")
+      : path.join(process.env.TMPDIR ?? "/tmp", "tributary-screenshots");
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `${name}.png`);
   await page.screenshot({ path: file });

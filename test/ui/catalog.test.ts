@@ -37,7 +37,10 @@ describeBrowser("UI: asset catalog", () => {
   };
   /** Launches a run and waits for it to end; returns its status. */
   const run = async (input: Record<string, unknown>) => {
-    const { launchRun } = await gql<{ launchRun: { id: string } }>("mutation($input: LaunchRunInput!) { launchRun(input: $input) { id } }", { input });
+    const { launchRun } = await gql<{ launchRun: { id: string } }>(
+      "mutation($input: LaunchRunInput!) { launchRun(input: $input) { id } }",
+      { input },
+    );
     return eventually(
       async () => {
         const { run } = await gql<{ run: { status: string } }>("query($id: String!) { run(id: $id) { status } }", { id: launchRun.id });
@@ -48,9 +51,9 @@ describeBrowser("UI: asset catalog", () => {
     );
   };
   const countsOf = async () => {
-    const { assets } = await gql<{ assets: { key: string; partitionStatus: { counts: Counts }; latestMaterialization: { runId: string | null } | null }[] }>(
-      "{ assets { key partitionStatus { counts { total materialized stale failed missing } } latestMaterialization { runId } } }",
-    );
+    const { assets } = await gql<{
+      assets: { key: string; partitionStatus: { counts: Counts }; latestMaterialization: { runId: string | null } | null }[];
+    }>("{ assets { key partitionStatus { counts { total materialized stale failed missing } } latestMaterialization { runId } } }");
     return new Map(assets.map((a) => [a.key, a]));
   };
   const shownKeys = (page: Page) => page.getByTestId("catalog-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-key")));
@@ -86,7 +89,12 @@ describeBrowser("UI: asset catalog", () => {
       const c = asset.partitionStatus.counts;
       const bar = row.getByTestId("health-bar");
       await expect(bar.getAttribute("data-total")).resolves.toBe(String(c.total));
-      for (const [status, n] of [["MATERIALIZED", c.materialized], ["STALE", c.stale], ["FAILED", c.failed], ["MISSING", c.missing]] as const) {
+      for (const [status, n] of [
+        ["MATERIALIZED", c.materialized],
+        ["STALE", c.stale],
+        ["FAILED", c.failed],
+        ["MISSING", c.missing],
+      ] as const) {
         const segment = bar.locator(`[data-status=${status}]`);
         if (n === 0) await expect(segment.count()).resolves.toBe(0);
         else await expect(segment.getAttribute("data-count")).resolves.toBe(String(n));

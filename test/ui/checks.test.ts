@@ -142,7 +142,10 @@ describeBrowser("UI asset checks", () => {
     await page.waitForURL(/tab=checks/);
     const table = page.getByTestId("checks-table");
     await table.waitFor();
-    expect(await page.getByTestId("check-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-check")))).toEqual(["not_empty", "plausible"]);
+    expect(await page.getByTestId("check-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-check")))).toEqual([
+      "not_empty",
+      "plausible",
+    ]);
     const notEmpty = page.locator("[data-testid=check-row][data-check=not_empty]");
     const plausible = page.locator("[data-testid=check-row][data-check=plausible]");
     expect(await notEmpty.textContent()).toMatch(/blocking.*error.*Every day has orders/);
@@ -159,7 +162,11 @@ describeBrowser("UI asset checks", () => {
     await page.getByTestId("check-results-table").waitFor();
     const rows = () =>
       page.getByTestId("check-result-row").evaluateAll((els) =>
-        els.map((e) => ({ check: e.getAttribute("data-check"), partition: e.getAttribute("data-partition"), passed: e.getAttribute("data-passed") })),
+        els.map((e) => ({
+          check: e.getAttribute("data-check"),
+          partition: e.getAttribute("data-partition"),
+          passed: e.getAttribute("data-passed"),
+        })),
       );
     const all = await rows();
     expect(all).toHaveLength(2 * DAYS.length);

@@ -35,10 +35,14 @@ export const two = asset({ key: "slow/two", deps: { one } }, async (_ctx, { one 
     dev = child;
     browser = await openBrowser();
     // A first start creates the embedded database: minutes on a loaded machine.
-    const port = await eventually(async () => {
-      if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-      return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-    }, 300_000, "tributary dev to listen");
+    const port = await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
+        return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
+      },
+      300_000,
+      "tributary dev to listen",
+    );
     base = `http://127.0.0.1:${port}`;
   }, 360_000);
 

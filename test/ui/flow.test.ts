@@ -59,11 +59,9 @@ describeBrowser("UI: the first-day flow on the demo", () => {
 
     // The backfill page follows it to the end by itself.
     await page.locator('[data-testid="backfill-page"] .badge[data-state="completed"]').first().waitFor({ timeout: 180_000 });
-    const backfill = await graphqlAt<{ backfill: { status: string; requested: number; done: number; failed: number; runs: { id: string }[] } }>(
-      ui.dev.port,
-      `query ($id: String!) { backfill(id: $id) { status requested done failed runs { id } } }`,
-      { id: backfillId },
-    );
+    const backfill = await graphqlAt<{
+      backfill: { status: string; requested: number; done: number; failed: number; runs: { id: string }[] };
+    }>(ui.dev.port, `query ($id: String!) { backfill(id: $id) { status requested done failed runs { id } } }`, { id: backfillId });
     expect(backfill.data!.backfill).toMatchObject({ status: "completed", requested: selected, done: selected, failed: 0 });
     expect(backfill.data!.backfill.runs.length).toBe(Math.ceil(selected / 20));
     await screenshot(page, "demo-backfill");
@@ -74,9 +72,13 @@ describeBrowser("UI: the first-day flow on the demo", () => {
     await page.waitForURL(`**/runs/${runId}`);
     const rows = page.getByTestId("gantt-row");
     await rows.first().waitFor();
-    const run = await graphqlAt<{ run: { steps: { id: string; assetKey: string }[] } }>(ui.dev.port, `query ($id: String!) { run(id: $id) { steps { id assetKey } } }`, {
-      id: runId,
-    });
+    const run = await graphqlAt<{ run: { steps: { id: string; assetKey: string }[] } }>(
+      ui.dev.port,
+      `query ($id: String!) { run(id: $id) { steps { id assetKey } } }`,
+      {
+        id: runId,
+      },
+    );
     expect(await rows.count()).toBe(run.data!.run.steps.length);
     await screenshot(page, "demo-run-gantt");
     await rows.first().click();

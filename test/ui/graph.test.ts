@@ -8,7 +8,17 @@ interface ApiAsset {
   key: string;
   group: string;
   upstream: { key: string }[];
-  partitionStatus: { counts: { total: number; materialized: number; stale: number; failed: number; materializing: number; missing: number; timedOut: number } };
+  partitionStatus: {
+    counts: {
+      total: number;
+      materialized: number;
+      stale: number;
+      failed: number;
+      materializing: number;
+      missing: number;
+      timedOut: number;
+    };
+  };
 }
 
 /** The colour rule the page states: failed > (timed out) > materializing > stale > missing > materialized. */
@@ -35,7 +45,9 @@ describeBrowser("UI: asset graph", () => {
     await page.locator("[data-testid=asset-graph][data-ready=true]").waitFor({ timeout: 30_000 });
   };
   const nodeStatuses = (page: Page) =>
-    page.getByTestId("graph-node").evaluateAll((nodes) => Object.fromEntries(nodes.map((n) => [n.getAttribute("data-key"), n.getAttribute("data-status")])));
+    page
+      .getByTestId("graph-node")
+      .evaluateAll((nodes) => Object.fromEntries(nodes.map((n) => [n.getAttribute("data-key"), n.getAttribute("data-status")])));
 
   const ui = useUi();
 
@@ -51,16 +63,24 @@ describeBrowser("UI: asset graph", () => {
     const edges = api.reduce((n, a) => n + a.upstream.length, 0);
     await expect(page.getByTestId("graph-count").textContent()).resolves.toBe(`${api.length} assets, ${edges} dependencies`);
     // Each node sits inside its group's box.
-    const outside = await page.getByTestId("graph-node").evaluateAll((nodes, byKey) => {
-      const boxes = new Map([...document.querySelectorAll(".graph-group")].map((g) => [g.getAttribute("data-group"), g.querySelector("rect")!.getBoundingClientRect()]));
-      return nodes
-        .filter((n) => {
-          const r = n.getBoundingClientRect();
-          const box = boxes.get(byKey[n.getAttribute("data-key")!]!)!;
-          return r.left < box.left || r.right > box.right || r.top < box.top || r.bottom > box.bottom;
-        })
-        .map((n) => n.getAttribute("data-key"));
-    }, Object.fromEntries(api.map((a) => [a.key, a.group])));
+    const outside = await page.getByTestId("graph-node").evaluateAll(
+      (nodes, byKey) => {
+        const boxes = new Map(
+          [...document.querySelectorAll(".graph-group")].map((g) => [
+            g.getAttribute("data-group"),
+            g.querySelector("rect")!.getBoundingClientRect(),
+          ]),
+        );
+        return nodes
+          .filter((n) => {
+            const r = n.getBoundingClientRect();
+            const box = boxes.get(byKey[n.getAttribute("data-key")!]!)!;
+            return r.left < box.left || r.right > box.right || r.top < box.top || r.bottom > box.bottom;
+          })
+          .map((n) => n.getAttribute("data-key"));
+      },
+      Object.fromEntries(api.map((a) => [a.key, a.group])),
+    );
     expect(outside).toEqual([]);
 
     // Colours follow the API's partition counts (the demo's automation keeps changing them: compare until a
@@ -71,12 +91,17 @@ describeBrowser("UI: asset graph", () => {
           const now = await assets();
           await drawn(page, "/graph");
           const shown = await nodeStatuses(page);
-          return now.filter((a) => shown[a.key] !== expectedStatus(a.partitionStatus.counts)).map((a) => `${a.key}: ${shown[a.key]} vs ${expectedStatus(a.partitionStatus.counts)}`);
+          return now
+            .filter((a) => shown[a.key] !== expectedStatus(a.partitionStatus.counts))
+            .map((a) => `${a.key}: ${shown[a.key]} vs ${expectedStatus(a.partitionStatus.counts)}`);
         },
         { timeout: 30_000 },
       )
       .toEqual([]);
-    const fill = await page.locator("[data-testid=graph-node] rect").first().evaluate((r) => r.getAttribute("fill"));
+    const fill = await page
+      .locator("[data-testid=graph-node] rect")
+      .first()
+      .evaluate((r) => r.getAttribute("fill"));
     expect(fill).toMatch(/^#[0-9a-f]{6}$/);
     await screenshot(page, "graph");
     expectNoProblems(problems);
@@ -121,7 +146,9 @@ describeBrowser("UI: asset graph", () => {
     for (let i = 0; i < 8 && (await zoom()) >= 0.3; i++) await page.getByRole("button", { name: "Zoom out" }).click();
     expect(await zoom()).toBeLessThan(0.3);
     await expect.poll(() => page.getByTestId("graph-node").count()).toBe(0);
-    const blocks = await page.locator(".graph-blocks").evaluateAll((ps) => ps.reduce((n, p) => n + Number(p.getAttribute("data-count")), 0));
+    const blocks = await page
+      .locator(".graph-blocks")
+      .evaluateAll((ps) => ps.reduce((n, p) => n + Number(p.getAttribute("data-count")), 0));
     expect(blocks).toBe(api.length);
     expectNoProblems(problems);
     await page.context().close();
@@ -132,11 +159,23 @@ describeBrowser("UI: asset graph", () => {
     const { page, problems } = await openPage(ui.browser, ui.dev.url);
     await drawn(page, "/graph?group=partner");
     const keys = Object.keys(await nodeStatuses(page)).sort();
-    expect(keys).toEqual(api.filter((a) => a.group === "partner").map((a) => a.key).sort());
+    expect(keys).toEqual(
+      api
+        .filter((a) => a.group === "partner")
+        .map((a) => a.key)
+        .sort(),
+    );
     await page.getByTestId("graph-group").selectOption("shop");
     await page.waitForURL("**/graph?group=shop");
     await page.locator("[data-testid=asset-graph][data-ready=true]").waitFor();
-    await expect.poll(async () => Object.keys(await nodeStatuses(page)).sort()).toEqual(api.filter((a) => a.group === "shop").map((a) => a.key).sort());
+    await expect
+      .poll(async () => Object.keys(await nodeStatuses(page)).sort())
+      .toEqual(
+        api
+          .filter((a) => a.group === "shop")
+          .map((a) => a.key)
+          .sort(),
+      );
 
     await drawn(page, "/graph?focus=shop/revenue_7d");
     const graph = (await page.getByTestId("asset-graph").boundingBox())!;

@@ -11,7 +11,9 @@ const app = () => createApiApp({ context: {} as ApiServices, ping: async () => {
 
 /** The URLs of the page's scripts and stylesheets. */
 function assetUrls(html: string): string[] {
-  return [...html.matchAll(/<(?:script|link)\b[^>]*?\b(?:src|href)=["']?([^"'\s>]+)/g)].map((m) => m[1]!).filter((u) => !u.startsWith("data:"));
+  return [...html.matchAll(/<(?:script|link)\b[^>]*?\b(?:src|href)=["']?([^"'\s>]+)/g)]
+    .map((m) => m[1]!)
+    .filter((u) => !u.startsWith("data:"));
 }
 
 it("serves the GraphiQL page with every script and stylesheet from the same origin", async () => {
@@ -28,7 +30,8 @@ it("serves the GraphiQL page with every script and stylesheet from the same orig
     expect((await res.text()).length, url).toBeGreaterThan(100);
   }
   // The editor's workers too.
-  for (const url of html.match(/"\/graphql\/_graphiql\/[^"]+\.worker\.js"/g) ?? []) expect((await app().request(JSON.parse(url) as string)).status).toBe(200);
+  for (const url of html.match(/"\/graphql\/_graphiql\/[^"]+\.worker\.js"/g) ?? [])
+    expect((await app().request(JSON.parse(url) as string)).status).toBe(200);
   expect(html).not.toMatch(/unpkg|jsdelivr|cdn\./);
 });
 
@@ -57,7 +60,10 @@ describeBrowser("GraphiQL without internet", () => {
       elsewhere.push(url);
       return route.abort();
     });
-    const introspection = page.waitForResponse((r) => r.url() === `${base}/graphql` && r.request().method() === "POST" && (r.request().postData() ?? "").includes("__schema"), { timeout: 60_000 });
+    const introspection = page.waitForResponse(
+      (r) => r.url() === `${base}/graphql` && r.request().method() === "POST" && (r.request().postData() ?? "").includes("__schema"),
+      { timeout: 60_000 },
+    );
     await page.goto("/graphql");
     await page.locator(".graphiql-container").first().waitFor({ timeout: 60_000 });
     expect((await introspection).status()).toBe(200);

@@ -31,14 +31,21 @@ describeBrowser("UI, CLI and GraphQL: mapped steps", () => {
 
   const gql = (query: string, variables: Record<string, unknown> = {}) => graphqlAt<Record<string, unknown>>(ui.dev.port, query, variables);
   const readRun = async (id: string) => {
-    const r = await gql(`query ($id: String!) { run(id: $id) { status planVersion stepsTotal steps { id assetKey mapIndex mapLabel mapCount state tryNumber } } }`, { id });
+    const r = await gql(
+      `query ($id: String!) { run(id: $id) { status planVersion stepsTotal steps { id assetKey mapIndex mapLabel mapCount state tryNumber } } }`,
+      { id },
+    );
     return (r.data as { run: { status: string; planVersion: number; stepsTotal: number; steps: RunStep[] } }).run;
   };
   const ended = (id: string) =>
-    eventually(async () => {
-      const run = await readRun(id);
-      return ["success", "failed", "canceled"].includes(run.status) ? run : undefined;
-    }, 90_000, "the run to end");
+    eventually(
+      async () => {
+        const run = await readRun(id);
+        return ["success", "failed", "canceled"].includes(run.status) ? run : undefined;
+      },
+      90_000,
+      "the run to end",
+    );
 
   it("shows each mapped step in the run's state, the CLI and the run page, and clears one inside its run", async () => {
     const launched = await gql(`mutation { launchRun(input: { assetKeys: ["ui/listing", "ui/parsed", "ui/rows"] }) { id } }`);
@@ -82,7 +89,12 @@ describeBrowser("UI, CLI and GraphQL: mapped steps", () => {
     const again = await ended(runId);
     expect(again.status).toBe("success");
     expect(again.planVersion).toBe(3);
-    expect(again.steps.filter((s) => s.mapIndex >= 0).sort((a, b) => a.mapIndex - b.mapIndex).map((s) => s.tryNumber)).toEqual([1, 1, 2, 1, 1]);
+    expect(
+      again.steps
+        .filter((s) => s.mapIndex >= 0)
+        .sort((a, b) => a.mapIndex - b.mapIndex)
+        .map((s) => s.tryNumber),
+    ).toEqual([1, 1, 2, 1, 1]);
     expect(again.steps.find((s) => s.assetKey === "ui/rows")!.tryNumber).toBe(2);
 
     // The run page: the mapped steps follow their partition's step, each with its index and label.

@@ -46,14 +46,23 @@ describeBrowser("UI runs and run page", () => {
     return r.data!;
   };
   const launch = async (key: string): Promise<string> =>
-    (await gql<{ launchRun: { id: string } }>(`mutation ($k: String!) { launchRun(input: { assetKeys: [$k] }) { id } }`, { k: key })).launchRun.id;
+    (await gql<{ launchRun: { id: string } }>(`mutation ($k: String!) { launchRun(input: { assetKeys: [$k] }) { id } }`, { k: key }))
+      .launchRun.id;
   const runInfo = async (id: string): Promise<RunInfo> =>
-    (await gql<{ run: RunInfo }>(`query ($id: String!) { run(id: $id) { id status steps { id assetKey tries { tryNumber state } } } }`, { id })).run;
+    (
+      await gql<{ run: RunInfo }>(`query ($id: String!) { run(id: $id) { id status steps { id assetKey tries { tryNumber state } } } }`, {
+        id,
+      })
+    ).run;
   const ended = (id: string, timeoutMs = 60_000) =>
-    eventually(async () => {
-      const run = await runInfo(id);
-      return ["success", "failed", "canceled"].includes(run.status) ? run : undefined;
-    }, timeoutMs, `run ${id} to end`);
+    eventually(
+      async () => {
+        const run = await runInfo(id);
+        return ["success", "failed", "canceled"].includes(run.status) ? run : undefined;
+      },
+      timeoutMs,
+      `run ${id} to end`,
+    );
 
   const ui = useUi({ files: { "assets.ts": DEFS }, databaseUrl: () => database.url });
 
@@ -70,13 +79,19 @@ describeBrowser("UI runs and run page", () => {
     await page.getByTestId("filter-status").selectOption("failed");
     await page.waitForURL(/status=failed/);
     await page.locator(`[data-testid=run-row] >> nth=0`).waitFor();
-    await eventually(async () => ((await page.locator("[data-testid=run-row][data-status=success]").count()) === 0 ? true : undefined), 10_000, "successful runs to leave");
+    await eventually(
+      async () => ((await page.locator("[data-testid=run-row][data-status=success]").count()) === 0 ? true : undefined),
+      10_000,
+      "successful runs to leave",
+    );
 
     await page.reload();
     await page.getByTestId("runs-table").waitFor();
     expect(await page.getByTestId("filter-status").inputValue()).toBe("failed");
     const statuses = await page.getByTestId("run-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-status")));
-    const api = await gql<{ runsConnection: { nodes: { id: string }[] } }>(`{ runsConnection(filter: { status: failed }) { nodes { id } } }`);
+    const api = await gql<{ runsConnection: { nodes: { id: string }[] } }>(
+      `{ runsConnection(filter: { status: failed }) { nodes { id } } }`,
+    );
     expect(statuses).toEqual(api.runsConnection.nodes.map(() => "failed"));
     expect(await page.locator(`a[href="/runs/${bad}"]`).count()).toBe(1);
     expect(await page.locator(`a[href="/runs/${ok}"]`).count()).toBe(0);
@@ -128,7 +143,11 @@ describeBrowser("UI runs and run page", () => {
     expect(await page.getByTestId("log-lines").textContent()).toContain("try 2");
     await page.getByTestId("try-1").click();
     await page.waitForURL(/try=1/);
-    await eventually(async () => ((await page.getByTestId("log-lines").textContent())?.includes("try 1") ? true : undefined), 10_000, "try 1's log");
+    await eventually(
+      async () => ((await page.getByTestId("log-lines").textContent())?.includes("try 1") ? true : undefined),
+      10_000,
+      "try 1's log",
+    );
     expect(await page.getByTestId("step-error").first().textContent()).toContain("the first try fails");
     expectNoProblems(problems);
     await page.context().close();
@@ -142,7 +161,11 @@ describeBrowser("UI runs and run page", () => {
     await row.waitFor();
     await row.click();
     // The first line shows while the run is still running (the page follows the run over SSE, then the log).
-    await eventually(async () => ((await page.getByTestId("log-lines").textContent())?.includes("tick 1") ? true : undefined), 30_000, "the first log line");
+    await eventually(
+      async () => ((await page.getByTestId("log-lines").textContent())?.includes("tick 1") ? true : undefined),
+      30_000,
+      "the first log line",
+    );
     expect((await runInfo(id)).status).toBe("running");
     expect(await page.getByTestId("run-page").getAttribute("data-status")).toBe("running");
     expect(await page.getByTestId("gantt-now").count()).toBe(1);

@@ -142,7 +142,11 @@ export interface QueryState<T> {
  * Runs a query when the component mounts and whenever `variables` change (compared as JSON), again every
  * `pollMs` if given, and again when the API comes back after being unreachable. Stale answers are dropped.
  */
-export function useQuery<T>(query: string, variables: Record<string, unknown> = {}, options: { pollMs?: number; skip?: boolean } = {}): QueryState<T> {
+export function useQuery<T>(
+  query: string,
+  variables: Record<string, unknown> = {},
+  options: { pollMs?: number; skip?: boolean } = {},
+): QueryState<T> {
   const key = JSON.stringify(variables);
   const { epoch } = useReachability();
   const [state, setState] = useState<{ data: T | undefined; error: Error | undefined; loading: boolean; key: string }>({

@@ -25,7 +25,12 @@ export async function addDynamicPartitions(
   if (!known.has(request.name)) {
     throw new InputError(
       `no asset uses dynamic partitions named "${request.name}"` +
-        (known.size ? `; the definitions use ${[...known].sort().map((n) => `"${n}"`).join(", ")}` : "; no asset has dynamic partitions"),
+        (known.size
+          ? `; the definitions use ${[...known]
+              .sort()
+              .map((n) => `"${n}"`)
+              .join(", ")}`
+          : "; no asset has dynamic partitions"),
       { code: "DYNAMIC_PARTITIONS_UNKNOWN", location: { field: "name" } },
     );
   }

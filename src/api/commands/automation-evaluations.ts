@@ -70,7 +70,16 @@ export interface AutomationEvaluations {
 }
 
 /** Reasons that say why something was not requested, preferred over the trigger in a summary. */
-const BLOCKING = new Set(["upstreams_not_ready", "in_progress", "failed", "request_limit", "condition_false", "plan_failed", "paused", "cron_problem"]);
+const BLOCKING = new Set([
+  "upstreams_not_ready",
+  "in_progress",
+  "failed",
+  "request_limit",
+  "condition_false",
+  "plan_failed",
+  "paused",
+  "cron_problem",
+]);
 
 /**
  * "Why did / didn't this run?": the latest automation evaluation records of
@@ -94,13 +103,17 @@ export async function automationEvaluations(
 ): Promise<AutomationEvaluations> {
   const limit = request.limit ?? DEFAULT_EVALUATIONS_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_EVALUATIONS_LIMIT) {
-    throw new InputError(`automation evaluations of "${request.assetKey}": limit must be a whole number from 1 to ${MAX_EVALUATIONS_LIMIT} (got ${limit})`, {
-      code: "INPUT_INVALID",
-      location: { assetKey: request.assetKey, field: "limit" },
-    });
+    throw new InputError(
+      `automation evaluations of "${request.assetKey}": limit must be a whole number from 1 to ${MAX_EVALUATIONS_LIMIT} (got ${limit})`,
+      {
+        code: "INPUT_INVALID",
+        location: { assetKey: request.assetKey, field: "limit" },
+      },
+    );
   }
   const { version, graph } = await services.graphs.current({ fresh: true });
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const asset = graph.require(request.assetKey);
   const key = asset.key;
 
@@ -122,7 +135,11 @@ export async function automationEvaluations(
       index = space.indexOf(partition);
     } catch (err) {
       if (!(err instanceof TributaryError)) throw err;
-      throw new PartitionError(`asset "${key}": ${err.message}`, { code: err.code, location: { assetKey: key, partitionKey: partition }, cause: err });
+      throw new PartitionError(`asset "${key}": ${err.message}`, {
+        code: err.code,
+        location: { assetKey: key, partitionKey: partition },
+        cause: err,
+      });
     }
   }
 
@@ -147,8 +164,13 @@ export async function automationEvaluations(
   };
 }
 
-function toView(row: EvaluationRow, space: PartitionSpace | null, partition: string | undefined, index: number | undefined): AutomationEvaluationView {
-  const ranges = row.partitions === "" ? [] : parseRanges(safeJson(row.partitions)) ?? [];
+function toView(
+  row: EvaluationRow,
+  space: PartitionSpace | null,
+  partition: string | undefined,
+  index: number | undefined,
+): AutomationEvaluationView {
+  const ranges = row.partitions === "" ? [] : (parseRanges(safeJson(row.partitions)) ?? []);
   let reasons = row.reasons.map(toReason).filter((r): r is EvaluationReasonView => r !== undefined);
   if (partition !== undefined && space && index !== undefined) {
     const concerned = reasons.filter((r) => r.partitions === null || covers(space, index, partition, r.partitions));
@@ -224,7 +246,10 @@ function safeJson(text: string): unknown {
 
 /** `2025-03-01..2025-03-05, 2025-03-09` (the first few ranges). */
 export function formatKeyRanges(ranges: readonly KeyRange[], max = 3): string {
-  const shown = ranges.filter(([a, b]) => a !== "" || b !== "").slice(0, max).map(([a, b]) => (a === b ? a : `${a}..${b}`));
+  const shown = ranges
+    .filter(([a, b]) => a !== "" || b !== "")
+    .slice(0, max)
+    .map(([a, b]) => (a === b ? a : `${a}..${b}`));
   const more = ranges.length - Math.min(ranges.length, max);
   return shown.join(", ") + (more > 0 ? `, … (${ranges.length} ranges)` : "");
 }
@@ -244,10 +269,10 @@ function summarize(
   const what = `${latest.decision}${ranges ? ` ${ranges}` : ""}`;
   const run = latest.decision === "requested" && latest.runId ? ` (run ${latest.runId})` : "";
   const main =
-    latest.decision === "requested" ? latest.reasons[0] : latest.reasons.find((r) => BLOCKING.has(r.operand)) ?? latest.reasons[0];
+    latest.decision === "requested" ? latest.reasons[0] : (latest.reasons.find((r) => BLOCKING.has(r.operand)) ?? latest.reasons[0]);
   const others = main ? latest.reasons.filter((r) => r !== main && r.operand !== "runs").length : 0;
   const why = main ? `: ${main.detail}${others > 0 ? ` (+${others} more reason${others > 1 ? "s" : ""})` : ""}` : "";
   // A record from before a pause or resume still shows; the pause state is now.
-  const now = paused && !(latest.reasons.some((r) => r.operand === "paused")) ? pausedNote : "";
+  const now = paused && !latest.reasons.some((r) => r.operand === "paused") ? pausedNote : "";
   return `${subject}: ${what} at ${latest.evaluatedAt.toISOString()}${run}${why}${now}`;
 }

@@ -114,10 +114,13 @@ export async function planClear(services: ClearPlanServices, request: ClearParti
     throw new InputError("give either a partition or a range (from/to), not both");
   }
   if (request.dimensions !== undefined && (request.partition !== undefined || request.from !== undefined || request.to !== undefined)) {
-    throw new InputError("give either a selection per dimension (dimensions) or a partition or a range (from/to), not both", { location: { field: "dimensions" } });
+    throw new InputError("give either a selection per dimension (dimensions) or a partition or a range (from/to), not both", {
+      location: { field: "dimensions" },
+    });
   }
   const { version, graph } = await services.graphs.current({ fresh: true });
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const root = graph.require(request.assetKey);
   if (root.kind === "source") {
     throw new InputError(`"${root.key}" is a source asset: Tributary observes it, it never materialises it, so there is nothing to clear`, {
@@ -137,7 +140,10 @@ export async function planClear(services: ClearPlanServices, request: ClearParti
   const rootSubset = await selectRoot(services, root, request, graph, ctx, now);
   if (rootSubset.isEmpty()) {
     const what = request.onlyFailed ? "none of the selected partitions has failed" : "the selection is empty";
-    throw new InputError(`nothing to clear for "${root.key}": ${what}; no run was created`, { code: "CLEAR_NOTHING", location: { assetKey: root.key } });
+    throw new InputError(`nothing to clear for "${root.key}": ${what}; no run was created`, {
+      code: "CLEAR_NOTHING",
+      location: { assetKey: root.key },
+    });
   }
   cleared.set(root.key, rootSubset);
   for (const key of targets) {
@@ -215,7 +221,9 @@ async function selectRoot(
     subset = resolveSelection({ graph, selected: [root], selection: { kind: "keys", keys }, ctx, now }).get(root.key)!;
     if (request.onlyFailed) {
       const space = partitionSpace(root.partitions!, ctx);
-      subset = subset.intersection(space.subset((await services.runs.partitionKeysWithStatus(root.key, "failed")).filter((k) => space.has(k))));
+      subset = subset.intersection(
+        space.subset((await services.runs.partitionKeysWithStatus(root.key, "failed")).filter((k) => space.has(k))),
+      );
     }
     return subset;
   }
@@ -233,7 +241,8 @@ async function selectRoot(
     if (request.partition !== undefined) selection = { kind: "keys", keys: [request.partition] };
     else if (hasSelection) {
       const count = space.count(now);
-      if (count === 0) throw new PartitionError(`asset "${root.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
+      if (count === 0)
+        throw new PartitionError(`asset "${root.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
       selection = { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
     } else if (request.onlyFailed) selection = { kind: "all" };
     else {
@@ -289,7 +298,8 @@ function joinPlans(
     });
     missing.push(...part.missing);
     const indices = [...subset];
-    if (part.steps.length !== indices.length) throw new Error(`clear: planned ${part.steps.length} step(s) for "${key}", expected ${indices.length}`);
+    if (part.steps.length !== indices.length)
+      throw new Error(`clear: planned ${part.steps.length} step(s) for "${key}", expected ${indices.length}`);
     const deps = a.deps.flatMap((dep) => {
       const at = located.get(dep.assetKey);
       return at ? [{ dep, up: graph.get(dep.assetKey)!, at, upCleared: cleared.get(dep.assetKey)! }] : [];

@@ -1,7 +1,22 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
-import { loadPartitionContext, partitionSpace, PartitionSubset, specHash, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import { dimensionSliceKeys, parseLayout, planBackfill, serializeLayout, type BackfillPlanRequest, type DimensionSlice, type PartitionSelection } from "../../planner/index.js";
+import {
+  loadPartitionContext,
+  partitionSpace,
+  PartitionSubset,
+  specHash,
+  UNPARTITIONED,
+  type PartitionContext,
+} from "../../partitions/index.js";
+import {
+  dimensionSliceKeys,
+  parseLayout,
+  planBackfill,
+  serializeLayout,
+  type BackfillPlanRequest,
+  type DimensionSlice,
+  type PartitionSelection,
+} from "../../planner/index.js";
 import type { BackfillRecord, BackfillSelection, BackfillStore, DefinitionStore, GraphCache, RunStore } from "../../storage/index.js";
 import { materializedSubsets, missingUpstreamError, sliceRoot } from "./launch-run.js";
 
@@ -89,7 +104,12 @@ export interface BackfillPreview {
   /** Runs it would be cut into (fewer when chunks turn out empty or are covered by then). */
   readonly runs: number;
   /** Per asset, in dependency order: how many of its partitions and the first / last key ('' when unpartitioned). */
-  readonly perAsset: readonly { readonly assetKey: string; readonly partitions: number; readonly firstKey: string; readonly lastKey: string }[];
+  readonly perAsset: readonly {
+    readonly assetKey: string;
+    readonly partitions: number;
+    readonly firstKey: string;
+    readonly lastKey: string;
+  }[];
   readonly maxPartitionsPerRun: number;
   readonly maxConcurrentRuns: number;
   readonly priority: number;
@@ -102,7 +122,11 @@ export interface BackfillPreview {
  * same code path, throwing the same errors — without storing anything: for
  * a launch dialog's preview.
  */
-export async function previewBackfill(services: Omit<BackfillServices, "backfills">, request: LaunchBackfillRequest, now: Date): Promise<BackfillPreview> {
+export async function previewBackfill(
+  services: Omit<BackfillServices, "backfills">,
+  request: LaunchBackfillRequest,
+  now: Date,
+): Promise<BackfillPreview> {
   const { plan, graph, version, ctx, maxConcurrentRuns, maxPartitionsPerRun, priority } = await checkBackfill(services, request, now);
   const perAsset = [...plan.layout.targets].map(([assetKey, subset]) => {
     const spec = graph.require(assetKey).partitions;
@@ -117,7 +141,15 @@ export async function previewBackfill(services: Omit<BackfillServices, "backfill
       lastKey: last !== undefined ? space.keyAt(last) : "",
     };
   });
-  return { partitions: plan.partitionCount, runs: plan.chunkCount, perAsset, maxPartitionsPerRun, maxConcurrentRuns, priority, definitionsVersion: version };
+  return {
+    partitions: plan.partitionCount,
+    runs: plan.chunkCount,
+    perAsset,
+    maxPartitionsPerRun,
+    maxConcurrentRuns,
+    priority,
+    definitionsVersion: version,
+  };
 }
 
 /**
@@ -135,19 +167,28 @@ async function checkBackfill(services: Omit<BackfillServices, "backfills">, requ
     request.dimensions !== undefined,
   ];
   if (ways.filter(Boolean).length > 1) {
-    throw new InputError("give one of: a range (from/to), a list of partitions, all partitions, a selection per dimension (dimensions), or partitions per asset (assetPartitions)", {
-      location: { field: "partitions" },
-    });
+    throw new InputError(
+      "give one of: a range (from/to), a list of partitions, all partitions, a selection per dimension (dimensions), or partitions per asset (assetPartitions)",
+      {
+        location: { field: "partitions" },
+      },
+    );
   }
   const maxConcurrentRuns = checkCount(request.maxConcurrentRuns ?? 1, "maxConcurrentRuns", MAX_CONCURRENT_RUNS_LIMIT);
   const maxPartitionsPerRun = checkCount(request.maxPartitionsPerRun ?? 1, "maxPartitionsPerRun", Number.MAX_SAFE_INTEGER);
   const priority = request.priority ?? DEFAULT_BACKFILL_PRIORITY;
-  if (!Number.isSafeInteger(priority)) throw new InputError(`priority must be a whole number, got ${priority}`, { location: { field: "priority" } });
+  if (!Number.isSafeInteger(priority))
+    throw new InputError(`priority must be a whole number, got ${priority}`, { location: { field: "priority" } });
 
   const { version, graph } = await services.graphs.current({ fresh: true });
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const selected = graph.topologicalOrder(request.assetKeys).map((k) => graph.require(k));
-  const { ctx, materialized } = await prefetch(services, graph, selected.map((a) => a.key));
+  const { ctx, materialized } = await prefetch(
+    services,
+    graph,
+    selected.map((a) => a.key),
+  );
   const plan = planBackfill({
     graph,
     version,
@@ -162,7 +203,10 @@ async function checkBackfill(services: Omit<BackfillServices, "backfills">, requ
     maxPartitionsPerRun,
   });
   if (plan.missing.length > 0) {
-    throw missingUpstreamError(plan.missing, "materialise them first, or pass --include-upstream (includeUpstream: true) to add them to the backfill");
+    throw missingUpstreamError(
+      plan.missing,
+      "materialise them first, or pass --include-upstream (includeUpstream: true) to add them to the backfill",
+    );
   }
   return { plan, graph, version, ctx, maxConcurrentRuns, maxPartitionsPerRun, priority };
 }
@@ -179,7 +223,8 @@ async function checkBackfill(services: Omit<BackfillServices, "backfills">, requ
  */
 export async function retryBackfillFailures(services: BackfillServices, id: string, now: Date): Promise<BackfillRecord> {
   const original = await services.backfills.get(id);
-  if (!original) throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
+  if (!original)
+    throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
   if (original.status === "requested" || original.status === "running" || original.status === "canceling") {
     throw new InputError(`backfill ${id} is still ${original.status}: re-run its failures once it has ended (or cancel it first)`, {
       code: "BACKFILL_ACTIVE",
@@ -193,9 +238,12 @@ export async function retryBackfillFailures(services: BackfillServices, id: stri
     if (!failed.isEmpty()) subsets.set(key, failed);
   }
   if (subsets.size === 0) {
-    throw new InputError(`backfill ${id} has no failed partitions to re-run (it ${original.status === "canceled" ? "was canceled: resume it instead" : original.status})`, {
-      code: "BACKFILL_NOTHING_FAILED",
-    });
+    throw new InputError(
+      `backfill ${id} has no failed partitions to re-run (it ${original.status === "canceled" ? "was canceled: resume it instead" : original.status})`,
+      {
+        code: "BACKFILL_NOTHING_FAILED",
+      },
+    );
   }
   const { ctx, materialized } = await prefetch(services, graph, [...subsets.keys()]);
   const axisKey = layout.axis.find((k) => graph.get(k)?.partitions);
@@ -262,17 +310,27 @@ async function prefetch(services: Omit<BackfillServices, "backfills">, graph: As
   return { ctx, materialized };
 }
 
-function selectionOf(request: LaunchBackfillRequest, selected: readonly SnapshotAsset[], ctx: PartitionContext, now: Date): PartitionSelection | undefined {
-  if (request.dimensions !== undefined) return { kind: "keys", keys: dimensionSliceKeys(sliceRoot(selected), request.dimensions, ctx, now) };
+function selectionOf(
+  request: LaunchBackfillRequest,
+  selected: readonly SnapshotAsset[],
+  ctx: PartitionContext,
+  now: Date,
+): PartitionSelection | undefined {
+  if (request.dimensions !== undefined)
+    return { kind: "keys", keys: dimensionSliceKeys(sliceRoot(selected), request.dimensions, ctx, now) };
   if (request.allPartitions) return { kind: "all" };
   if (request.partitions !== undefined) return { kind: "keys", keys: request.partitions };
   if (request.from === undefined && request.to === undefined) return undefined;
   // An open end: the first / latest existing partition of the first partitioned asset (a root of the selection).
   const first = selected.find((a) => a.partitions);
-  if (!first?.partitions) throw new PartitionError("a partition range was given, but none of the selected assets is partitioned", { code: "PARTITION_SELECTION_INVALID" });
+  if (!first?.partitions)
+    throw new PartitionError("a partition range was given, but none of the selected assets is partitioned", {
+      code: "PARTITION_SELECTION_INVALID",
+    });
   const space = partitionSpace(first.partitions, ctx);
   const count = space.count(now);
-  if (count === 0) throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
+  if (count === 0)
+    throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
   return { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
 }
 
@@ -297,12 +355,16 @@ function perAssetSubsets(
     const spec = graph.require(assetKey).partitions;
     if (spec === null) {
       if (partitionKeys.some((k) => k !== "")) {
-        throw new PartitionError(`asset "${assetKey}" is not partitioned: give it no partition keys (or [""])`, { code: "PARTITION_SELECTION_INVALID", location });
+        throw new PartitionError(`asset "${assetKey}" is not partitioned: give it no partition keys (or [""])`, {
+          code: "PARTITION_SELECTION_INVALID",
+          location,
+        });
       }
       subsets.set(assetKey, UNPARTITIONED);
       continue;
     }
-    if (partitionKeys.length === 0) throw new InputError(`assetPartitions: no partition keys for "${assetKey}"`, { code: "PARTITION_SELECTION_EMPTY", location });
+    if (partitionKeys.length === 0)
+      throw new InputError(`assetPartitions: no partition keys for "${assetKey}"`, { code: "PARTITION_SELECTION_EMPTY", location });
     const space = partitionSpace(spec, ctx);
     const subset = withAsset(assetKey, () => space.subset(partitionKeys));
     const notExisting = subset.difference(space.all(now)).first();
@@ -316,7 +378,9 @@ function perAssetSubsets(
   }
   const missing = assetKeys.find((k) => !subsets.has(k));
   if (missing !== undefined) {
-    throw new InputError(`assetKeys names "${missing}" but assetPartitions gives it no partitions`, { location: { assetKey: missing, field: "assetPartitions" } });
+    throw new InputError(`assetKeys names "${missing}" but assetPartitions gives it no partitions`, {
+      location: { assetKey: missing, field: "assetPartitions" },
+    });
   }
   return subsets;
 }
@@ -326,7 +390,11 @@ function withAsset<T>(assetKey: string, fn: () => T): T {
     return fn();
   } catch (err) {
     if (!(err instanceof PartitionError)) throw err;
-    throw new PartitionError(`asset "${assetKey}": ${err.message}`, { code: err.code, location: { ...err.location, assetKey }, cause: err });
+    throw new PartitionError(`asset "${assetKey}": ${err.message}`, {
+      code: err.code,
+      location: { ...err.location, assetKey },
+      cause: err,
+    });
   }
 }
 

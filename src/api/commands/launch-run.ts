@@ -1,7 +1,14 @@
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import { dimensionSliceKeys, plannedRun, planRun, type DimensionSlice, type PartitionSelection, type RunPlan } from "../../planner/index.js";
+import {
+  dimensionSliceKeys,
+  plannedRun,
+  planRun,
+  type DimensionSlice,
+  type PartitionSelection,
+  type RunPlan,
+} from "../../planner/index.js";
 import type { DefinitionStore, GraphCache, RunOrigin, RunStore } from "../../storage/index.js";
 
 export interface LaunchRunRequest {
@@ -51,7 +58,8 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
     throw new InputError("give either a partition or a range (from/to), not both");
   }
   const { version, graph } = await services.graphs.current({ fresh: true });
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const selected = request.assetKeys.map((k) => graph.require(k));
   const involved = [...graph.ancestors(request.assetKeys), ...request.assetKeys].map((k) => graph.require(k));
   const ctx = await loadPartitionContext(
@@ -72,11 +80,19 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
     includeUpstream: request.includeUpstream ?? false,
   });
   if (plan.missing.length > 0) {
-    throw missingUpstreamError(plan.missing, "materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run");
+    throw missingUpstreamError(
+      plan.missing,
+      "materialise them first, or pass --include-upstream (includeUpstream: true) to plan them into this run",
+    );
   }
   refuseUnavailableExecutors(graph, plan, services.unavailableExecutors);
   const { runId } = await services.runs.createRun(
-    plannedRun(graph, plan, { origin: request.origin ?? "manual", priority: request.priority, tags: request.tags, maxActiveSteps: request.maxActiveSteps }),
+    plannedRun(graph, plan, {
+      origin: request.origin ?? "manual",
+      priority: request.priority,
+      tags: request.tags,
+      maxActiveSteps: request.maxActiveSteps,
+    }),
     now,
   );
   return { runId, steps: plan.steps.length, plan };
@@ -105,14 +121,24 @@ export async function materializedSubsets(
 /** PLAN_MISSING_UPSTREAM: which upstream partitions a plan reads that are not there, and what to do about it. */
 export function missingUpstreamError(missing: RunPlan["missing"], hint: string): InputError {
   const lines = missing.map(
-    (m) => (m.reason === "not_existing" ? `  ${m.detail}` : `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) not materialised`) +
-      (m.sample.length ? `, e.g. ${m.sample.slice(0, 3).map((s) => `"${s}"`).join(", ")}` : ""),
+    (m) =>
+      (m.reason === "not_existing"
+        ? `  ${m.detail}`
+        : `  "${m.assetKey}" (read by "${m.neededBy}"): ${m.count} partition(s) not materialised`) +
+      (m.sample.length
+        ? `, e.g. ${m.sample
+            .slice(0, 3)
+            .map((s) => `"${s}"`)
+            .join(", ")}`
+        : ""),
   );
   // Materialising first cannot help with partitions that do not exist: say only what can.
   const advice = missing.some((m) => m.reason === "not_materialized")
     ? hint
     : "no run can make partitions that do not exist: wait for windows that have not closed, and pick partitions whose upstream partitions are defined";
-  return new InputError(`the run would read upstream partitions that are not there:\n${lines.join("\n")}\n${advice}`, { code: "PLAN_MISSING_UPSTREAM" });
+  return new InputError(`the run would read upstream partitions that are not there:\n${lines.join("\n")}\n${advice}`, {
+    code: "PLAN_MISSING_UPSTREAM",
+  });
 }
 
 function selectionOf(
@@ -123,9 +149,12 @@ function selectionOf(
 ): PartitionSelection | undefined {
   if (request.dimensions !== undefined) {
     if (request.allPartitions || request.partition !== undefined || request.from !== undefined || request.to !== undefined) {
-      throw new InputError("give either a selection per dimension (dimensions) or a partition, a range (from/to) or all partitions, not both", {
-        location: { field: "dimensions" },
-      });
+      throw new InputError(
+        "give either a selection per dimension (dimensions) or a partition, a range (from/to) or all partitions, not both",
+        {
+          location: { field: "dimensions" },
+        },
+      );
     }
     return { kind: "keys", keys: dimensionSliceKeys(sliceRoot(selected), request.dimensions, ctx, now) };
   }
@@ -137,7 +166,8 @@ function selectionOf(
   if (!first?.partitions) throw new PartitionError("a partition range was given, but none of the selected assets is partitioned");
   const space = partitionSpace(first.partitions, ctx);
   const count = space.count(now);
-  if (count === 0) throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
+  if (count === 0)
+    throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
   return { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
 }
 
@@ -161,8 +191,11 @@ export function refuseUnavailableExecutors(graph: AssetGraph, plan: RunPlan, una
   if (!first) return;
   const [executor, assets] = first;
   const names = [...assets].map((k) => `"${k}"`).join(", ");
-  throw new InputError(`${names} ${assets.size === 1 ? "runs" : "run"} on executor "${executor}", which cannot run here: ${unavailable.get(executor)}; nothing was launched`, {
-    code: "EXECUTOR_UNAVAILABLE",
-    location: { assetKey: [...assets][0]! },
-  });
+  throw new InputError(
+    `${names} ${assets.size === 1 ? "runs" : "run"} on executor "${executor}", which cannot run here: ${unavailable.get(executor)}; nothing was launched`,
+    {
+      code: "EXECUTOR_UNAVAILABLE",
+      location: { assetKey: [...assets][0]! },
+    },
+  );
 }

@@ -41,9 +41,14 @@ export interface ReportedAssetEvent {
  * EVENT_PARTITION_INVALID, EVENT_PARTITION_NOT_EXISTING, EVENT_METADATA_INVALID,
  * EVENT_METADATA_TOO_LARGE, EVENT_DATA_VERSION_INVALID.
  */
-export async function reportAssetEvent(services: ReportEventServices, request: ReportAssetEventRequest, now: Date): Promise<ReportedAssetEvent> {
+export async function reportAssetEvent(
+  services: ReportEventServices,
+  request: ReportAssetEventRequest,
+  now: Date,
+): Promise<ReportedAssetEvent> {
   const { version, graph } = await services.graphs.current({ fresh: true });
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const asset = graph.require(request.assetKey);
   const key = asset.key;
   const location = { assetKey: key };
@@ -85,16 +90,22 @@ export async function reportAssetEvent(services: ReportEventServices, request: R
 
   const metadata = request.metadata ?? {};
   if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
-    throw new InputError(`event for "${key}"${partitionKey ? ` partition "${partitionKey}"` : ""}: metadata must be a JSON object, got ${describe(metadata)}`, {
-      code: "EVENT_METADATA_INVALID",
-      location,
-    });
+    throw new InputError(
+      `event for "${key}"${partitionKey ? ` partition "${partitionKey}"` : ""}: metadata must be a JSON object, got ${describe(metadata)}`,
+      {
+        code: "EVENT_METADATA_INVALID",
+        location,
+      },
+    );
   }
   let text: string;
   try {
     text = JSON.stringify(metadata);
   } catch (err) {
-    throw new InputError(`event for "${key}": metadata is not JSON (${(err as Error).message})`, { code: "EVENT_METADATA_INVALID", location });
+    throw new InputError(`event for "${key}": metadata is not JSON (${(err as Error).message})`, {
+      code: "EVENT_METADATA_INVALID",
+      location,
+    });
   }
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > MAX_EVENT_METADATA_BYTES) {
@@ -103,7 +114,10 @@ export async function reportAssetEvent(services: ReportEventServices, request: R
       location,
     });
   }
-  if (request.dataVersion !== undefined && (typeof request.dataVersion !== "string" || request.dataVersion.length === 0 || request.dataVersion.length > 256)) {
+  if (
+    request.dataVersion !== undefined &&
+    (typeof request.dataVersion !== "string" || request.dataVersion.length === 0 || request.dataVersion.length > 256)
+  ) {
     throw new InputError(`event for "${key}": dataVersion must be a non-empty string of at most 256 characters`, {
       code: "EVENT_DATA_VERSION_INVALID",
       location,
@@ -112,7 +126,15 @@ export async function reportAssetEvent(services: ReportEventServices, request: R
 
   const kind = request.kind ?? "external";
   const [eventId] = await services.events.reportEvents(
-    [{ assetKey: key, partitionKey, kind, metadata: JSON.parse(text) as Record<string, JsonValue>, dataVersion: request.dataVersion ?? null }],
+    [
+      {
+        assetKey: key,
+        partitionKey,
+        kind,
+        metadata: JSON.parse(text) as Record<string, JsonValue>,
+        dataVersion: request.dataVersion ?? null,
+      },
+    ],
     now,
   );
   return { eventId: eventId!, assetKey: key, partitionKey, kind, createdAt: now };

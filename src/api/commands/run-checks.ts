@@ -31,7 +31,8 @@ const SAMPLE = 5;
  */
 export async function runChecks(services: LaunchServices, request: RunChecksRequest, now: Date): Promise<LaunchedRun> {
   const { version, graph } = await services.graphs.current({ fresh: true });
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   const asset = graph.require(request.assetKey);
   const checks = selectedChecks(asset, graph.checksFor(asset.key), request.checks);
   const partitionKeys = await selectedPartitions(services, asset, request.partitions, now);
@@ -49,13 +50,20 @@ export async function runChecks(services: LaunchServices, request: RunChecksRequ
   return { runId, steps: steps.length, plan };
 }
 
-function selectedChecks(asset: SnapshotAsset, all: readonly SnapshotCheck[], names: readonly string[] | undefined): readonly SnapshotCheck[] {
+function selectedChecks(
+  asset: SnapshotAsset,
+  all: readonly SnapshotCheck[],
+  names: readonly string[] | undefined,
+): readonly SnapshotCheck[] {
   const location = { assetKey: asset.key };
   if (all.length === 0) {
-    throw new InputError(`asset "${asset.key}" has no checks: declare one with check(${asset.exportName}, { name }, fn) (see docs/checks.md)`, {
-      code: "CHECKS_NONE",
-      location,
-    });
+    throw new InputError(
+      `asset "${asset.key}" has no checks: declare one with check(${asset.exportName}, { name }, fn) (see docs/checks.md)`,
+      {
+        code: "CHECKS_NONE",
+        location,
+      },
+    );
   }
   if (names === undefined || names.length === 0) return all;
   const byName = new Map(all.map((c) => [c.name, c]));
@@ -82,12 +90,18 @@ async function selectedPartitions(
   if (!asset.partitions) {
     const unexpected = given.filter((p) => p !== "");
     if (unexpected.length > 0) {
-      throw new InputError(`asset "${key}" is not partitioned: leave out the partition (got "${unexpected[0]}")`, { code: "CHECK_PARTITION_UNEXPECTED", location });
+      throw new InputError(`asset "${key}" is not partitioned: leave out the partition (got "${unexpected[0]}")`, {
+        code: "CHECK_PARTITION_UNEXPECTED",
+        location,
+      });
     }
     return [""];
   }
   if (given.length === 0) {
-    throw new InputError(`asset "${key}" is partitioned: name the partitions to check (--partition / partitions)`, { code: "CHECK_PARTITION_REQUIRED", location });
+    throw new InputError(`asset "${key}" is partitioned: name the partitions to check (--partition / partitions)`, {
+      code: "CHECK_PARTITION_REQUIRED",
+      location,
+    });
   }
   const ctx = await loadPartitionContext([asset.partitions], (name) => services.definitions.listDynamicPartitions(name));
   const space = partitionSpace(asset.partitions, ctx);
@@ -98,7 +112,11 @@ async function selectedPartitions(
       index = space.indexOf(p);
     } catch (err) {
       const reason = err instanceof TributaryError ? err.message : String(err);
-      throw new InputError(`asset "${key}": ${reason}`, { code: "CHECK_PARTITION_INVALID", location: { ...location, partitionKey: p }, cause: err });
+      throw new InputError(`asset "${key}": ${reason}`, {
+        code: "CHECK_PARTITION_INVALID",
+        location: { ...location, partitionKey: p },
+        cause: err,
+      });
     }
     if (index >= count) {
       throw new InputError(`asset "${key}": partition "${p}" does not exist yet, so there is nothing to check`, {
@@ -117,7 +135,10 @@ function nothingToCheck(assetKey: string, keys: readonly string[]): InputError {
     const what = keys[0] === "" ? `asset "${assetKey}"` : `partition "${keys[0]}" of asset "${assetKey}"`;
     return new InputError(`${what} has not been materialised: there is nothing to check`, { code: "CHECK_NOTHING_TO_CHECK", location });
   }
-  const sample = keys.slice(0, SAMPLE).map((k) => `"${k}"`).join(", ");
+  const sample = keys
+    .slice(0, SAMPLE)
+    .map((k) => `"${k}"`)
+    .join(", ");
   const more = keys.length > SAMPLE ? ` and ${keys.length - SAMPLE} more` : "";
   return new InputError(`partitions ${sample}${more} of asset "${assetKey}" have not been materialised: there is nothing to check`, {
     code: "CHECK_NOTHING_TO_CHECK",

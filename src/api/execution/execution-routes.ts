@@ -100,7 +100,8 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
     const stepParam = c.req.param("stepId") ?? "";
     const tryParam = c.req.param("tryNumber") ?? "";
     if (!/^[1-9]\d{0,14}$/.test(stepParam)) throw badRequest(`path.stepId: ${JSON.stringify(stepParam)} is not a step id`);
-    if (!/^[1-9]\d{0,8}$/.test(tryParam)) throw badRequest(`path.tryNumber: ${JSON.stringify(tryParam)} is not a try number (a whole number from 1)`);
+    if (!/^[1-9]\d{0,8}$/.test(tryParam))
+      throw badRequest(`path.tryNumber: ${JSON.stringify(tryParam)} is not a try number (a whole number from 1)`);
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match) throw tokenMissing();
@@ -121,7 +122,8 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
     return file;
   };
 
-  const extend = (t: TokenTry) => services.tokens.extend(t.stepId, t.tryNumber, clock(), ...(services.tokenTtlMs === undefined ? [] : [services.tokenTtlMs]));
+  const extend = (t: TokenTry) =>
+    services.tokens.extend(t.stepId, t.tryNumber, clock(), ...(services.tokenTtlMs === undefined ? [] : [services.tokenTtlMs]));
 
   app.get(`${TRY_PATH}/inputs`, async (c) => {
     const t = await authorize(c);
@@ -158,7 +160,9 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
    * server measures a success's output, reads again the inputs of a try this process did not serve, and
    * copies each log to the object store before the tries are recorded as ended.
    */
-  const recordFinishes = async (finishes: readonly { t: TokenTry; report: FinishReport }[]): Promise<{ recorded: true; logObject: string | null }[]> => {
+  const recordFinishes = async (
+    finishes: readonly { t: TokenTry; report: FinishReport }[],
+  ): Promise<{ recorded: true; logObject: string | null }[]> => {
     const items = finishes.map(({ t, report }) => {
       const outcome: StepOutcome =
         // The server measures the output itself: the inline limit is its to apply.
@@ -214,7 +218,9 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
       if (text === undefined) return null;
       return await services.outputStore.put(`logs/${t.runId}/${t.stepId}-${t.tryNumber}.log`, text);
     } catch (err) {
-      process.stderr.write(`tributary: archiving the log of try ${t.tryNumber} of step ${t.stepId} failed (the file ${file} keeps it): ${(err as Error).message}\n`);
+      process.stderr.write(
+        `tributary: archiving the log of try ${t.tryNumber} of step ${t.stepId} failed (the file ${file} keeps it): ${(err as Error).message}\n`,
+      );
       return null;
     }
   };
@@ -250,16 +256,31 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
    * answered with its status and writes nothing. `apply` returns each
    * accepted item's `value`, in order.
    */
-  const batch = async <I extends BatchTry>(c: Context, schema: z.ZodType<{ tries: I[] }>, apply: (accepted: readonly { item: I; t: TokenTry }[]) => Promise<unknown[]>) => {
+  const batch = async <I extends BatchTry>(
+    c: Context,
+    schema: z.ZodType<{ tries: I[] }>,
+    apply: (accepted: readonly { item: I; t: TokenTry }[]) => Promise<unknown[]>,
+  ) => {
     const { tries } = await batchBody(c, schema);
-    const checks = tries.length > 0 ? await services.tokens.authenticateMany(tries.map((i) => i.token), clock()) : [];
+    const checks =
+      tries.length > 0
+        ? await services.tokens.authenticateMany(
+            tries.map((i) => i.token),
+            clock(),
+          )
+        : [];
     const results: BatchItemResult[] = new Array(tries.length);
     const accepted: { index: number; item: I; t: TokenTry }[] = [];
     tries.forEach((item, index) => {
       const verdict = item.token === "" ? tokenMissing() : verdictOf(checks[index]!, item.stepId, item.tryNumber);
       if (verdict instanceof ExecutionApiError) {
         const status = verdict.status as BatchItemResult["status"];
-        results[index] = { stepId: item.stepId, tryNumber: item.tryNumber, status, error: { code: verdict.code, message: verdict.message } };
+        results[index] = {
+          stepId: item.stepId,
+          tryNumber: item.tryNumber,
+          status,
+          error: { code: verdict.code, message: verdict.message },
+        };
       } else {
         accepted.push({ index, item, t: verdict });
       }
@@ -294,7 +315,14 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
   app.post("/batch/start", limit(MAX_BATCH_BODY_BYTES), (c) =>
     batch(c, batchStartBody, async (accepted) => {
       await services.backend.started(
-        accepted.map(({ item, t }) => ({ stepId: t.stepId, tryNumber: t.tryNumber, workerId: item.workerId, hostname: item.hostname, pid: item.pid, startedAt: item.startedAt })),
+        accepted.map(({ item, t }) => ({
+          stepId: t.stepId,
+          tryNumber: t.tryNumber,
+          workerId: item.workerId,
+          hostname: item.hostname,
+          pid: item.pid,
+          startedAt: item.startedAt,
+        })),
       );
       return extendAll(accepted.map((a) => a.t));
     }),
@@ -307,10 +335,16 @@ export function executionRoutes(services: ExecutionApiServices): Hono {
     }),
   );
 
-  app.post("/batch/finish", limit(MAX_BATCH_FINISH_BODY_BYTES), (c) => batch(c, batchFinishBody, (accepted) => recordFinishes(accepted.map(({ item, t }) => ({ t, report: item })))));
+  app.post("/batch/finish", limit(MAX_BATCH_FINISH_BODY_BYTES), (c) =>
+    batch(c, batchFinishBody, (accepted) => recordFinishes(accepted.map(({ item, t }) => ({ t, report: item })))),
+  );
 
   app.all("*", (c) => {
-    throw new ExecutionApiError(404, "NOT_FOUND", `${c.req.method} ${new URL(c.req.url).pathname} is not part of /execution/v1 (see docs/execution-api.md)`);
+    throw new ExecutionApiError(
+      404,
+      "NOT_FOUND",
+      `${c.req.method} ${new URL(c.req.url).pathname} is not part of /execution/v1 (see docs/execution-api.md)`,
+    );
   });
   return app;
 }
@@ -328,7 +362,9 @@ export function tryDispatch(graph: AssetGraph, t: TokenTry, logRef: string): Inp
     mapIndex: t.mapIndex,
     partition: partitionInfo(asset?.partitions ?? null, t.partitionKey),
     // A check gone from the definitions still reads as a check (its step was planned as one).
-    ...(t.checkName !== null ? { check: { name: t.checkName, blocking: check?.blocking ?? false, severity: check?.severity ?? "error" } } : {}),
+    ...(t.checkName !== null
+      ? { check: { name: t.checkName, blocking: check?.blocking ?? false, severity: check?.severity ?? "error" } }
+      : {}),
     timeoutMs: t.timeoutMs,
     logRef,
   };
@@ -371,16 +407,30 @@ function tokenMissing(): ExecutionApiError {
  */
 function verdictOf(check: TokenCheck, stepId: number, tryNumber: number): TokenTry | ExecutionApiError {
   if (!check.ok && check.reason === "unknown") {
-    return new ExecutionApiError(401, "TOKEN_INVALID", "the token is not one this server issued (or it was replaced by a newer dispatch of the try)");
+    return new ExecutionApiError(
+      401,
+      "TOKEN_INVALID",
+      "the token is not one this server issued (or it was replaced by a newer dispatch of the try)",
+    );
   }
   const scoped = check.try;
   if (scoped.stepId !== stepId || scoped.tryNumber !== tryNumber) {
-    return new ExecutionApiError(403, "TOKEN_SCOPE", `the token is scoped to try ${scoped.tryNumber} of step ${scoped.stepId}, not try ${tryNumber} of step ${stepId}`);
+    return new ExecutionApiError(
+      403,
+      "TOKEN_SCOPE",
+      `the token is scoped to try ${scoped.tryNumber} of step ${scoped.stepId}, not try ${tryNumber} of step ${stepId}`,
+    );
   }
   if (!check.ok && check.reason === "stale") {
     const where =
-      check.stepTryNumber !== scoped.tryNumber ? `the step is at try ${check.stepTryNumber} (${check.stepState})` : `the try has ended (${check.stepState})`;
-    return new ExecutionApiError(409, "TRY_NOT_ACTIVE", `stale: ${where}; try ${scoped.tryNumber} of step ${scoped.stepId} can no longer report, stop it`);
+      check.stepTryNumber !== scoped.tryNumber
+        ? `the step is at try ${check.stepTryNumber} (${check.stepState})`
+        : `the try has ended (${check.stepState})`;
+    return new ExecutionApiError(
+      409,
+      "TRY_NOT_ACTIVE",
+      `stale: ${where}; try ${scoped.tryNumber} of step ${scoped.stepId} can no longer report, stop it`,
+    );
   }
   if (!check.ok) {
     return new ExecutionApiError(401, "TOKEN_EXPIRED", `the token expired at ${check.expiredAt.toISOString()}: heartbeats keep it alive`);
@@ -441,13 +491,16 @@ async function batchBody<I extends BatchTry>(c: Context, schema: z.ZodType<{ tri
   const body = await readJson(c);
   const tries = (body as { tries?: unknown } | null)?.tries;
   if (Array.isArray(tries) && tries.length > MAX_BATCH_TRIES) {
-    throw badRequest(`body.tries.${MAX_BATCH_TRIES}: a batch carries at most ${MAX_BATCH_TRIES} tries (this one has ${tries.length}); send the rest in another batch`);
+    throw badRequest(
+      `body.tries.${MAX_BATCH_TRIES}: a batch carries at most ${MAX_BATCH_TRIES} tries (this one has ${tries.length}); send the rest in another batch`,
+    );
   }
   const parsed = parse(schema, body, "body");
   const seen = new Map<string, number>();
   parsed.tries.forEach((item, i) => {
     const first = seen.get(keyOf(item));
-    if (first !== undefined) throw badRequest(`body.tries.${i}: try ${item.tryNumber} of step ${item.stepId} is already body.tries.${first}; one item per try`);
+    if (first !== undefined)
+      throw badRequest(`body.tries.${i}: try ${item.tryNumber} of step ${item.stepId} is already body.tries.${first}; one item per try`);
     seen.set(keyOf(item), i);
   });
   return parsed;

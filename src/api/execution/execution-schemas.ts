@@ -16,7 +16,12 @@ const serializedError: z.ZodType<SerializedError> = z.lazy(() =>
     code: z.string().max(512),
     message: z.string().max(MAX_TEXT),
     location: z
-      .object({ file: z.string().max(4096), assetKey: z.string().max(4096), field: z.string().max(4096), partitionKey: z.string().max(4096) })
+      .object({
+        file: z.string().max(4096),
+        assetKey: z.string().max(4096),
+        field: z.string().max(4096),
+        partitionKey: z.string().max(4096),
+      })
       .partial()
       .optional(),
     stack: z.string().max(MAX_TEXT).optional(),

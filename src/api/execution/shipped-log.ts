@@ -17,9 +17,11 @@ export function appendShippedChunk(file: string, chunk: Uint8Array, offset: numb
     () => appendOnce(file, chunk, offset),
   );
   tails.set(file, next);
-  void next.finally(() => {
-    if (tails.get(file) === next) tails.delete(file);
-  }).catch(() => undefined);
+  void next
+    .finally(() => {
+      if (tails.get(file) === next) tails.delete(file);
+    })
+    .catch(() => undefined);
   return next;
 }
 

@@ -6,12 +6,14 @@ const ALERT_STATUSES = ["pending", "sent", "failed"] as const;
 const MAX_ALERTS = 1_000;
 
 const AlertStatusEnum = builder.enumType("AlertStatus", {
-  description: "pending: not delivered yet (or being retried); sent: every routed sink accepted it; failed: given up after the last attempt",
+  description:
+    "pending: not delivered yet (or being retried); sent: every routed sink accepted it; failed: given up after the last attempt",
   values: ALERT_STATUSES,
 });
 
 const AlertRef = builder.objectRef<AlertRecord>("Alert").implement({
-  description: "A notification Tributary stored and sent (at most once per cause): a step that failed for good, a missed deadline, a definitions file that stopped loading",
+  description:
+    "A notification Tributary stored and sent (at most once per cause): a step that failed for good, a missed deadline, a definitions file that stopped loading",
   fields: (t) => ({
     id: t.string({ resolve: (a) => String(a.id) }),
     kind: t.exposeString("kind", { description: "step_failed, check_failed, deadline_missed, load_error or observation_timed_out" }),
@@ -42,7 +44,8 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const first = args.first ?? 50;
-      if (first < 0 || first > MAX_ALERTS) throw codeError("INPUT_INVALID", `alerts(first: ${first}): first must be between 0 and ${MAX_ALERTS}`);
+      if (first < 0 || first > MAX_ALERTS)
+        throw codeError("INPUT_INVALID", `alerts(first: ${first}): first must be between 0 and ${MAX_ALERTS}`);
       return ctx.alerts.list({
         first,
         ...(args.assetKey ? { assetKey: args.assetKey } : {}),

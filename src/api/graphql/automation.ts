@@ -10,7 +10,8 @@ import {
 import { builder } from "./builder.js";
 
 const DecisionEnum = builder.enumType("AutomationDecision", {
-  description: "requested: runs were created; declined: something wanted a run but it could not or should not start; skipped: nothing was evaluated (paused, nothing to do, a bad cron)",
+  description:
+    "requested: runs were created; declined: something wanted a run but it could not or should not start; skipped: nothing was evaluated (paused, nothing to do, a bad cron)",
   values: ["requested", "declined", "skipped"] as const,
 });
 
@@ -30,7 +31,11 @@ const ReasonRef = builder.objectRef<EvaluationReasonView>("EvaluationReason").im
       resolve: (r) => r.partitions?.map((x) => [...x]) ?? null,
     }),
     upstream: t.exposeString("upstream", { nullable: true, description: "The upstream asset it is about" }),
-    eventId: t.string({ nullable: true, description: "The upstream event behind it", resolve: (r) => (r.eventId === null ? null : String(r.eventId)) }),
+    eventId: t.string({
+      nullable: true,
+      description: "The upstream event behind it",
+      resolve: (r) => (r.eventId === null ? null : String(r.eventId)),
+    }),
     tick: t.field({
       type: "DateTime",
       nullable: true,
@@ -40,7 +45,11 @@ const ReasonRef = builder.objectRef<EvaluationReasonView>("EvaluationReason").im
         return d && !Number.isNaN(d.getTime()) ? d : null;
       },
     }),
-    runIds: t.stringList({ nullable: true, description: "The runs a request became, when more than one", resolve: (r) => (r.runIds ? [...r.runIds] : null) }),
+    runIds: t.stringList({
+      nullable: true,
+      description: "The runs a request became, when more than one",
+      resolve: (r) => (r.runIds ? [...r.runIds] : null),
+    }),
   }),
 });
 
@@ -48,15 +57,23 @@ const EvaluationRef = builder.objectRef<AutomationEvaluationView>("AutomationEva
   description: "An automation decision about an asset, stored when it differed from the previous one",
   fields: (t) => ({
     id: t.string({ resolve: (e) => String(e.id) }),
-    tick: t.float({ description: "The automation tick that decided it (a dense sequence; Float because it outgrows a 32-bit Int)", resolve: (e) => e.tick }),
+    tick: t.float({
+      description: "The automation tick that decided it (a dense sequence; Float because it outgrows a 32-bit Int)",
+      resolve: (e) => e.tick,
+    }),
     evaluatedAt: t.field({ type: "DateTime", resolve: (e) => e.evaluatedAt }),
     decision: t.field({ type: DecisionEnum, resolve: (e) => e.decision }),
     partitions: t.field({
       type: t.listRef(t.listRef("String")),
-      description: 'Partitions decided on, as inclusive [from, to] key ranges; [] when about no particular partition; [["", ""]] for an unpartitioned asset',
+      description:
+        'Partitions decided on, as inclusive [from, to] key ranges; [] when about no particular partition; [["", ""]] for an unpartitioned asset',
       resolve: (e) => e.partitions.map((x) => [...x]),
     }),
-    count: t.int({ nullable: true, description: "Partitions the ranges hold in the current definition; null when some of their keys left it", resolve: (e) => e.count }),
+    count: t.int({
+      nullable: true,
+      description: "Partitions the ranges hold in the current definition; null when some of their keys left it",
+      resolve: (e) => e.count,
+    }),
     condition: t.exposeString("condition", { description: "The condition at the time, as the SDK call that built it" }),
     runId: t.exposeString("runId", { nullable: true, description: "The run a request became (the first, when it became several)" }),
     reasons: t.field({
@@ -72,7 +89,10 @@ const EvaluationsRef = builder.objectRef<AutomationEvaluations>("AutomationEvalu
   fields: (t) => ({
     assetKey: t.exposeString("assetKey"),
     partition: t.exposeString("partition", { nullable: true }),
-    condition: t.exposeString("condition", { nullable: true, description: "The current condition as the SDK call that builds it; null when it has none" }),
+    condition: t.exposeString("condition", {
+      nullable: true,
+      description: "The current condition as the SDK call that builds it; null when it has none",
+    }),
     paused: t.exposeBoolean("paused", { description: "Automation is paused for the asset now" }),
     summary: t.exposeString("summary", { description: "The latest decision in one line" }),
     records: t.field({ type: [EvaluationRef], description: "Newest first", resolve: (e) => [...e.records] }),

@@ -9,7 +9,14 @@ import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
 import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
 
-const BACKFILL_STATUSES = ["requested", "running", "completed", "failed", "canceling", "canceled"] as const satisfies readonly BackfillStatus[];
+const BACKFILL_STATUSES = [
+  "requested",
+  "running",
+  "completed",
+  "failed",
+  "canceling",
+  "canceled",
+] as const satisfies readonly BackfillStatus[];
 const BackfillStatusEnum = builder.enumType("BackfillStatus", { values: BACKFILL_STATUSES });
 
 /** The `Run` object type is defined in runs.ts; referenced here by name. */
@@ -49,7 +56,11 @@ const BackfillRef = builder.objectRef<BackfillRecord>("Backfill").implement({
       resolve: (b) => (b.selection.dimensions ? b.selection.dimensions.map((d) => ({ ...d })) : null),
     }),
     includeUpstream: t.boolean({ resolve: (b) => b.selection.includeUpstream }),
-    retryOf: t.string({ nullable: true, description: "The backfill whose failed partitions this one re-runs", resolve: (b) => b.selection.retryOf ?? null }),
+    retryOf: t.string({
+      nullable: true,
+      description: "The backfill whose failed partitions this one re-runs",
+      resolve: (b) => b.selection.retryOf ?? null,
+    }),
     maxConcurrentRuns: t.exposeInt("maxConcurrentRuns"),
     maxPartitionsPerRun: t.exposeInt("maxPartitionsPerRun"),
     priority: t.exposeInt("priority"),
@@ -59,7 +70,10 @@ const BackfillRef = builder.objectRef<BackfillRecord>("Backfill").implement({
     failed: t.exposeInt("failed", { description: "Failed, or blocked by a failed upstream partition" }),
     inProgress: t.exposeInt("inProgress", { description: "In runs that have not ended" }),
     covered: t.int({ description: "Materialised by another run after the launch, so not run again", resolve: (b) => b.cursor.covered }),
-    chunks: t.int({ description: "Runs it is cut into (chunks that turn out empty or covered take none)", resolve: (b) => b.cursor.chunks }),
+    chunks: t.int({
+      description: "Runs it is cut into (chunks that turn out empty or covered take none)",
+      resolve: (b) => b.cursor.chunks,
+    }),
     chunksStarted: t.int({ resolve: (b) => b.cursor.next }),
     runsCreated: t.int({ resolve: (b) => b.cursor.runsCreated }),
     waiting: t.string({ nullable: true, description: "Why the next run is not created yet", resolve: (b) => b.cursor.waiting }),
@@ -130,13 +144,21 @@ const launchInput = z
   })
   .refine(
     (v) =>
-      [v.partitions !== undefined, v.from !== undefined || v.to !== undefined, v.allPartitions === true, v.assetPartitions !== undefined, v.dimensions !== undefined].filter(Boolean)
-        .length <= 1,
-    { message: "give one of: a range (from/to), a list of partitions, allPartitions, dimensions, or assetPartitions", path: ["partitions"] },
+      [
+        v.partitions !== undefined,
+        v.from !== undefined || v.to !== undefined,
+        v.allPartitions === true,
+        v.assetPartitions !== undefined,
+        v.dimensions !== undefined,
+      ].filter(Boolean).length <= 1,
+    {
+      message: "give one of: a range (from/to), a list of partitions, allPartitions, dimensions, or assetPartitions",
+      path: ["partitions"],
+    },
   );
 
 const AssetPartitionKeysInput = builder.inputType("AssetPartitionKeysInput", {
-  description: "Partition keys of one asset, in its own partitions definition ([\"\"] for an unpartitioned asset)",
+  description: 'Partition keys of one asset, in its own partitions definition ([""] for an unpartitioned asset)',
   fields: (t) => ({
     assetKey: t.string({ required: true }),
     partitionKeys: t.stringList({ required: true }),
@@ -166,17 +188,15 @@ const LaunchBackfillInput = builder.inputType("LaunchBackfillInput", {
   }),
 });
 
-const BackfillPreviewAssetRef = builder
-  .objectRef<BackfillPreview["perAsset"][number]>("BackfillPreviewAsset")
-  .implement({
-    description: "The partitions of one asset a backfill would materialise",
-    fields: (t) => ({
-      assetKey: t.exposeString("assetKey"),
-      partitions: t.exposeInt("partitions"),
-      firstKey: t.exposeString("firstKey", { description: "Its first partition key ('' when unpartitioned)" }),
-      lastKey: t.exposeString("lastKey", { description: "Its last partition key ('' when unpartitioned)" }),
-    }),
-  });
+const BackfillPreviewAssetRef = builder.objectRef<BackfillPreview["perAsset"][number]>("BackfillPreviewAsset").implement({
+  description: "The partitions of one asset a backfill would materialise",
+  fields: (t) => ({
+    assetKey: t.exposeString("assetKey"),
+    partitions: t.exposeInt("partitions"),
+    firstKey: t.exposeString("firstKey", { description: "Its first partition key ('' when unpartitioned)" }),
+    lastKey: t.exposeString("lastKey", { description: "Its last partition key ('' when unpartitioned)" }),
+  }),
+});
 
 const BackfillPreviewRef = builder.objectRef<BackfillPreview>("BackfillPreview").implement({
   description: "What launchBackfill would create for the same input; nothing is stored",

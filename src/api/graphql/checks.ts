@@ -35,7 +35,11 @@ export const CheckResultRef = builder.objectRef<CheckResultView>("CheckResult").
     id: t.string({ resolve: (r) => String(r.id) }),
     assetKey: t.exposeString("assetKey"),
     checkName: t.exposeString("checkName"),
-    partitionKey: t.string({ nullable: true, description: "Null for an unpartitioned asset", resolve: (r) => (r.partitionKey === "" ? null : r.partitionKey) }),
+    partitionKey: t.string({
+      nullable: true,
+      description: "Null for an unpartitioned asset",
+      resolve: (r) => (r.partitionKey === "" ? null : r.partitionKey),
+    }),
     passed: t.exposeBoolean("passed"),
     severity: t.field({ type: CheckSeverityEnum, resolve: (r) => r.severity }),
     blocking: t.exposeBoolean("blocking", { description: "A failure stopped the partition's downstream steps" }),
@@ -77,7 +81,9 @@ const pageLoader = perContext((ctx: Pick<ApiServices, "assets">) => {
 });
 
 /** The results of every run of a list, in one statement. */
-const runResultsLoader = perContext((ctx: Pick<ApiServices, "assets">) => batched((ids: string[]) => ctx.assets.checkResults.resultsOfRuns(ids)));
+const runResultsLoader = perContext((ctx: Pick<ApiServices, "assets">) =>
+  batched((ids: string[]) => ctx.assets.checkResults.resultsOfRuns(ids)),
+);
 
 const AssetCheckRef = builder.objectRef<AssetCheckView>("AssetCheck").implement({
   description: "A data-quality check of an asset's partitions, run after each materialisation",
@@ -194,7 +200,10 @@ builder.mutationFields((t) => ({
 function requireCheck(asset: SnapshotAsset, checks: readonly SnapshotCheck[], name: string): void {
   if (checks.some((c) => c.name === name)) return;
   const known = checks.length === 0 ? "it has no checks" : `its checks are ${checks.map((c) => `"${c.name}"`).join(", ")}`;
-  throw new InputError(`asset "${asset.key}" has no check "${name}"; ${known}`, { code: "CHECK_UNKNOWN", location: { assetKey: asset.key } });
+  throw new InputError(`asset "${asset.key}" has no check "${name}"; ${known}`, {
+    code: "CHECK_UNKNOWN",
+    location: { assetKey: asset.key },
+  });
 }
 
 /**
@@ -202,7 +211,11 @@ function requireCheck(asset: SnapshotAsset, checks: readonly SnapshotCheck[], na
  * unpartitioned asset). A key must belong to the asset's partitions
  * definition (its code says why not); an unpartitioned asset takes none.
  */
-async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: Pick<ApiServices, "assets">): Promise<string | undefined> {
+async function checkedPartition(
+  asset: SnapshotAsset,
+  partition: string | undefined,
+  ctx: Pick<ApiServices, "assets">,
+): Promise<string | undefined> {
   if (partition === undefined) return asset.partitions ? undefined : "";
   return assetPartitionKey(asset, partition, ctx);
 }

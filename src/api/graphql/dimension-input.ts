@@ -9,7 +9,10 @@ export const dimensionsInput = z
     z
       .strictObject({
         name: z.string().min(1, "name the dimension"),
-        keys: z.array(z.string().min(1, "keys must not be empty")).min(1, "list at least one key, or leave the dimension out to select all its keys").optional(),
+        keys: z
+          .array(z.string().min(1, "keys must not be empty"))
+          .min(1, "list at least one key, or leave the dimension out to select all its keys")
+          .optional(),
         from: z.string().min(1).optional(),
         to: z.string().min(1).optional(),
       })

@@ -146,7 +146,12 @@ export function queryCost(
   variables: Readonly<Record<string, unknown>>,
   defaultListSize: number,
 ): QueryCost {
-  const root = operation.operation === "mutation" ? schema.getMutationType() : operation.operation === "subscription" ? schema.getSubscriptionType() : schema.getQueryType();
+  const root =
+    operation.operation === "mutation"
+      ? schema.getMutationType()
+      : operation.operation === "subscription"
+        ? schema.getSubscriptionType()
+        : schema.getQueryType();
   const walk: Walk = { schema, fragments: fragmentsOf(document), variables, defaultListSize, widest: null, visits: 0 };
   const scope: Scope | undefined = root ? { typeName: root.name, pageSize: undefined, path: "", around: 1, onPath: new Set() } : undefined;
   const cost = scope ? setCost(walk, operation.selectionSet, scope) : 0;
@@ -155,7 +160,12 @@ export function queryCost(
 
 /** QUERY_TOO_COSTLY for a request over the limit; undefined when it may run (or names no operation: graphql-js reports that). */
 function costError(
-  args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null | undefined; variableValues?: Readonly<Record<string, unknown>> | null | undefined },
+  args: {
+    schema: GraphQLSchema;
+    document: DocumentNode;
+    operationName?: string | null | undefined;
+    variableValues?: Readonly<Record<string, unknown>> | null | undefined;
+  },
   limits: QueryLimits,
 ): GraphQLError | undefined {
   const operation = operationOf(args.document, args.operationName ?? undefined);
@@ -210,7 +220,13 @@ function fieldCost(walk: Walk, node: FieldNode, scope: Scope): number {
   const around = scope.around * items;
   if (list && (!walk.widest || around > walk.widest.items)) walk.widest = { path, items: around };
   const inner = node.selectionSet
-    ? setCost(walk, node.selectionSet, { typeName: namedTypeOf(def.type), pageSize: list ? undefined : first, path, around, onPath: scope.onPath })
+    ? setCost(walk, node.selectionSet, {
+        typeName: namedTypeOf(def.type),
+        pageSize: list ? undefined : first,
+        path,
+        around,
+        onPath: scope.onPath,
+      })
     : list
       ? 1
       : 0;

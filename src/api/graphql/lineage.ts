@@ -19,7 +19,12 @@ const LineageAssetRef = builder.objectRef<LineageAsset>("LineageAsset").implemen
     kind: t.exposeString("kind"),
     depth: t.exposeInt("depth", { description: "Fewest dependency levels from the asset asked about" }),
     partitions: t.exposeString("partitions", { nullable: true, description: "Its partitions, described; null when unpartitioned" }),
-    pii: t.field({ type: "JSON", nullable: true, description: "metadata.pii: the columns holding personal data (or true)", resolve: (a) => a.pii }),
+    pii: t.field({
+      type: "JSON",
+      nullable: true,
+      description: "metadata.pii: the columns holding personal data (or true)",
+      resolve: (a) => a.pii,
+    }),
   }),
 });
 
@@ -64,7 +69,10 @@ const LineageInputRef = builder.objectRef<LineageEdge>("LineageInput").implement
 const LineageRef = builder.objectRef<Lineage>("Lineage").implement({
   fields: (t) => ({
     assetKey: t.exposeString("assetKey"),
-    partitionKey: t.exposeString("partitionKey", { nullable: true, description: "null: a partitioned asset asked about without a partition" }),
+    partitionKey: t.exposeString("partitionKey", {
+      nullable: true,
+      description: "null: a partitioned asset asked about without a partition",
+    }),
     direction: t.field({ type: LineageDirectionEnum, resolve: (l) => l.direction }),
     depth: t.exposeInt("depth"),
     assets: t.field({ type: [LineageAssetRef], description: "Static lineage: the asset itself first", resolve: (l) => [...l.assets] }),
@@ -75,8 +83,16 @@ const LineageRef = builder.objectRef<Lineage>("Lineage").implement({
       description: "The partition's latest materialisation; null when it has none",
       resolve: (l) => l.start,
     }),
-    materializations: t.field({ type: [LineageEventRef], description: "Run-level lineage: every materialisation reached", resolve: (l) => [...l.materializations] }),
-    inputs: t.field({ type: [LineageInputRef], description: "Which upstream partition each materialisation read", resolve: (l) => [...l.inputs] }),
+    materializations: t.field({
+      type: [LineageEventRef],
+      description: "Run-level lineage: every materialisation reached",
+      resolve: (l) => [...l.materializations],
+    }),
+    inputs: t.field({
+      type: [LineageInputRef],
+      description: "Which upstream partition each materialisation read",
+      resolve: (l) => [...l.inputs],
+    }),
   }),
 });
 
@@ -108,7 +124,12 @@ const ImpactedPartitionRef = builder.objectRef<ImpactedPartition>("ImpactedParti
 const ErasureAssetRef = builder.objectRef<ErasureImpactAsset>("ErasureImpactAsset").implement({
   fields: (t) => ({
     assetKey: t.exposeString("assetKey"),
-    pii: t.field({ type: "JSON", nullable: true, description: "metadata.pii: the columns holding personal data (or true)", resolve: (a) => a.pii }),
+    pii: t.field({
+      type: "JSON",
+      nullable: true,
+      description: "metadata.pii: the columns holding personal data (or true)",
+      resolve: (a) => a.pii,
+    }),
     hasPii: t.boolean({ resolve: (a) => a.pii !== null }),
     defined: t.exposeBoolean("defined", { description: "false: no longer in the definitions (listed, but not re-materialisable)" }),
     partitionCount: t.exposeInt("partitionCount"),
@@ -134,8 +155,16 @@ const ErasureImpactRef = builder.objectRef<ErasureImpact>("ErasureImpact").imple
   fields: (t) => ({
     assetKey: t.exposeString("assetKey"),
     sources: t.field({ type: [ImpactedPartitionRef], resolve: (e) => [...e.sources] }),
-    partitions: t.field({ type: [ImpactedPartitionRef], description: "Every derived partition, upstream assets first", resolve: (e) => [...e.partitions] }),
-    assets: t.field({ type: [ErasureAssetRef], description: "The source asset first, then each derived asset", resolve: (e) => [...e.assets] }),
+    partitions: t.field({
+      type: [ImpactedPartitionRef],
+      description: "Every derived partition, upstream assets first",
+      resolve: (e) => [...e.partitions],
+    }),
+    assets: t.field({
+      type: [ErasureAssetRef],
+      description: "The source asset first, then each derived asset",
+      resolve: (e) => [...e.assets],
+    }),
     backfill: t.field({ type: ErasureBackfillRef, resolve: (e) => e.backfill }),
   }),
 });

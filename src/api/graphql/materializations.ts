@@ -26,7 +26,11 @@ export const MaterializationRef = builder.objectRef<MaterializationView>("Materi
     eventId: t.string({ resolve: (m) => String(m.id) }),
     kind: t.field({ type: MaterializationKindEnum, resolve: (m) => m.kind }),
     assetKey: t.exposeString("assetKey"),
-    partitionKey: t.string({ nullable: true, description: "Null for an unpartitioned asset", resolve: (m) => (m.partitionKey === "" ? null : m.partitionKey) }),
+    partitionKey: t.string({
+      nullable: true,
+      description: "Null for an unpartitioned asset",
+      resolve: (m) => (m.partitionKey === "" ? null : m.partitionKey),
+    }),
     runId: t.exposeString("runId", { nullable: true, description: "The run that wrote it; null for reported events" }),
     stepId: t.string({ nullable: true, resolve: (m) => (m.stepId === null ? null : String(m.stepId)) }),
     dataVersion: t.exposeString("dataVersion", { nullable: true }),
@@ -61,7 +65,11 @@ const pageLoader = perContext((ctx: Pick<ApiServices, "runs">) => {
 });
 
 /** Resolver of Asset.materializations(partition, first, after). */
-export async function resolveMaterializations(asset: SnapshotAsset, rawArgs: Record<string, unknown>, ctx: Pick<ApiServices, "assets" | "runs">): Promise<ReadPage<MaterializationView>> {
+export async function resolveMaterializations(
+  asset: SnapshotAsset,
+  rawArgs: Record<string, unknown>,
+  ctx: Pick<ApiServices, "assets" | "runs">,
+): Promise<ReadPage<MaterializationView>> {
   const field = `asset("${asset.key}").materializations`;
   const args = parseInput(materializationArgs, rawArgs, field, "");
   checkFirst(field, args.first);
@@ -74,7 +82,11 @@ export async function resolveMaterializations(asset: SnapshotAsset, rawArgs: Rec
 }
 
 /** Resolver of Asset.latestMaterialization(partition). */
-export async function resolveLatestMaterialization(asset: SnapshotAsset, partition: string | null | undefined, ctx: Pick<ApiServices, "assets" | "runs">): Promise<MaterializationView | null> {
+export async function resolveLatestMaterialization(
+  asset: SnapshotAsset,
+  partition: string | null | undefined,
+  ctx: Pick<ApiServices, "assets" | "runs">,
+): Promise<MaterializationView | null> {
   try {
     const partitionKey = await checkedPartition(asset, partition ?? undefined, ctx);
     return (await pageLoader(ctx)({ assetKey: asset.key, partitionKey, first: 1 })).nodes[0] ?? null;
@@ -88,7 +100,11 @@ export async function resolveLatestMaterialization(asset: SnapshotAsset, partiti
  * the asset's partitions definition (its code says why not); an unpartitioned
  * asset takes none.
  */
-async function checkedPartition(asset: SnapshotAsset, partition: string | undefined, ctx: Pick<ApiServices, "assets">): Promise<string | undefined> {
+async function checkedPartition(
+  asset: SnapshotAsset,
+  partition: string | undefined,
+  ctx: Pick<ApiServices, "assets">,
+): Promise<string | undefined> {
   if (partition === undefined) return undefined;
   const key = await assetPartitionKey(asset, partition, ctx);
   return asset.partitions ? key : undefined;
@@ -104,12 +120,19 @@ export async function assetPartitionKey(asset: SnapshotAsset, partition: string,
     if (partition === "") return "";
     throw codeError("PARTITION_UNEXPECTED", `asset "${asset.key}" is not partitioned: leave out the partition (got "${partition}")`);
   }
-  const space = partitionSpace(asset.partitions, await loadPartitionContext([asset.partitions], (name) => ctx.assets.catalog.dynamicKeys(name)));
+  const space = partitionSpace(
+    asset.partitions,
+    await loadPartitionContext([asset.partitions], (name) => ctx.assets.catalog.dynamicKeys(name)),
+  );
   try {
     space.indexOf(partition);
   } catch (err) {
     if (!(err instanceof TributaryError)) throw err;
-    throw new PartitionError(`asset "${asset.key}": ${err.message}`, { code: err.code, location: { assetKey: asset.key, partitionKey: partition }, cause: err });
+    throw new PartitionError(`asset "${asset.key}": ${err.message}`, {
+      code: err.code,
+      location: { assetKey: asset.key, partitionKey: partition },
+      cause: err,
+    });
   }
   return partition;
 }

@@ -105,7 +105,9 @@ function perAssetLoader<V>(
 ): (ctx: Pick<ApiServices, "assets">) => (asset: AssetCodeVersion) => Promise<V | undefined> {
   return perContext((ctx: Pick<ApiServices, "assets">) => {
     const loader = batched(async (keys: string[]) => {
-      const assets = keys.map((k) => JSON.parse(k) as [string, string | null]).map(([assetKey, codeVersion]) => ({ assetKey, codeVersion }));
+      const assets = keys
+        .map((k) => JSON.parse(k) as [string, string | null])
+        .map(([assetKey, codeVersion]) => ({ assetKey, codeVersion }));
       const byAsset = await load(ctx, assets);
       return new Map(assets.map((a) => [JSON.stringify([a.assetKey, a.codeVersion]), byAsset.get(a.assetKey)!]));
     });
@@ -141,7 +143,11 @@ function cacheOf(ctx: Pick<ApiServices, "assets">): PartitionStatusCache {
 }
 
 /** Resolver of Asset.partitionStatus. */
-export async function resolvePartitionStatus(asset: SnapshotAsset, ctx: Pick<ApiServices, "assets" | "now">, info: GraphQLResolveInfo): Promise<PartitionStatusSummary> {
+export async function resolvePartitionStatus(
+  asset: SnapshotAsset,
+  ctx: Pick<ApiServices, "assets" | "now">,
+  info: GraphQLResolveInfo,
+): Promise<PartitionStatusSummary> {
   try {
     const counts = countsLoader(ctx);
     const recorded = recordedLoader(ctx);

@@ -52,4 +52,6 @@ builder.mutationFields((t) => ({
 }));
 
 /** Pause state of an asset; sibling assets of one query share one lookup. */
-export const pauseStateOf = perContext((ctx: Pick<ApiServices, "automation">) => batched((keys: string[]) => ctx.automation.pauses.pauseStates(keys)));
+export const pauseStateOf = perContext((ctx: Pick<ApiServices, "automation">) =>
+  batched((keys: string[]) => ctx.automation.pauses.pauseStates(keys)),
+);

@@ -47,7 +47,10 @@ const StepRef = builder.objectRef<StepRecord>("Step").implement({
       nullable: true,
       description: "A step that fanned out: how many mapped steps it expanded into (it gathers their outputs); null otherwise",
     }),
-    checkName: t.exposeString("checkName", { nullable: true, description: "The asset check this step runs; null for the asset's own step" }),
+    checkName: t.exposeString("checkName", {
+      nullable: true,
+      description: "The asset check this step runs; null for the asset's own step",
+    }),
     state: t.exposeString("state"),
     tryNumber: t.exposeInt("tryNumber"),
     maxTries: t.exposeInt("maxTries"),
@@ -78,7 +81,7 @@ const RunAssetRef = builder.objectRef<RunAssetSummary>("RunAsset").implement({
   fields: (t) => ({
     assetKey: t.exposeString("assetKey"),
     steps: t.exposeInt("steps", { description: "Its steps in the run: one per partition (and per mapped item)" }),
-    minPartition: t.exposeString("minPartition", { description: "The smallest partition key in text order (\"\" when unpartitioned)" }),
+    minPartition: t.exposeString("minPartition", { description: 'The smallest partition key in text order ("" when unpartitioned)' }),
     maxPartition: t.exposeString("maxPartition", { description: "The largest partition key in text order" }),
   }),
 });
@@ -165,7 +168,11 @@ const runsArgs = z.strictObject({
 });
 
 /** Resolves `runs` and `runsConnection`: validates the arguments, checks the asset exists, reads one page. */
-async function runPage(field: string, rawArgs: Record<string, unknown>, ctx: Pick<ApiServices, "assets" | "runs">): Promise<ReadPage<RunSummary>> {
+async function runPage(
+  field: string,
+  rawArgs: Record<string, unknown>,
+  ctx: Pick<ApiServices, "assets" | "runs">,
+): Promise<ReadPage<RunSummary>> {
   const args = parseInput(runsArgs, { ...rawArgs, filter: rawArgs.filter ? withoutNulls(rawArgs.filter) : undefined }, field, "");
   checkFirst(field, args.first);
   try {

@@ -5,9 +5,21 @@ import { builder } from "./builder.js";
 import type { DefinitionFileView } from "../services.js";
 import { asGraphQLError, codeError } from "./errors.js";
 import { parseDimensionsArg, PartitionDimensionInput } from "./dimension-input.js";
-import { AssetPartitionStatusRef, PartitionStatusEnum, partitionStateOf, resolvePartitionStatus, staleReasonsOf, StaleReasonRef } from "./partition-status.js";
+import {
+  AssetPartitionStatusRef,
+  PartitionStatusEnum,
+  partitionStateOf,
+  resolvePartitionStatus,
+  staleReasonsOf,
+  StaleReasonRef,
+} from "./partition-status.js";
 import { pauseStateOf } from "./pause.js";
-import { MaterializationConnectionRef, MaterializationRef, resolveLatestMaterialization, resolveMaterializations } from "./materializations.js";
+import {
+  MaterializationConnectionRef,
+  MaterializationRef,
+  resolveLatestMaterialization,
+  resolveMaterializations,
+} from "./materializations.js";
 
 const MAX_PAGE = 10_000;
 
@@ -169,17 +181,15 @@ AssetRef.implement({
   }),
 });
 
-const GraphProblemRef = builder
-  .objectRef<DefinitionFileView["problems"][number]>("DefinitionProblem")
-  .implement({
-    description: "A definition left out of the asset graph, and why",
-    fields: (t) => ({
-      code: t.exposeString("code"),
-      message: t.exposeString("message"),
-      assetKey: t.exposeString("assetKey", { nullable: true }),
-      field: t.exposeString("field", { nullable: true }),
-    }),
-  });
+const GraphProblemRef = builder.objectRef<DefinitionFileView["problems"][number]>("DefinitionProblem").implement({
+  description: "A definition left out of the asset graph, and why",
+  fields: (t) => ({
+    code: t.exposeString("code"),
+    message: t.exposeString("message"),
+    assetKey: t.exposeString("assetKey", { nullable: true }),
+    field: t.exposeString("field", { nullable: true }),
+  }),
+});
 
 const DefinitionFileRef = builder.objectRef<DefinitionFileView>("DefinitionFile").implement({
   fields: (t) => ({
@@ -187,7 +197,10 @@ const DefinitionFileRef = builder.objectRef<DefinitionFileView>("DefinitionFile"
     // A file that loaded but has definitions left out of the graph is in error too, with its problems as the message.
     status: t.string({ resolve: (f) => (f.status === "ok" && f.problems.length > 0 ? "error" : f.status) }),
     code: t.string({ nullable: true, resolve: (f) => f.error?.code ?? f.problems[0]?.code ?? null }),
-    message: t.string({ nullable: true, resolve: (f) => f.error?.message ?? (f.problems.length > 0 ? f.problems.map((p) => p.message).join("\n") : null) }),
+    message: t.string({
+      nullable: true,
+      resolve: (f) => f.error?.message ?? (f.problems.length > 0 ? f.problems.map((p) => p.message).join("\n") : null),
+    }),
     location: t.field({ type: "JSON", nullable: true, resolve: (f) => f.error?.location ?? problemLocation(f) }),
     warnings: t.stringList({ resolve: (f) => f.warnings }),
     problems: t.field({ type: [GraphProblemRef], resolve: (f) => f.problems }),
@@ -199,17 +212,19 @@ const DefinitionFileRef = builder.objectRef<DefinitionFileView>("DefinitionFile"
 function problemLocation(f: DefinitionFileView): Record<string, unknown> | null {
   const first = f.problems[0];
   if (!first) return null;
-  return { file: f.path, ...(first.assetKey !== null ? { assetKey: first.assetKey } : {}), ...(first.field !== null ? { field: first.field } : {}) };
+  return {
+    file: f.path,
+    ...(first.assetKey !== null ? { assetKey: first.assetKey } : {}),
+    ...(first.field !== null ? { field: first.field } : {}),
+  };
 }
 
-const DefinitionsVersionRef = builder
-  .objectRef<{ version: number; loadedAt: Date }>("DefinitionsVersion")
-  .implement({
-    fields: (t) => ({
-      version: t.exposeInt("version"),
-      loadedAt: t.field({ type: "DateTime", resolve: (v) => v.loadedAt }),
-    }),
-  });
+const DefinitionsVersionRef = builder.objectRef<{ version: number; loadedAt: Date }>("DefinitionsVersion").implement({
+  fields: (t) => ({
+    version: t.exposeInt("version"),
+    loadedAt: t.field({ type: "DateTime", resolve: (v) => v.loadedAt }),
+  }),
+});
 
 builder.queryType({
   fields: (t) => ({
@@ -222,9 +237,7 @@ builder.queryType({
       resolve: async (_root, args, ctx) => {
         const { graph } = await ctx.assets.catalog.current();
         const needle = args.search?.toLowerCase();
-        return graph.assets.filter(
-          (a) => (!args.group || a.group === args.group) && (!needle || a.key.toLowerCase().includes(needle)),
-        );
+        return graph.assets.filter((a) => (!args.group || a.group === args.group) && (!needle || a.key.toLowerCase().includes(needle)));
       },
     }),
     asset: t.field({

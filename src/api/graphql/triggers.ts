@@ -21,10 +21,20 @@ export const TriggerRef = builder.objectRef<TriggerView>("Trigger").implement({
   description: "An async check a triggerer runs: a deferred step's wait, or the observation of a source asset's partition",
   fields: (t) => ({
     id: t.string({ resolve: (x) => String(x.id) }),
-    kind: t.exposeString("kind", { description: "at, fileExists, s3ObjectExists, httpOk, sqlReturnsRows, assetMaterialized, or a custom kind" }),
-    args: t.field({ type: "JSON", description: "The trigger's arguments; templates ({partition}, {start}, {end}) unrendered", resolve: (x) => x.args }),
+    kind: t.exposeString("kind", {
+      description: "at, fileExists, s3ObjectExists, httpOk, sqlReturnsRows, assetMaterialized, or a custom kind",
+    }),
+    args: t.field({
+      type: "JSON",
+      description: "The trigger's arguments; templates ({partition}, {start}, {end}) unrendered",
+      resolve: (x) => x.args,
+    }),
     status: t.field({ type: TriggerStatusEnum, resolve: (x) => x.status }),
-    stepId: t.string({ nullable: true, description: "The deferred step waiting on it; null for a source observation", resolve: (x) => idOrNull(x.stepId) }),
+    stepId: t.string({
+      nullable: true,
+      description: "The deferred step waiting on it; null for a source observation",
+      resolve: (x) => idOrNull(x.stepId),
+    }),
     runId: t.exposeString("runId", { nullable: true }),
     assetKey: t.exposeString("assetKey", { nullable: true, description: "The observed source asset, or the deferred step's asset" }),
     partitionKey: t.exposeString("partitionKey", { nullable: true }),
@@ -40,9 +50,24 @@ export const TriggerRef = builder.objectRef<TriggerView>("Trigger").implement({
     nextCheckAt: t.field({ type: "DateTime", nullable: true, description: "Null once it ended", resolve: (x) => x.nextCheckAt }),
     timeoutAt: t.field({ type: "DateTime", nullable: true, resolve: (x) => x.timeoutAt }),
     lastCheckedAt: t.field({ type: "DateTime", nullable: true, resolve: (x) => x.lastCheckedAt }),
-    lastResult: t.field({ type: "JSON", nullable: true, description: "What the last check saw (or its error message)", resolve: (x) => x.lastResult }),
-    payload: t.field({ type: "JSON", nullable: true, description: "What it fired with; the deferred step resumes with it", resolve: (x) => x.payload }),
-    error: t.field({ type: "JSON", nullable: true, description: "The last failed check, with consecutiveFailures", resolve: (x) => x.error }),
+    lastResult: t.field({
+      type: "JSON",
+      nullable: true,
+      description: "What the last check saw (or its error message)",
+      resolve: (x) => x.lastResult,
+    }),
+    payload: t.field({
+      type: "JSON",
+      nullable: true,
+      description: "What it fired with; the deferred step resumes with it",
+      resolve: (x) => x.payload,
+    }),
+    error: t.field({
+      type: "JSON",
+      nullable: true,
+      description: "The last failed check, with consecutiveFailures",
+      resolve: (x) => x.error,
+    }),
     leaseOwner: t.exposeString("leaseOwner", { nullable: true, description: "The triggerer checking it now" }),
     leaseExpiresAt: t.field({ type: "DateTime", nullable: true, resolve: (x) => x.leaseExpiresAt }),
     createdAt: t.field({ type: "DateTime", resolve: (x) => x.createdAt }),
@@ -82,10 +107,17 @@ const listArgs = z.strictObject({
 });
 
 const countArgs = listArgs.pick({ assetKey: true, kind: true });
-const idArgs = z.object({ id: z.string().regex(/^[1-9]\d{0,17}$/, "must be a trigger id (a positive whole number)").transform(Number) });
+const idArgs = z.object({
+  id: z
+    .string()
+    .regex(/^[1-9]\d{0,17}$/, "must be a trigger id (a positive whole number)")
+    .transform(Number),
+});
 
 /** Step.waitingFor: the current triggers of all steps a response shows, in one query. */
-export const currentTriggerOf = perContext((ctx: Pick<ApiServices, "triggers">) => batched((stepIds: number[]) => ctx.triggers.currentTriggersOfSteps(stepIds)));
+export const currentTriggerOf = perContext((ctx: Pick<ApiServices, "triggers">) =>
+  batched((stepIds: number[]) => ctx.triggers.currentTriggersOfSteps(stepIds)),
+);
 
 builder.queryFields((t) => ({
   triggers: t.field({

@@ -70,10 +70,13 @@ export async function erasureImpact(services: LineageServices, request: ErasureI
     });
   }
   if (keys.length > MAX_ERASURE_SOURCE_PARTITIONS) {
-    throw new InputError(`${keys.length} partitions of "${asset.key}" were named; ask about at most ${MAX_ERASURE_SOURCE_PARTITIONS} at once`, {
-      code: "ERASURE_TOO_MANY_PARTITIONS",
-      location,
-    });
+    throw new InputError(
+      `${keys.length} partitions of "${asset.key}" were named; ask about at most ${MAX_ERASURE_SOURCE_PARTITIONS} at once`,
+      {
+        code: "ERASURE_TOO_MANY_PARTITIONS",
+        location,
+      },
+    );
   }
   for (const key of keys) checkPartitionKey(asset, space, key, "ERASURE_PARTITION_INVALID", "partitionKeys");
 
@@ -89,7 +92,12 @@ export async function erasureImpact(services: LineageServices, request: ErasureI
   const partitions = [...byAsset.values()].flat();
   const assets: ErasureImpactAsset[] = [
     { assetKey: asset.key, pii: piiOf(asset), defined: true, partitionCount: keys.length },
-    ...[...byAsset].map(([key, list]) => ({ assetKey: key, pii: piiOf(graph.get(key)), defined: graph.has(key), partitionCount: list.length })),
+    ...[...byAsset].map(([key, list]) => ({
+      assetKey: key,
+      pii: piiOf(graph.get(key)),
+      defined: graph.has(key),
+      partitionCount: list.length,
+    })),
   ];
   const groups = [...byAsset]
     .filter(([key]) => graph.has(key))

@@ -15,7 +15,8 @@ export interface LineageServices {
 /** The current graph, or DEFINITIONS_NOT_LOADED before the first load. */
 export async function currentGraph(services: LineageServices): Promise<AssetGraph> {
   const { version, graph } = await services.graphs.current();
-  if (version === 0) throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
+  if (version === 0)
+    throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
   return graph;
 }
 

@@ -79,10 +79,21 @@ export async function lineage(services: LineageServices, request: LineageRequest
 
   const limit = services.limits?.maxNodes ?? MAX_LINEAGE_NODES;
   const { assets, dependencies } = staticNeighbourhood(graph, { key: asset.key, direction, depth, limit });
-  if (partitionKey === null) return { assetKey: asset.key, partitionKey, direction, depth, assets, dependencies, start: null, materializations: [], inputs: [] };
+  if (partitionKey === null)
+    return { assetKey: asset.key, partitionKey, direction, depth, assets, dependencies, start: null, materializations: [], inputs: [] };
   const run = await services.lineage.runLineage({ assetKey: asset.key, partitionKey, direction, depth, limit });
   if (run.truncated) throw tooLarge(`the run-level lineage of "${asset.key}" partition "${partitionKey}"`, { direction, depth, limit });
-  return { assetKey: asset.key, partitionKey, direction, depth, assets, dependencies, start: run.start, materializations: run.events, inputs: run.edges };
+  return {
+    assetKey: asset.key,
+    partitionKey,
+    direction,
+    depth,
+    assets,
+    dependencies,
+    start: run.start,
+    materializations: run.events,
+    inputs: run.edges,
+  };
 }
 
 /**
@@ -91,7 +102,10 @@ export async function lineage(services: LineageServices, request: LineageRequest
  */
 export function checkLineageDepth(depth: number, field: string, shown = String(depth)): number {
   if (!Number.isInteger(depth) || depth < 1 || depth > MAX_LINEAGE_DEPTH) {
-    throw new InputError(`${field}: ${shown} must be a whole number from 1 to ${MAX_LINEAGE_DEPTH}`, { code: "LINEAGE_DEPTH_INVALID", location: { field } });
+    throw new InputError(`${field}: ${shown} must be a whole number from 1 to ${MAX_LINEAGE_DEPTH}`, {
+      code: "LINEAGE_DEPTH_INVALID",
+      location: { field },
+    });
   }
   return depth;
 }
@@ -132,7 +146,10 @@ function staticNeighbourhood(graph: AssetGraph, walk: Walk) {
 
 function edgesOf(graph: AssetGraph, key: string, direction: LineageDirection) {
   if (direction === "downstream") return graph.downstreamEdges(key);
-  return graph.require(key).deps.filter((d) => graph.has(d.assetKey)).map((dep) => ({ downstreamKey: key, dep }));
+  return graph
+    .require(key)
+    .deps.filter((d) => graph.has(d.assetKey))
+    .map((dep) => ({ downstreamKey: key, dep }));
 }
 
 interface Walk {
@@ -143,8 +160,8 @@ interface Walk {
 }
 
 function tooLarge(what: string, { direction, depth, limit }: Omit<Walk, "key">): InputError {
-  return new InputError(
-    `${what} ${direction} to depth ${depth} has more than ${limit} nodes or edges; ask for a smaller depth`,
-    { code: "LINEAGE_TOO_LARGE", location: { field: "depth" } },
-  );
+  return new InputError(`${what} ${direction} to depth ${depth} has more than ${limit} nodes or edges; ask for a smaller depth`, {
+    code: "LINEAGE_TOO_LARGE",
+    location: { field: "depth" },
+  });
 }

@@ -103,14 +103,22 @@ export function stepLogRoutes(runs: Pick<RunStore, "getRun">, services: StepLogS
 }
 
 /** The run, step and try the path and `?try` name; 400/404 StepLogErrors naming what is missing. */
-async function requireTry(runs: Pick<RunStore, "getRun">, c: Context): Promise<{ run: RunDetail; step: StepRecord; attempt: StepTryRecord }> {
+async function requireTry(
+  runs: Pick<RunStore, "getRun">,
+  c: Context,
+): Promise<{ run: RunDetail; step: StepRecord; attempt: StepTryRecord }> {
   const runId = c.req.param("runId")!;
   const stepParam = c.req.param("stepId")!;
   const run = UUID.test(runId) ? await runs.getRun(runId) : undefined;
-  if (!run) throw new StepLogError(404, "RUN_NOT_FOUND", `no run ${JSON.stringify(runId)}: list runs with \`tributary runs\` or the runs query`);
+  if (!run)
+    throw new StepLogError(404, "RUN_NOT_FOUND", `no run ${JSON.stringify(runId)}: list runs with \`tributary runs\` or the runs query`);
   const step = /^\d{1,15}$/.test(stepParam) ? run.steps.find((s) => s.id === Number(stepParam)) : undefined;
   if (!step) {
-    throw new StepLogError(404, "STEP_NOT_FOUND", `run ${run.id} has no step ${JSON.stringify(stepParam)} (its steps' ids are in run(id) { steps { id } })`);
+    throw new StepLogError(
+      404,
+      "STEP_NOT_FOUND",
+      `run ${run.id} has no step ${JSON.stringify(stepParam)} (its steps' ids are in run(id) { steps { id } })`,
+    );
   }
   const tryParam = c.req.query("try");
   if (tryParam !== undefined && !/^[1-9]\d{0,8}$/.test(tryParam)) {
@@ -119,7 +127,10 @@ async function requireTry(runs: Pick<RunStore, "getRun">, c: Context): Promise<{
   const latest = step.tries.reduce<StepTryRecord | undefined>((a, t) => (a && a.tryNumber > t.tryNumber ? a : t), undefined);
   const attempt = tryParam === undefined ? latest : step.tries.find((t) => t.tryNumber === Number(tryParam));
   if (!attempt) {
-    const sofar = step.tries.length === 0 ? `it has not run yet (state ${step.state})` : `tries so far: ${step.tries.map((t) => t.tryNumber).join(", ")}`;
+    const sofar =
+      step.tries.length === 0
+        ? `it has not run yet (state ${step.state})`
+        : `tries so far: ${step.tries.map((t) => t.tryNumber).join(", ")}`;
     throw new StepLogError(404, "TRY_NOT_FOUND", `step ${step.id} of run ${run.id} has no try ${tryParam ?? ""}`.trimEnd() + `: ${sofar}`);
   }
   return { run, step, attempt };

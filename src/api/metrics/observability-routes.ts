@@ -85,7 +85,12 @@ export function metricsApp(ping: () => Promise<void>, observability: Observabili
     }
   });
   app.route("/", observabilityRoutes(ping, observability));
-  app.notFound((c) => c.json({ error: { code: "NOT_FOUND", message: `${c.req.path} is not served here: this process serves /metrics, /healthz and /readyz` } }, 404));
+  app.notFound((c) =>
+    c.json(
+      { error: { code: "NOT_FOUND", message: `${c.req.path} is not served here: this process serves /metrics, /healthz and /readyz` } },
+      404,
+    ),
+  );
   return app;
 }
 

@@ -122,9 +122,16 @@ export class TributaryMetrics {
     this.#runs = gauge("tributary_runs", "Runs that have not ended, by status (queued, running)", ["status"]);
     this.#poolSlots = gauge("tributary_pool_slots", "Slots of each pool", ["pool"]);
     this.#poolOccupied = gauge("tributary_pool_occupied_slots", "Slots of each pool taken by queued and running steps", ["pool"]);
-    this.#triggersWaiting = gauge("tributary_triggers_waiting", "Triggers (deferred steps' waits, source observations) waiting, by kind", ["kind"]);
-    this.#triggersDue = gauge("tributary_triggers_due", "Waiting triggers whose next check is due now (the triggerers' backlog), by kind", ["kind"]);
-    this.#triggers = gauge("tributary_triggers", "Triggers by kind and status (waiting, fired, failed, timed_out, canceled)", ["kind", "status"]);
+    this.#triggersWaiting = gauge("tributary_triggers_waiting", "Triggers (deferred steps' waits, source observations) waiting, by kind", [
+      "kind",
+    ]);
+    this.#triggersDue = gauge("tributary_triggers_due", "Waiting triggers whose next check is due now (the triggerers' backlog), by kind", [
+      "kind",
+    ]);
+    this.#triggers = gauge("tributary_triggers", "Triggers by kind and status (waiting, fired, failed, timed_out, canceled)", [
+      "kind",
+      "status",
+    ]);
     this.#poolQueued = gauge("tributary_pool_queued_steps", "Scheduled steps waiting for a slot, by pool", ["pool"]);
     this.#handedOver = gauge(
       "tributary_executor_queued_steps",
@@ -143,7 +150,8 @@ export class TributaryMetrics {
   readonly observeReconcilerPass = (durationMs: number, report: PassReport): void => {
     this.#passDuration.observe({ outcome: report.failed ? "failed" : "ok" }, durationMs / 1000);
     this.#dispatched.inc(report.dispatched);
-    for (const t of report.tasks ?? []) this.#taskDuration.observe({ task: t.name, outcome: t.failed ? "failed" : "ok" }, t.durationMs / 1000);
+    for (const t of report.tasks ?? [])
+      this.#taskDuration.observe({ task: t.name, outcome: t.failed ? "failed" : "ok" }, t.durationMs / 1000);
   };
 
   /** The content type of {@link render}'s text (Prometheus text format 0.0.4). */

@@ -92,7 +92,14 @@ export function createAirflowApi(context: AirflowApiGroups, services: AirflowApi
   });
 
   app.all("*", (c) =>
-    c.json(problem(404, "Not found", `${c.req.method} ${new URL(c.req.url).pathname} is not part of Tributary's /api/v1 (see docs/rest-api.md for the endpoints)`), 404),
+    c.json(
+      problem(
+        404,
+        "Not found",
+        `${c.req.method} ${new URL(c.req.url).pathname} is not part of Tributary's /api/v1 (see docs/rest-api.md for the endpoints)`,
+      ),
+      404,
+    ),
   );
   return app;
 }

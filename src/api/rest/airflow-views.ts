@@ -5,22 +5,69 @@ import type { JobPartitions } from "./job-partitions.js";
 
 // Airflow's JSON documents (the spec's schemas), built from Tributary's records. Field names are Airflow's.
 
-const DAG_STATE: Record<RunStatus, string> = { queued: "queued", running: "running", success: "success", failed: "failed", canceled: "failed" };
-const RUN_TYPE: Record<RunOrigin, string> = { manual: "manual", rerun: "manual", schedule: "scheduled", automation: "scheduled", backfill: "backfill" };
+const DAG_STATE: Record<RunStatus, string> = {
+  queued: "queued",
+  running: "running",
+  success: "success",
+  failed: "failed",
+  canceled: "failed",
+};
+const RUN_TYPE: Record<RunOrigin, string> = {
+  manual: "manual",
+  rerun: "manual",
+  schedule: "scheduled",
+  automation: "scheduled",
+  backfill: "backfill",
+};
 
 /** The fields of {@link dagView}'s document (what `fields` may name). */
 export const DAG_FIELDS = [
-  "dag_id", "dag_display_name", "root_dag_id", "is_paused", "is_active", "is_subdag", "last_parsed_time", "last_pickled", "last_expired",
-  "scheduler_lock", "pickle_id", "default_view", "fileloc", "file_token", "owners", "description", "schedule_interval",
-  "timetable_description", "tags", "max_active_tasks", "max_active_runs", "max_consecutive_failed_dag_runs",
-  "has_task_concurrency_limits", "has_import_errors", "next_dagrun", "next_dagrun_data_interval_start",
-  "next_dagrun_data_interval_end", "next_dagrun_create_after",
+  "dag_id",
+  "dag_display_name",
+  "root_dag_id",
+  "is_paused",
+  "is_active",
+  "is_subdag",
+  "last_parsed_time",
+  "last_pickled",
+  "last_expired",
+  "scheduler_lock",
+  "pickle_id",
+  "default_view",
+  "fileloc",
+  "file_token",
+  "owners",
+  "description",
+  "schedule_interval",
+  "timetable_description",
+  "tags",
+  "max_active_tasks",
+  "max_active_runs",
+  "max_consecutive_failed_dag_runs",
+  "has_task_concurrency_limits",
+  "has_import_errors",
+  "next_dagrun",
+  "next_dagrun_data_interval_start",
+  "next_dagrun_data_interval_end",
+  "next_dagrun_create_after",
 ] as const;
 
 /** The fields of {@link dagRunView}'s document. */
 export const DAG_RUN_FIELDS = [
-  "dag_id", "dag_run_id", "logical_date", "execution_date", "data_interval_start", "data_interval_end", "start_date", "end_date",
-  "state", "run_type", "external_trigger", "conf", "last_scheduling_decision", "note",
+  "dag_id",
+  "dag_run_id",
+  "logical_date",
+  "execution_date",
+  "data_interval_start",
+  "data_interval_end",
+  "start_date",
+  "end_date",
+  "state",
+  "run_type",
+  "external_trigger",
+  "conf",
+  "last_scheduling_decision",
+  "note",
 ] as const;
 
 /** Airflow's DAG document for an asset job. */
@@ -114,7 +161,8 @@ export function restMapIndices(all: readonly StepRecord[]): IndexedStep[] {
   const steps = all.filter((s) => s.checkName === null && s.mapIndex < 0);
   const byAsset = new Map<string, StepRecord[]>();
   for (const s of steps) byAsset.set(s.assetKey, [...(byAsset.get(s.assetKey) ?? []), s]);
-  for (const same of byAsset.values()) same.sort((x, y) => (x.partitionKey < y.partitionKey ? -1 : x.partitionKey > y.partitionKey ? 1 : 0));
+  for (const same of byAsset.values())
+    same.sort((x, y) => (x.partitionKey < y.partitionKey ? -1 : x.partitionKey > y.partitionKey ? 1 : 0));
   return steps.map((step) => {
     const same = byAsset.get(step.assetKey)!;
     return { step, mapIndex: same.length === 1 ? step.mapIndex : same.indexOf(step) };

@@ -31,7 +31,11 @@ export function assetJobs(graph: AssetGraph): readonly AssetJob[] {
 /** The job named `dagId`; RestError 404 naming it otherwise. */
 export function requireJob(graph: AssetGraph, dagId: string): AssetJob {
   const job = assetJobs(graph).find((j) => j.dagId === dagId);
-  if (!job) throw RestError.notFound("DAG", `DAG with dag_id: ${JSON.stringify(dagId)} not found (a DAG is the assets of one group sharing a partitions definition; GET /api/v1/dags lists them)`);
+  if (!job)
+    throw RestError.notFound(
+      "DAG",
+      `DAG with dag_id: ${JSON.stringify(dagId)} not found (a DAG is the assets of one group sharing a partitions definition; GET /api/v1/dags lists them)`,
+    );
   return job;
 }
 
@@ -39,7 +43,10 @@ export function requireJob(graph: AssetGraph, dagId: string): AssetJob {
 export function requireTask(job: AssetJob, taskId: string): SnapshotAsset {
   const asset = job.assets.find((a) => a.key === taskId);
   if (!asset) {
-    throw RestError.notFound("Task", `task_id ${JSON.stringify(taskId)} is not a task of DAG ${JSON.stringify(job.dagId)}; its tasks are ${job.assets.map((a) => JSON.stringify(a.key)).join(", ")}`);
+    throw RestError.notFound(
+      "Task",
+      `task_id ${JSON.stringify(taskId)} is not a task of DAG ${JSON.stringify(job.dagId)}; its tasks are ${job.assets.map((a) => JSON.stringify(a.key)).join(", ")}`,
+    );
   }
   return asset;
 }

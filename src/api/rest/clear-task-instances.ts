@@ -4,7 +4,13 @@ import { TributaryError } from "../../errors/index.js";
 import type { AssetGraph } from "../../graph/index.js";
 import type { PlannedStep } from "../../planner/index.js";
 import type { RunStore } from "../../storage/index.js";
-import { createClearRuns, planClear, type ClearPartitionsRequest, type ClearPlan, type ClearPlanServices } from "../commands/clear-partitions.js";
+import {
+  createClearRuns,
+  planClear,
+  type ClearPartitionsRequest,
+  type ClearPlan,
+  type ClearPlanServices,
+} from "../commands/clear-partitions.js";
 import { assetJobs, requireTask, type AssetJob } from "./asset-jobs.js";
 import type { RestDeps } from "./airflow-api.js";
 import { currentJob, requireJobRun } from "./dag-runs.js";
@@ -12,7 +18,8 @@ import { jobPartitions, type JobPartitions } from "./job-partitions.js";
 import { RestError } from "./rest-error.js";
 import { instant, jsonBody } from "./rest-params.js";
 
-const unsupported = (what: string) => z.literal(false, { error: `${what} is not supported by Tributary; leave it out or send false` }).optional();
+const unsupported = (what: string) =>
+  z.literal(false, { error: `${what} is not supported by Tributary; leave it out or send false` }).optional();
 
 const clearSchema = z
   .object({
@@ -56,13 +63,20 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
   const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const { selections, runSteps } = await selectionsOf(deps, job, partitions, body, tasks);
   // With include_downstream a task below another named one is cleared with it.
-  const roots = body.include_downstream ? tasks.filter((t) => !tasks.some((other) => other !== t && graph.descendants(other).has(t))) : tasks;
+  const roots = body.include_downstream
+    ? tasks.filter((t) => !tasks.some((other) => other !== t && graph.descendants(other).has(t)))
+    : tasks;
 
   const services = clearServicesOf(deps);
   const now = deps.context.now();
   const plans: ClearPlan[] = [];
   for (const task of roots) {
-    const request: ClearPartitionsRequest = { assetKey: task, ...selections.get(task), downstream: body.include_downstream, onlyFailed: body.only_failed };
+    const request: ClearPartitionsRequest = {
+      assetKey: task,
+      ...selections.get(task),
+      downstream: body.include_downstream,
+      onlyFailed: body.only_failed,
+    };
     try {
       plans.push(await planClear(services, request, now));
     } catch (err) {
@@ -76,10 +90,22 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
     const planned = plans.flatMap((p) => p.plan.steps).filter((s) => s.check === undefined);
     const latest = await deps.queries.latestRunsOfPartitions(planned.filter((s) => !runSteps.has(stepKey(s))));
     const runOf = new Map([...latest.map((r) => [stepKey(r), r.runId] as const), ...runSteps]);
-    return c.json({ task_instances: await references(deps, graph, planned.map((step) => ({ step, runId: runOf.get(stepKey(step)) }))) });
+    return c.json({
+      task_instances: await references(
+        deps,
+        graph,
+        planned.map((step) => ({ step, runId: runOf.get(stepKey(step)) })),
+      ),
+    });
   }
   const cleared = plans.length === 0 ? [] : await createClearRuns(services.runs, plans, now);
-  return c.json({ task_instances: await references(deps, graph, cleared.flatMap((run) => run.plan.steps.filter((step) => step.check === undefined).map((step) => ({ step, runId: run.runId })))) });
+  return c.json({
+    task_instances: await references(
+      deps,
+      graph,
+      cleared.flatMap((run) => run.plan.steps.filter((step) => step.check === undefined).map((step) => ({ step, runId: run.runId }))),
+    ),
+  });
 }
 
 /**
@@ -118,8 +144,12 @@ async function selectionsOf(
     const { run, steps } = await requireJobRun(deps, job, body.dag_run_id);
     for (const s of steps) runSteps.set(stepKey(s), run.id);
     for (const task of tasks) {
-      const keys = steps.filter((s) => s.assetKey === task).map((s) => s.partitionKey).sort();
-      if (keys.length === 0) throw RestError.notFound("TaskInstance", `task ${JSON.stringify(task)} has no step in run ${JSON.stringify(body.dag_run_id)}`);
+      const keys = steps
+        .filter((s) => s.assetKey === task)
+        .map((s) => s.partitionKey)
+        .sort();
+      if (keys.length === 0)
+        throw RestError.notFound("TaskInstance", `task ${JSON.stringify(task)} has no step in run ${JSON.stringify(body.dag_run_id)}`);
       selections.set(task, keys[0] === "" ? {} : keys.length === 1 ? { partition: keys[0] } : { from: keys[0], to: keys.at(-1) });
     }
     return { selections, runSteps };
@@ -138,7 +168,11 @@ async function selectionsOf(
  * dry run's step of a partition that never ran has no run to name: its
  * dag_run_id is left out.
  */
-async function references(deps: RestDeps, graph: AssetGraph, steps: readonly { step: PlannedStep; runId: string | undefined }[]): Promise<Record<string, unknown>[]> {
+async function references(
+  deps: RestDeps,
+  graph: AssetGraph,
+  steps: readonly { step: PlannedStep; runId: string | undefined }[],
+): Promise<Record<string, unknown>[]> {
   const jobOf = new Map(assetJobs(graph).flatMap((j) => j.assets.map((a) => [a.key, j] as const)));
   const spaces = new Map<AssetJob, JobPartitions>();
   const out: Record<string, unknown>[] = [];

@@ -4,7 +4,15 @@ import type { JobRunFilter, RunDetail, StepRecord } from "../../storage/index.js
 import { TributaryError } from "../../errors/index.js";
 import { assetJobs, requireJob, type AssetJob } from "./asset-jobs.js";
 import type { RestDeps } from "./airflow-api.js";
-import { DAG_RUN_FIELDS, dagRunView, DEFAULT_QUEUE, restMapIndices, stepDuration, stepExecutionDate, taskInstanceView } from "./airflow-views.js";
+import {
+  DAG_RUN_FIELDS,
+  dagRunView,
+  DEFAULT_QUEUE,
+  restMapIndices,
+  stepDuration,
+  stepExecutionDate,
+  taskInstanceView,
+} from "./airflow-views.js";
 import { jobPartitions, type JobPartitions } from "./job-partitions.js";
 import { RestError } from "./rest-error.js";
 import { dateRange, durationRange, fieldsOf, inRange, pickFields, repeated, runStatesOf, taskStatesOf } from "./rest-filters.js";
@@ -28,7 +36,12 @@ export async function listDagRuns(c: Context, deps: RestDeps): Promise<Response>
     statuses: runStatesOf(c),
   };
   const runOrder = partitions.logicalDateOrder(deps.context.now(), order === "-execution_date");
-  const { rows, total } = await deps.queries.listRunsOfAssets(job.assets.map((a) => a.key), page, filter, runOrder);
+  const { rows, total } = await deps.queries.listRunsOfAssets(
+    job.assets.map((a) => a.key),
+    page,
+    filter,
+    runOrder,
+  );
   return c.json({ dag_runs: rows.map((r) => pickFields(dagRunView(job, r, partitions), fields)), total_entries: total });
 }
 
@@ -37,7 +50,10 @@ const triggerSchema = z
     dag_run_id: z.null({ error: "is assigned by Tributary (the run id): leave it out" }).optional(),
     logical_date: instant.nullable().optional(),
     execution_date: instant.nullable().optional(),
-    conf: z.object({ partition_key: z.string().min(1).max(1024).optional() }).strict().optional(),
+    conf: z
+      .object({ partition_key: z.string().min(1).max(1024).optional() })
+      .strict()
+      .optional(),
     note: z.string().max(1000).nullable().optional(),
   })
   .strict();
@@ -55,10 +71,12 @@ export async function triggerDagRun(c: Context, deps: RestDeps): Promise<Respons
     throw RestError.badRequest("body: logical_date and execution_date differ; give one of them");
   }
   const partitionKey = body.conf?.partition_key;
-  if (partitionKey !== undefined && logical !== undefined) throw RestError.badRequest("body: give either conf.partition_key or logical_date, not both");
+  if (partitionKey !== undefined && logical !== undefined)
+    throw RestError.badRequest("body: give either conf.partition_key or logical_date, not both");
   const partitions = await jobPartitions(job, deps.context.assets.catalog);
   const now = deps.context.now();
-  const partition = partitionKey ?? (logical !== undefined ? partitions.keyAt(logical, now, "body.logical_date") : latestPartition(job, partitions, now));
+  const partition =
+    partitionKey ?? (logical !== undefined ? partitions.keyAt(logical, now, "body.logical_date") : latestPartition(job, partitions, now));
   const launched = await deps.context.runs
     .launch({
       assetKeys: job.assets.map((a) => a.key),
@@ -86,7 +104,9 @@ async function inRestTerms(err: TributaryError, deps: RestDeps, job: AssetJob): 
   const { graph } = await deps.context.assets.catalog.current();
   const inJob = new Set(job.assets.map((a) => a.key));
   // The upstream assets the message names as missing.
-  const upstream = new Set(job.assets.flatMap((a) => [...graph.ancestors([a.key])]).filter((k) => !inJob.has(k) && err.message.includes(`"${k}"`)));
+  const upstream = new Set(
+    job.assets.flatMap((a) => [...graph.ancestors([a.key])]).filter((k) => !inJob.has(k) && err.message.includes(`"${k}"`)),
+  );
   const dags = assetJobs(graph).filter((j) => j.assets.some((a) => upstream.has(a.key)));
   const where = dags.map((d) => `POST /api/v1/dags/${d.dagId}/dagRuns`).join(", ");
   return RestError.badRequest(
@@ -98,7 +118,10 @@ async function inRestTerms(err: TributaryError, deps: RestDeps, job: AssetJob): 
 function latestPartition(job: AssetJob, partitions: JobPartitions, now: Date): string | undefined {
   const space = partitions.space;
   if (!space) return undefined;
-  if (space.spec.kind !== "time") throw RestError.badRequest(`body.conf.partition_key: DAG ${JSON.stringify(job.dagId)} is partitioned (${space.describe()}): name the partition to run`);
+  if (space.spec.kind !== "time")
+    throw RestError.badRequest(
+      `body.conf.partition_key: DAG ${JSON.stringify(job.dagId)} is partitioned (${space.describe()}): name the partition to run`,
+    );
   const count = space.count(now);
   if (count === 0) throw RestError.badRequest(`DAG ${JSON.stringify(job.dagId)} has no partition yet (${space.describe()})`);
   return space.keyAt(count - 1);
@@ -141,7 +164,9 @@ export async function listTaskInstances(c: Context, deps: RestDeps): Promise<Res
     );
   });
   return c.json({
-    task_instances: chosen.slice(page.offset, page.offset + page.limit).map((s) => taskInstanceView(job, s, run.createdAt, partitions, attributes.get(s.step.id))),
+    task_instances: chosen
+      .slice(page.offset, page.offset + page.limit)
+      .map((s) => taskInstanceView(job, s, run.createdAt, partitions, attributes.get(s.step.id))),
     total_entries: chosen.length,
   });
 }
@@ -154,7 +179,8 @@ export async function currentJob(c: Context, deps: RestDeps): Promise<AssetJob> 
 
 /** A run and its steps of the job's assets; 404 naming the run when it does not exist or has no step of the job. */
 export async function requireJobRun(deps: RestDeps, job: AssetJob, runId: string): Promise<{ run: RunDetail; steps: StepRecord[] }> {
-  const notFound = () => RestError.notFound("DAGRun", `DAGRun with dag_run_id: ${JSON.stringify(runId)} not found in DAG ${JSON.stringify(job.dagId)}`);
+  const notFound = () =>
+    RestError.notFound("DAGRun", `DAGRun with dag_run_id: ${JSON.stringify(runId)} not found in DAG ${JSON.stringify(job.dagId)}`);
   if (!UUID.test(runId)) throw notFound();
   const run = await deps.context.runs.store.getRun(runId);
   const keys = new Set(job.assets.map((a) => a.key));

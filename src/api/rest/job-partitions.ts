@@ -39,7 +39,9 @@ export async function jobPartitions(job: AssetJob, catalog: Pick<Catalog, "dynam
     window: (key) => (space && key !== "" && space.has(key) ? space.window(key) : undefined),
     keyAt: (instant, now, field) => {
       if (!space || space.spec.kind !== "time") {
-        throw RestError.badRequest(`${field}: DAG ${JSON.stringify(job.dagId)} does not have plain time partitions (${space ? space.describe() : "unpartitioned"}), so a date cannot select a partition${space ? '; name one with conf.partition_key' : ""}`);
+        throw RestError.badRequest(
+          `${field}: DAG ${JSON.stringify(job.dagId)} does not have plain time partitions (${space ? space.describe() : "unpartitioned"}), so a date cannot select a partition${space ? "; name one with conf.partition_key" : ""}`,
+        );
       }
       const index = windowIndexAt(space, instant, space.count(now));
       if (index === undefined) {
@@ -52,19 +54,29 @@ export async function jobPartitions(job: AssetJob, catalog: Pick<Catalog, "dynam
     logicalDateFilter: (range, now, field) => {
       if (!space || !hasWindows(space.spec)) return { createdAt: range };
       if (space.spec.kind !== "time") {
-        throw RestError.badRequest(`${field}: DAG ${JSON.stringify(job.dagId)} has multi-dimensional partitions (${space.describe()}); filtering its runs by logical date is not supported`);
+        throw RestError.badRequest(
+          `${field}: DAG ${JSON.stringify(job.dagId)} has multi-dimensional partitions (${space.describe()}); filtering its runs by logical date is not supported`,
+        );
       }
       const count = space.count(now);
       // Windows are in time order: the first whose start is >= gte, the last whose start is <= lte.
       const lo = range.gte === undefined ? 0 : firstIndexWhere(count, (i) => space.windowAt(i)!.start.getTime() >= range.gte!.getTime());
-      const hi = range.lte === undefined ? count - 1 : firstIndexWhere(count, (i) => space.windowAt(i)!.start.getTime() > range.lte!.getTime()) - 1;
+      const hi =
+        range.lte === undefined ? count - 1 : firstIndexWhere(count, (i) => space.windowAt(i)!.start.getTime() > range.lte!.getTime()) - 1;
       if (lo > hi) return { firstKeyIn: [] };
       if (CHRONOLOGICAL_FORMAT.test(space.spec.format)) {
-        return { firstKeyRange: { gte: range.gte === undefined ? undefined : space.keyAt(lo), lte: range.lte === undefined ? undefined : space.keyAt(hi) } };
+        return {
+          firstKeyRange: {
+            gte: range.gte === undefined ? undefined : space.keyAt(lo),
+            lte: range.lte === undefined ? undefined : space.keyAt(hi),
+          },
+        };
       }
       // Keys whose text order is not time order (e.g. dd.MM.yyyy) are listed one by one.
       if (hi - lo + 1 > MAX_LISTED_WINDOWS) {
-        throw RestError.badRequest(`${field}: the range spans ${hi - lo + 1} partitions of DAG ${JSON.stringify(job.dagId)} (at most ${MAX_LISTED_WINDOWS} with its key format ${space.spec.format}); narrow execution_date_gte/lte`);
+        throw RestError.badRequest(
+          `${field}: the range spans ${hi - lo + 1} partitions of DAG ${JSON.stringify(job.dagId)} (at most ${MAX_LISTED_WINDOWS} with its key format ${space.spec.format}); narrow execution_date_gte/lte`,
+        );
       }
       return { firstKeyIn: Array.from({ length: hi - lo + 1 }, (_, i) => space.keyAt(lo + i)) };
     },

@@ -43,7 +43,12 @@ export class RestError extends TributaryError {
 /** The Airflow error document for a status and detail. */
 export function problem(status: number, title: string, detail: string): AirflowProblem {
   const type = PROBLEM_TYPES[status] ?? "Unknown";
-  return { type: `https://airflow.apache.org/docs/apache-airflow/2.10.0/stable-rest-api-ref.html#section/Errors/${type}`, title, status, detail };
+  return {
+    type: `https://airflow.apache.org/docs/apache-airflow/2.10.0/stable-rest-api-ref.html#section/Errors/${type}`,
+    title,
+    status,
+    detail,
+  };
 }
 
 /**

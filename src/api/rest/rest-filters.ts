@@ -54,7 +54,8 @@ export function durationRange(c: Context): { gte?: number | undefined; lte?: num
   const at = (suffix: string): number | undefined => {
     const v = c.req.query(`duration_${suffix}`);
     if (v === undefined) return undefined;
-    if (!/^\d{1,12}(\.\d{1,9})?$/.test(v)) throw RestError.badRequest(`query.duration_${suffix}: ${JSON.stringify(v)} must be a number of seconds, e.g. 1.5`);
+    if (!/^\d{1,12}(\.\d{1,9})?$/.test(v))
+      throw RestError.badRequest(`query.duration_${suffix}: ${JSON.stringify(v)} must be a number of seconds, e.g. 1.5`);
     return Number(v);
   };
   const range = { gte: at("gte"), lte: at("lte") };
@@ -84,7 +85,9 @@ function statesOf<S extends string>(c: Context, table: Record<string, readonly S
   if (given === undefined) return undefined;
   const unknown = given.filter((s) => !Object.hasOwn(table, s));
   if (unknown.length > 0) {
-    throw RestError.badRequest(`query.state: ${unknown.map((s) => JSON.stringify(s)).join(", ")} is not a state; use ${Object.keys(table).join(", ")}`);
+    throw RestError.badRequest(
+      `query.state: ${unknown.map((s) => JSON.stringify(s)).join(", ")} is not a state; use ${Object.keys(table).join(", ")}`,
+    );
   }
   return [...new Set(given.flatMap((s) => table[s]!))];
 }
@@ -100,7 +103,9 @@ export function fieldsOf(c: Context, known: readonly string[]): string[] | undef
   const fields = [...new Set(given.flatMap((v) => v.split(",")).map((f) => f.trim()))];
   const unknown = fields.filter((f) => !known.includes(f));
   if (fields.length === 0 || unknown.length > 0) {
-    throw RestError.badRequest(`query.fields: ${unknown.length > 0 ? `unknown field(s) ${unknown.map((f) => JSON.stringify(f)).join(", ")}` : "no field named"}; the fields are ${known.join(", ")}`);
+    throw RestError.badRequest(
+      `query.fields: ${unknown.length > 0 ? `unknown field(s) ${unknown.map((f) => JSON.stringify(f)).join(", ")}` : "no field named"}; the fields are ${known.join(", ")}`,
+    );
   }
   return fields;
 }
@@ -111,7 +116,10 @@ export function pickFields(doc: Record<string, unknown>, fields: readonly string
 }
 
 /** Whether `value` lies in the range; a missing value (a step that never started) lies in none. */
-export function inRange<T extends Date | number>(value: T | null, range: { gte?: T | undefined; lte?: T | undefined } | undefined): boolean {
+export function inRange<T extends Date | number>(
+  value: T | null,
+  range: { gte?: T | undefined; lte?: T | undefined } | undefined,
+): boolean {
   if (range === undefined) return true;
   if (value === null) return false;
   return (range.gte === undefined || value >= range.gte) && (range.lte === undefined || value <= range.lte);

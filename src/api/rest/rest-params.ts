@@ -16,7 +16,9 @@ const wholeNumber = (min: number) =>
     .refine((n) => n >= min, { error: `must be at least ${min}` });
 
 /** An RFC 3339 instant with its offset, as Airflow's `date-time` (and `datetime`) fields take. */
-export const instant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 date-time with a time zone, e.g. 2025-03-15T00:00:00Z" }).transform((s) => new Date(s));
+export const instant = z.iso
+  .datetime({ offset: true, error: "must be an ISO 8601 date-time with a time zone, e.g. 2025-03-15T00:00:00Z" })
+  .transform((s) => new Date(s));
 
 const pageSchema = z.object({
   limit: wholeNumber(1).optional(),

@@ -51,10 +51,17 @@ export async function taskLog(c: Context, deps: RestDeps): Promise<Response> {
   const mapIndex = mapIndexOf(c);
   const { job, steps } = await taskSteps(c, deps);
   const found = steps.find((s) => s.mapIndex === mapIndex);
-  if (!found) throw RestError.notFound("TaskInstance", `task ${JSON.stringify(steps[0]!.step.assetKey)} has no map_index ${mapIndex} in this run of DAG ${JSON.stringify(job.dagId)} (map indices: ${steps.map((s) => s.mapIndex).join(", ")})`);
+  if (!found)
+    throw RestError.notFound(
+      "TaskInstance",
+      `task ${JSON.stringify(steps[0]!.step.assetKey)} has no map_index ${mapIndex} in this run of DAG ${JSON.stringify(job.dagId)} (map indices: ${steps.map((s) => s.mapIndex).join(", ")})`,
+    );
   const attempt = found.step.tries.find((t) => t.tryNumber === tryNumber);
   if (!attempt) {
-    throw RestError.notFound("Task try", `task ${JSON.stringify(found.step.assetKey)} has no try ${tryNumber} (tries so far: ${found.step.tries.length})`);
+    throw RestError.notFound(
+      "Task try",
+      `task ${JSON.stringify(found.step.assetKey)} has no try ${tryNumber} (tries so far: ${found.step.tries.length})`,
+    );
   }
   const file = tryLogFile(deps.logsDir, found.step, attempt);
   if (!file) throw RestError.notFound("Log", "this try's log is not in the logs directory this server reads");
@@ -69,6 +76,10 @@ async function taskSteps(c: Context, deps: RestDeps): Promise<{ job: AssetJob; s
   const task = requireTask(job, c.req.param("task_id")!);
   const { steps } = await requireJobRun(deps, job, c.req.param("dag_run_id")!);
   const own = restMapIndices(steps).filter((s) => s.step.assetKey === task.key);
-  if (own.length === 0) throw RestError.notFound("TaskInstance", `task ${JSON.stringify(task.key)} has no step in run ${JSON.stringify(c.req.param("dag_run_id"))}`);
+  if (own.length === 0)
+    throw RestError.notFound(
+      "TaskInstance",
+      `task ${JSON.stringify(task.key)} has no step in run ${JSON.stringify(c.req.param("dag_run_id"))}`,
+    );
   return { job, steps: own };
 }

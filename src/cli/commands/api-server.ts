@@ -52,7 +52,12 @@ export async function startApiServer(
     // Workers of the BullMQ fleet report here, each try with its own token (docs/execution-api.md).
     execution: {
       tokens: new PgTryTokenStore(runtime.database.db),
-      backend: new StoreExecutionBackend({ runs: runtime.runs, definitions: runtime.definitions, graphs: runtime.graphs, outputStore: runtime.outputStore }),
+      backend: new StoreExecutionBackend({
+        runs: runtime.runs,
+        definitions: runtime.definitions,
+        graphs: runtime.graphs,
+        outputStore: runtime.outputStore,
+      }),
       graphs: runtime.graphs,
       logsDir: runtime.logsDir,
       outputStore: runtime.outputStore,
@@ -97,9 +102,7 @@ function listen(fetch: (req: Request) => Response | Promise<Response>, port: num
     const server = serve({ fetch, port, hostname }, () => resolve(server));
     server.once("error", (err: NodeJS.ErrnoException) => {
       reject(
-        err.code === "EADDRINUSE"
-          ? new InputError(`port ${port} on ${hostname} is already in use; pass --port to choose another`)
-          : err,
+        err.code === "EADDRINUSE" ? new InputError(`port ${port} on ${hostname} is already in use; pass --port to choose another`) : err,
       );
     });
   });

@@ -37,7 +37,11 @@ export async function runBackfill(keys: string[], opts: BackfillOptions, globals
 }
 
 /** `backfill cancel|resume|retry-failed <id>`. */
-export async function runBackfillControl(action: "cancel" | "resume" | "retry-failed", id: string, opts: GlobalOptions & BackfillOptions): Promise<void> {
+export async function runBackfillControl(
+  action: "cancel" | "resume" | "retry-failed",
+  id: string,
+  opts: GlobalOptions & BackfillOptions,
+): Promise<void> {
   // Cancel only records the request; resume and retry create work that someone must run.
   await withClient(opts, opts, action !== "cancel", (client) =>
     action === "cancel" ? client.cancel(id) : action === "resume" ? client.resume(id) : client.retryFailed(id),
@@ -57,7 +61,8 @@ export async function runBackfillShow(id: string, opts: GlobalOptions & Backfill
 
 export async function runBackfills(opts: { status?: string; limit: string; json?: boolean }, globals: GlobalOptions): Promise<void> {
   const limit = Number(opts.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to 1000`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to 1000`);
   if (opts.status !== undefined && !STATUSES.includes(opts.status as BackfillStatus)) {
     throw new InputError(`--status: "${opts.status}" is not a backfill status; use one of ${STATUSES.join(", ")}`);
   }
@@ -69,7 +74,15 @@ export async function runBackfills(opts: { status?: string; limit: string; json?
     process.stdout.write(
       `${table(
         ["backfill", "status", "assets", "partitions", "done", "failed", "created"],
-        backfills.map((b) => [b.id, colorStatus(b.status), b.assetKeys.join(", "), selectionText(b), `${b.done}/${b.requested}`, String(b.failed), b.createdAt]),
+        backfills.map((b) => [
+          b.id,
+          colorStatus(b.status),
+          b.assetKeys.join(", "),
+          selectionText(b),
+          `${b.done}/${b.requested}`,
+          String(b.failed),
+          b.createdAt,
+        ]),
       )}\n`,
     );
   } finally {
@@ -119,7 +132,11 @@ async function withClient(
 }
 
 /** Polls until the backfill ends, drawing partitions done/failed/in progress. */
-async function follow(client: BackfillsClient, backfill: BackfillView, options: { progress: boolean; interrupted: () => boolean }): Promise<BackfillView> {
+async function follow(
+  client: BackfillsClient,
+  backfill: BackfillView,
+  options: { progress: boolean; interrupted: () => boolean },
+): Promise<BackfillView> {
   const bar = options.progress ? progressBar("partitions") : undefined;
   bar?.start(backfill.requested, 0, { ok: 0, failed: 0, running: 0 });
   let canceled = false;
@@ -142,7 +159,8 @@ async function follow(client: BackfillsClient, backfill: BackfillView, options: 
 
 async function requireBackfill(client: BackfillsClient, id: string): Promise<BackfillView> {
   const b = await client.get(id);
-  if (!b) throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
+  if (!b)
+    throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
   return b;
 }
 
@@ -162,14 +180,16 @@ function printBackfill(b: BackfillView): void {
     const ranges = f.ranges.map((r) => (r.from === r.to ? r.from || "(unpartitioned)" : `${r.from}…${r.to}`));
     lines.push(`  ${pc.red("failed")} ${f.assetKey}: ${f.count} (${ranges.slice(0, 5).join(", ")}${ranges.length > 5 ? ", …" : ""})`);
   }
-  if (b.failedPartitions.length > 0 && ENDED.includes(b.status)) lines.push(`  re-run them with \`tributary backfill retry-failed ${b.id}\``);
+  if (b.failedPartitions.length > 0 && ENDED.includes(b.status))
+    lines.push(`  re-run them with \`tributary backfill retry-failed ${b.id}\``);
   if (b.status === "canceled") lines.push(`  resume it with \`tributary backfill resume ${b.id}\``);
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
 function selectionText(b: BackfillView): string {
   if (b.dimensions) return b.dimensions.map(dimensionText).join(", ");
-  if (b.partitions) return b.partitions.length <= 3 ? b.partitions.join(", ") : `${b.partitions.slice(0, 3).join(", ")}, … (${b.partitions.length})`;
+  if (b.partitions)
+    return b.partitions.length <= 3 ? b.partitions.join(", ") : `${b.partitions.slice(0, 3).join(", ")}, … (${b.partitions.length})`;
   if (b.from !== null || b.to !== null) return `${b.from ?? "first"} … ${b.to ?? "latest"}`;
   return b.retryOf ? "failed ones" : "all";
 }

@@ -85,13 +85,20 @@ export async function runCheckRun(key: string, opts: CheckRunOptions, globals: G
 }
 
 /** Polls until the run ends, drawing a progress bar on a terminal; the first Ctrl-C cancels the run. */
-function follow(client: CheckRunClient, run: CheckRunState, options: { progress: boolean; interrupted: () => boolean }): Promise<CheckRunState> {
+function follow(
+  client: CheckRunClient,
+  run: CheckRunState,
+  options: { progress: boolean; interrupted: () => boolean },
+): Promise<CheckRunState> {
   return pollUntilEnded(
     "checks",
     run,
     async () => {
       const state = await client.state(run.id);
-      return { value: state, counts: { ok: state.stepsDone - state.stepsFailed, failed: state.stepsFailed, running: state.stepsTotal - state.stepsDone } };
+      return {
+        value: state,
+        counts: { ok: state.stepsDone - state.stepsFailed, failed: state.stepsFailed, running: state.stepsTotal - state.stepsDone },
+      };
     },
     () => client.cancel(run.id),
     options,
@@ -118,12 +125,15 @@ function printResults(run: CheckRunState, results: readonly CheckOutcome[]): voi
           r.checkName,
           r.partitionKey ?? "-",
           r.passed ? pc.green("passed") : r.severity === "warn" && !r.blocking ? pc.yellow("failed") : pc.red("failed"),
-          r.error ? `[${r.error.code ?? "ERROR"}] ${(r.error.message ?? "").split("\n")[0]!.slice(0, 160)}` : JSON.stringify(r.metadata ?? {}),
+          r.error
+            ? `[${r.error.code ?? "ERROR"}] ${(r.error.message ?? "").split("\n")[0]!.slice(0, 160)}`
+            : JSON.stringify(r.metadata ?? {}),
         ]),
       )}\n`,
     );
   }
-  if (results.length < run.stepsTotal) process.stdout.write(`${run.stepsTotal - results.length} check step(s) recorded no result (see \`tributary run ${run.id}\`)\n`);
+  if (results.length < run.stepsTotal)
+    process.stdout.write(`${run.stepsTotal - results.length} check step(s) recorded no result (see \`tributary run ${run.id}\`)\n`);
   process.stdout.write(
     failed === 0 && results.length === run.stepsTotal
       ? `${pc.green("✓")} ${results.length} check result(s), all passed\n`
@@ -215,14 +225,28 @@ class ServerCheckRunClient implements CheckRunClient {
   }
 
   async results(id: string): Promise<CheckOutcome[]> {
-    const data = await graphql<{ run: { checkResults: WireResult[] } }>(this.url, `query ($id: String!) { run(id: $id) { checkResults { ${RESULT_FIELDS} } } }`, {
-      id,
-    });
+    const data = await graphql<{ run: { checkResults: WireResult[] } }>(
+      this.url,
+      `query ($id: String!) { run(id: $id) { checkResults { ${RESULT_FIELDS} } } }`,
+      {
+        id,
+      },
+    );
     return data.run.checkResults.map((r) => ({ ...r, severity: r.severity === "WARN" ? "warn" : "error" }));
   }
 
   async cancel(id: string): Promise<void> {
-    await graphql(this.url, `mutation ($id: String!) { cancelRun(id: $id) { id } }`, { id });
+    await graphql(
+      this.url,
+      `
+        mutation ($id: String!) {
+          cancelRun(id: $id) {
+            id
+          }
+        }
+      `,
+      { id },
+    );
   }
 
   async close(): Promise<void> {}

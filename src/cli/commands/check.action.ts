@@ -85,7 +85,9 @@ async function previousLoad(settings: Settings): Promise<{ owners: Map<string, s
   const { openDatabase, PgDefinitionStore } = await import("../../storage/index.js");
   try {
     const database = await openDatabase(
-      settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary check" } : { kind: "pglite", dataDir: dbDir },
+      settings.databaseUrl
+        ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary check" }
+        : { kind: "pglite", dataDir: dbDir },
     );
     try {
       const owners = await previousOwnersFromStore(new PgDefinitionStore(database.db));

@@ -27,8 +27,13 @@ export async function runClear(key: string, opts: ClearOptions, globals: GlobalO
     const cleared = clearedOf(requireRun(await client.get(run.id), run.id));
     if (!opts.json) {
       for (const c of cleared) {
-        const sample = c.sample.filter((k) => k !== "").map((k) => `"${k}"`).join(", ");
-        process.stderr.write(`cleared ${c.count} partition(s) of "${c.assetKey}"${sample ? `: ${sample}${c.count > c.sample.length ? ", …" : ""}` : ""}\n`);
+        const sample = c.sample
+          .filter((k) => k !== "")
+          .map((k) => `"${k}"`)
+          .join(", ");
+        process.stderr.write(
+          `cleared ${c.count} partition(s) of "${c.assetKey}"${sample ? `: ${sample}${c.count > c.sample.length ? ", …" : ""}` : ""}\n`,
+        );
       }
     }
     return { run, extra: { cleared } };
@@ -49,21 +54,30 @@ function clearedOf(run: RunDetail): { assetKey: string; count: number; sample: s
 /** `--run R --map-index N`: one mapped step of run R runs again inside that run. */
 async function clearMappedStep(key: string, opts: ClearOptions, settings: Settings, processes: number | undefined): Promise<void> {
   if (opts.run === undefined || opts.mapIndex === undefined) {
-    throw new InputError("--run and --map-index go together: the run, and the mapped step of it to run again", { code: "CLI_USAGE", location: { field: opts.run === undefined ? "--run" : "--map-index" } });
+    throw new InputError("--run and --map-index go together: the run, and the mapped step of it to run again", {
+      code: "CLI_USAGE",
+      location: { field: opts.run === undefined ? "--run" : "--map-index" },
+    });
   }
   const conflicting = (["from", "to", "dim", "downstream", "onlyFailed"] as const).find((o) => opts[o] !== undefined);
   if (conflicting) {
     const flag = `--${conflicting.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-    throw new InputError(`${flag} does not apply to one mapped step (--run with --map-index): the steps after it in the run always run again`, {
-      code: "CLI_USAGE",
-      location: { field: flag },
-    });
+    throw new InputError(
+      `${flag} does not apply to one mapped step (--run with --map-index): the steps after it in the run always run again`,
+      {
+        code: "CLI_USAGE",
+        location: { field: flag },
+      },
+    );
   }
   const mapIndex = wholeNumber(opts.mapIndex, "--map-index");
   await startAndFollow(settings, { wait: Boolean(opts.wait), json: Boolean(opts.json), processes }, async (client) => {
     const partitionKey = opts.partition ?? (await mappedPartitionOf(client, opts.run!, key, mapIndex));
     const run = await client.clearMappedStep({ runId: opts.run!, assetKey: key, partitionKey, mapIndex });
-    if (!opts.json) process.stderr.write(`cleared mapped step ${mapIndex} of "${key}"${partitionKey ? ` partition "${partitionKey}"` : ""} in run ${run.id}\n`);
+    if (!opts.json)
+      process.stderr.write(
+        `cleared mapped step ${mapIndex} of "${key}"${partitionKey ? ` partition "${partitionKey}"` : ""} in run ${run.id}\n`,
+      );
     // Judged by what ran again (the step and the steps after it): a failure elsewhere in the run is not this
     // command's, and is said, not counted.
     const succeeded = (final: RunDetail): boolean => {
@@ -71,7 +85,9 @@ async function clearMappedStep(key: string, opts: ClearOptions, settings: Settin
       const ok = rerun.length > 0 && rerun.every((s) => s.state === "success" || s.state === "skipped");
       const elsewhere = final.steps.filter((s) => !rerun.includes(s) && (s.state === "failed" || s.state === "upstream_failed")).length;
       if (ok && elsewhere > 0 && !opts.json) {
-        process.stderr.write(`the mapped step and the steps after it succeeded; run ${final.id} is still ${final.status}: ${elsewhere} other step(s) failed\n`);
+        process.stderr.write(
+          `the mapped step and the steps after it succeeded; run ${final.id} is still ${final.status}: ${elsewhere} other step(s) failed\n`,
+        );
       }
       return ok;
     };
@@ -81,9 +97,10 @@ async function clearMappedStep(key: string, opts: ClearOptions, settings: Settin
 
 /** The mapped step, its expanded step and every step after them in the run: what a clear of it runs again. */
 function rerunSteps(run: RunDetail, assetKey: string, partitionKey: string, mapIndex: number): RunDetail["steps"][number][] {
-  const at = (index: number) => run.steps.find((s) => s.assetKey === assetKey && s.partitionKey === partitionKey && s.checkName === null && s.mapIndex === index);
+  const at = (index: number) =>
+    run.steps.find((s) => s.assetKey === assetKey && s.partitionKey === partitionKey && s.checkName === null && s.mapIndex === index);
   const reached = new Set([at(mapIndex), at(-1)].flatMap((s) => (s ? [s.id] : [])));
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const s of run.steps) {
       if (!reached.has(s.id) && s.upstream.some((u) => reached.has(u))) {

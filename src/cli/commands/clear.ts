@@ -19,7 +19,9 @@ export interface ClearOptions {
 export function registerClear(program: Command): void {
   program
     .command("clear <asset-key>")
-    .description("Clear chosen partitions of an asset (optionally everything downstream of them) and rerun them in one run; upstream results stay")
+    .description(
+      "Clear chosen partitions of an asset (optionally everything downstream of them) and rerun them in one run; upstream results stay",
+    )
     .option("--partition <key>", "one partition key")
     .option("--from <key>", "first partition key of a range (inclusive)")
     .option("--to <key>", "last partition key of a range (inclusive)")

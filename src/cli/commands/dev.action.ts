@@ -63,9 +63,12 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     onPass: server.observability.metrics.observeReconcilerPass, // /metrics reports the reconciler's passes
     ...(processes ? { processes } : {}),
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
-    log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`) });
+    log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`),
+  });
   log(`reconciler ${execution.reconciler.id} and the local executor are running`);
-  triggerer = await startTriggerer(runtime, { log: (level, message) => log(`${level === "error" ? pc.red(level) : level} triggerer: ${message}`) });
+  triggerer = await startTriggerer(runtime, {
+    log: (level, message) => log(`${level === "error" ? pc.red(level) : level} triggerer: ${message}`),
+  });
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -31,13 +31,19 @@ export function parseDims(values: readonly string[] | undefined): DimensionSlice
       const from = spec.slice(0, dots).trim();
       const to = spec.slice(dots + 2).trim();
       if ((from === "" && to === "") || to.includes("..")) {
-        throw new InputError(`--dim: "${text}" is not a range; write ${name}=FIRST..LAST (one end may be left open)`, { code: "CLI_USAGE", location: { field: "--dim" } });
+        throw new InputError(`--dim: "${text}" is not a range; write ${name}=FIRST..LAST (one end may be left open)`, {
+          code: "CLI_USAGE",
+          location: { field: "--dim" },
+        });
       }
       return { name, ...(from ? { from } : {}), ...(to ? { to } : {}) };
     }
     const keys = spec.split(",").map((k) => k.trim());
     if (keys.some((k) => k === "")) {
-      throw new InputError(`--dim: "${text}" has an empty key; separate keys with single commas`, { code: "CLI_USAGE", location: { field: "--dim" } });
+      throw new InputError(`--dim: "${text}" has an empty key; separate keys with single commas`, {
+        code: "CLI_USAGE",
+        location: { field: "--dim" },
+      });
     }
     return { name, keys };
   });
@@ -50,5 +56,8 @@ export function parseDims(values: readonly string[] | undefined): DimensionSlice
 export function inFlags(err: unknown, flags: string): unknown {
   if (!(err instanceof TributaryError) || err.code !== "PARTITION_SELECTION_REQUIRED") return err;
   const which = /^(.*?): choose the partitions/.exec(err.message)?.[1] ?? "the selected assets are partitioned";
-  return new InputError(`${which}: choose the partitions with ${flags}`, { code: err.code, ...(err.location ? { location: err.location } : {}) });
+  return new InputError(`${which}: choose the partitions with ${flags}`, {
+    code: err.code,
+    ...(err.location ? { location: err.location } : {}),
+  });
 }

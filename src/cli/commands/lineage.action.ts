@@ -22,7 +22,10 @@ export async function runLineage(key: string, opts: LineageOptions, globals: Glo
 
 function requestOf(key: string, opts: LineageOptions): LineageRequest {
   if (opts.downstream && opts.upstream) {
-    throw new InputError("give one of --downstream and --upstream, not both", { code: "INPUT_INVALID", location: { field: "--downstream" } });
+    throw new InputError("give one of --downstream and --upstream, not both", {
+      code: "INPUT_INVALID",
+      location: { field: "--downstream" },
+    });
   }
   // Checked here too: a server could not even parse a depth past GraphQL's Int.
   const text = opts.depth ?? "";
@@ -81,7 +84,11 @@ async function viaServer(url: string, request: LineageRequest): Promise<Lineage>
     direction: l.direction === "DOWNSTREAM" ? "downstream" : "upstream",
     start: l.start ? event(l.start) : null,
     materializations: l.materializations.map(event),
-    inputs: l.inputs.map((i) => ({ ...i, eventId: Number(i.eventId), upstreamEventId: i.upstreamEventId === null ? null : Number(i.upstreamEventId) })),
+    inputs: l.inputs.map((i) => ({
+      ...i,
+      eventId: Number(i.eventId),
+      upstreamEventId: i.upstreamEventId === null ? null : Number(i.upstreamEventId),
+    })),
   };
 }
 
@@ -93,7 +100,12 @@ export function formatLineage(l: Lineage): string {
   out.push(
     table(
       ["depth", "asset", "partitions", "pii"],
-      l.assets.map((a) => [String(a.depth), a.key, a.partitions ?? "unpartitioned", a.pii === null ? "" : pc.yellow(JSON.stringify(a.pii))]),
+      l.assets.map((a) => [
+        String(a.depth),
+        a.key,
+        a.partitions ?? "unpartitioned",
+        a.pii === null ? "" : pc.yellow(JSON.stringify(a.pii)),
+      ]),
     ),
   );
   if (l.dependencies.length > 0) {
@@ -105,7 +117,9 @@ export function formatLineage(l: Lineage): string {
   } else if (l.start === null) {
     out.push(pc.dim("run-level lineage: the partition has no materialisation yet"));
   } else {
-    out.push(table(["depth", "event", "asset", "partition", "kind", "run", "step/try", "data version", "at"], l.materializations.map(eventRow)));
+    out.push(
+      table(["depth", "event", "asset", "partition", "kind", "run", "step/try", "data version", "at"], l.materializations.map(eventRow)),
+    );
     const links = l.inputs.map((i) => {
       const upstream = `${i.upstreamAssetKey} ${i.upstreamPartitionKey || "(unpartitioned)"}`.trim();
       return `event ${i.eventId} read ${upstream} ${i.upstreamEventId === null ? pc.dim("(no recorded event)") : `(event ${i.upstreamEventId})`}`;

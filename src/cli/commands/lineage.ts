@@ -12,8 +12,13 @@ export interface LineageOptions {
 export function registerLineage(program: Command): void {
   program
     .command("lineage <asset-key>")
-    .description("Where a partition's data came from (--upstream, the default) or went (--downstream): the asset graph and the materialisations that read each other")
-    .option("--partition <key>", "the partition whose latest materialisation the run-level graph starts at (needed for a partitioned asset)")
+    .description(
+      "Where a partition's data came from (--upstream, the default) or went (--downstream): the asset graph and the materialisations that read each other",
+    )
+    .option(
+      "--partition <key>",
+      "the partition whose latest materialisation the run-level graph starts at (needed for a partitioned asset)",
+    )
     .option("--downstream", "follow what read it")
     .option("--upstream", "follow what it read (the default)")
     .option("--depth <n>", "dependency levels to follow (1-20)", "3")

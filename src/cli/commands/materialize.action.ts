@@ -14,7 +14,9 @@ export async function runMaterialize(keys: string[], opts: MaterializeOptions, g
     throw new InputError("--all selects every partition: leave out --partition, --from, --to and --dim");
   }
   if (dimensions && (opts.partition !== undefined || opts.from !== undefined || opts.to !== undefined)) {
-    throw new InputError("--dim selects partitions per dimension: leave out --partition, --from and --to (give the date range as --dim date=FIRST..LAST)");
+    throw new InputError(
+      "--dim selects partitions per dimension: leave out --partition, --from and --to (give the date range as --dim date=FIRST..LAST)",
+    );
   }
   await startAndFollow(settings, { wait: Boolean(opts.wait), json: Boolean(opts.json), processes }, async (client) => {
     try {

@@ -6,9 +6,7 @@ import { resolveSettings, type GlobalOptions } from "../settings.js";
 export async function runMigrate(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
   const database = await openDatabase(
-    settings.databaseUrl
-      ? { kind: "postgres", url: settings.databaseUrl }
-      : { kind: "pglite", dataDir: embeddedDbDir(settings) },
+    settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl } : { kind: "pglite", dataDir: embeddedDbDir(settings) },
   );
   try {
     const result = await migrate(database.db);

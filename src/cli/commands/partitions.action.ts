@@ -28,16 +28,18 @@ interface Listing {
 
 export async function runPartitions(key: string, opts: PartitionsOptions, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
-  if (opts.all && opts.limit !== undefined) throw new InputError("--all shows every selected partition: leave out --limit", { code: "CLI_USAGE", location: { field: "--limit" } });
+  if (opts.all && opts.limit !== undefined)
+    throw new InputError("--all shows every selected partition: leave out --limit", { code: "CLI_USAGE", location: { field: "--limit" } });
   const limit = opts.all ? undefined : opts.limit === undefined ? DEFAULT_PARTITIONS_SHOWN : Number(opts.limit);
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > PAGE)) {
-    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to ${PAGE}`, { code: "CLI_USAGE", location: { field: "--limit" } });
+    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to ${PAGE}`, {
+      code: "CLI_USAGE",
+      location: { field: "--limit" },
+    });
   }
   const range: Range = { from: opts.from, to: opts.to, dimensions: parseDims(opts.dim), last: limit };
   const url = await serverFor(settings);
-  const listing = url
-    ? await viaServer(url, key, range)
-    : await inProcess(settings, key, range);
+  const listing = url ? await viaServer(url, key, range) : await inProcess(settings, key, range);
   if (opts.json) {
     printJson({
       ...listing,
@@ -57,12 +59,19 @@ export async function runPartitions(key: string, opts: PartitionsOptions, global
   process.stdout.write(
     `${table(
       ["key", "start (UTC)", "end (UTC)", "status"],
-      listing.partitions.map((p) => [p.key || "(unpartitioned)", p.start?.toISOString() ?? "", p.end?.toISOString() ?? "", p.status.replace("_", " ")]),
+      listing.partitions.map((p) => [
+        p.key || "(unpartitioned)",
+        p.start?.toISOString() ?? "",
+        p.end?.toISOString() ?? "",
+        p.status.replace("_", " "),
+      ]),
     )}\n`,
   );
   if (listing.partitions.length < listing.totalCount) {
     const narrow = listing.partitionsDefinition?.kind === "multi" ? "--from/--to or --dim" : "--from/--to";
-    process.stdout.write(pc.dim(`showing the latest ${listing.partitions.length} of ${listing.totalCount}; use ${narrow}, or --limit <n> or --all\n`));
+    process.stdout.write(
+      pc.dim(`showing the latest ${listing.partitions.length} of ${listing.totalCount}; use ${narrow}, or --limit <n> or --all\n`),
+    );
   }
 }
 
@@ -139,7 +148,12 @@ type WireStaleReason = { kind: string; message: string } & Record<string, string
 /** GraphQL's StaleReason (enum in capitals, every field present) as the in-process listing gives it. */
 function staleReasonFromWire(r: WireStaleReason): StaleReasonView {
   if (r.kind === "CODE_VERSION_CHANGED") {
-    return { kind: "code_version_changed", message: r.message, materializedCodeVersion: r.materializedCodeVersion ?? "", currentCodeVersion: r.currentCodeVersion ?? "" };
+    return {
+      kind: "code_version_changed",
+      message: r.message,
+      materializedCodeVersion: r.materializedCodeVersion ?? "",
+      currentCodeVersion: r.currentCodeVersion ?? "",
+    };
   }
   return {
     kind: "upstream_updated",
@@ -160,7 +174,14 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
         totalCount: number;
         endCursor: string | null;
         hasNextPage: boolean;
-        nodes: { key: string; start: string | null; end: string | null; status: string; staleReasons: WireStaleReason[] | null; staleReasonsTruncated: boolean | null }[];
+        nodes: {
+          key: string;
+          start: string | null;
+          end: string | null;
+          status: string;
+          staleReasons: WireStaleReason[] | null;
+          staleReasonsTruncated: boolean | null;
+        }[];
       };
     } | null;
   };
@@ -170,7 +191,10 @@ async function viaServer(url: string, key: string, range: Range): Promise<Listin
     const data: Page = await graphql<Page>(url, QUERY, { key, ...range, first: SERVER_PAGE, after });
     if (!data.asset) {
       const { assets } = await graphql<{ assets: { key: string }[] }>(url, "{ assets { key } }");
-      const near = suggestKey(key, assets.map((a) => a.key));
+      const near = suggestKey(
+        key,
+        assets.map((a) => a.key),
+      );
       throw new GraphError("GRAPH_UNKNOWN_ASSET", `no asset has the key "${key}"${near ? `; did you mean "${near}"?` : ""}`, {
         location: { assetKey: key },
       });

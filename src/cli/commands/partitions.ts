@@ -14,7 +14,9 @@ export interface PartitionsOptions {
 export function registerPartitions(program: Command): void {
   program
     .command("partitions <asset-key>")
-    .description("List an asset's existing partition keys with each window's start and end (UTC) and status; the latest 50 unless told otherwise")
+    .description(
+      "List an asset's existing partition keys with each window's start and end (UTC) and status; the latest 50 unless told otherwise",
+    )
     .option("--from <key>", "first partition key (inclusive)")
     .option("--to <key>", "last partition key (inclusive)")
     .option(DIM_FLAGS, DIM_HELP, collectDim)

@@ -25,28 +25,42 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const queuedTimeoutMs = durationMs(opts.queuedTimeout, "--queued-timeout");
   const metricsPort = metricsPortOf(opts.metricsPort, process.env[METRICS_PORT_ENV]);
   if (opts.localSteps !== "processes" && opts.localSteps !== "workers") {
-    throw new InputError(`--local-steps: "${opts.localSteps}" is neither "processes" nor "workers"`, { code: "CLI_USAGE", location: { field: "--local-steps" } });
+    throw new InputError(`--local-steps: "${opts.localSteps}" is neither "processes" nor "workers"`, {
+      code: "CLI_USAGE",
+      location: { field: "--local-steps" },
+    });
   }
   if (opts.localSteps === "workers" && !settings.redisUrl) {
-    throw new InputError("--local-steps workers sends steps to the BullMQ fleet: set REDIS_URL (e.g. redis://127.0.0.1:6379)", { code: "CLI_USAGE", location: { field: "REDIS_URL" } });
+    throw new InputError("--local-steps workers sends steps to the BullMQ fleet: set REDIS_URL (e.g. redis://127.0.0.1:6379)", {
+      code: "CLI_USAGE",
+      location: { field: "REDIS_URL" },
+    });
   }
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
   const runtime = await openRuntime(settings);
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
   // Any reconciler may store the definitions: an unchanged content hash writes nothing.
   const watcher = opts.watch
-    ? watchDefinitions(settings.definitionsDir, (change) => persistLoad(runtime.definitions, change.result, {
-        ...(change.initial ? {} : { reloaded: change.reloaded }),
-        removed: change.removed,
-      }).then(() => undefined), {
-        timeoutMs: settings.loadTimeoutMs,
-        ...(await lastLoadFromStore(runtime.definitions)),
-        onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
-      })
+    ? watchDefinitions(
+        settings.definitionsDir,
+        (change) =>
+          persistLoad(runtime.definitions, change.result, {
+            ...(change.initial ? {} : { reloaded: change.reloaded }),
+            removed: change.removed,
+          }).then(() => undefined),
+        {
+          timeoutMs: settings.loadTimeoutMs,
+          ...(await lastLoadFromStore(runtime.definitions)),
+          onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
+        },
+      )
     : undefined;
   if (watcher) await watcher.ready;
   else {
-    const { version, changed, result } = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
+    const { version, changed, result } = await syncDefinitions(runtime.definitions, {
+      dir: settings.definitionsDir,
+      timeoutMs: settings.loadTimeoutMs,
+    });
     log(`definitions: ${result.snapshot.assets.length} assets, version ${version}${changed ? " (new)" : ""}`);
     for (const f of result.files) if (f.status === "error") log(`${pc.red("error")} ${f.error?.message ?? f.file}`);
   }
@@ -106,7 +120,9 @@ async function serveMetrics(
     server = await new Promise<ServerType>((resolve, reject) => {
       const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));
       s.once("error", (err: NodeJS.ErrnoException) =>
-        reject(err.code === "EADDRINUSE" ? new InputError(`--metrics-port: port ${port} on ${hostname} is already in use; choose another`) : err),
+        reject(
+          err.code === "EADDRINUSE" ? new InputError(`--metrics-port: port ${port} on ${hostname} is already in use; choose another`) : err,
+        ),
       );
     });
   } catch (err) {

@@ -15,9 +15,7 @@ export interface ReconcilerCommandOptions {
 export function registerReconciler(program: Command): void {
   program
     .command("reconciler")
-    .description(
-      "Run a reconciler with the local executor against the database (several may run at once; use DATABASE_URL for Postgres)",
-    )
+    .description("Run a reconciler with the local executor against the database (several may run at once; use DATABASE_URL for Postgres)")
     .option("--processes <n>", "worker processes of the local executor (default: the number of cores)")
     .option("--concurrency-per-process <n>", "steps one worker process runs at once (default 4)")
     .option("--watch", "reload the definitions when a file changes")
@@ -31,7 +29,7 @@ export function registerReconciler(program: Command): void {
     .option("--metrics-host <host>", "host the metrics port listens on", "127.0.0.1")
     .option(
       "--local-steps <where>",
-      "where steps of `executor: \"local\"` assets run: \"processes\" (this reconciler's worker processes) or \"workers\" " +
+      'where steps of `executor: "local"` assets run: "processes" (this reconciler\'s worker processes) or "workers" ' +
         "(the BullMQ fleet of `tributary worker`, needs REDIS_URL)",
       "processes",
     )

@@ -43,9 +43,21 @@ async function inProcess(settings: Settings, request: ReportAssetEventRequest): 
 
 async function viaServer(url: string, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {
   const input = Object.fromEntries(Object.entries(request).filter(([, v]) => v !== undefined));
-  const data = await graphql<{ reportAssetEvent: { eventId: string; assetKey: string; partitionKey: string | null; kind: string; createdAt: string } }>(
+  const data = await graphql<{
+    reportAssetEvent: { eventId: string; assetKey: string; partitionKey: string | null; kind: string; createdAt: string };
+  }>(
     url,
-    `mutation ($input: ReportAssetEventInput!) { reportAssetEvent(input: $input) { eventId assetKey partitionKey kind createdAt } }`,
+    `
+      mutation ($input: ReportAssetEventInput!) {
+        reportAssetEvent(input: $input) {
+          eventId
+          assetKey
+          partitionKey
+          kind
+          createdAt
+        }
+      }
+    `,
     { input },
   );
   const e = data.reportAssetEvent;

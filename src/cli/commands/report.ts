@@ -14,7 +14,7 @@ export function registerReport(program: Command): void {
     .command("report <asset-key>")
     .description("Record that a producer outside Tributary wrote a partition of an asset (an external event)")
     .option("--partition <key>", "the partition written (required for a partitioned asset)")
-    .option("--metadata <json>", 'a JSON object stored with the event, e.g. \'{"rows":3}\' (at most 64 KB)')
+    .option("--metadata <json>", "a JSON object stored with the event, e.g. '{\"rows\":3}' (at most 64 KB)")
     .option("--data-version <version>", "the data version of what was written")
     .option("--observation", "record an observation (the data was seen) instead of an external write")
     .option("--json", "machine-readable output")

@@ -9,7 +9,8 @@ const STATUSES: readonly RunStatus[] = ["queued", "running", "success", "failed"
 
 export async function runRuns(opts: { status?: string; limit: string; json?: boolean }, globals: GlobalOptions): Promise<void> {
   const limit = Number(opts.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to 1000`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to 1000`);
   if (opts.status !== undefined && !STATUSES.includes(opts.status as RunStatus)) {
     throw new InputError(`--status: "${opts.status}" is not a run status; use one of ${STATUSES.join(", ")}`);
   }

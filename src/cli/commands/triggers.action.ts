@@ -20,7 +20,12 @@ export async function runTriggers(opts: TriggersOptions, globals: GlobalOptions)
     process.stdout.write(`${summary(counts)}\n`);
     if (page.nodes.length === 0) return void process.stdout.write(`no ${status ? `${status} ` : ""}triggers\n`);
     const now = new Date();
-    process.stdout.write(`${table(["id", "kind", "for", "status", "checks", "last check", "next check", "timeout", "last result"], page.nodes.map((t) => row(t, now)))}\n`);
+    process.stdout.write(
+      `${table(
+        ["id", "kind", "for", "status", "checks", "last check", "next check", "timeout", "last result"],
+        page.nodes.map((t) => row(t, now)),
+      )}\n`,
+    );
     if (page.hasNextPage) process.stdout.write(pc.dim(`more than ${limit}: narrow with --status/--asset/--kind or raise --limit\n`));
   } finally {
     await client.close();
@@ -35,7 +40,10 @@ function parseOptions(opts: TriggersOptions): { status?: TriggerStatus; assetKey
   if (opts.status !== undefined && !(TRIGGER_STATUSES as readonly string[]).includes(opts.status)) {
     throw new InputError(`--status: "${opts.status}" is not a trigger status; use one of ${TRIGGER_STATUSES.join(", ")}`);
   }
-  for (const [flag, value] of [["--asset", opts.asset], ["--kind", opts.kind]] as const) {
+  for (const [flag, value] of [
+    ["--asset", opts.asset],
+    ["--kind", opts.kind],
+  ] as const) {
     if (value === "") throw new InputError(`${flag}: must not be empty; leave it out to see all`);
   }
   return {

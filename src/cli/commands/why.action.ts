@@ -16,7 +16,10 @@ import type { WhyOptions } from "./why.js";
 export async function runWhy(key: string, opts: WhyOptions, globals: GlobalOptions): Promise<void> {
   const limit = /^\d+$/.test(opts.limit) ? Number(opts.limit) : Number.NaN;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_EVALUATIONS_LIMIT) {
-    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to ${MAX_EVALUATIONS_LIMIT}`, { code: "INPUT_INVALID", location: { field: "--limit" } });
+    throw new InputError(`--limit: "${opts.limit}" must be a whole number from 1 to ${MAX_EVALUATIONS_LIMIT}`, {
+      code: "INPUT_INVALID",
+      location: { field: "--limit" },
+    });
   }
   const settings = resolveSettings(globals);
   const request: AutomationEvaluationsRequest = { assetKey: key, partition: opts.partition, limit };
@@ -94,15 +97,36 @@ interface WireRecord extends Omit<AutomationEvaluationView, "id" | "evaluatedAt"
 async function viaServer(url: string, request: AutomationEvaluationsRequest): Promise<AutomationEvaluations> {
   const data = await graphql<{ automationEvaluations: Omit<AutomationEvaluations, "records"> & { records: WireRecord[] } }>(
     url,
-    `query ($assetKey: String!, $partition: String, $first: Int) {
-      automationEvaluations(assetKey: $assetKey, partition: $partition, first: $first) {
-        assetKey partition condition paused summary
-        records {
-          id tick evaluatedAt decision partitions count condition runId
-          reasons { operand detail partitions upstream eventId tick runIds }
+    `
+      query ($assetKey: String!, $partition: String, $first: Int) {
+        automationEvaluations(assetKey: $assetKey, partition: $partition, first: $first) {
+          assetKey
+          partition
+          condition
+          paused
+          summary
+          records {
+            id
+            tick
+            evaluatedAt
+            decision
+            partitions
+            count
+            condition
+            runId
+            reasons {
+              operand
+              detail
+              partitions
+              upstream
+              eventId
+              tick
+              runIds
+            }
+          }
         }
       }
-    }`,
+    `,
     { assetKey: request.assetKey, partition: request.partition ?? null, first: request.limit ?? null },
   );
   const e = data.automationEvaluations;

@@ -14,12 +14,21 @@ import type { WorkerCommandOptions } from "./worker.js";
 export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
   if (!settings.redisUrl) {
-    throw new InputError("tributary worker takes steps from Redis: set REDIS_URL (e.g. redis://127.0.0.1:6379)", { code: "CLI_USAGE", location: { field: "REDIS_URL" } });
+    throw new InputError("tributary worker takes steps from Redis: set REDIS_URL (e.g. redis://127.0.0.1:6379)", {
+      code: "CLI_USAGE",
+      location: { field: "REDIS_URL" },
+    });
   }
-  const queues = (opts.queues ?? "default").split(",").map((q) => q.trim()).filter((q) => q !== "");
+  const queues = (opts.queues ?? "default")
+    .split(",")
+    .map((q) => q.trim())
+    .filter((q) => q !== "");
   const bad = queues.find((q) => !/^[A-Za-z0-9_.-]{1,200}$/.test(q));
   if (queues.length === 0 || bad !== undefined) {
-    throw new InputError(`--queues: "${bad ?? opts.queues}" is not a queue name (letters, digits, '_', '.' and '-'), e.g. --queues default,gpu`, { code: "CLI_USAGE", location: { field: "--queues" } });
+    throw new InputError(
+      `--queues: "${bad ?? opts.queues}" is not a queue name (letters, digits, '_', '.' and '-'), e.g. --queues default,gpu`,
+      { code: "CLI_USAGE", location: { field: "--queues" } },
+    );
   }
   const processes = positiveInt(opts.processes, "--processes");
   const concurrencyPerProcess = positiveInt(opts.concurrency, "--concurrency");
@@ -72,8 +81,16 @@ async function workerBackend(
 ): Promise<{ backend: ExecutionBackend; close(): Promise<void> }> {
   if (settings.databaseUrl) {
     const runtime = await openRuntime(settings);
-    log("warn", "DATABASE_URL is set: this worker reports to the metadata database directly (unset it to report through the execution API)");
-    const backend = new StoreExecutionBackend({ runs: runtime.runs, definitions: runtime.definitions, graphs: runtime.graphs, outputStore: runtime.outputStore });
+    log(
+      "warn",
+      "DATABASE_URL is set: this worker reports to the metadata database directly (unset it to report through the execution API)",
+    );
+    const backend = new StoreExecutionBackend({
+      runs: runtime.runs,
+      definitions: runtime.definitions,
+      graphs: runtime.graphs,
+      outputStore: runtime.outputStore,
+    });
     return { backend, close: () => runtime.close() };
   }
   if (!(await serverIsUp(settings.serverUrl))) {

@@ -14,7 +14,7 @@ export function registerWorker(program: Command): void {
   program
     .command("worker")
     .description(
-      "Run steps of assets with executor \"bullmq\": take them from Redis queues (REDIS_URL) and report through the API " +
+      'Run steps of assets with executor "bullmq": take them from Redis queues (REDIS_URL) and report through the API ' +
         "server at --url (no database credentials needed); run any number of them",
     )
     .option("--queues <names>", "asset queues to take steps from, comma-separated (the assets' `queue`)", "default")

@@ -24,7 +24,10 @@ export class AlertRouter {
   static fromConfig(config: AlertsConfig = DEFAULT_ALERTS_CONFIG, log: (line: string) => void = defaultLog): AlertRouter {
     const sinks = new Map<string, AlertSink>();
     for (const [name, s] of Object.entries(config.sinks)) {
-      sinks.set(name, s.type === "webhook" ? new WebhookSink(name, { url: s.url, timeoutMs: s.timeoutMs, headers: s.headers }) : new LogSink(name, log));
+      sinks.set(
+        name,
+        s.type === "webhook" ? new WebhookSink(name, { url: s.url, timeoutMs: s.timeoutMs, headers: s.headers }) : new LogSink(name, log),
+      );
     }
     return new AlertRouter(sinks, config.routes, config.default);
   }

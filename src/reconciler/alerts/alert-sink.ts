@@ -45,7 +45,9 @@ export function alertText(alert: AlertRecord): string {
   const where = `asset ${alert.assetKey ?? "?"}${alert.partitionKey ? ` partition ${alert.partitionKey}` : ""}`;
   const owner = alert.owner ? ` (owner ${alert.owner})` : "";
   const errorMessage = (e: unknown): string =>
-    e && typeof e === "object" && typeof (e as { message?: unknown }).message === "string" ? (e as { message: string }).message : "unknown error";
+    e && typeof e === "object" && typeof (e as { message?: unknown }).message === "string"
+      ? (e as { message: string }).message
+      : "unknown error";
   switch (alert.kind) {
     case "step_failed":
       return `[tributary] Step failed for good: ${where}${owner}, run ${alert.runId ?? "?"}, try ${String(p["try"] ?? "?")}: ${errorMessage(p["error"])}`;

@@ -46,7 +46,9 @@ export const DEFAULT_ALERTS_CONFIG: AlertsConfig = Object.freeze({
 
 const SINK_NAME = /^[A-Za-z0-9_.:-]+$/;
 /** A custom message for a wrong type only; other issues (unknown keys, bad entries) keep their own. */
-const typeError = (message: string) => ({ error: (iss: { code: string }) => (iss.code === "invalid_type" || iss.code === "invalid_union" ? message : undefined) });
+const typeError = (message: string) => ({
+  error: (iss: { code: string }) => (iss.code === "invalid_type" || iss.code === "invalid_union" ? message : undefined),
+});
 const duration = z.union([z.number().int().min(1), z.string().min(1)], typeError('a duration such as "10s" or milliseconds'));
 
 const webhookSchema = z.strictObject({
@@ -71,7 +73,7 @@ const fileSchema = z.strictObject(
     routes: z
       .array(
         z.strictObject({
-          owner: z.string({ error: "the owner the route matches is required, e.g. \"team:sales\"" }).min(1),
+          owner: z.string({ error: 'the owner the route matches is required, e.g. "team:sales"' }).min(1),
           sinks: z.array(z.string(), typeError("a list of sink names")).min(1, "name at least one sink"),
         }),
         typeError("a list of { owner, sinks } routes"),
@@ -99,10 +101,11 @@ const fileSchema = z.strictObject(
  */
 export function parseAlertsConfig(text: string, file: string): AlertsConfig {
   const fail = (field: string | null, message: string, cause?: unknown): never => {
-    throw new InputError(
-      `alerts config ${file} (${ALERTS_CONFIG_ENV}): ${field ? `field "${field}": ` : ""}${message}`,
-      { code: "ALERTS_CONFIG_INVALID", location: { file, ...(field ? { field } : {}) }, ...(cause === undefined ? {} : { cause }) },
-    );
+    throw new InputError(`alerts config ${file} (${ALERTS_CONFIG_ENV}): ${field ? `field "${field}": ` : ""}${message}`, {
+      code: "ALERTS_CONFIG_INVALID",
+      location: { file, ...(field ? { field } : {}) },
+      ...(cause === undefined ? {} : { cause }),
+    });
   };
   let raw: unknown;
   try {
@@ -135,7 +138,13 @@ export function parseAlertsConfig(text: string, file: string): AlertsConfig {
   }
   const known = (names: readonly string[], field: string): void => {
     names.forEach((n, i) => {
-      if (!(n in sinks)) fail(`${field}[${i}]`, `unknown sink "${n}"; the sinks are ${Object.keys(sinks).map((k) => `"${k}"`).join(", ")}`);
+      if (!(n in sinks))
+        fail(
+          `${field}[${i}]`,
+          `unknown sink "${n}"; the sinks are ${Object.keys(sinks)
+            .map((k) => `"${k}"`)
+            .join(", ")}`,
+        );
     });
   };
   c.routes.forEach((r, i) => known(r.sinks, `routes[${i}].sinks`));
@@ -143,9 +152,12 @@ export function parseAlertsConfig(text: string, file: string): AlertsConfig {
   const d = c.delivery ?? {};
   const delivery = {
     maxAttempts: d.maxAttempts ?? DEFAULT_ALERTS_CONFIG.delivery.maxAttempts,
-    retryDelayMs: d.retryDelay === undefined ? DEFAULT_ALERTS_CONFIG.delivery.retryDelayMs : durationAt(d.retryDelay, "delivery.retryDelay", fail),
+    retryDelayMs:
+      d.retryDelay === undefined ? DEFAULT_ALERTS_CONFIG.delivery.retryDelayMs : durationAt(d.retryDelay, "delivery.retryDelay", fail),
     maxRetryDelayMs:
-      d.maxRetryDelay === undefined ? DEFAULT_ALERTS_CONFIG.delivery.maxRetryDelayMs : durationAt(d.maxRetryDelay, "delivery.maxRetryDelay", fail),
+      d.maxRetryDelay === undefined
+        ? DEFAULT_ALERTS_CONFIG.delivery.maxRetryDelayMs
+        : durationAt(d.maxRetryDelay, "delivery.maxRetryDelay", fail),
   };
   return {
     sinks,

@@ -101,7 +101,12 @@ export class DeadlineMonitor {
         spec.kind === "time"
           ? { ...spec, endOffset: 0 }
           : spec.kind === "multi"
-            ? { ...spec, dimensions: spec.dimensions.map((d) => (d.partitions.kind === "time" ? { ...d, partitions: { ...d.partitions, endOffset: 0 } } : d)) }
+            ? {
+                ...spec,
+                dimensions: spec.dimensions.map((d) =>
+                  d.partitions.kind === "time" ? { ...d, partitions: { ...d.partitions, endOffset: 0 } } : d,
+                ),
+              }
             : spec;
       this.closedSpecs.set(spec, closed);
     }
@@ -111,7 +116,10 @@ export class DeadlineMonitor {
   private async assetsWithDeadlines(): Promise<SnapshotAsset[]> {
     const { graph } = await this.options.graphs.current();
     if (this.watched?.graph !== graph) {
-      this.watched = { graph, assets: graph.assets.filter((a) => a.deadlineMs !== null && a.deadlineMs >= 0 && hasTimeWindows(a.partitions)) };
+      this.watched = {
+        graph,
+        assets: graph.assets.filter((a) => a.deadlineMs !== null && a.deadlineMs >= 0 && hasTimeWindows(a.partitions)),
+      };
     }
     return this.watched.assets;
   }

@@ -42,16 +42,15 @@ export class WebhookSink implements AlertSink {
       const timedOut = (err as Error)?.name === "TimeoutError";
       throw new TributaryError(
         timedOut ? "ALERT_SINK_TIMEOUT" : "ALERT_SINK_UNREACHABLE",
-        timedOut ? `${target} did not answer within ${this.timeoutMs} ms` : `${target} could not be reached: ${(err as Error)?.message ?? String(err)}`,
+        timedOut
+          ? `${target} did not answer within ${this.timeoutMs} ms`
+          : `${target} could not be reached: ${(err as Error)?.message ?? String(err)}`,
         { cause: err },
       );
     }
     const body = await response.text().catch(() => "");
     if (!response.ok) {
-      throw new TributaryError(
-        "ALERT_SINK_REJECTED",
-        `${target} answered HTTP ${response.status}${body ? `: ${body.slice(0, 200)}` : ""}`,
-      );
+      throw new TributaryError("ALERT_SINK_REJECTED", `${target} answered HTTP ${response.status}${body ? `: ${body.slice(0, 200)}` : ""}`);
     }
   }
 }

@@ -146,10 +146,7 @@ export class AutomationTask implements ReconcilerTask {
     if (reload) cache = this.#cache = await this.#load(graph, version, dynamicSignature, space);
     phase("load");
     const c = cache!;
-    const full =
-      reload ||
-      nowMs - this.#lastFull >= (o.fullEvaluationMs ?? 60_000) ||
-      (this.#nextDueAt !== null && now >= this.#nextDueAt);
+    const full = reload || nowMs - this.#lastFull >= (o.fullEvaluationMs ?? 60_000) || (this.#nextDueAt !== null && now >= this.#nextDueAt);
 
     // --- the event stream ----------------------------------------------------
     const events = await this.#readEvents(lease.cursor);
@@ -255,7 +252,10 @@ export class AutomationTask implements ReconcilerTask {
           for (const k of request.assetKeys) appendTo(runIdsByAsset, k, runId);
         } catch (err) {
           // One bad request (e.g. a partition that no longer plans) never stops the others.
-          o.log?.("warn", `automation could not create a run for ${request.assetKeys.join(", ")}${request.partitionKey ? ` @ ${request.partitionKey}` : ""}: ${(err as Error).message}`);
+          o.log?.(
+            "warn",
+            `automation could not create a run for ${request.assetKeys.join(", ")}${request.partitionKey ? ` @ ${request.partitionKey}` : ""}: ${(err as Error).message}`,
+          );
           for (const k of request.assetKeys) {
             failedRequests.push({
               assetKey: k,
@@ -331,12 +331,7 @@ export class AutomationTask implements ReconcilerTask {
     return this.#stats;
   }
 
-  async #load(
-    graph: AssetGraph,
-    version: number,
-    dynamicSignature: string,
-    space: (key: string) => PartitionSpace | null,
-  ): Promise<Cache> {
+  async #load(graph: AssetGraph, version: number, dynamicSignature: string, space: (key: string) => PartitionSpace | null): Promise<Cache> {
     const [partitionStates, storedStates] = await Promise.all([this.options.store.partitionStates(), this.options.store.loadStates()]);
     const materialized = new Map<string, PartitionSubset>();
     const failed = new Map<string, PartitionSubset>();
@@ -505,7 +500,10 @@ function applyEvents(
 function dynamicSignatureOf(graph: AssetGraph, ctx: PartitionContext): string {
   const names = new Set<string>();
   for (const a of graph.assets) if (a.partitions) for (const n of dynamicNames(a.partitions)) names.add(n);
-  return [...names].sort().map((n) => `${n}:${ctx.dynamicKeys(n).length}`).join(",");
+  return [...names]
+    .sort()
+    .map((n) => `${n}:${ctx.dynamicKeys(n).length}`)
+    .join(",");
 }
 
 function appendTo<T>(map: Map<string, T[]>, key: string, value: T): void {
@@ -544,7 +542,8 @@ function essenceOf(s: AssetAutomationState): string {
 
 function parseState(value: unknown): AssetAutomationState | undefined {
   const v = value as Partial<AssetAutomationState> | null;
-  if (!v || typeof v.firstEvaluatedAt !== "string" || typeof v.lastEvaluatedAt !== "string" || typeof v.horizon !== "string") return undefined;
+  if (!v || typeof v.firstEvaluatedAt !== "string" || typeof v.lastEvaluatedAt !== "string" || typeof v.horizon !== "string")
+    return undefined;
   return {
     firstEvaluatedAt: v.firstEvaluatedAt,
     lastEvaluatedAt: v.lastEvaluatedAt,

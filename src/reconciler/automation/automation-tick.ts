@@ -105,10 +105,22 @@ export function runAutomationTick(input: AutomationTickInput): AutomationTickRes
       const fingerprint = `error:${detail}`;
       const previous = input.states.get(key);
       if (previous?.fingerprint !== fingerprint) {
-        records.push({ assetKey: key, decision: "skipped", partitions: [], count: 0, condition: describeCondition(asset.automation), reasons: [{ operand: "evaluation_error", detail }] });
+        records.push({
+          assetKey: key,
+          decision: "skipped",
+          partitions: [],
+          count: 0,
+          condition: describeCondition(asset.automation),
+          reasons: [{ operand: "evaluation_error", detail }],
+        });
       }
       const at = now.toISOString();
-      states.set(key, previous ? { ...previous, fingerprint } : { firstEvaluatedAt: at, lastEvaluatedAt: at, horizon: at, paused: false, owed: {}, pendingUpdates: [], fingerprint });
+      states.set(
+        key,
+        previous
+          ? { ...previous, fingerprint }
+          : { firstEvaluatedAt: at, lastEvaluatedAt: at, horizon: at, paused: false, owed: {}, pendingUpdates: [], fingerprint },
+      );
       continue;
     }
     evaluated++;

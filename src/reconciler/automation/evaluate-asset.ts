@@ -103,7 +103,14 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
 
   if (view.paused) {
     const records: EvaluationRecord[] = [
-      { assetKey: asset.key, decision: "skipped", partitions: [], count: 0, condition, reasons: [{ operand: "paused", detail: "automation is paused for this asset; manual and backfill runs still run" }] },
+      {
+        assetKey: asset.key,
+        decision: "skipped",
+        partitions: [],
+        count: 0,
+        condition,
+        reasons: [{ operand: "paused", detail: "automation is paused for this asset; manual and backfill runs still run" }],
+      },
     ];
     const fingerprint = fingerprintOf(records);
     return {
@@ -129,9 +136,7 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
     previous!.paused ||
     now.getTime() - lastEvaluatedAt.getTime() > env.gapMs ||
     now.getTime() < lastEvaluatedAt.getTime();
-  const horizon = !previous
-    ? asset.catchup ? new Date(0) : now
-    : gap && !asset.catchup ? now : new Date(previous.horizon);
+  const horizon = !previous ? (asset.catchup ? new Date(0) : now) : gap && !asset.catchup ? now : new Date(previous.horizon);
   const afterHorizon = space ? existing.difference(PartitionSubset.range(0, latestDueStart(space, horizon))) : existing;
 
   // --- operands --------------------------------------------------------------
@@ -202,12 +207,20 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
   // --- records ---------------------------------------------------------------
   const ranges = (s: PartitionSubset): KeyRanges => toKeyRanges(space, s).slice(0, MAX_REASON_RANGES);
   const records: EvaluationRecord[] = [];
-  const triggers: { operand: string; subset: PartitionSubset; detail: (s: PartitionSubset) => string; extra?: Partial<EvaluationReason> }[] = [];
+  const triggers: {
+    operand: string;
+    subset: PartitionSubset;
+    detail: (s: PartitionSubset) => string;
+    extra?: Partial<EvaluationReason>;
+  }[] = [];
   for (const c of crons.values()) {
     triggers.push({
       operand: "cron_tick",
       subset: c.due,
-      detail: () => c.tick ? `cron "${c.cron}"${c.timezone ? ` (${c.timezone})` : ""} ticked at ${c.tick.toISOString()}` : `cron "${c.cron}" ticked earlier; the partition waited`,
+      detail: () =>
+        c.tick
+          ? `cron "${c.cron}"${c.timezone ? ` (${c.timezone})` : ""} ticked at ${c.tick.toISOString()}`
+          : `cron "${c.cron}" ticked earlier; the partition waited`,
       ...(c.tick ? { extra: { tick: c.tick.toISOString() } } : {}),
     });
   }
@@ -229,7 +242,11 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
     triggers.push({ operand: "is_missing", subset: missing, detail: () => "the partition is not materialised" });
   }
   if (used.has("code_version_changed")) {
-    triggers.push({ operand: "code_version_changed", subset: codeChanged, detail: () => `materialised with another code version than "${asset.codeVersion ?? ""}"` });
+    triggers.push({
+      operand: "code_version_changed",
+      subset: codeChanged,
+      detail: () => `materialised with another code version than "${asset.codeVersion ?? ""}"`,
+    });
   }
   if (used.has("failed")) triggers.push({ operand: "failed", subset: failed, detail: () => "its latest try failed" });
 
@@ -239,7 +256,14 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
       const part = t.subset.intersection(requested);
       if (!part.isEmpty()) reasons.push({ operand: t.operand, detail: t.detail(part), partitions: ranges(part), ...t.extra });
     }
-    records.push({ assetKey: asset.key, decision: "requested", partitions: toKeyRanges(space, requested), count: requested.count(), condition, reasons });
+    records.push({
+      assetKey: asset.key,
+      decision: "requested",
+      partitions: toKeyRanges(space, requested),
+      count: requested.count(),
+      condition,
+      reasons,
+    });
   }
 
   let triggered = PartitionSubset.EMPTY;
@@ -266,18 +290,42 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
     const failedHere = failed.intersection(declined).difference(upstreamUpdated);
     if (!failedHere.isEmpty() && (used.has("eager") || used.has("missing"))) {
       explained = explained.union(failedHere);
-      reasons.push({ operand: "failed", detail: "its latest try failed: it is requested again after an upstream update, or rerun it by hand (tributary clear)", partitions: ranges(failedHere) });
+      reasons.push({
+        operand: "failed",
+        detail: "its latest try failed: it is requested again after an upstream update, or rerun it by hand (tributary clear)",
+        partitions: ranges(failedHere),
+      });
     }
     if (!overLimit.isEmpty()) {
       explained = explained.union(overLimit);
-      reasons.push({ operand: "request_limit", detail: `more than ${env.maxRequested} partitions wanted in one tick; the rest follow in the next ticks`, partitions: ranges(overLimit) });
+      reasons.push({
+        operand: "request_limit",
+        detail: `more than ${env.maxRequested} partitions wanted in one tick; the rest follow in the next ticks`,
+        partitions: ranges(overLimit),
+      });
     }
     const rest = declined.difference(explained);
-    if (!rest.isEmpty()) reasons.push({ operand: "condition_false", detail: `the condition ${condition} does not hold`, partitions: ranges(rest) });
-    records.push({ assetKey: asset.key, decision: "declined", partitions: toKeyRanges(space, declined), count: declined.count(), condition, reasons });
+    if (!rest.isEmpty())
+      reasons.push({ operand: "condition_false", detail: `the condition ${condition} does not hold`, partitions: ranges(rest) });
+    records.push({
+      assetKey: asset.key,
+      decision: "declined",
+      partitions: toKeyRanges(space, declined),
+      count: declined.count(),
+      condition,
+      reasons,
+    });
   }
   for (const c of crons.values()) {
-    if (c.problem) records.push({ assetKey: asset.key, decision: "skipped", partitions: [], count: 0, condition, reasons: [{ operand: "cron_problem", detail: c.problem }] });
+    if (c.problem)
+      records.push({
+        assetKey: asset.key,
+        decision: "skipped",
+        partitions: [],
+        count: 0,
+        condition,
+        reasons: [{ operand: "cron_problem", detail: c.problem }],
+      });
   }
   if (records.length === 0) {
     records.push({
@@ -286,7 +334,9 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
       partitions: [],
       count: 0,
       condition,
-      reasons: [{ operand: "no_candidates", detail: "nothing to do: no missing partition, upstream update or cron tick since the last evaluation" }],
+      reasons: [
+        { operand: "no_candidates", detail: "nothing to do: no missing partition, upstream update or cron tick since the last evaluation" },
+      ],
     });
   }
 
@@ -481,9 +531,18 @@ function readinessOf(asset: SnapshotAsset, candidates: PartitionSubset, env: Eva
     const missingSubset = notMaterialized.reduce((x, y) => x.union(y), PartitionSubset.EMPTY);
     const absentSubset = notExisting.reduce((x, y) => x.union(y), PartitionSubset.EMPTY);
     const sample = examples.length ? ` (e.g. ${examples.map((k) => (k === "" ? "its only partition" : `"${k}"`)).join(", ")})` : "";
-    if (!missingSubset.isEmpty()) blockers.push({ upstream: up.key, subset: missingSubset, detail: `waiting for upstream "${up.key}": partitions it reads are not materialised${sample}` });
+    if (!missingSubset.isEmpty())
+      blockers.push({
+        upstream: up.key,
+        subset: missingSubset,
+        detail: `waiting for upstream "${up.key}": partitions it reads are not materialised${sample}`,
+      });
     if (!absentSubset.isEmpty()) {
-      blockers.push({ upstream: up.key, subset: absentSubset, detail: `upstream "${up.key}" partitions it reads do not exist: ${[...why].join("; ")}${sample}` });
+      blockers.push({
+        upstream: up.key,
+        subset: absentSubset,
+        detail: `upstream "${up.key}" partitions it reads do not exist: ${[...why].join("; ")}${sample}`,
+      });
     }
     ready = ready.difference(missingSubset).difference(absentSubset);
   }
@@ -499,6 +558,10 @@ function readsSamePartition(down: SnapshotAsset, up: SnapshotAsset, dep: DepSpec
 
 /** What makes a decision different: the decision, its partitions and which operands (and upstreams) explain it — not the wording. */
 function fingerprintOf(records: readonly EvaluationRecord[]): string {
-  const essence = records.map((r) => [r.decision, r.partitions, r.reasons.map((x) => [x.operand, x.upstream ?? null, x.partitions ?? null])]);
+  const essence = records.map((r) => [
+    r.decision,
+    r.partitions,
+    r.reasons.map((x) => [x.operand, x.upstream ?? null, x.partitions ?? null]),
+  ]);
   return createHash("sha256").update(JSON.stringify(essence)).digest("hex").slice(0, 16);
 }

@@ -86,7 +86,10 @@ export async function advanceBackfill(tx: BackfillTransaction, a: AdvanceContext
 
   let status: BackfillStatus = b.status === "requested" ? "running" : b.status;
   if (b.status === "canceling") {
-    await tx.cancelRuns(cursor.active.map((r) => r.runId), a.now);
+    await tx.cancelRuns(
+      cursor.active.map((r) => r.runId),
+      a.now,
+    );
     cursor.waiting = null;
     if (cursor.active.length === 0) status = "canceled";
   } else if (layout && !cursor.halted) {
@@ -98,7 +101,11 @@ export async function advanceBackfill(tx: BackfillTransaction, a: AdvanceContext
       const fromRedo = cursor.redo.length > 0;
       const k = fromRedo ? cursor.redo[0]! : cursor.next;
       if (!fromRedo && k >= chunks.count) break;
-      const outcome: ChunkOutcome = await chunkRun({ tx, graph: a.graph, version: a.version, chunks, ctx: a.ctx, now: a.now }, k, cursor.generation);
+      const outcome: ChunkOutcome = await chunkRun(
+        { tx, graph: a.graph, version: a.version, chunks, ctx: a.ctx, now: a.now },
+        k,
+        cursor.generation,
+      );
       if (outcome.kind === "wait") {
         cursor.waiting = outcome.reason;
         break;
@@ -181,7 +188,9 @@ function addFailed(stored: Readonly<Record<string, string>>, more: ReadonlyMap<s
   const out: Record<string, string> = { ...stored };
   for (const [key, subset] of more) {
     if (subset.isEmpty()) continue;
-    out[key] = PartitionSubset.parse(out[key] ?? "").union(subset).serialize();
+    out[key] = PartitionSubset.parse(out[key] ?? "")
+      .union(subset)
+      .serialize();
   }
   return out;
 }

@@ -64,7 +64,14 @@ export class BackfillTask implements ReconcilerTask {
     for (const id of this.chunkings.keys()) if (!ids.includes(id)) this.chunkings.delete(id);
   }
 
-  private chunksOf(id: string, layout: BackfillLayout, version: number, graph: AssetGraph, ctx: PartitionContext, now: Date): BackfillChunks {
+  private chunksOf(
+    id: string,
+    layout: BackfillLayout,
+    version: number,
+    graph: AssetGraph,
+    ctx: PartitionContext,
+    now: Date,
+  ): BackfillChunks {
     const cached = this.chunkings.get(id);
     if (cached && cached.version === version) return cached.chunks;
     const chunks = new BackfillChunks(graph, layout, ctx, now);

@@ -58,9 +58,15 @@ export async function chunkRun(c: ChunkContext, k: number, generation: number): 
   if (busy.length > 0) {
     const ownSet = new Set(own.map(refKey));
     const mine = busy.filter((b) => ownSet.has(refKey(b)));
-    const sample = busy.slice(0, 3).map((b) => `"${b.assetKey}"${b.partitionKey ? ` ${b.partitionKey}` : ""}`).join(", ");
+    const sample = busy
+      .slice(0, 3)
+      .map((b) => `"${b.assetKey}"${b.partitionKey ? ` ${b.partitionKey}` : ""}`)
+      .join(", ");
     const what = mine.length > 0 ? "partitions of it are" : "partitions it reads are";
-    return { kind: "wait", reason: `chunk ${k}: ${busy.length} ${what} being materialised by another run (${sample}${busy.length > 3 ? ", …" : ""})` };
+    return {
+      kind: "wait",
+      reason: `chunk ${k}: ${busy.length} ${what} being materialised by another run (${sample}${busy.length > 3 ? ", …" : ""})`,
+    };
   }
 
   const materialized = await tx.materializations([...own, ...read]);
@@ -76,7 +82,8 @@ export async function chunkRun(c: ChunkContext, k: number, generation: number): 
   }
   const readSubsets = toSubsets(readIndices);
   const coveredSubsets = toSubsets(coveredIndices);
-  const available = (key: string) => (readSubsets.get(key) ?? PartitionSubset.EMPTY).union(coveredSubsets.get(key) ?? PartitionSubset.EMPTY);
+  const available = (key: string) =>
+    (readSubsets.get(key) ?? PartitionSubset.EMPTY).union(coveredSubsets.get(key) ?? PartitionSubset.EMPTY);
   const blocked = chunks.blocked(chunk, available);
   let covered = 0;
   for (const s of coveredSubsets.values()) covered += s.count();

@@ -2,12 +2,7 @@ import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
 import type { DefinitionStore, GraphCache, ObservationStore, ObservedSource } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
-import {
-  DEFAULT_MAX_OBSERVED_PARTITIONS,
-  DEFAULT_OBSERVE_LOOKBACK,
-  observationTargets,
-  observationWindow,
-} from "./observation-targets.js";
+import { DEFAULT_MAX_OBSERVED_PARTITIONS, DEFAULT_OBSERVE_LOOKBACK, observationTargets, observationWindow } from "./observation-targets.js";
 
 export interface ObservationsTaskOptions {
   readonly store: Pick<ObservationStore, "ensureObservationTriggers" | "cancelObservationsExcept">;
@@ -93,7 +88,10 @@ export class ObservationsTask implements ReconcilerTask {
       this.#definitions = { graph, sources, swept: version === 0 };
     }
     if (!this.#definitions.swept) {
-      await this.options.store.cancelObservationsExcept(this.#definitions.sources.map((s) => s.asset.key), now);
+      await this.options.store.cancelObservationsExcept(
+        this.#definitions.sources.map((s) => s.asset.key),
+        now,
+      );
       this.#definitions.swept = true;
     }
     return this.#definitions.sources;

@@ -117,7 +117,12 @@ function stepRecordEvents(record: LineageStepRecord, namespace: string): Planned
  * removed step, which ends in ABORT (such a step has no outcome event). The
  * try a deferred or rescheduled step waits in is not over yet.
  */
-export function liveStepEvents(step: LineageLiveStep, marks: ReadonlyMap<string, boolean>, namespace: string, now: Date): PlannedLineageEvent[] {
+export function liveStepEvents(
+  step: LineageLiveStep,
+  marks: ReadonlyMap<string, boolean>,
+  namespace: string,
+  now: Date,
+): PlannedLineageEvent[] {
   const out: PlannedLineageEvent[] = [];
   const terminal = step.state === "skipped" || step.state === "removed";
   for (const t of step.tries) {
@@ -127,7 +132,12 @@ export function liveStepEvents(step: LineageLiveStep, marks: ReadonlyMap<string,
     // A deferred or rescheduled step's try is waiting, not over: its outcome or the next try ends it.
     const over = terminal || (t.state !== "running" && !(last && (step.state === "deferred" || step.state === "up_for_reschedule")));
     const type: LineageEventType = last && terminal ? "ABORT" : "FAIL";
-    const [start, end] = tryEvents(step, t, { type, time: t.endedAt ?? step.endedAt ?? now, errorMessage: t.errorMessage, inputs: [] }, namespace);
+    const [start, end] = tryEvents(
+      step,
+      t,
+      { type, time: t.endedAt ?? step.endedAt ?? now, errorMessage: t.errorMessage, inputs: [] },
+      namespace,
+    );
     if (ended === undefined) out.push(start);
     if (over) out.push(end);
   }
@@ -149,7 +159,8 @@ function tryEvents(step: StepInfo, t: LineageTry, end: TryEnd, namespace: string
     schemaURL: OPENLINEAGE_SCHEMA_URL,
   };
   const runFacets = { parent: parentFacet(step, namespace), tributary: tributaryFacet(step, t.tryNumber) };
-  const endFacets = end.type === "COMPLETE" || end.errorMessage === null ? runFacets : { ...runFacets, errorMessage: errorFacet(end.errorMessage) };
+  const endFacets =
+    end.type === "COMPLETE" || end.errorMessage === null ? runFacets : { ...runFacets, errorMessage: errorFacet(end.errorMessage) };
   const ref = { stepId: step.stepId, tryNumber: t.tryNumber };
   return [
     {

@@ -63,13 +63,18 @@ export class HttpLineageSink implements LineageSink {
       const timedOut = (err as Error)?.name === "TimeoutError";
       throw new TributaryError(
         timedOut ? "OPENLINEAGE_TIMEOUT" : "OPENLINEAGE_UNREACHABLE",
-        timedOut ? `${this.description} did not answer within ${this.timeoutMs} ms` : `${this.description} could not be reached: ${(err as Error)?.message ?? String(err)}`,
+        timedOut
+          ? `${this.description} did not answer within ${this.timeoutMs} ms`
+          : `${this.description} could not be reached: ${(err as Error)?.message ?? String(err)}`,
         { cause: err },
       );
     }
     const body = await response.text().catch(() => "");
     if (!response.ok) {
-      throw new TributaryError("OPENLINEAGE_REJECTED", `${this.description} answered HTTP ${response.status}${body ? `: ${body.slice(0, 200)}` : ""}`);
+      throw new TributaryError(
+        "OPENLINEAGE_REJECTED",
+        `${this.description} answered HTTP ${response.status}${body ? `: ${body.slice(0, 200)}` : ""}`,
+      );
     }
   }
 }
@@ -88,7 +93,12 @@ export class FileLineageSink implements LineageSink {
       await appendFile(this.file, events.map((e) => `${JSON.stringify(e)}\n`).join(""));
       return { delivered: events.length };
     } catch (err) {
-      return { delivered: 0, error: new TributaryError("OPENLINEAGE_FILE_UNWRITABLE", `${this.description} cannot be appended to: ${(err as Error).message}`, { cause: err }) };
+      return {
+        delivered: 0,
+        error: new TributaryError("OPENLINEAGE_FILE_UNWRITABLE", `${this.description} cannot be appended to: ${(err as Error).message}`, {
+          cause: err,
+        }),
+      };
     }
   }
 }

@@ -27,9 +27,12 @@ export function parseOpenLineageConfig(env: NodeJS.ProcessEnv): OpenLineageConfi
   const file = env[OPENLINEAGE_FILE_ENV] || undefined;
   const namespace = env[OPENLINEAGE_NAMESPACE_ENV] || "tributary://default";
   if (url && file) {
-    throw new InputError(`${OPENLINEAGE_URL_ENV} and ${OPENLINEAGE_FILE_ENV} are both set; OpenLineage events go to one place: unset one of them`, {
-      code: CODE,
-    });
+    throw new InputError(
+      `${OPENLINEAGE_URL_ENV} and ${OPENLINEAGE_FILE_ENV} are both set; OpenLineage events go to one place: unset one of them`,
+      {
+        code: CODE,
+      },
+    );
   }
   if (url) return { kind: "http", url: checkUrl(url), namespace };
   if (file) return { kind: "file", file: checkFile(file), namespace };
@@ -41,7 +44,10 @@ function checkUrl(url: string): string {
   try {
     parsed = new URL(url);
   } catch (cause) {
-    throw new InputError(`${OPENLINEAGE_URL_ENV}: "${url}" is not a URL; write the endpoint's base, e.g. http://marquez:5000`, { code: CODE, cause });
+    throw new InputError(`${OPENLINEAGE_URL_ENV}: "${url}" is not a URL; write the endpoint's base, e.g. http://marquez:5000`, {
+      code: CODE,
+      cause,
+    });
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new InputError(

@@ -146,7 +146,10 @@ export class OpenLineageTask implements ReconcilerTask {
       settled++;
     }
     if (settled > 0 && !(await o.store.advance(o.owner, state.cursor, marksOf(state), this.#clock(), leaseMs))) {
-      this.#log("warn", `OpenLineage emission lease passed to another reconciler; ${result.delivered} event(s) sent by this one may be sent again`);
+      this.#log(
+        "warn",
+        `OpenLineage emission lease passed to another reconciler; ${result.delivered} event(s) sent by this one may be sent again`,
+      );
       return undefined;
     }
     if (result.error) {

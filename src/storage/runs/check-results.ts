@@ -74,13 +74,17 @@ export async function recordCheckResults(
         from jsonb_to_recordset(${toJson(marks)}::jsonb) as x(asset_key text, partition_key text, check_name text, passed boolean, event_id bigint)
         group by asset_key, partition_key, event_id
       ) g
-      where ps.asset_key = g.asset_key and ps.partition_key = g.partition_key and ps.last_materialization_event_id = g.event_id`.execute(trx);
+      where ps.asset_key = g.asset_key and ps.partition_key = g.partition_key and ps.last_materialization_event_id = g.event_id`.execute(
+      trx,
+    );
     // In the event stream too, so automation's cached view of what is materialised follows the verdicts.
     await sql`
       insert into events (kind, asset_key, partition_key, run_id, step_id, try_number, metadata, created_at)
       select 'check_result', x.asset_key, x.partition_key, x.run_id, x.step_id, x.try_number,
              jsonb_build_object('check', x.check_name, 'passed', x.passed, 'blocking', true, 'judgedEventId', x.event_id), ${now}
       from jsonb_to_recordset(${toJson(marks)}::jsonb)
-        as x(asset_key text, partition_key text, check_name text, passed boolean, event_id bigint, run_id uuid, step_id bigint, try_number int)`.execute(trx);
+        as x(asset_key text, partition_key text, check_name text, passed boolean, event_id bigint, run_id uuid, step_id bigint, try_number int)`.execute(
+      trx,
+    );
   }
 }

@@ -50,31 +50,32 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
   const admitted = admit(order, { capacity: new Map(o.capacity), poolFree, assetActive });
   if (admitted.length === 0) return { foundWork: true, steps: [] };
   const admittedSet = new Set(admitted);
-  await lockRuns(trx, order.filter((d) => admittedSet.has(d.id)).map((d) => d.run_id));
+  await lockRuns(
+    trx,
+    order.filter((d) => admittedSet.has(d.id)).map((d) => d.run_id),
+  );
 
   // Hand them out: state, try row, pool slots and run counters in one statement.
   const rows = await handOutSteps(trx, admitted, now);
   const steps = rows
-    .map(
-      (r): ClaimedStep => ({
-        stepId: Number(r.id),
-        runId: r.run_id,
-        tryNumber: r.try_number,
-        assetKey: r.asset_key,
-        partitionKey: r.partition_key,
-        mapIndex: r.map_index,
-        executor: r.executor,
-        queue: r.queue,
-        timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
-        lastTry: r.last_try,
-        snapshotVersion: r.snapshot_version,
-        resumed: r.resumed ?? [],
-        waitStartedAt: r.wait_started_at,
-        checkName: r.check_name,
-        mapItem: r.map_item ?? null,
-        mapLabel: r.map_label,
-      }),
-    )
+    .map((r): ClaimedStep => ({
+      stepId: Number(r.id),
+      runId: r.run_id,
+      tryNumber: r.try_number,
+      assetKey: r.asset_key,
+      partitionKey: r.partition_key,
+      mapIndex: r.map_index,
+      executor: r.executor,
+      queue: r.queue,
+      timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+      lastTry: r.last_try,
+      snapshotVersion: r.snapshot_version,
+      resumed: r.resumed ?? [],
+      waitStartedAt: r.wait_started_at,
+      checkName: r.check_name,
+      mapItem: r.map_item ?? null,
+      mapLabel: r.map_label,
+    }))
     .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
   return { foundWork: true, steps };
 }

@@ -12,7 +12,10 @@ import { isTerminalState, MAPPED_STEP_OF, UNFINISHED } from "./step-rows.js";
 export async function clearMappedStep(db: Kysely<Database>, target: MappedStepRef, now: Date): Promise<ClearedMappedStep> {
   const { runId, assetKey, partitionKey, mapIndex } = target;
   if (!Number.isSafeInteger(mapIndex) || mapIndex < 0) {
-    throw new InputError(`map index must be a whole number from 0, got ${String(mapIndex)}`, { code: "MAP_INDEX_INVALID", location: { field: "mapIndex" } });
+    throw new InputError(`map index must be a whole number from 0, got ${String(mapIndex)}`, {
+      code: "MAP_INDEX_INVALID",
+      location: { field: "mapIndex" },
+    });
   }
   if (!isUuid(runId)) throw runNotFound(runId);
   const where = `asset "${assetKey}"${partitionKey ? ` partition "${partitionKey}"` : ""}`;
@@ -31,11 +34,20 @@ export async function clearMappedStep(db: Kysely<Database>, target: MappedStepRe
         : parent.map_count === null
           ? `the step of ${where} in run ${runId} has no mapped steps: it has not fanned out`
           : `the fan-out of ${where} in run ${runId} has ${parent.map_count} item(s): map indices 0 to ${parent.map_count - 1}`;
-      throw new InputError(`no mapped step ${mapIndex}: ${why}`, { code: "STEP_NOT_FOUND", location: { assetKey, partitionKey, field: "mapIndex" } });
+      throw new InputError(`no mapped step ${mapIndex}: ${why}`, {
+        code: "STEP_NOT_FOUND",
+        location: { assetKey, partitionKey, field: "mapIndex" },
+      });
     }
     // The step and every step after it in the run (its expanded step, then theirs), locked in id order.
     const { rows: reach } = await sql<{
-      id: number; state: StepState; asset_key: string; partition_key: string; map_index: number; check_name: string | null; map_count: number | null;
+      id: number;
+      state: StepState;
+      asset_key: string;
+      partition_key: string;
+      map_index: number;
+      check_name: string | null;
+      map_count: number | null;
     }>`
       with recursive down(id) as (
         select ${step.id}::bigint
@@ -50,7 +62,10 @@ export async function clearMappedStep(db: Kysely<Database>, target: MappedStepRe
       `${r.map_index >= 0 ? ` mapped step ${r.map_index}` : ""}`;
     const self = steps.find((r) => r.id === Number(step.id))!;
     if (self.state === "removed") {
-      throw new InputError(`${describe(self)} was removed from run ${runId}: its fan-out has fewer items now`, { code: "STEP_REMOVED", location: { assetKey, partitionKey } });
+      throw new InputError(`${describe(self)} was removed from run ${runId}: its fan-out has fewer items now`, {
+        code: "STEP_REMOVED",
+        location: { assetKey, partitionKey },
+      });
     }
     for (const r of steps) {
       if (UNFINISHED.includes(r.state)) {
@@ -69,14 +84,19 @@ export async function clearMappedStep(db: Kysely<Database>, target: MappedStepRe
         where p.id = any(${refanned}::bigint[]) and c.state = any(${UNFINISHED}::text[]) limit 1`.execute(trx);
       const b = busy[0];
       if (b) {
-        throw new InputError(`asset "${b.asset_key}"${b.partition_key ? ` partition "${b.partition_key}"` : ""} mapped step ${b.map_index} is ${b.state} in run ${runId}: wait for it to end before clearing ${describe(self)}`, {
-          code: "STEP_ACTIVE",
-          location: { assetKey: b.asset_key, partitionKey: b.partition_key },
-        });
+        throw new InputError(
+          `asset "${b.asset_key}"${b.partition_key ? ` partition "${b.partition_key}"` : ""} mapped step ${b.map_index} is ${b.state} in run ${runId}: wait for it to end before clearing ${describe(self)}`,
+          {
+            code: "STEP_ACTIVE",
+            location: { assetKey: b.asset_key, partitionKey: b.partition_key },
+          },
+        );
       }
     }
     // A later run that materialised (or is materialising) one of these partitions superseded this run there.
-    const partitions = steps.filter((r) => r.map_index === -1 && r.check_name === null).map((r) => ({ asset_key: r.asset_key, partition_key: r.partition_key, step_id: r.id }));
+    const partitions = steps
+      .filter((r) => r.map_index === -1 && r.check_name === null)
+      .map((r) => ({ asset_key: r.asset_key, partition_key: r.partition_key, step_id: r.id }));
     const { rows: newer } = await sql<{ run_id: string; asset_key: string; partition_key: string; state: StepState; created_at: Date }>`
       select s2.run_id, s2.asset_key, s2.partition_key, s2.state, r2.created_at
       from jsonb_to_recordset(${toJson(partitions)}::jsonb) as x(asset_key text, partition_key text, step_id bigint)
@@ -127,7 +147,11 @@ export async function clearMappedStep(db: Kysely<Database>, target: MappedStepRe
       run: toRunSummary(updated.rows[0]!),
       stepId: self.id,
       cleared: [self, ...steps.filter((r) => r.id !== self.id)].map((r) => ({
-        stepId: r.id, assetKey: r.asset_key, partitionKey: r.partition_key, mapIndex: r.map_index, checkName: r.check_name,
+        stepId: r.id,
+        assetKey: r.asset_key,
+        partitionKey: r.partition_key,
+        mapIndex: r.map_index,
+        checkName: r.check_name,
       })),
     };
   });

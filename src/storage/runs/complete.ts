@@ -123,23 +123,29 @@ export async function completeIn(
            map_count int, map_open int, map_inputs jsonb)
     where steps.id = x.id`.execute(trx);
 
-  const tryUpdates = applied.filter((a) => a.wasActive).map(({ c, step, state }) => ({
-    step_id: c.stepId,
-    try_number: c.tryNumber,
-    state:
-      c.outcome === "released" ? "failed"
-      : c.outcome === "rescheduled" ? "up_for_reschedule"
-      : c.outcome === "check" ? state
-      : c.outcome === "expanded" ? "success"
-      : c.outcome,
-    ended_at: c.endedAt.toISOString(),
-    started_at: c.startedAt?.toISOString() ?? null,
-    error: errorOf(c, step),
-    log_ref: c.logRef,
-    worker_id: c.workerId,
-    hostname: c.hostname ?? null,
-    pid: c.pid ?? null,
-  }));
+  const tryUpdates = applied
+    .filter((a) => a.wasActive)
+    .map(({ c, step, state }) => ({
+      step_id: c.stepId,
+      try_number: c.tryNumber,
+      state:
+        c.outcome === "released"
+          ? "failed"
+          : c.outcome === "rescheduled"
+            ? "up_for_reschedule"
+            : c.outcome === "check"
+              ? state
+              : c.outcome === "expanded"
+                ? "success"
+                : c.outcome,
+      ended_at: c.endedAt.toISOString(),
+      started_at: c.startedAt?.toISOString() ?? null,
+      error: errorOf(c, step),
+      log_ref: c.logRef,
+      worker_id: c.workerId,
+      hostname: c.hostname ?? null,
+      pid: c.pid ?? null,
+    }));
   await sql`
     update step_tries t set state = x.state, ended_at = x.ended_at, started_at = coalesce(t.started_at, x.started_at),
            duration_ms = greatest(0, (extract(epoch from (x.ended_at - coalesce(t.started_at, x.started_at, x.ended_at))) * 1000)::bigint),
@@ -153,9 +159,21 @@ export async function completeIn(
   await recordMaterializations(trx, applied, now);
   // A check's step that ended (with a verdict, or failing to reach one) is a check result, never a failed
   // materialisation of its partition.
-  await recordCheckResults(trx, applied.filter((a) => a.step.check_name !== null && isTerminalState(a.state)), now);
-  await recordFailures(trx, applied.filter((a) => a.state === "failed" && a.step.check_name === null), now);
-  const expansion = await expandSteps(trx, applied.filter((a) => a.c.outcome === "expanded"), now);
+  await recordCheckResults(
+    trx,
+    applied.filter((a) => a.step.check_name !== null && isTerminalState(a.state)),
+    now,
+  );
+  await recordFailures(
+    trx,
+    applied.filter((a) => a.state === "failed" && a.step.check_name === null),
+    now,
+  );
+  const expansion = await expandSteps(
+    trx,
+    applied.filter((a) => a.c.outcome === "expanded"),
+    now,
+  );
 
   const changes: StepChange[] = applied.map((a) => ({
     id: a.step.id,
@@ -174,14 +192,23 @@ export async function completeIn(
     changes.filter((c, i) => isTerminalState(c.state) && !isMapped(applied[i]!)),
     now,
     decisions,
-    await countDownExpanded(trx, ended.filter(isMapped).map((a) => ({ step: a.step, state: a.state })), now),
+    await countDownExpanded(
+      trx,
+      ended.filter(isMapped).map((a) => ({ step: a.step, state: a.state })),
+      now,
+    ),
   );
   // Pool and run rows are shared by every transaction that moves steps: they
   // are touched last, so their locks are held only until the commit.
   // A deferred step keeps its pool slot where the pool counts deferred steps, until the wait ends.
-  const holding = await poolsCountingDeferred(trx, applied.map((a) => a.step.pool));
+  const holding = await poolsCountingDeferred(
+    trx,
+    applied.map((a) => a.step.pool),
+  );
   const released = applied
-    .filter((a) => (a.wasActive ? !(a.state === "deferred" && holding.has(a.step.pool)) : a.c.deferred === true && holding.has(a.step.pool)))
+    .filter((a) =>
+      a.wasActive ? !(a.state === "deferred" && holding.has(a.step.pool)) : a.c.deferred === true && holding.has(a.step.pool),
+    )
     .map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots }));
   const followUpIds = followUp && followUp.limit > 0 ? [...scheduled, ...expansion.scheduled] : [];
   if (followUpIds.length > 0) {

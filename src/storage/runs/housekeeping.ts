@@ -13,7 +13,11 @@ import { adjustRunActive, lockRuns } from "./run-counters.js";
 import { cancelUnneededWaits, lockQueuedRuns, lockZombies, requeueUnstarted, scheduleDueRetries } from "./sql/housekeeping-batches.js";
 import type { Trx } from "./step-rows.js";
 
-export async function housekeeping(db: Kysely<Database>, options: HousekeepingOptions, decisions: RunDecisions): Promise<HousekeepingResult> {
+export async function housekeeping(
+  db: Kysely<Database>,
+  options: HousekeepingOptions,
+  decisions: RunDecisions,
+): Promise<HousekeepingResult> {
   const now = options.now;
   const random = options.random ?? Math.random;
   // Each chore commits on its own. One transaction for all of them would
@@ -41,25 +45,23 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
       if (rows.length > 0) {
         await completeIn(
           trx,
-          rows.map(
-            (z): StepCompletion => ({
-              stepId: Number(z.id),
-              tryNumber: z.try_number,
-              startedAt: null,
-              endedAt: now,
-              workerId: z.worker_id,
-              logRef: null,
-              outcome: "failed",
-              retryable: true,
-              error: {
-                name: "ZombieStep",
-                code: "STEP_ZOMBIE",
-                message:
-                  `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
-                  `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
-              },
-            }),
-          ),
+          rows.map((z): StepCompletion => ({
+            stepId: Number(z.id),
+            tryNumber: z.try_number,
+            startedAt: null,
+            endedAt: now,
+            workerId: z.worker_id,
+            logRef: null,
+            outcome: "failed",
+            retryable: true,
+            error: {
+              name: "ZombieStep",
+              code: "STEP_ZOMBIE",
+              message:
+                `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
+                `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
+            },
+          })),
           now,
           decisions,
           random,
@@ -87,8 +89,17 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
           from jsonb_to_recordset(${toJson(stuck.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
             as x(step_id bigint, try_number int)
           where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
-        await adjustPools(trx, stuck.map((r) => ({ pool: r.pool, slots: r.pool_slots })), -1);
-        await adjustRunActive(trx, stuck.map((r) => r.run_id), -1, now);
+        await adjustPools(
+          trx,
+          stuck.map((r) => ({ pool: r.pool, slots: r.pool_slots })),
+          -1,
+        );
+        await adjustRunActive(
+          trx,
+          stuck.map((r) => r.run_id),
+          -1,
+          now,
+        );
       }
       return stuck.length;
     },
@@ -119,7 +130,10 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
       const runIds = canceling.rows.map((r) => r.id);
       const { rows: deferred } = await sql<{ id: string }>`
         select id from steps where run_id = any(${runIds}::uuid[]) and state = 'deferred' order by id for no key update`.execute(trx);
-      await releaseDeferredPoolSlotsIn(trx, deferred.map((r) => Number(r.id)));
+      await releaseDeferredPoolSlotsIn(
+        trx,
+        deferred.map((r) => Number(r.id)),
+      );
       const skipped = await sql<{ run_id: string; n: number }>`
         with locked as (
           select id from steps
@@ -155,7 +169,10 @@ export async function housekeeping(db: Kysely<Database>, options: HousekeepingOp
 
   // Waits nobody needs any more (their step was canceled or cleared meanwhile): stop checking them. Triggers are
   // locked before steps are read, as the trigger store does, and steps are only read.
-  await chore((trx) => cancelUnneededWaits(trx, now), () => false);
+  await chore(
+    (trx) => cancelUnneededWaits(trx, now),
+    () => false,
+  );
 
   return { retriesDue, zombies, requeued, runsStarted, toAbort, runsCanceled };
 }

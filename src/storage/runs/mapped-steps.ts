@@ -69,7 +69,9 @@ export async function expandSteps(
       order by x.id`.execute(trx);
     await sql`
       insert into step_deps (step_id, upstream_step_id)
-      select x.parent, x.id from jsonb_to_recordset(${toJson(rows.map((r) => ({ parent: r.parent, id: r.id })))}::jsonb) as x(parent bigint, id bigint)`.execute(trx);
+      select x.parent, x.id from jsonb_to_recordset(${toJson(rows.map((r) => ({ parent: r.parent, id: r.id })))}::jsonb) as x(parent bigint, id bigint)`.execute(
+      trx,
+    );
     for (const r of rows) {
       scheduled.push(r.id);
       addAdjust(adjust, runOf.get(r.parent)!, { total: 1 });
@@ -98,11 +100,7 @@ export async function expandSteps(
  * locked in id order first, as propagate locks). Returns the expanded steps to judge now: those with none
  * open, and those with a mapped step that did not succeed (all_success fails fast).
  */
-export async function countDownExpanded(
-  trx: Trx,
-  ended: readonly { step: LockedStep; state: StepState }[],
-  now: Date,
-): Promise<number[]> {
+export async function countDownExpanded(trx: Trx, ended: readonly { step: LockedStep; state: StepState }[], now: Date): Promise<number[]> {
   if (ended.length === 0) return [];
   const groups = new Map<string, { run_id: string; asset_key: string; partition_key: string; n: number; bad: boolean }>();
   for (const { step, state } of ended) {

@@ -79,7 +79,12 @@ export interface LineageRow {
  * whatever its size. A gathered output is written again when its step gathers again (a mapped step was
  * cleared): its row says only how many items it gathers.
  */
-export async function insertMaterializations(trx: Trx, rows: readonly MaterializationRow[], lineage: readonly LineageRow[], now: Date): Promise<void> {
+export async function insertMaterializations(
+  trx: Trx,
+  rows: readonly MaterializationRow[],
+  lineage: readonly LineageRow[],
+  now: Date,
+): Promise<void> {
   if (rows.length === 0) return;
   await sql`
     with x as (

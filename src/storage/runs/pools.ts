@@ -31,7 +31,8 @@ export async function releaseDeferredPoolSlotsIn(trx: Trx, stepIds: readonly num
  */
 export async function lockPools(trx: Trx, names: readonly string[], defaultSlots: number): Promise<Map<string, number>> {
   const sorted = [...names].sort();
-  const select = () => sql<{ name: string; slots: number; occupied_slots: number }>`
+  const select = () =>
+    sql<{ name: string; slots: number; occupied_slots: number }>`
     select name, slots, occupied_slots from pools where name = any(${sorted}::text[]) order by name for no key update`.execute(trx);
   let { rows } = await select();
   if (rows.length < sorted.length) {

@@ -122,7 +122,11 @@ export async function propagate(
                        ended_at = case when x.state = 'scheduled' then null else ${now}::timestamptz end
       from jsonb_to_recordset(${toJson(decisions)}::jsonb) as x(id bigint, state text, reason text)
       where steps.id = x.id and steps.state = 'pending'`.execute(trx);
-    await recordGathered(trx, decisions.filter((d) => d.state === "success").map((d) => d.id), now);
+    await recordGathered(
+      trx,
+      decisions.filter((d) => d.state === "success").map((d) => d.id),
+      now,
+    );
     const rowById = new Map(rows.map((r) => [Number(r.id), r]));
     frontier = [];
     for (const d of decisions) {

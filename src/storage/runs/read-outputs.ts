@@ -4,7 +4,10 @@ import { toJson } from "../json.js";
 import type { OutputRecord } from "../run-store.js";
 import { GATHERED_CONTENT_TYPE, readGatheredOutputs } from "./gathered-outputs.js";
 
-export async function latestOutputs(db: Kysely<Database>, partitions: readonly { assetKey: string; partitionKey: string }[]): Promise<OutputRecord[]> {
+export async function latestOutputs(
+  db: Kysely<Database>,
+  partitions: readonly { assetKey: string; partitionKey: string }[],
+): Promise<OutputRecord[]> {
   if (partitions.length === 0) return [];
   const input = toJson(partitions.map((p) => ({ asset_key: p.assetKey, partition_key: p.partitionKey })));
   const { rows } = await sql<{
@@ -33,7 +36,10 @@ export async function latestOutputs(db: Kysely<Database>, partitions: readonly {
       from events e where e.id = ps.last_materialization_event_id and e.kind = 'observation'
     ) obs on ps.last_step_id is null
     where ps.last_materialization_event_id is not null`.execute(db);
-  const gathered = await readGatheredOutputs(db, rows.flatMap((r) => (r.gathered_from === null ? [] : [Number(r.gathered_from)])));
+  const gathered = await readGatheredOutputs(
+    db,
+    rows.flatMap((r) => (r.gathered_from === null ? [] : [Number(r.gathered_from)])),
+  );
   return rows.map((r) => ({
     assetKey: r.asset_key,
     partitionKey: r.partition_key,

@@ -71,10 +71,19 @@ export async function getRunSummary(db: Kysely<Database>, runId: string): Promis
   return row && toRunSummary(row);
 }
 
-export async function listRuns(db: Kysely<Database>, options: { limit?: number; status?: RunStatus; before?: Date; backfillId?: string } = {}): Promise<RunSummary[]> {
-  let q = db.selectFrom("runs").select(SUMMARY_COLUMNS).orderBy("created_at", "desc").orderBy("id").limit(options.limit ?? 50);
+export async function listRuns(
+  db: Kysely<Database>,
+  options: { limit?: number; status?: RunStatus; before?: Date; backfillId?: string } = {},
+): Promise<RunSummary[]> {
+  let q = db
+    .selectFrom("runs")
+    .select(SUMMARY_COLUMNS)
+    .orderBy("created_at", "desc")
+    .orderBy("id")
+    .limit(options.limit ?? 50);
   if (options.status) q = q.where("status", "=", options.status);
-  if (options.backfillId !== undefined) q = isUuid(options.backfillId) ? q.where("backfill_id", "=", options.backfillId) : q.where(sql<boolean>`false`);
+  if (options.backfillId !== undefined)
+    q = isUuid(options.backfillId) ? q.where("backfill_id", "=", options.backfillId) : q.where(sql<boolean>`false`);
   if (options.before) q = q.where("created_at", "<", options.before);
   return (await q.execute()).map(toRunSummary);
 }

@@ -37,7 +37,15 @@ export async function recordFailures(trx: Trx, failed: readonly { c: StepComplet
     on conflict (cause_key) do nothing`.execute(trx);
   await upsertPartitionStatus(
     trx,
-    rows.map((r) => ({ asset_key: r.asset_key, partition_key: r.partition_key, run_id: r.run_id, step_id: r.step_id, event_id: null, data_version: null, code_version: null })),
+    rows.map((r) => ({
+      asset_key: r.asset_key,
+      partition_key: r.partition_key,
+      run_id: r.run_id,
+      step_id: r.step_id,
+      event_id: null,
+      data_version: null,
+      code_version: null,
+    })),
     "failed",
     now,
   );

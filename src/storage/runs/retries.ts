@@ -16,5 +16,8 @@ export function retryOrFail(
   const policy = step.retry_policy;
   const retry = retryable && !step.cancel_requested && policy !== null && decisions.shouldRetry(policy, tryNumber, step.tries_before);
   if (!retry) return { state: "failed", nextRetryAt: null };
-  return { state: "up_for_retry", nextRetryAt: new Date(now.getTime() + decisions.retryDelayMs(policy, tryNumber - step.tries_before, random)) };
+  return {
+    state: "up_for_retry",
+    nextRetryAt: new Date(now.getTime() + decisions.retryDelayMs(policy, tryNumber - step.tries_before, random)),
+  };
 }

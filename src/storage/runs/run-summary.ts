@@ -4,8 +4,23 @@ import type { RunSummary } from "../run-store.js";
 
 /** Everything of a run but its plan, which can be large. */
 export const SUMMARY_COLUMNS = [
-  "id", "status", "origin", "snapshot_version", "job_name", "priority", "tags", "steps_total", "steps_done", "steps_failed",
-  "steps_active", "created_at", "started_at", "ended_at", "cancel_requested_at", "backfill_id", "plan_version",
+  "id",
+  "status",
+  "origin",
+  "snapshot_version",
+  "job_name",
+  "priority",
+  "tags",
+  "steps_total",
+  "steps_done",
+  "steps_failed",
+  "steps_active",
+  "created_at",
+  "started_at",
+  "ended_at",
+  "cancel_requested_at",
+  "backfill_id",
+  "plan_version",
 ] as const;
 
 export function toRunSummary(r: {

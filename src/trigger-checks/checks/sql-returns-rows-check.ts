@@ -43,7 +43,9 @@ export function sqlReturnsRowsCheck(connections: SqlConnections): TriggerCheck<n
       const { rows } = await conn.query(args.sql);
       if (rows.length === 0) return { fired: false, detail: "the query returned no rows" };
       // Dates become ISO strings and bigints would throw: JSON is what can be stored as payload.
-      const firstRows = JSON.parse(JSON.stringify(rows.slice(0, SQL_PAYLOAD_ROWS), (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v))) as JsonValue;
+      const firstRows = JSON.parse(
+        JSON.stringify(rows.slice(0, SQL_PAYLOAD_ROWS), (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v)),
+      ) as JsonValue;
       return { fired: true, payload: { rowCount: rows.length, rows: firstRows } };
     },
   });

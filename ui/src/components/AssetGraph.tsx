@@ -60,7 +60,17 @@ function pathOf(points: readonly Point[]): string {
  * colour, and only the nodes in view, once zoomed in far enough to read them, are drawn one by one with their
  * labels. Clicks and the tooltip find the node under the pointer from the layout, whichever way it is drawn.
  */
-export function AssetGraph({ nodes, edges, focus, onOpen }: { nodes: readonly GraphNode[]; edges: readonly { from: string; to: string }[]; focus?: string | undefined; onOpen: (key: string) => void }) {
+export function AssetGraph({
+  nodes,
+  edges,
+  focus,
+  onOpen,
+}: {
+  nodes: readonly GraphNode[];
+  edges: readonly { from: string; to: string }[];
+  focus?: string | undefined;
+  onOpen: (key: string) => void;
+}) {
   const input = useMemo<LayoutInput>(() => ({ nodes: nodes.map((n) => ({ id: n.key, group: n.group })), edges }), [nodes, edges]);
   const [state, setState] = useState<{ input: LayoutInput; layout?: LayoutResult; error?: Error } | undefined>(undefined);
   const [region, setRegion] = useState<Region | null>(null);
@@ -110,7 +120,8 @@ export function AssetGraph({ nodes, edges, focus, onOpen }: { nodes: readonly Gr
         if (!next || !current) return next === current ? current : next;
         // Keep the current one while the view is still inside it.
         const box = container.current?.getBoundingClientRect();
-        const inside = box && -x / k >= current.x0 && -y / k >= current.y0 && (box.width - x) / k <= current.x1 && (box.height - y) / k <= current.y1;
+        const inside =
+          box && -x / k >= current.x0 && -y / k >= current.y0 && (box.width - x) / k <= current.x1 && (box.height - y) / k <= current.y1;
         return inside && next.x1 - next.x0 >= (current.x1 - current.x0) * 0.5 ? current : next;
       });
     clearTimeout(regionTimer.current);
@@ -201,7 +212,14 @@ export function AssetGraph({ nodes, edges, focus, onOpen }: { nodes: readonly Gr
         <path className="graph-edges" d={normal.join("")} />
         {near.length ? <path className="graph-edges near" d={near.join("")} /> : null}
         {[...blocks].map(([status, ds]) => (
-          <path key={status} className="graph-blocks" d={ds.join("")} fill={PARTITION_COLORS[status] ?? "#a1a1aa"} data-status={status} data-count={ds.length} />
+          <path
+            key={status}
+            className="graph-blocks"
+            d={ds.join("")}
+            fill={PARTITION_COLORS[status] ?? "#a1a1aa"}
+            data-status={status}
+            data-count={ds.length}
+          />
         ))}
       </>
     );
@@ -211,7 +229,13 @@ export function AssetGraph({ nodes, edges, focus, onOpen }: { nodes: readonly Gr
   const detailed = useMemo(() => {
     if (!layout || !region) return null;
     return layout.nodes
-      .filter((p) => p.x + NODE_WIDTH / 2 >= region.x0 && p.x - NODE_WIDTH / 2 <= region.x1 && p.y + NODE_HEIGHT / 2 >= region.y0 && p.y - NODE_HEIGHT / 2 <= region.y1)
+      .filter(
+        (p) =>
+          p.x + NODE_WIDTH / 2 >= region.x0 &&
+          p.x - NODE_WIDTH / 2 <= region.x1 &&
+          p.y + NODE_HEIGHT / 2 >= region.y0 &&
+          p.y - NODE_HEIGHT / 2 <= region.y1,
+      )
       .map((p) => {
         const status = byKey.get(p.id)?.status ?? "MISSING";
         return (

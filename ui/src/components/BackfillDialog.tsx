@@ -136,13 +136,24 @@ export function BackfillDialog({ presetAssets = [], presetFrom, presetTo, onClos
               </span>
             ))}
           </div>
-          <input className="bf-search" placeholder="search assets…" value={search} onChange={(e) => setSearch(e.target.value)} data-testid="bf-search" />
+          <input
+            className="bf-search"
+            placeholder="search assets…"
+            value={search}
+            onChange={(e) => setSearch(e.target.value)}
+            data-testid="bf-search"
+          />
           {assets.error ? <ErrorView error={assets.error} /> : null}
           <div className="bf-options" data-testid="bf-options">
             {assets.loading && !assets.data ? <span className="muted">Loading assets…</span> : null}
             {options.slice(0, 300).map((a) => (
               <label key={a.key} className="bf-option">
-                <input type="checkbox" checked={selected.includes(a.key)} onChange={() => toggle(a.key)} data-testid={`bf-asset-${a.key}`} />
+                <input
+                  type="checkbox"
+                  checked={selected.includes(a.key)}
+                  onChange={() => toggle(a.key)}
+                  data-testid={`bf-asset-${a.key}`}
+                />
                 <span className="mono">{a.key}</span>
                 <span className="muted">{a.partitionsDescription ?? "unpartitioned"}</span>
               </label>
@@ -156,19 +167,28 @@ export function BackfillDialog({ presetAssets = [], presetFrom, presetTo, onClos
           <div className="bf-label">Partitions</div>
           <div className="toolbar">
             <label>
-              <input type="radio" name="bf-mode" checked={mode === "range"} onChange={() => setMode("range")} data-testid="bf-mode-range" /> a range
+              <input type="radio" name="bf-mode" checked={mode === "range"} onChange={() => setMode("range")} data-testid="bf-mode-range" />{" "}
+              a range
             </label>
             <label>
-              <input type="radio" name="bf-mode" checked={mode === "all"} onChange={() => setMode("all")} data-testid="bf-mode-all" /> every existing partition
+              <input type="radio" name="bf-mode" checked={mode === "all"} onChange={() => setMode("all")} data-testid="bf-mode-all" /> every
+              existing partition
             </label>
           </div>
           {mode === "range" ? (
             <div className="toolbar">
               <label>
-                from <input value={from} onChange={(e) => setFrom(e.target.value)} placeholder="first key (empty: the first)" data-testid="bf-from" />
+                from{" "}
+                <input
+                  value={from}
+                  onChange={(e) => setFrom(e.target.value)}
+                  placeholder="first key (empty: the first)"
+                  data-testid="bf-from"
+                />
               </label>
               <label>
-                to <input value={to} onChange={(e) => setTo(e.target.value)} placeholder="last key (empty: the latest)" data-testid="bf-to" />
+                to{" "}
+                <input value={to} onChange={(e) => setTo(e.target.value)} placeholder="last key (empty: the latest)" data-testid="bf-to" />
               </label>
             </div>
           ) : null}
@@ -187,15 +207,25 @@ export function BackfillDialog({ presetAssets = [], presetFrom, presetTo, onClos
             runs at once <input value={concurrent} onChange={(e) => setConcurrent(e.target.value)} size={4} data-testid="bf-concurrent" />
           </label>
           <label>
-            priority <input value={priority} onChange={(e) => setPriority(e.target.value)} size={4} placeholder="-10" data-testid="bf-priority" />
+            priority{" "}
+            <input value={priority} onChange={(e) => setPriority(e.target.value)} size={4} placeholder="-10" data-testid="bf-priority" />
           </label>
           <label>
-            <input type="checkbox" checked={includeUpstream} onChange={(e) => setIncludeUpstream(e.target.checked)} data-testid="bf-upstream" /> include missing
-            upstream
+            <input
+              type="checkbox"
+              checked={includeUpstream}
+              onChange={(e) => setIncludeUpstream(e.target.checked)}
+              data-testid="bf-upstream"
+            />{" "}
+            include missing upstream
           </label>
         </section>
 
-        <section className="bf-preview" data-testid="bf-preview" data-state={preview.kind !== "idle" && preview.key !== inputKey ? "loading" : preview.kind}>
+        <section
+          className="bf-preview"
+          data-testid="bf-preview"
+          data-state={preview.kind !== "idle" && preview.key !== inputKey ? "loading" : preview.kind}
+        >
           {numbersBad ? <div className="error">Partitions per run, runs at once and priority must be whole numbers.</div> : null}
           {preview.kind === "idle" && !numbersBad ? <span className="muted">Choose at least one asset.</span> : null}
           {preview.kind === "loading" ? <span className="muted">Checking…</span> : null}

@@ -17,7 +17,11 @@ const POLL_MS = 1_000;
  */
 export function DefinitionsGate({ children }: { children: ReactNode }) {
   const [settled, setSettled] = useState<DefinitionsStatus | undefined>(undefined);
-  const status = useQuery<{ definitionsStatus: DefinitionsStatus | null }>(STATUS_QUERY, {}, { pollMs: POLL_MS, skip: settled !== undefined });
+  const status = useQuery<{ definitionsStatus: DefinitionsStatus | null }>(
+    STATUS_QUERY,
+    {},
+    { pollMs: POLL_MS, skip: settled !== undefined },
+  );
   const current = status.data?.definitionsStatus;
   useEffect(() => {
     if (current && current.state !== "LOADING") setSettled(current);

@@ -224,7 +224,9 @@ export function Gantt({
                 ))}
               </g>
             ))}
-            {live && hasTimes ? <line x1={x(nowAt)} x2={x(nowAt)} y1={0} y2={height} className="gantt-now" data-testid="gantt-now" /> : null}
+            {live && hasTimes ? (
+              <line x1={x(nowAt)} x2={x(nowAt)} y1={0} y2={height} className="gantt-now" data-testid="gantt-now" />
+            ) : null}
           </svg>
         </div>
       </div>
@@ -235,7 +237,9 @@ export function Gantt({
 
 /** About `count` round instants between t0 and t1 (100 ms, 1 s, 5 s, 15 s, 1 min … steps). */
 function axisTicks(t0: number, t1: number, count: number): number[] {
-  const steps = [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400].map((s) => s * 1_000);
+  const steps = [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400].map(
+    (s) => s * 1_000,
+  );
   const span = t1 - t0;
   const step = steps.find((s) => span / s <= count) ?? steps.at(-1)!;
   const out: number[] = [];

@@ -47,7 +47,14 @@ export function HealthBar({ counts, width = 160 }: { counts: StatusCounts | null
       {SEGMENTS.map((s) => {
         const n = counts[s.field] ?? 0;
         if (n === 0) return null;
-        return <span key={s.field} data-status={s.status} data-count={n} style={{ flexGrow: n, minWidth: 2, background: PARTITION_COLORS[s.status] }} />;
+        return (
+          <span
+            key={s.field}
+            data-status={s.status}
+            data-count={n}
+            style={{ flexGrow: n, minWidth: 2, background: PARTITION_COLORS[s.status] }}
+          />
+        );
       })}
     </span>
   );

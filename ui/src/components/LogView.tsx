@@ -9,7 +9,8 @@ interface TryEnd {
   endedAt: string | null;
 }
 
-type Status = { kind: "connecting" } | { kind: "following" } | { kind: "ended"; end: TryEnd | undefined } | { kind: "error"; message: string };
+type Status =
+  { kind: "connecting" } | { kind: "following" } | { kind: "ended"; end: TryEnd | undefined } | { kind: "error"; message: string };
 
 /** Lines shown at most: a huge log keeps its newest lines (the whole log stays downloadable). */
 const MAX_LINES = 20_000;
@@ -126,7 +127,11 @@ export function LogView({ runId, stepId, tryNumber }: { runId: string; stepId: s
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
         }}
       >
-        {dropped > 0 ? <span className="muted">… {dropped} earlier lines not shown (open the raw log){"\n"}</span> : null}
+        {dropped > 0 ? (
+          <span className="muted">
+            … {dropped} earlier lines not shown (open the raw log){"\n"}
+          </span>
+        ) : null}
         {lines.length === 0 && status.kind === "ended" ? <span className="muted">(this try logged nothing)</span> : lines.join("\n")}
       </pre>
     </div>

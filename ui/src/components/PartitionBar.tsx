@@ -16,7 +16,14 @@ export interface StatusRange {
 }
 
 /** Most telling first: where pixels (or matrix cells) hold several partitions, the first status present wins. */
-export const STATUS_PRECEDENCE: readonly PartitionStatusName[] = ["FAILED", "TIMED_OUT", "MATERIALIZING", "STALE", "MISSING", "MATERIALIZED"];
+export const STATUS_PRECEDENCE: readonly PartitionStatusName[] = [
+  "FAILED",
+  "TIMED_OUT",
+  "MATERIALIZING",
+  "STALE",
+  "MISSING",
+  "MATERIALIZED",
+];
 const STATUS_CODE = new Map(STATUS_PRECEDENCE.map((s, i) => [s, i]));
 
 /** The ranges with their start indices, for O(log n) "which range holds partition i". */
@@ -115,7 +122,12 @@ export function PartitionBar({
     [total],
   );
 
-  if (total === 0) return <div className="partition-bar-empty muted" data-testid="partition-bar" data-ready="true">No partitions exist yet.</div>;
+  if (total === 0)
+    return (
+      <div className="partition-bar-empty muted" data-testid="partition-bar" data-ready="true">
+        No partitions exist yet.
+      </div>
+    );
 
   const hovered = hover ? ranges.ranges[rangeAt(ranges, hover.index)] : undefined;
   return (
@@ -155,12 +167,15 @@ export function PartitionBar({
             {keyAt ? keyAt(hover.index) : `partition #${formatCount(hover.index + 1)}`}
           </div>
           <div>
-            <span className="swatch" style={{ background: PARTITION_COLORS[hovered.status] }} /> <span data-testid="partition-tooltip-status">{statusLabel(hovered.status)}</span>{" "}
+            <span className="swatch" style={{ background: PARTITION_COLORS[hovered.status] }} />{" "}
+            <span data-testid="partition-tooltip-status">{statusLabel(hovered.status)}</span>{" "}
             <span className="muted">
               · <span data-testid="partition-tooltip-index">{formatCount(hover.index + 1)}</span> of {formatCount(total)}
             </span>
           </div>
-          {dragging && dragging.to > dragging.from ? <div className="muted">{formatCount(dragging.to - dragging.from + 1)} partitions selected</div> : null}
+          {dragging && dragging.to > dragging.from ? (
+            <div className="muted">{formatCount(dragging.to - dragging.from + 1)} partitions selected</div>
+          ) : null}
         </div>
       ) : null}
     </div>
@@ -242,7 +257,13 @@ function drawBar(canvas: HTMLCanvasElement, index: RangeIndex, width: number): v
   }
 }
 
-function drawOverlay(canvas: HTMLCanvasElement, width: number, total: number, selection: IndexSelection | undefined, hover: number | undefined): void {
+function drawOverlay(
+  canvas: HTMLCanvasElement,
+  width: number,
+  total: number,
+  selection: IndexSelection | undefined,
+  hover: number | undefined,
+): void {
   const ctx = sizeCanvas(canvas, width, BAR_HEIGHT);
   ctx.clearRect(0, 0, width, BAR_HEIGHT);
   if (total === 0) return;

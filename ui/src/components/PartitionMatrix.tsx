@@ -50,7 +50,13 @@ function stridesOf(axes: readonly MatrixAxis[]): number[] {
 }
 
 /** Every partition index whose row and column digits fall in the selection, ascending. */
-export function selectedIndices(axes: readonly MatrixAxis[], rowAxis: number, colAxis: number, selection: CellSelection, total: number): number[] {
+export function selectedIndices(
+  axes: readonly MatrixAxis[],
+  rowAxis: number,
+  colAxis: number,
+  selection: CellSelection,
+  total: number,
+): number[] {
   const strides = stridesOf(axes);
   const out: number[] = [];
   for (let i = 0; i < total; i++) {
@@ -86,7 +92,10 @@ export function PartitionMatrix({
   const [dragging, setDragging] = useState<CellSelection | undefined>(undefined);
   const rowsAxis = axes[rowAxis]!;
   const colsAxis = axes[colAxis]!;
-  const layout = useMemo(() => layoutOf(rowsAxis.size, colsAxis.size, Math.max(1, width - LABEL_WIDTH)), [rowsAxis.size, colsAxis.size, width]);
+  const layout = useMemo(
+    () => layoutOf(rowsAxis.size, colsAxis.size, Math.max(1, width - LABEL_WIDTH)),
+    [rowsAxis.size, colsAxis.size, width],
+  );
   const codes = useMemo(() => statusCodes(ranges), [ranges]);
   const strides = useMemo(() => stridesOf(axes), [axes]);
 
@@ -170,7 +179,12 @@ export function PartitionMatrix({
         {layout.gridRows === layout.rows && layout.cellH >= 12 ? (
           // One label a row when rows are tall enough to read them.
           Array.from({ length: layout.rows }, (_, r) => (
-            <div key={r} className="mono matrix-row-label" style={{ top: r * layout.cellH, height: layout.cellH, lineHeight: `${layout.cellH}px` }} title={`${rowsAxis.name}=${rowsAxis.keyAt(r)}`}>
+            <div
+              key={r}
+              className="mono matrix-row-label"
+              style={{ top: r * layout.cellH, height: layout.cellH, lineHeight: `${layout.cellH}px` }}
+              title={`${rowsAxis.name}=${rowsAxis.keyAt(r)}`}
+            >
               {rowsAxis.keyAt(r)}
             </div>
           ))
@@ -213,14 +227,19 @@ export function PartitionMatrix({
           <canvas ref={base} style={{ width: plotWidth, height }} />
           <canvas ref={overlay} className="partition-matrix-overlay" style={{ width: plotWidth, height }} />
           {hover && hoverInfo ? (
-            <div className="partition-tooltip" data-testid="partition-tooltip" style={{ left: Math.min(Math.max(hover.x, 90), plotWidth - 90), top: hover.y + 14 }}>
+            <div
+              className="partition-tooltip"
+              data-testid="partition-tooltip"
+              style={{ left: Math.min(Math.max(hover.x, 90), plotWidth - 90), top: hover.y + 14 }}
+            >
               <div className="mono" data-testid="partition-tooltip-key">
                 {rowsAxis.name}={rowsAxis.keyAt(hover.row)} · {colsAxis.name}={colsAxis.keyAt(hover.col)}
               </div>
               {hoverInfo.map((n, code) =>
                 n > 0 ? (
                   <div key={STATUS_PRECEDENCE[code]}>
-                    <span className="swatch" style={{ background: PARTITION_COLORS[statusOfCode(code)] }} /> <span data-testid="partition-tooltip-status">{statusLabel(statusOfCode(code))}</span>
+                    <span className="swatch" style={{ background: PARTITION_COLORS[statusOfCode(code)] }} />{" "}
+                    <span data-testid="partition-tooltip-status">{statusLabel(statusOfCode(code))}</span>
                     {axes.length > 2 ? <span className="muted"> · {formatCount(n)}</span> : null}
                   </div>
                 ) : null,
@@ -229,7 +248,8 @@ export function PartitionMatrix({
           ) : null}
         </div>
         <div className="partition-matrix-axis">
-          <strong>{rowsAxis.name}</strong> by <strong>{colsAxis.name}</strong> → ({formatCount(colsAxis.size)}) <span className="mono">{colsAxis.size > 0 ? colsAxis.keyAt(0) : ""}</span>
+          <strong>{rowsAxis.name}</strong> by <strong>{colsAxis.name}</strong> → ({formatCount(colsAxis.size)}){" "}
+          <span className="mono">{colsAxis.size > 0 ? colsAxis.keyAt(0) : ""}</span>
           {colsAxis.size > 1 ? <span className="mono"> … {colsAxis.keyAt(colsAxis.size - 1)}</span> : null}
         </div>
       </div>

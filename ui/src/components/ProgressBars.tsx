@@ -3,7 +3,15 @@ import { formatCount } from "../format";
 import { stateColor } from "../status";
 
 /** Segments of a progress bar: each a count, a colour and a name (for the tooltip); the rest of `total` stays grey. */
-export function ProgressBar({ total, parts, testId }: { total: number; parts: readonly { count: number; color: string; label: string }[]; testId?: string }) {
+export function ProgressBar({
+  total,
+  parts,
+  testId,
+}: {
+  total: number;
+  parts: readonly { count: number; color: string; label: string }[];
+  testId?: string;
+}) {
   const title = parts.map((p) => `${formatCount(p.count)} ${p.label}`).join(", ") + ` of ${formatCount(total)}`;
   return (
     <div className="progress" title={title} data-testid={testId}>
@@ -35,7 +43,13 @@ export function StepsProgress({ run }: { run: { stepsTotal: number; stepsDone: n
 }
 
 /** A backfill's partitions: done / failed / in progress of those requested. */
-export function BackfillProgress({ backfill, testId }: { backfill: { requested: number; done: number; failed: number; inProgress: number }; testId?: string }) {
+export function BackfillProgress({
+  backfill,
+  testId,
+}: {
+  backfill: { requested: number; done: number; failed: number; inProgress: number };
+  testId?: string;
+}) {
   return (
     <div className="steps-progress">
       <ProgressBar

@@ -50,7 +50,15 @@ export function Loading({ what }: { what?: string }) {
 }
 
 /** Data, loading and error of a query, in one place: shows the error or the spinner, else the children. */
-export function QueryView<T>({ state, what, children }: { state: { data: T | undefined; error: Error | undefined }; what?: string; children: (data: T) => ReactNode }) {
+export function QueryView<T>({
+  state,
+  what,
+  children,
+}: {
+  state: { data: T | undefined; error: Error | undefined };
+  what?: string;
+  children: (data: T) => ReactNode;
+}) {
   if (state.error && state.data === undefined) return <ErrorView error={state.error} />;
   if (state.data === undefined) return <Loading {...(what ? { what } : {})} />;
   return (

@@ -13,7 +13,8 @@ export function MapTag({ mapIndex, mapLabel }: { mapIndex: number; mapLabel?: st
   if (mapIndex < 0) return null;
   return (
     <span className="muted" data-testid="step-map" data-map-index={mapIndex}>
-      {" "}#{mapIndex}
+      {" "}
+      #{mapIndex}
       {mapLabel ? <span className="mono"> {mapLabel}</span> : null}
     </span>
   );

@@ -101,14 +101,22 @@ function layoutLarge(ids: readonly string[], edges: readonly { from: string; to:
   ranks.forEach((list, r) => {
     // Each rank centred vertically, so short ranks sit in the middle like dagre's.
     const top = (height - (list.length * (NODE_HEIGHT + ROW_GAP) - ROW_GAP)) / 2;
-    list.forEach((id, i) => nodes.set(id, { x: r * (NODE_WIDTH + RANK_GAP) + NODE_WIDTH / 2, y: top + i * (NODE_HEIGHT + ROW_GAP) + NODE_HEIGHT / 2 }));
+    list.forEach((id, i) =>
+      nodes.set(id, { x: r * (NODE_WIDTH + RANK_GAP) + NODE_WIDTH / 2, y: top + i * (NODE_HEIGHT + ROW_GAP) + NODE_HEIGHT / 2 }),
+    );
   });
   const laidEdges = edges
     .filter((e) => e.from !== e.to)
     .map((e) => {
       const a = nodes.get(e.from)!;
       const b = nodes.get(e.to)!;
-      return { ...e, points: [{ x: a.x + NODE_WIDTH / 2, y: a.y }, { x: b.x - NODE_WIDTH / 2, y: b.y }] };
+      return {
+        ...e,
+        points: [
+          { x: a.x + NODE_WIDTH / 2, y: a.y },
+          { x: b.x - NODE_WIDTH / 2, y: b.y },
+        ],
+      };
     });
   return { nodes, edges: laidEdges, width: ranks.length * (NODE_WIDTH + RANK_GAP) - RANK_GAP, height };
 }
@@ -126,7 +134,9 @@ function layoutGroup(ids: readonly string[], edges: readonly { from: string; to:
     const n = g.node(id);
     nodes.set(id, { x: n.x ?? 0, y: n.y ?? 0 });
   }
-  const laidEdges = edges.filter((e) => e.from !== e.to).map((e) => ({ ...e, points: (g.edge(e.from, e.to)?.points ?? []).map((p) => ({ x: p.x, y: p.y })) }));
+  const laidEdges = edges
+    .filter((e) => e.from !== e.to)
+    .map((e) => ({ ...e, points: (g.edge(e.from, e.to)?.points ?? []).map((p) => ({ x: p.x, y: p.y })) }));
   const label = g.graph();
   return { nodes, edges: laidEdges, width: label.width ?? NODE_WIDTH, height: label.height ?? NODE_HEIGHT };
 }
@@ -160,7 +170,8 @@ export function layoutAssetGraph(input: LayoutInput): LayoutResult {
   const outer = new dagre.graphlib.Graph<GraphLabel, NodeLabel, EdgeLabel>();
   outer.setGraph({ rankdir: "LR", nodesep: 40, ranksep: 120, marginx: 20, marginy: 20 });
   outer.setDefaultEdgeLabel(() => ({}));
-  for (const [group, l] of laid) outer.setNode(group, { width: l.width + 2 * GROUP_PADDING, height: l.height + 2 * GROUP_PADDING + GROUP_LABEL });
+  for (const [group, l] of laid)
+    outer.setNode(group, { width: l.width + 2 * GROUP_PADDING, height: l.height + 2 * GROUP_PADDING + GROUP_LABEL });
   for (const e of cross) outer.setEdge(groupOf.get(e.from)!, groupOf.get(e.to)!);
   dagre.layout(outer);
 
@@ -175,12 +186,21 @@ export function layoutAssetGraph(input: LayoutInput): LayoutResult {
     const dx = left + GROUP_PADDING;
     const dy = top + GROUP_PADDING + GROUP_LABEL;
     for (const [id, p] of l.nodes) nodes.set(id, { x: p.x + dx, y: p.y + dy });
-    for (const e of l.edges) edges.push({ from: e.from, to: e.to, crossGroup: false, points: e.points.map((p) => ({ x: p.x + dx, y: p.y + dy })) });
+    for (const e of l.edges)
+      edges.push({ from: e.from, to: e.to, crossGroup: false, points: e.points.map((p) => ({ x: p.x + dx, y: p.y + dy })) });
   }
   for (const e of cross) {
     const a = nodes.get(e.from)!;
     const b = nodes.get(e.to)!;
-    edges.push({ from: e.from, to: e.to, crossGroup: true, points: [{ x: a.x + NODE_WIDTH / 2, y: a.y }, { x: b.x - NODE_WIDTH / 2, y: b.y }] });
+    edges.push({
+      from: e.from,
+      to: e.to,
+      crossGroup: true,
+      points: [
+        { x: a.x + NODE_WIDTH / 2, y: a.y },
+        { x: b.x - NODE_WIDTH / 2, y: b.y },
+      ],
+    });
   }
   const graph = outer.graph();
   return {

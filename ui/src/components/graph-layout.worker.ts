@@ -4,7 +4,10 @@ import { layoutAssetGraph, type LayoutInput, type LayoutResult } from "./graph-l
 export type LayoutRequest = { readonly id: number; readonly input: LayoutInput };
 export type LayoutResponse = { readonly id: number; readonly result: LayoutResult } | { readonly id: number; readonly error: string };
 
-const scope = self as unknown as { onmessage: ((e: MessageEvent<LayoutRequest>) => void) | null; postMessage(message: LayoutResponse): void };
+const scope = self as unknown as {
+  onmessage: ((e: MessageEvent<LayoutRequest>) => void) | null;
+  postMessage(message: LayoutResponse): void;
+};
 
 scope.onmessage = (e) => {
   const { id, input } = e.data;

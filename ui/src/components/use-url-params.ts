@@ -5,7 +5,10 @@ import { useLocation, useSearch } from "wouter";
  * The page's query string as a record, and a setter that merges changes into it (undefined or "" removes a key);
  * `replace` keeps the back button for real navigation rather than every keystroke of a filter.
  */
-export function useUrlParams(): [Readonly<Record<string, string>>, (changes: Record<string, string | undefined>, options?: { replace?: boolean }) => void] {
+export function useUrlParams(): [
+  Readonly<Record<string, string>>,
+  (changes: Record<string, string | undefined>, options?: { replace?: boolean }) => void,
+] {
   const search = useSearch();
   const [location, navigate] = useLocation();
   const params = useMemo(() => Object.fromEntries(new URLSearchParams(search)), [search]);

@@ -17,7 +17,6 @@ import { PartitionsTab } from "./AssetPartitionsTab";
 import { StatusSection, useRangeIndex, type StatusData } from "./AssetStatusSection";
 import "./Asset.css";
 
-
 const TABS = [
   ["partitions", "Partitions"],
   ["history", "Materialisations"],
@@ -79,7 +78,15 @@ export function AssetPage({ assetKey }: { assetKey: string }) {
       <StatusSection asset={asset} params={params} status={status} ranges={ranges} />
       <div className="tabs" role="tablist">
         {TABS.map(([id, label]) => (
-          <button key={id} type="button" role="tab" aria-selected={tab === id} className={tab === id ? "tab active" : "tab"} data-testid={`tab-${id}`} onClick={() => params.set({ tab: id })}>
+          <button
+            key={id}
+            type="button"
+            role="tab"
+            aria-selected={tab === id}
+            className={tab === id ? "tab active" : "tab"}
+            data-testid={`tab-${id}`}
+            onClick={() => params.set({ tab: id })}
+          >
             {label}
           </button>
         ))}

@@ -27,22 +27,36 @@ interface Evaluations {
     partitions: string[][];
     count: number | null;
     runId: string | null;
-    reasons: { operand: string; detail: string; upstream: string | null; partitions: string[][] | null; runIds: string[] | null; tick: string | null }[];
+    reasons: {
+      operand: string;
+      detail: string;
+      upstream: string | null;
+      partitions: string[][] | null;
+      runIds: string[] | null;
+      tick: string | null;
+    }[];
   }[];
 }
 
 const DECISION_STATE = { requested: "success", declined: "up_for_retry", skipped: "skipped" } as const;
 
-const rangesText = (ranges: readonly (readonly string[])[]): string => ranges.map(([a, b]) => (a === b ? (a === "" ? "(whole asset)" : a) : `${a} … ${b}`)).join(", ");
+const rangesText = (ranges: readonly (readonly string[])[]): string =>
+  ranges.map(([a, b]) => (a === b ? (a === "" ? "(whole asset)" : a) : `${a} … ${b}`)).join(", ");
 
 export function AutomationTab({ assetKey, partition }: { assetKey: string; partition: string | undefined }) {
-  const state = useQuery<{ automationEvaluations: Evaluations | null }>(EVALUATIONS_QUERY, { key: assetKey, partition: partition ?? null }, { pollMs: 15_000 });
+  const state = useQuery<{ automationEvaluations: Evaluations | null }>(
+    EVALUATIONS_QUERY,
+    { key: assetKey, partition: partition ?? null },
+    { pollMs: 15_000 },
+  );
   const ev = state.data?.automationEvaluations;
   return (
     <div data-testid="automation">
       {state.error ? <ErrorView error={state.error} /> : null}
       {!ev ? (
-        state.error ? null : <Loading what="the automation decisions" />
+        state.error ? null : (
+          <Loading what="the automation decisions" />
+        )
       ) : (
         <>
           <div className="toolbar">
@@ -78,12 +92,20 @@ export function AutomationTab({ assetKey, partition }: { assetKey: string; parti
                       <div className="muted small">tick {r.tick}</div>
                     </td>
                     <td>
-                      <span className="badge" data-decision={r.decision} style={{ background: stateColor(DECISION_STATE[r.decision] ?? r.decision) }}>
+                      <span
+                        className="badge"
+                        data-decision={r.decision}
+                        style={{ background: stateColor(DECISION_STATE[r.decision] ?? r.decision) }}
+                      >
                         {r.decision}
                       </span>
                     </td>
                     <td>
-                      {r.partitions.length === 0 ? <span className="muted">–</span> : <span className="mono">{rangesText(r.partitions)}</span>}
+                      {r.partitions.length === 0 ? (
+                        <span className="muted">–</span>
+                      ) : (
+                        <span className="mono">{rangesText(r.partitions)}</span>
+                      )}
                       {r.count != null && r.count > 1 ? <div className="muted small">{formatCount(r.count)} partitions</div> : null}
                     </td>
                     <td>

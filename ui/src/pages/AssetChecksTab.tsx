@@ -64,7 +64,17 @@ export function ChecksTab({ assetKey, partition, params }: { assetKey: string; p
     <div data-testid="checks">
       {state.error ? <ErrorView error={state.error} /> : null}
       <div className="toolbar muted">
-        <span>Latest result {partition !== undefined ? <>of partition <code>{partition}</code></> : "of any partition"}.</span>
+        <span>
+          Latest result{" "}
+          {partition !== undefined ? (
+            <>
+              of partition <code>{partition}</code>
+            </>
+          ) : (
+            "of any partition"
+          )}
+          .
+        </span>
       </div>
       <table className="grid compact" data-testid="checks-table">
         <thead>
@@ -112,7 +122,14 @@ export function ChecksTab({ assetKey, partition, params }: { assetKey: string; p
       </table>
       <h3 className="checks-history-title">Results</h3>
       {/* A new partition or check starts at the newest page again. */}
-      <ResultPages key={`${partition ?? ""}\u0000${chosen ?? ""}`} assetKey={assetKey} partition={partition} check={chosen} checks={checks} params={params} />
+      <ResultPages
+        key={`${partition ?? ""}\u0000${chosen ?? ""}`}
+        assetKey={assetKey}
+        partition={partition}
+        check={chosen}
+        checks={checks}
+        params={params}
+      />
     </div>
   );
 }
@@ -131,12 +148,15 @@ function ResultPages({
   params: PageParams;
 }) {
   const [stack, setStack] = useState<(string | null)[]>([null]);
-  const state = useQuery<{ asset: { checkResults: { endCursor: string | null; hasNextPage: boolean; nodes: CheckResult[] } } | null }>(RESULTS_QUERY, {
-    key: assetKey,
-    partition: partition ?? null,
-    check: check ?? null,
-    after: stack[stack.length - 1],
-  });
+  const state = useQuery<{ asset: { checkResults: { endCursor: string | null; hasNextPage: boolean; nodes: CheckResult[] } } | null }>(
+    RESULTS_QUERY,
+    {
+      key: assetKey,
+      partition: partition ?? null,
+      check: check ?? null,
+      after: stack[stack.length - 1],
+    },
+  );
   const page = state.data?.asset?.checkResults;
   return (
     <div data-testid="check-results">
@@ -152,14 +172,31 @@ function ResultPages({
             ))}
           </select>
         </label>
-        <span className="muted">{partition !== undefined ? <>Of partition <code>{partition}</code>, newest first.</> : "Of every partition, newest first."}</span>
+        <span className="muted">
+          {partition !== undefined ? (
+            <>
+              Of partition <code>{partition}</code>, newest first.
+            </>
+          ) : (
+            "Of every partition, newest first."
+          )}
+        </span>
       </div>
       {state.error ? <ErrorView error={state.error} /> : null}
       {!page ? (
-        state.error ? null : <Loading what="the results" />
+        state.error ? null : (
+          <Loading what="the results" />
+        )
       ) : page.nodes.length === 0 ? (
         <div className="muted" data-testid="check-results-none">
-          No results yet{check ? <> of <code>{check}</code></> : null}: a check runs right after each materialisation of the asset.
+          No results yet
+          {check ? (
+            <>
+              {" "}
+              of <code>{check}</code>
+            </>
+          ) : null}
+          : a check runs right after each materialisation of the asset.
         </div>
       ) : (
         <table className="grid compact" data-testid="check-results-table">

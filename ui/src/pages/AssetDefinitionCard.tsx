@@ -34,7 +34,13 @@ export interface AssetDefinition {
 export function mappingText(mapping: unknown): string {
   if (mapping === null || mapping === undefined) return "default";
   if (typeof mapping !== "object") return String(mapping);
-  const m = mapping as { kind?: string; startOffset?: number; endOffset?: number; map?: Record<string, string[]>; dimensions?: Record<string, { upstreamDimension: string; mapping: unknown }> };
+  const m = mapping as {
+    kind?: string;
+    startOffset?: number;
+    endOffset?: number;
+    map?: Record<string, string[]>;
+    dimensions?: Record<string, { upstreamDimension: string; mapping: unknown }>;
+  };
   switch (m.kind) {
     case "identity":
       return "identity";

@@ -32,18 +32,31 @@ export function HistoryTab({ assetKey, partition }: { assetKey: string; partitio
 
 function HistoryPages({ assetKey, partition }: { assetKey: string; partition: string | undefined }) {
   const [stack, setStack] = useState<(string | null)[]>([null]);
-  const state = useQuery<{ asset: { materializations: { endCursor: string | null; hasNextPage: boolean; nodes: Event[] } } | null }>(HISTORY_QUERY, {
-    key: assetKey,
-    partition: partition ?? null,
-    after: stack[stack.length - 1],
-  });
+  const state = useQuery<{ asset: { materializations: { endCursor: string | null; hasNextPage: boolean; nodes: Event[] } } | null }>(
+    HISTORY_QUERY,
+    {
+      key: assetKey,
+      partition: partition ?? null,
+      after: stack[stack.length - 1],
+    },
+  );
   const page = state.data?.asset?.materializations;
   return (
     <div data-testid="history">
-      <div className="toolbar muted">{partition !== undefined ? <>Of partition <code>{partition}</code>, newest first.</> : "Of every partition, newest first."}</div>
+      <div className="toolbar muted">
+        {partition !== undefined ? (
+          <>
+            Of partition <code>{partition}</code>, newest first.
+          </>
+        ) : (
+          "Of every partition, newest first."
+        )}
+      </div>
       {state.error ? <ErrorView error={state.error} /> : null}
       {!page ? (
-        state.error ? null : <Loading what="the history" />
+        state.error ? null : (
+          <Loading what="the history" />
+        )
       ) : page.nodes.length === 0 ? (
         <div className="muted">Never materialised, reported or observed.</div>
       ) : (

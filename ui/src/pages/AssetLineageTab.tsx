@@ -40,7 +40,17 @@ interface Lineage {
   inputs: { eventId: string; upstreamAssetKey: string; upstreamPartitionKey: string; upstreamEventId: string | null }[];
 }
 
-export function LineageTab({ assetKey, partitioned, partition, params }: { assetKey: string; partitioned: boolean; partition: string | undefined; params: PageParams }) {
+export function LineageTab({
+  assetKey,
+  partitioned,
+  partition,
+  params,
+}: {
+  assetKey: string;
+  partitioned: boolean;
+  partition: string | undefined;
+  params: PageParams;
+}) {
   const depth = Math.min(20, Math.max(1, Number(params.get("depth") ?? 3) || 3));
   const state = useQuery<{ up: Lineage | null; down: Lineage | null }>(LINEAGE_QUERY, {
     key: assetKey,
@@ -60,7 +70,9 @@ export function LineageTab({ assetKey, partitioned, partition, params }: { asset
             ))}
           </select>
         </label>
-        {partitioned && partition === undefined ? <span className="muted">Choose a partition (click the bar or a listed partition) for run-level lineage.</span> : null}
+        {partitioned && partition === undefined ? (
+          <span className="muted">Choose a partition (click the bar or a listed partition) for run-level lineage.</span>
+        ) : null}
         {partition !== undefined ? (
           <span className="muted">
             of partition <code>{partition}</code>
@@ -69,12 +81,15 @@ export function LineageTab({ assetKey, partitioned, partition, params }: { asset
       </div>
       {state.error ? <ErrorView error={state.error} /> : null}
       {!state.data ? (
-        state.error ? null : <Loading what="the lineage" />
+        state.error ? null : (
+          <Loading what="the lineage" />
+        )
       ) : (
         <>
           {state.data.up?.start ? (
             <p data-testid="lineage-start">
-              Latest materialisation: event <code>{state.data.up.start.eventId}</code> at {formatTime(state.data.up.start.createdAt)}, run <RunLink runId={state.data.up.start.runId} />
+              Latest materialisation: event <code>{state.data.up.start.eventId}</code> at {formatTime(state.data.up.start.createdAt)}, run{" "}
+              <RunLink runId={state.data.up.start.runId} />
               {state.data.up.start.dataVersion ? (
                 <>
                   , data version <code>{state.data.up.start.dataVersion}</code>
@@ -131,7 +146,8 @@ function LineageSide({ title, lineage, direction }: { title: string; lineage: Li
           <ul className="reasons">
             {lineage.dependencies.map((d) => (
               <li key={`${d.upstreamKey}>${d.downstreamKey}:${d.name}`}>
-                <span className="mono">{d.upstreamKey}</span> → <span className="mono">{d.downstreamKey}</span> ({d.name}): {d.mappingDescription}
+                <span className="mono">{d.upstreamKey}</span> → <span className="mono">{d.downstreamKey}</span> ({d.name}):{" "}
+                {d.mappingDescription}
               </li>
             ))}
           </ul>
@@ -156,7 +172,8 @@ function LineageSide({ title, lineage, direction }: { title: string; lineage: Li
               return (
                 <tr key={`${i.eventId}:${i.upstreamAssetKey}:${i.upstreamPartitionKey}`}>
                   <td>
-                    {reader ? <AssetLink assetKey={reader.assetKey} /> : null} <code>{reader?.partitionKey ?? ""}</code> <span className="muted">#{i.eventId}</span>
+                    {reader ? <AssetLink assetKey={reader.assetKey} /> : null} <code>{reader?.partitionKey ?? ""}</code>{" "}
+                    <span className="muted">#{i.eventId}</span>
                   </td>
                   <td>
                     <AssetLink assetKey={i.upstreamAssetKey} /> <code>{i.upstreamPartitionKey}</code>{" "}

@@ -60,7 +60,10 @@ async function loadStatusPage(assetKey: string, ranges: readonly StatusRange[], 
     planned += first;
   }
   if (parts.length === 0) return { nodes: [], next: undefined };
-  const data = await gql<{ asset: Record<string, PartitionPage> | null }>(`query(${decls.join(", ")}) { asset(key: $key) { ${parts.join("\n")} } }`, vars);
+  const data = await gql<{ asset: Record<string, PartitionPage> | null }>(
+    `query(${decls.join(", ")}) { asset(key: $key) { ${parts.join("\n")} } }`,
+    vars,
+  );
   if (!data.asset) throw new Error(`asset "${assetKey}" is no longer defined`);
   const nodes: PartitionNode[] = [];
   let next: Pointer | undefined;
@@ -68,7 +71,12 @@ async function loadStatusPage(assetKey: string, ranges: readonly StatusRange[], 
     const page = data.asset[`r${i}`]!;
     nodes.push(...page.nodes);
     const range = at.range + i;
-    if (i === parts.length - 1) next = page.hasNextPage ? { range, after: page.endCursor } : range + 1 < ranges.length ? { range: range + 1, after: null } : undefined;
+    if (i === parts.length - 1)
+      next = page.hasNextPage
+        ? { range, after: page.endCursor }
+        : range + 1 < ranges.length
+          ? { range: range + 1, after: null }
+          : undefined;
   }
   return { nodes, next };
 }
@@ -83,7 +91,8 @@ export function PartitionsTab({ asset, params, ranges }: { asset: AssetDefinitio
     <div data-testid="partition-list" data-status={status}>
       <div className="toolbar">
         <span>
-          <span className="swatch" style={{ background: PARTITION_COLORS[status] }} /> <strong>{formatCount(count)}</strong> {statusLabel(status)} partition{count === 1 ? "" : "s"}
+          <span className="swatch" style={{ background: PARTITION_COLORS[status] }} /> <strong>{formatCount(count)}</strong>{" "}
+          {statusLabel(status)} partition{count === 1 ? "" : "s"}
         </span>
         <button type="button" className="link-button" onClick={() => params.set({ status: undefined })}>
           all partitions
@@ -132,11 +141,16 @@ const ALL_QUERY = `query($key: String!, $after: String) { asset(key: $key) { par
 
 function AllPartitions({ asset, params }: { asset: AssetDefinition; params: PageParams }) {
   const [stack, setStack] = useState<(string | null)[]>([null]);
-  const state = useQuery<{ asset: { partitions: PartitionPage & { totalCount: number } } | null }>(ALL_QUERY, { key: asset.key, after: stack[stack.length - 1] });
+  const state = useQuery<{ asset: { partitions: PartitionPage & { totalCount: number } } | null }>(ALL_QUERY, {
+    key: asset.key,
+    after: stack[stack.length - 1],
+  });
   const page = state.data?.asset?.partitions;
   return (
     <div data-testid="partition-list">
-      <div className="toolbar muted">All partitions, oldest first{page ? ` (${formatCount(page.totalCount)})` : ""}. Click a status above to list only those.</div>
+      <div className="toolbar muted">
+        All partitions, oldest first{page ? ` (${formatCount(page.totalCount)})` : ""}. Click a status above to list only those.
+      </div>
       {state.error ? <ErrorView error={state.error} /> : null}
       {page ? <PartitionTable nodes={page.nodes} params={params} /> : state.error ? null : <Loading what="the partitions" />}
       <StackPager
@@ -169,7 +183,12 @@ function PartitionTable({ nodes, params }: { nodes: readonly PartitionNode[]; pa
         {nodes.map((n) => (
           <tr key={n.key} className={chosen === n.key ? "chosen" : undefined} data-testid="partition-row" data-key={n.key}>
             <td>
-              <button type="button" className="link-button mono" onClick={() => params.set({ partition: n.key })} title="Choose this partition (lineage, automation, history)">
+              <button
+                type="button"
+                className="link-button mono"
+                onClick={() => params.set({ partition: n.key })}
+                title="Choose this partition (lineage, automation, history)"
+              >
                 {n.key || "(unpartitioned)"}
               </button>
               {n.start ? <div className="muted small">{`${formatTime(n.start)} – ${formatTime(n.end)}`}</div> : null}
@@ -190,7 +209,10 @@ function PartitionTable({ nodes, params }: { nodes: readonly PartitionNode[]; pa
                     <li key={i}>
                       {r.upstreamAssetKey ? (
                         <>
-                          <Link href={`/assets/${r.upstreamAssetKey.split("/").map(encodeURIComponent).join("/")}`}>{r.upstreamAssetKey}</Link>:{" "}
+                          <Link href={`/assets/${r.upstreamAssetKey.split("/").map(encodeURIComponent).join("/")}`}>
+                            {r.upstreamAssetKey}
+                          </Link>
+                          :{" "}
                         </>
                       ) : null}
                       {r.message}

@@ -3,7 +3,14 @@
 import { useEffect, useMemo, useState } from "react";
 import { Link } from "wouter";
 import { useMutation, type QueryState } from "../api";
-import { indexRanges, PartitionBar, StatusLegend, type IndexSelection, type RangeIndex, type StatusRange } from "../components/PartitionBar";
+import {
+  indexRanges,
+  PartitionBar,
+  StatusLegend,
+  type IndexSelection,
+  type RangeIndex,
+  type StatusRange,
+} from "../components/PartitionBar";
 import { PartitionMatrix, selectedIndices, type CellSelection } from "../components/PartitionMatrix";
 import { ErrorView, Loading } from "../components/QueryStates";
 import { formatCount } from "../format";
@@ -12,11 +19,18 @@ import type { PageParams } from "./asset-page-params";
 import { loadPartitionIndex, type PartitionIndex } from "./asset-partition-index";
 import type { AssetDefinition } from "./AssetDefinitionCard";
 
-
 export interface StatusData {
   asset: {
     partitionStatus: {
-      counts: { missing: number; materializing: number; materialized: number; failed: number; stale: number; timedOut: number; total: number };
+      counts: {
+        missing: number;
+        materializing: number;
+        materialized: number;
+        failed: number;
+        stale: number;
+        timedOut: number;
+        total: number;
+      };
       ranges: StatusRange[];
     };
   } | null;
@@ -34,8 +48,15 @@ export function useRangeIndex(status: QueryState<StatusData>): RangeIndex | unde
 }
 
 /** Index ↔ key of the existing partitions, loaded once per definition and partition count. */
-function usePartitionIndex(asset: AssetDefinition, total: number | undefined): { index: PartitionIndex | undefined; error: Error | undefined } {
-  const [state, setState] = useState<{ index: PartitionIndex | undefined; error: Error | undefined; key: string }>({ index: undefined, error: undefined, key: "" });
+function usePartitionIndex(
+  asset: AssetDefinition,
+  total: number | undefined,
+): { index: PartitionIndex | undefined; error: Error | undefined } {
+  const [state, setState] = useState<{ index: PartitionIndex | undefined; error: Error | undefined; key: string }>({
+    index: undefined,
+    error: undefined,
+    key: "",
+  });
   const spec = asset.partitionsDefinition;
   const key = JSON.stringify([asset.key, spec, total]);
   useEffect(() => {
@@ -124,14 +145,20 @@ export function StatusSection({
     if (!axes) return undefined;
     const r = axes[rowAxis]!;
     const c = axes[colAxis]!;
-    const digits = [r.indexOf(params.get("rfrom") ?? ""), r.indexOf(params.get("rto") ?? ""), c.indexOf(params.get("cfrom") ?? ""), c.indexOf(params.get("cto") ?? "")];
+    const digits = [
+      r.indexOf(params.get("rfrom") ?? ""),
+      r.indexOf(params.get("rto") ?? ""),
+      c.indexOf(params.get("cfrom") ?? ""),
+      c.indexOf(params.get("cto") ?? ""),
+    ];
     if (digits.some((d) => d === undefined)) return undefined;
     const [r0, r1, c0, c1] = digits as number[];
     return { rows: [Math.min(r0!, r1!), Math.max(r0!, r1!)], cols: [Math.min(c0!, c1!), Math.max(c0!, c1!)] };
   }, [axes, rowAxis, colAxis, params.get("rfrom"), params.get("rto"), params.get("cfrom"), params.get("cto")]);
 
   const target = useMemo((): Target | undefined => {
-    if (!partitioned) return { count: 1, label: "the asset", run: { assetKeys: [asset.key] }, backfill: undefined, clear: { assetKey: asset.key } };
+    if (!partitioned)
+      return { count: 1, label: "the asset", run: { assetKeys: [asset.key] }, backfill: undefined, clear: { assetKey: asset.key } };
     if (!index || !ranges) return undefined;
     if (view === "bar" && barSelection) {
       return rangeTarget(asset.key, index.keyAt(barSelection.from), index.keyAt(barSelection.to), barSelection.to - barSelection.from + 1);
@@ -187,7 +214,11 @@ export function StatusSection({
         <h2>Partition status</h2>
         {axes ? (
           <div className="toolbar">
-            <select value={view} onChange={(e) => params.set({ view: e.target.value === "bar" ? "bar" : undefined })} data-testid="status-view">
+            <select
+              value={view}
+              onChange={(e) => params.set({ view: e.target.value === "bar" ? "bar" : undefined })}
+              data-testid="status-view"
+            >
               <option value="matrix">matrix</option>
               <option value="bar">bar</option>
             </select>
@@ -219,7 +250,9 @@ export function StatusSection({
       ) : (
         <PartitionBar ranges={ranges} selection={barSelection} onSelect={selectBar} keyAt={index?.keyAt} />
       )}
-      {partitioned && ranges.total > 0 ? <div className="muted hint">Drag across the {view} to select partitions; click a status to list its partitions.</div> : null}
+      {partitioned && ranges.total > 0 ? (
+        <div className="muted hint">Drag across the {view} to select partitions; click a status to list its partitions.</div>
+      ) : null}
       {target ? (
         <SelectionActions
           key={JSON.stringify([target.label, target.count])}
@@ -227,7 +260,9 @@ export function StatusSection({
           target={target}
           partitioned={partitioned}
           onDone={status.reload}
-          onDismiss={() => params.set({ from: undefined, to: undefined, rfrom: undefined, rto: undefined, cfrom: undefined, cto: undefined })}
+          onDismiss={() =>
+            params.set({ from: undefined, to: undefined, rfrom: undefined, rto: undefined, cfrom: undefined, cto: undefined })
+          }
         />
       ) : null}
     </div>
@@ -235,7 +270,19 @@ export function StatusSection({
 }
 
 /** Which dimension the matrix draws as rows (or columns); changing it drops the cell selection. */
-function AxisSelect({ label, param, axes, value, params }: { label: string; param: "rows" | "cols"; axes: readonly { name: string }[]; value: string; params: PageParams }) {
+function AxisSelect({
+  label,
+  param,
+  axes,
+  value,
+  params,
+}: {
+  label: string;
+  param: "rows" | "cols";
+  axes: readonly { name: string }[];
+  value: string;
+  params: PageParams;
+}) {
   return (
     <label>
       {label}{" "}
@@ -285,7 +332,9 @@ function SelectionActions({
   onDismiss: () => void;
 }) {
   const launchRun = useMutation<{ launchRun: { id: string; status: string } | null }>(LAUNCH_RUN);
-  const launchBackfill = useMutation<{ launchBackfill: { id: string; status: string; requested: number; chunks: number } | null }>(LAUNCH_BACKFILL);
+  const launchBackfill = useMutation<{ launchBackfill: { id: string; status: string; requested: number; chunks: number } | null }>(
+    LAUNCH_BACKFILL,
+  );
   const clear = useMutation<{ clearPartitions: { id: string; status: string } | null }>(CLEAR);
   const [downstream, setDownstream] = useState(false);
   const [perRun, setPerRun] = useState(target.count > 100 ? 25 : 1);
@@ -300,7 +349,12 @@ function SelectionActions({
       if (r?.launchRun) setCreated({ kind: "run", id: r.launchRun.id, what: "Run" });
     } else if (target.backfill) {
       const r = await launchBackfill.run({ input: { ...target.backfill, maxPartitionsPerRun: perRun } });
-      if (r?.launchBackfill) setCreated({ kind: "backfill", id: r.launchBackfill.id, what: `Backfill of ${formatCount(r.launchBackfill.requested)} partitions` });
+      if (r?.launchBackfill)
+        setCreated({
+          kind: "backfill",
+          id: r.launchBackfill.id,
+          what: `Backfill of ${formatCount(r.launchBackfill.requested)} partitions`,
+        });
     }
     onDone();
   };
@@ -315,25 +369,59 @@ function SelectionActions({
   return (
     <div className="selection-actions" data-testid="selection-actions">
       <div>
-        <strong data-testid="selection-count">{partitioned ? `${formatCount(target.count)} partition${target.count === 1 ? "" : "s"}` : assetKey}</strong>{" "}
-        {partitioned ? <span className="mono muted" data-testid="selection-label">{target.label}</span> : null}
+        <strong data-testid="selection-count">
+          {partitioned ? `${formatCount(target.count)} partition${target.count === 1 ? "" : "s"}` : assetKey}
+        </strong>{" "}
+        {partitioned ? (
+          <span className="mono muted" data-testid="selection-label">
+            {target.label}
+          </span>
+        ) : null}
       </div>
       <div className="toolbar">
-        <button type="button" className="primary" disabled={busy || (!target.run && !target.backfill)} onClick={() => void materialise()} data-testid="materialise">
-          Materialise{target.backfill ? ` (backfill, ${formatCount(Math.ceil(target.count / Math.max(1, perRun)))} runs)` : target.run && partitioned ? " (one run)" : ""}
+        <button
+          type="button"
+          className="primary"
+          disabled={busy || (!target.run && !target.backfill)}
+          onClick={() => void materialise()}
+          data-testid="materialise"
+        >
+          Materialise
+          {target.backfill
+            ? ` (backfill, ${formatCount(Math.ceil(target.count / Math.max(1, perRun)))} runs)`
+            : target.run && partitioned
+              ? " (one run)"
+              : ""}
         </button>
         {target.backfill ? (
           <label className="muted">
             partitions per run{" "}
-            <input type="number" min={1} max={1000} value={perRun} onChange={(e) => setPerRun(Math.max(1, Number(e.target.value) || 1))} style={{ width: 70 }} data-testid="per-run" />
+            <input
+              type="number"
+              min={1}
+              max={1000}
+              value={perRun}
+              onChange={(e) => setPerRun(Math.max(1, Number(e.target.value) || 1))}
+              style={{ width: 70 }}
+              data-testid="per-run"
+            />
           </label>
         ) : null}
-        {!target.run && !target.backfill ? <span className="muted">Too many partitions to list: select fewer than {formatCount(KEY_LIST_LIMIT)}.</span> : null}
-        <button type="button" disabled={busy || typeof target.clear === "string"} onClick={() => void clearNow()} data-testid="clear" title={typeof target.clear === "string" ? target.clear : "Forget their materialisations and rerun them in one run"}>
+        {!target.run && !target.backfill ? (
+          <span className="muted">Too many partitions to list: select fewer than {formatCount(KEY_LIST_LIMIT)}.</span>
+        ) : null}
+        <button
+          type="button"
+          disabled={busy || typeof target.clear === "string"}
+          onClick={() => void clearNow()}
+          data-testid="clear"
+          title={typeof target.clear === "string" ? target.clear : "Forget their materialisations and rerun them in one run"}
+        >
           Clear
         </button>
         <label className="muted">
-          <input type="checkbox" checked={downstream} onChange={(e) => setDownstream(e.target.checked)} data-testid="clear-downstream" /> and everything downstream
+          <input type="checkbox" checked={downstream} onChange={(e) => setDownstream(e.target.checked)} data-testid="clear-downstream" />{" "}
+          and everything downstream
         </label>
         {partitioned ? (
           <button type="button" className="link-button" onClick={onDismiss}>

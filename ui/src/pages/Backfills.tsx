@@ -42,7 +42,11 @@ const BACKFILLS_QUERY = `query Backfills($status: BackfillStatus) { backfills(fi
 export function BackfillsPage() {
   const [params, setParams] = useUrlParams();
   const [pollMs, setPollMs] = useState<number | undefined>(undefined);
-  const state = useQuery<{ backfills: BackfillRow[] }>(BACKFILLS_QUERY, params.status ? { status: params.status } : {}, pollMs ? { pollMs } : {});
+  const state = useQuery<{ backfills: BackfillRow[] }>(
+    BACKFILLS_QUERY,
+    params.status ? { status: params.status } : {},
+    pollMs ? { pollMs } : {},
+  );
   const active = state.data?.backfills.some((b) => ACTIVE_BACKFILL_STATUSES.has(b.status)) ?? false;
   if ((active ? 3_000 : undefined) !== pollMs) setPollMs(active ? 3_000 : undefined);
 
@@ -137,7 +141,13 @@ const RESUME = `mutation ($id: String!) { resumeBackfill(id: $id) { id status } 
 const RETRY = `mutation ($id: String!) { retryBackfillFailures(id: $id) { id } }`;
 
 /** Cancel (while active), resume (once canceled), re-run the failures (once ended with failures: a new backfill). */
-export function BackfillActions({ backfill, onChanged }: { backfill: Pick<BackfillRow, "id" | "status" | "failed">; onChanged: () => void }) {
+export function BackfillActions({
+  backfill,
+  onChanged,
+}: {
+  backfill: Pick<BackfillRow, "id" | "status" | "failed">;
+  onChanged: () => void;
+}) {
   const [, navigate] = useLocation();
   const cancel = useMutation<unknown>(CANCEL);
   const resume = useMutation<unknown>(RESUME);
@@ -147,7 +157,11 @@ export function BackfillActions({ backfill, onChanged }: { backfill: Pick<Backfi
   const ended = !ACTIVE_BACKFILL_STATUSES.has(backfill.status);
   // useMutation's run never rejects (a failure shows in `error`), so the buttons start these without awaiting them.
   const cancelBackfill = async () => {
-    if (window.confirm("Cancel this backfill? No new runs start and its runs in flight are canceled.") && (await cancel.run({ id: backfill.id }))) onChanged();
+    if (
+      window.confirm("Cancel this backfill? No new runs start and its runs in flight are canceled.") &&
+      (await cancel.run({ id: backfill.id }))
+    )
+      onChanged();
   };
   const resumeBackfill = async () => {
     if (await resume.run({ id: backfill.id })) onChanged();
@@ -159,12 +173,7 @@ export function BackfillActions({ backfill, onChanged }: { backfill: Pick<Backfi
   return (
     <div className="backfill-actions">
       {backfill.status === "requested" || backfill.status === "running" ? (
-        <button
-          type="button"
-          disabled={busy}
-          data-testid="backfill-cancel"
-          onClick={() => void cancelBackfill()}
-        >
+        <button type="button" disabled={busy} data-testid="backfill-cancel" onClick={() => void cancelBackfill()}>
           Cancel
         </button>
       ) : null}
@@ -174,12 +183,7 @@ export function BackfillActions({ backfill, onChanged }: { backfill: Pick<Backfi
         </button>
       ) : null}
       {ended && backfill.failed > 0 ? (
-        <button
-          type="button"
-          disabled={busy}
-          data-testid="backfill-retry"
-          onClick={() => void retryFailures()}
-        >
+        <button type="button" disabled={busy} data-testid="backfill-retry" onClick={() => void retryFailures()}>
           Re-run failed
         </button>
       ) : null}

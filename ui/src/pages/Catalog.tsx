@@ -42,7 +42,9 @@ const PAGE_SIZE = 100;
 /** Tags as "name=value" strings (a tag without a value is just its name). */
 function tagStrings(tags: Record<string, unknown> | null): string[] {
   if (!tags) return [];
-  return Object.entries(tags).map(([k, v]) => (v === "" || v === true || v == null ? k : `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`));
+  return Object.entries(tags).map(([k, v]) =>
+    v === "" || v === true || v == null ? k : `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`,
+  );
 }
 
 const distinct = (values: readonly (string | null)[]): string[] => [...new Set(values.filter((v): v is string => !!v))].sort();
@@ -195,7 +197,19 @@ function Catalog({ assets }: { assets: readonly CatalogAsset[] }) {
   );
 }
 
-function FilterSelect({ label, value, values, onChange, testId }: { label: string; value: string; values: readonly string[]; onChange: (v: string) => void; testId: string }) {
+function FilterSelect({
+  label,
+  value,
+  values,
+  onChange,
+  testId,
+}: {
+  label: string;
+  value: string;
+  values: readonly string[];
+  onChange: (v: string) => void;
+  testId: string;
+}) {
   // A value from a shared link that no asset has any more stays selectable, so the page shows why nothing matches.
   const all = value && !values.includes(value) ? [value, ...values] : values;
   return (
@@ -248,7 +262,9 @@ function AssetRow({ asset: a, now }: { asset: CatalogAsset; now: number }) {
       <td>
         <HealthBar counts={counts} />
       </td>
-      <td data-testid="stale-count">{counts?.stale ? <span className="catalog-stale">{formatCount(counts.stale)}</span> : <span className="muted">0</span>}</td>
+      <td data-testid="stale-count">
+        {counts?.stale ? <span className="catalog-stale">{formatCount(counts.stale)}</span> : <span className="muted">0</span>}
+      </td>
     </tr>
   );
 }

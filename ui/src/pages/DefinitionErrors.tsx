@@ -45,13 +45,18 @@ export function describeLocation(location: Record<string, unknown> | null, fallb
 const hasErrors = (f: DefinitionFile) => f.status !== "ok" || (f.problems?.length ?? 0) > 0;
 
 export function DefinitionErrorsPage() {
-  const state = useQuery<{ definitionsVersion: { version: number | null; loadedAt: string | null } | null; definitionFiles: DefinitionFile[] | null }>(DEFINITIONS_QUERY, {}, { pollMs: 5_000 });
+  const state = useQuery<{
+    definitionsVersion: { version: number | null; loadedAt: string | null } | null;
+    definitionFiles: DefinitionFile[] | null;
+  }>(DEFINITIONS_QUERY, {}, { pollMs: 5_000 });
   return (
     <div className="definitions">
       <h1>Definitions</h1>
       <QueryView state={state} what="definition files">
         {(data) => {
-          const files = [...(data.definitionFiles ?? [])].sort((a, b) => Number(hasErrors(b)) - Number(hasErrors(a)) || a.path.localeCompare(b.path));
+          const files = [...(data.definitionFiles ?? [])].sort(
+            (a, b) => Number(hasErrors(b)) - Number(hasErrors(a)) || a.path.localeCompare(b.path),
+          );
           const broken = files.filter(hasErrors);
           const warned = files.filter((f) => (f.warnings?.length ?? 0) > 0);
           return (
@@ -68,7 +73,8 @@ export function DefinitionErrorsPage() {
                 </div>
               ) : (
                 <div className="error" data-testid="definitions-summary">
-                  {broken.length} file{broken.length === 1 ? " has" : "s have"} errors; {broken.length === 1 ? "its" : "their"} assets are left out of the graph until fixed.
+                  {broken.length} file{broken.length === 1 ? " has" : "s have"} errors; {broken.length === 1 ? "its" : "their"} assets are
+                  left out of the graph until fixed.
                 </div>
               )}
               {files.map((f) => (
@@ -87,7 +93,12 @@ function FileCard({ file: f }: { file: DefinitionFile }) {
   const warnings = f.warnings ?? [];
   const failed = f.status !== "ok";
   return (
-    <div className={`card definitions-file${failed || problems.length ? " broken" : ""}`} data-testid="definition-file" data-path={f.path} data-status={f.status ?? ""}>
+    <div
+      className={`card definitions-file${failed || problems.length ? " broken" : ""}`}
+      data-testid="definition-file"
+      data-path={f.path}
+      data-status={f.status ?? ""}
+    >
       <div className="definitions-head">
         <code className="definitions-path">{f.path}</code>
         <StateBadge state={failed ? "failed" : problems.length ? "upstream_failed" : "success"} />
@@ -99,7 +110,10 @@ function FileCard({ file: f }: { file: DefinitionFile }) {
       {failed ? (
         <div className="definitions-error" data-testid="definition-error">
           <div>
-            {f.code ? <code className="code">{f.code}</code> : null} <span className="mono" data-testid="definition-location">{describeLocation(f.location, f.path, f.message)}</span>
+            {f.code ? <code className="code">{f.code}</code> : null}{" "}
+            <span className="mono" data-testid="definition-location">
+              {describeLocation(f.location, f.path, f.message)}
+            </span>
           </div>
           <pre>{f.message ?? "The file failed to load (no message)."}</pre>
         </div>

@@ -68,7 +68,8 @@ function Graph({ assets }: { assets: readonly GraphAsset[] }) {
   const groups = useMemo(() => [...new Set(assets.map((a) => a.group ?? NO_GROUP))].sort(), [assets]);
 
   // Keyed by the graph's shape and statuses only, so a poll that changes nothing keeps the same objects.
-  const shapeKey = JSON.stringify(assets.map((a) => [a.key, a.group, a.upstream?.map((u) => u.key), assetStatus(a.partitionStatus?.counts)])) + group;
+  const shapeKey =
+    JSON.stringify(assets.map((a) => [a.key, a.group, a.upstream?.map((u) => u.key), assetStatus(a.partitionStatus?.counts)])) + group;
   const { nodes, edges } = useMemo(() => {
     const shown = assets.filter((a) => !group || (a.group ?? NO_GROUP) === group);
     const keys = new Set(shown.map((a) => a.key));

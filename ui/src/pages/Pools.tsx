@@ -23,7 +23,8 @@ export function PoolsPage() {
     <div className="pools">
       <h1>Pools</h1>
       <p className="muted">
-        Steps of the assets that use a pool compete for its slots; steps beyond them wait, queued. A pool that includes deferred steps keeps their slots while they wait on a trigger.
+        Steps of the assets that use a pool compete for its slots; steps beyond them wait, queued. A pool that includes deferred steps keeps
+        their slots while they wait on a trigger.
       </p>
       <QueryView state={state} what="pools">
         {(data) =>
@@ -144,7 +145,13 @@ function PoolRow({ pool: p, onSaved }: { pool: Pool; onSaved: () => void }) {
           )}
         </td>
         <td data-testid="pool-queued">{formatCount(p.queued)}</td>
-        <td>{p.includeDeferred ? <span title="Deferred steps keep their slots while they wait">hold slots</span> : <span className="muted">release slots</span>}</td>
+        <td>
+          {p.includeDeferred ? (
+            <span title="Deferred steps keep their slots while they wait">hold slots</span>
+          ) : (
+            <span className="muted">release slots</span>
+          )}
+        </td>
         <td title={formatTime(p.updatedAt)}>{formatAgo(p.updatedAt)}</td>
       </tr>
       {invalid ? (

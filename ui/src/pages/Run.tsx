@@ -40,7 +40,15 @@ interface Step extends GanttStep {
   skipReason: string | null;
   error: unknown;
   tries: StepTry[];
-  waitingFor: { id: string; kind: string; status: string; args: unknown; timeoutAt: string | null; nextCheckAt: string | null; lastResult: unknown } | null;
+  waitingFor: {
+    id: string;
+    kind: string;
+    status: string;
+    args: unknown;
+    timeoutAt: string | null;
+    nextCheckAt: string | null;
+    lastResult: unknown;
+  } | null;
 }
 
 interface RunDetail {
@@ -194,17 +202,30 @@ function RunView({ run, live, onChanged }: { run: RunDetail; live: boolean; onCh
         <h2>Timeline</h2>
         <label>
           Order{" "}
-          <select data-testid="gantt-sort" value={sort} onChange={(e) => setParams({ sort: e.target.value === "plan" ? "plan" : undefined }, { replace: true })}>
+          <select
+            data-testid="gantt-sort"
+            value={sort}
+            onChange={(e) => setParams({ sort: e.target.value === "plan" ? "plan" : undefined }, { replace: true })}
+          >
             <option value="start">by start</option>
             <option value="plan">as planned</option>
           </select>
         </label>
         <span className="muted">Click a step for its details and logs.</span>
       </div>
-      <Gantt steps={run.steps} now={now} live={live} sort={sort} selectedId={selected?.id} onSelect={(id) => setParams({ step: id, try: undefined })} />
+      <Gantt
+        steps={run.steps}
+        now={now}
+        live={live}
+        sort={sort}
+        selectedId={selected?.id}
+        onSelect={(id) => setParams({ step: id, try: undefined })}
+      />
 
       {params.step && !selected ? <p className="error">This run has no step {params.step}.</p> : null}
-      {selected ? <StepDetails runId={run.id} step={selected} tryParam={params.try} onTry={(n) => setParams({ try: String(n) }, { replace: true })} /> : null}
+      {selected ? (
+        <StepDetails runId={run.id} step={selected} tryParam={params.try} onTry={(n) => setParams({ try: String(n) }, { replace: true })} />
+      ) : null}
     </div>
   );
 }
@@ -218,18 +239,35 @@ function Fact({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-function StepDetails({ runId, step, tryParam, onTry }: { runId: string; step: Step; tryParam: string | undefined; onTry: (n: number) => void }) {
+function StepDetails({
+  runId,
+  step,
+  tryParam,
+  onTry,
+}: {
+  runId: string;
+  step: Step;
+  tryParam: string | undefined;
+  onTry: (n: number) => void;
+}) {
   const tries = [...step.tries].sort((a, b) => a.tryNumber - b.tryNumber);
   const latest = tries.at(-1);
   const chosen = tries.find((t) => String(t.tryNumber) === tryParam) ?? latest;
   return (
-    <div className="card step-details" data-testid="step-details" data-step-id={step.id} {...(step.checkName ? { "data-check": step.checkName } : {})}>
+    <div
+      className="card step-details"
+      data-testid="step-details"
+      data-step-id={step.id}
+      {...(step.checkName ? { "data-check": step.checkName } : {})}
+    >
       <h2 data-testid="step-title">
         <Link href={assetPath(step.assetKey)}>{step.assetKey}</Link>
         {step.checkName ? (
           <>
             {" "}
-            <Link href={`${assetPath(step.assetKey)}?tab=checks${step.partitionKey ? `&partition=${encodeURIComponent(step.partitionKey)}` : ""}`}>
+            <Link
+              href={`${assetPath(step.assetKey)}?tab=checks${step.partitionKey ? `&partition=${encodeURIComponent(step.partitionKey)}` : ""}`}
+            >
               <CheckTag checkName={step.checkName} />
             </Link>
           </>
@@ -248,7 +286,10 @@ function StepDetails({ runId, step, tryParam, onTry }: { runId: string; step: St
         ) : null}
         <Fact label="Pool">{step.pool}</Fact>
         <Fact label="Priority">{step.priority}</Fact>
-        <Fact label="Worker">{chosen?.workerId ?? step.workerId ?? "–"}{chosen?.hostname ? ` (${chosen.hostname}${chosen.pid ? `, pid ${chosen.pid}` : ""})` : ""}</Fact>
+        <Fact label="Worker">
+          {chosen?.workerId ?? step.workerId ?? "–"}
+          {chosen?.hostname ? ` (${chosen.hostname}${chosen.pid ? `, pid ${chosen.pid}` : ""})` : ""}
+        </Fact>
         <Fact label="Queued">{formatTime(step.queuedAt)}</Fact>
         <Fact label="Started">{formatTime(step.startedAt)}</Fact>
         <Fact label="Ended">{formatTime(step.endedAt)}</Fact>
@@ -264,7 +305,9 @@ function StepDetails({ runId, step, tryParam, onTry }: { runId: string; step: St
           <strong>{step.waitingFor.status === "waiting" ? "Waiting for" : "Waited for"}</strong> <code>{step.waitingFor.kind}</code>{" "}
           <StateBadge state={step.waitingFor.status} /> <code>{JSON.stringify(step.waitingFor.args)}</code>
           {step.waitingFor.timeoutAt ? <span className="muted"> · times out {formatTime(step.waitingFor.timeoutAt)}</span> : null}
-          {step.waitingFor.nextCheckAt && step.waitingFor.status === "waiting" ? <span className="muted"> · next check {formatTime(step.waitingFor.nextCheckAt)}</span> : null}{" "}
+          {step.waitingFor.nextCheckAt && step.waitingFor.status === "waiting" ? (
+            <span className="muted"> · next check {formatTime(step.waitingFor.nextCheckAt)}</span>
+          ) : null}{" "}
           <Link href={`/triggers?id=${step.waitingFor.id}`}>trigger</Link>
         </div>
       ) : null}

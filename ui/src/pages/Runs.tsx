@@ -57,7 +57,11 @@ export function RunsPage() {
     ...(localToIso(params.before) ? { createdBefore: localToIso(params.before) } : {}),
   };
   const [pollMs, setPollMs] = useState<number | undefined>(undefined);
-  const state = useQuery<RunsData>(RUNS_QUERY, { filter, first: PAGE_SIZE, ...(params.cursor ? { after: params.cursor } : {}) }, pollMs ? { pollMs } : {});
+  const state = useQuery<RunsData>(
+    RUNS_QUERY,
+    { filter, first: PAGE_SIZE, ...(params.cursor ? { after: params.cursor } : {}) },
+    pollMs ? { pollMs } : {},
+  );
   const active = state.data?.runsConnection.nodes.some((r) => ACTIVE_RUN_STATUSES.has(r.status)) ?? false;
   // Live while any listed run has not ended.
   if ((active ? 3_000 : undefined) !== pollMs) setPollMs(active ? 3_000 : undefined);
@@ -111,7 +115,13 @@ export function RunsPage() {
   );
 }
 
-function RunFilters({ params, onChange }: { params: Readonly<Record<string, string>>; onChange: (changes: Record<string, string | undefined>) => void }) {
+function RunFilters({
+  params,
+  onChange,
+}: {
+  params: Readonly<Record<string, string>>;
+  onChange: (changes: Record<string, string | undefined>) => void;
+}) {
   return (
     <div className="toolbar" data-testid="run-filters">
       <label>
@@ -125,18 +135,43 @@ function RunFilters({ params, onChange }: { params: Readonly<Record<string, stri
           ))}
         </select>
       </label>
-      <TextFilter label="Asset" placeholder="asset key" value={params.asset} onCommit={(v) => onChange({ asset: v })} testId="filter-asset" />
-      <TextFilter label="Backfill" placeholder="backfill id" value={params.backfill} onCommit={(v) => onChange({ backfill: v })} testId="filter-backfill" />
+      <TextFilter
+        label="Asset"
+        placeholder="asset key"
+        value={params.asset}
+        onCommit={(v) => onChange({ asset: v })}
+        testId="filter-asset"
+      />
+      <TextFilter
+        label="Backfill"
+        placeholder="backfill id"
+        value={params.backfill}
+        onCommit={(v) => onChange({ backfill: v })}
+        testId="filter-backfill"
+      />
       <label>
         Created after{" "}
-        <input type="datetime-local" value={params.after ?? ""} onChange={(e) => onChange({ after: e.target.value })} data-testid="filter-after" />
+        <input
+          type="datetime-local"
+          value={params.after ?? ""}
+          onChange={(e) => onChange({ after: e.target.value })}
+          data-testid="filter-after"
+        />
       </label>
       <label>
         before{" "}
-        <input type="datetime-local" value={params.before ?? ""} onChange={(e) => onChange({ before: e.target.value })} data-testid="filter-before" />
+        <input
+          type="datetime-local"
+          value={params.before ?? ""}
+          onChange={(e) => onChange({ before: e.target.value })}
+          data-testid="filter-before"
+        />
       </label>
       {Object.keys(params).some((k) => k !== "cursor") ? (
-        <button type="button" onClick={() => onChange({ status: undefined, asset: undefined, backfill: undefined, after: undefined, before: undefined })}>
+        <button
+          type="button"
+          onClick={() => onChange({ status: undefined, asset: undefined, backfill: undefined, after: undefined, before: undefined })}
+        >
           Clear filters
         </button>
       ) : null}
@@ -145,7 +180,19 @@ function RunFilters({ params, onChange }: { params: Readonly<Record<string, stri
 }
 
 /** A text filter applied on Enter or when it loses focus (not on every keystroke). */
-function TextFilter({ label, placeholder, value, onCommit, testId }: { label: string; placeholder: string; value: string | undefined; onCommit: (v: string) => void; testId: string }) {
+function TextFilter({
+  label,
+  placeholder,
+  value,
+  onCommit,
+  testId,
+}: {
+  label: string;
+  placeholder: string;
+  value: string | undefined;
+  onCommit: (v: string) => void;
+  testId: string;
+}) {
   const [draft, setDraft] = useState(value ?? "");
   const [seen, setSeen] = useState(value);
   if (seen !== value) {
@@ -170,7 +217,12 @@ function TextFilter({ label, placeholder, value, onCommit, testId }: { label: st
 
 /** Runs as a table: id, status, origin, job or assets, partitions, created, duration, steps. */
 export function RunTable({ runs, now }: { runs: readonly RunRow[]; now: number }) {
-  if (runs.length === 0) return <p className="muted" data-testid="runs-empty">No runs match.</p>;
+  if (runs.length === 0)
+    return (
+      <p className="muted" data-testid="runs-empty">
+        No runs match.
+      </p>
+    );
   return (
     <table className="grid runs-table" data-testid="runs-table">
       <thead>
@@ -240,7 +292,10 @@ export function partitionsSummary(assets: readonly { steps: number; minPartition
   const partitioned = assets.filter((a) => a.maxPartition !== "");
   if (partitioned.length === 0) return "–";
   const first = partitioned.map((a) => a.minPartition || a.maxPartition).sort()[0]!;
-  const last = partitioned.map((a) => a.maxPartition).sort().at(-1)!;
+  const last = partitioned
+    .map((a) => a.maxPartition)
+    .sort()
+    .at(-1)!;
   const count = Math.max(...partitioned.map((a) => a.steps));
   return first === last ? first : `${first} … ${last} (${count})`;
 }

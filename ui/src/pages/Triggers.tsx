@@ -68,14 +68,22 @@ export function TriggersPage() {
   return (
     <div className="triggers">
       <h1>Triggers</h1>
-      <p className="muted">What deferred steps and source assets wait on: the triggerer checks each waiting trigger until it fires or times out.</p>
+      <p className="muted">
+        What deferred steps and source assets wait on: the triggerer checks each waiting trigger until it fires or times out.
+      </p>
       {counts.error ? <ErrorView error={counts.error} /> : null}
       <div className="toolbar triggers-filter" data-testid="trigger-counts">
         <button type="button" className={status === "" ? "active" : ""} onClick={() => setStatus("")}>
           all {total !== undefined ? formatCount(total) : ""}
         </button>
         {STATUSES.map((s) => (
-          <button key={s.status} type="button" className={status === s.status ? "active" : ""} onClick={() => setStatus(s.status)} data-testid={`trigger-count-${s.status}`}>
+          <button
+            key={s.status}
+            type="button"
+            className={status === s.status ? "active" : ""}
+            onClick={() => setStatus(s.status)}
+            data-testid={`trigger-count-${s.status}`}
+          >
             {s.status.replace("_", " ")} <strong>{formatCount(counts.data?.triggerCounts?.[s.field] ?? null)}</strong>
           </button>
         ))}
@@ -124,7 +132,9 @@ function TriggerList({ status, first: pageSize }: { status: string; first: numbe
           <>
             {rows.length === 0 ? (
               <p className="muted" data-testid="triggers-empty">
-                {status ? `No ${status.replace("_", " ")} triggers.` : "No triggers yet: deferred steps and observed source assets create them."}
+                {status
+                  ? `No ${status.replace("_", " ")} triggers.`
+                  : "No triggers yet: deferred steps and observed source assets create them."}
               </p>
             ) : (
               <table className="grid triggers-table" data-testid="triggers-table">
@@ -154,7 +164,14 @@ function TriggerList({ status, first: pageSize }: { status: string; first: numbe
               </button>
             ) : null}
             {more ? (
-              <button type="button" className="triggers-refresh" onClick={() => { setMore(undefined); first.reload(); }}>
+              <button
+                type="button"
+                className="triggers-refresh"
+                onClick={() => {
+                  setMore(undefined);
+                  first.reload();
+                }}
+              >
                 Back to the first page (live)
               </button>
             ) : null}
@@ -230,7 +247,9 @@ function TriggerRow({ trigger: t }: { trigger: Trigger }) {
         {t.pollIntervalMs ? <div className="muted triggers-small">every {formatDuration(t.pollIntervalMs)}</div> : null}
       </td>
       <td title={formatTime(t.lastCheckedAt)}>{formatAgo(t.lastCheckedAt, now)}</td>
-      <td title={formatTime(t.nextCheckAt)}>{waiting ? formatAgo(t.nextCheckAt, now) : <span className="muted">{t.endedAt ? `ended ${formatAgo(t.endedAt, now)}` : "–"}</span>}</td>
+      <td title={formatTime(t.nextCheckAt)}>
+        {waiting ? formatAgo(t.nextCheckAt, now) : <span className="muted">{t.endedAt ? `ended ${formatAgo(t.endedAt, now)}` : "–"}</span>}
+      </td>
       <td title={formatTime(t.timeoutAt)}>
         {t.timeoutAt ? formatAgo(t.timeoutAt, now) : <span className="muted">none</span>}
         {t.softFail ? <div className="muted triggers-small">skips the step</div> : null}

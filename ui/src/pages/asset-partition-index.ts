@@ -69,7 +69,10 @@ function dynamicKeysFrom(spec: Spec, keys: readonly string[], separator: string)
 export async function loadPartitionIndex(assetKey: string, spec: Spec, total: number, signal: AbortSignal): Promise<PartitionIndex> {
   const partitions: PartitionsModule = await import("../../../src/partitions/index.js");
   const separator = partitions.DIMENSION_SEPARATOR;
-  const dynamic = partitions.dynamicNames(spec).length === 0 ? new Map<string, string[]>() : dynamicKeysFrom(spec, await listKeys(assetKey, signal), separator);
+  const dynamic =
+    partitions.dynamicNames(spec).length === 0
+      ? new Map<string, string[]>()
+      : dynamicKeysFrom(spec, await listKeys(assetKey, signal), separator);
   const space = partitions.partitionSpace(spec, { dynamicKeys: (name) => dynamic.get(name) ?? [] });
   return {
     total,
@@ -95,7 +98,9 @@ function multiAxes(
   const time = declared.find((d) => d.spec.kind === "time");
   const order = time ? [time, ...declared.filter((d) => d !== time)] : declared;
   // Only the time dimension grows with the clock: its existing size is what the other dimensions leave of the total.
-  const sizes = order.map((d) => (d.spec.kind === "static" ? d.spec.keys.length : d.spec.kind === "dynamic" ? (dynamic.get(d.spec.name)?.length ?? 0) : -1));
+  const sizes = order.map((d) =>
+    d.spec.kind === "static" ? d.spec.keys.length : d.spec.kind === "dynamic" ? (dynamic.get(d.spec.name)?.length ?? 0) : -1,
+  );
   const rest = sizes.reduce((p, s) => (s < 0 ? p : p * s), 1);
   const resolved = sizes.map((s) => (s >= 0 ? s : rest === 0 ? 0 : Math.round(total / rest)));
   return order.map((d, k) => {

@@ -30,7 +30,12 @@ export interface Candidate {
  */
 export async function selectCandidates(
   trx: Trx,
-  scope: { readonly kindNames: readonly string[]; readonly limit: number; readonly agingLimit: number; readonly onlyIds?: readonly number[] },
+  scope: {
+    readonly kindNames: readonly string[];
+    readonly limit: number;
+    readonly agingLimit: number;
+    readonly onlyIds?: readonly number[];
+  },
 ): Promise<Candidate[]> {
   const { kindNames, limit, agingLimit } = scope;
   const { rows } = scope.onlyIds
