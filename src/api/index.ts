@@ -45,5 +45,6 @@ export type {
   KeyRange,
 } from "./commands/automation-evaluations.js";
 // The execution API workers report through (docs/execution-api.md).
-export { executionRoutes, ExecutionApiError, MAX_FINISH_BODY_BYTES, MAX_LOG_CHUNK_BYTES } from "./execution/execution-routes.js";
+export { executionRoutes, MAX_FINISH_BODY_BYTES, MAX_LOG_CHUNK_BYTES } from "./execution/execution-routes.js";
+export { ExecutionApiError } from "./execution/execution-requests.js";
 export type { ExecutionApiServices } from "./execution/execution-routes.js";

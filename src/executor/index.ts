@@ -14,8 +14,10 @@ export type { TransactionalExecutorOptions, TransactionalBackend } from "./trans
 export { arm, disarm, disarmAll, hit, FAULTS_ENV, FAULT_INJECTED, TX_FAULT_POINTS } from "./fault-points.js";
 export type { FaultAction } from "./fault-points.js";
 // A remote worker's backend: the execution API over HTTP, with per-try tokens and log shipping.
-export { HttpExecutionBackend, ExecutionApiCallError, TryLogShipper } from "./http-execution-backend.js";
-export type { HttpExecutionBackendOptions, TryLogShipperOptions } from "./http-execution-backend.js";
+export { HttpExecutionBackend, ExecutionApiCallError } from "./http-execution-backend.js";
+export type { HttpExecutionBackendOptions } from "./http-execution-backend.js";
+export { TryLogShipper } from "./try-log-shipper.js";
+export type { TryLogShipperOptions } from "./try-log-shipper.js";
 export { BullmqExecutor } from "./bullmq-executor.js";
 export type { BullmqExecutorOptions, QueueDepth } from "./bullmq-executor.js";
 export { BullmqStepWorker } from "./bullmq-worker.js";

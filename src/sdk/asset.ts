@@ -165,12 +165,13 @@ const keySchema = z
   .string({ error: "an asset key string is required" })
   .regex(KEY_RE, "must be segments of letters, digits, '_', '.' and '-' joined by '/', e.g. \"sales/orders\"");
 const nameSchema = z.string().min(1).max(200);
-const durationField = z.union([z.number(), z.string()]);
+export const durationField = z.union([z.number(), z.string()]);
 const callbackField = z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
   error: "must be a function, e.g. async (ctx, error) => { … }",
 });
 
-const baseShape = {
+/** The fields every kind of asset declares, validated alike. */
+export const baseShape = {
   key: keySchema,
   partitions: z
     .object(
@@ -270,7 +271,7 @@ function retryPolicy(assetKey: string, retries: number | RetryConfig | undefined
   };
 }
 
-function parseDurationAt(assetKey: string, value: unknown, field: string): number {
+export function parseDurationAt(assetKey: string, value: unknown, field: string): number {
   try {
     return parseDuration(value, field);
   } catch (err) {
@@ -359,7 +360,7 @@ export function buildSpec(
   }
 }
 
-function makeDefinition<TOut>(
+export function makeDefinition<TOut>(
   brand: "asset" | "source",
   spec: AssetSpec,
   fn: AssetFunction | undefined,
@@ -455,92 +456,4 @@ export function asset(
       fanOutOf(cfg),
     );
   return makeDefinition("asset", spec, fn, definedIn, (changes) => build({ ...config, ...changes }), callbacksOf(config), fanOutOf(config));
-}
-
-export interface SourceAssetConfig extends Pick<
-  AssetConfigBase,
-  "key" | "partitions" | "group" | "owner" | "description" | "tags" | "metadata" | "deadline"
-> {
-  /** How a partition is observed, e.g. fileExists("/landing/{partition}.csv"). */
-  observe?: TriggerSpec;
-  pollInterval?: Duration;
-  timeout?: Duration;
-}
-
-/** What downstream functions receive from a source asset: its latest observation. */
-export interface SourceObservation {
-  readonly observedAt: string;
-  /** What the observe trigger found (`fileExists`: `{ path, size, mtime }`); null for an observation reported by hand. */
-  readonly payload: JsonValue;
-}
-
-const sourceConfigSchema = z.strictObject({
-  key: baseShape.key,
-  partitions: baseShape.partitions,
-  group: baseShape.group,
-  owner: baseShape.owner,
-  description: baseShape.description,
-  tags: baseShape.tags,
-  metadata: baseShape.metadata,
-  deadline: baseShape.deadline,
-  observe: z
-    .object(
-      { kind: z.string().min(1), args: z.record(z.string(), z.unknown()) },
-      {
-        error: 'expected a trigger such as fileExists("/landing/{partition}.csv")',
-      },
-    )
-    .optional(),
-  pollInterval: durationField.optional(),
-  timeout: durationField.optional(),
-});
-
-/**
- * Declares data produced outside Tributary; it is observed, not materialised.
- * @example sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-01-01" }),
- *   observe: fileExists("/landing/{partition}.csv"), pollInterval: "5m" })
- */
-export function sourceAsset(config: SourceAssetConfig): AssetDefinition<SourceObservation> {
-  const definedIn = callerFile();
-  const build = (cfg: SourceAssetConfig): AssetDefinition<SourceObservation> => {
-    const parsed = sourceConfigSchema.safeParse(cfg);
-    if (!parsed.success) {
-      throw definitionErrorFromZod("sourceAsset()", parsed.error, typeof cfg?.key === "string" ? { assetKey: cfg.key } : {});
-    }
-    const { observe, pollInterval, timeout, ...rest } = parsed.data;
-    const spec = buildSpec(rest, "source", {
-      observe: (observe as TriggerSpec | undefined) ?? null,
-      pollIntervalMs: pollInterval === undefined ? null : parseDurationAt(cfg.key, pollInterval, "pollInterval"),
-      observeTimeoutMs: timeout === undefined ? null : parseDurationAt(cfg.key, timeout, "timeout"),
-    });
-    checkObserveTemplates(spec);
-    return makeDefinition<SourceObservation>("source", spec, undefined, definedIn, (changes) =>
-      build({ ...cfg, ...(changes as Partial<SourceAssetConfig>) }),
-    );
-  };
-  return build(config);
-}
-
-/**
- * The triggerer fills `{partition}`, `{start}` and `{end}` in an observe
- * trigger's string args from the partition it observes: a field the asset's
- * partitions cannot give would fail every check, so it fails the definition.
- */
-function checkObserveTemplates(spec: AssetSpec): void {
-  if (!spec.observe) return;
-  const p = spec.partitions;
-  const timed = p !== null && (p.kind === "time" || (p.kind === "multi" && p.dimensions.some((d) => d.partitions.kind === "time")));
-  for (const [arg, value] of Object.entries(spec.observe.args)) {
-    if (typeof value !== "string") continue;
-    for (const [, name] of value.replace(/\{\{|\}\}/g, "").matchAll(/\{\s*(partition|start|end)\s*\}/g)) {
-      const missing = name === "partition" ? p === null : !timed;
-      if (!missing) continue;
-      const has = p === null ? "it is not partitioned" : `its partitions (${p.kind}) have no time window`;
-      throw new DefinitionError(
-        `asset "${spec.key}": field "observe.args.${arg}": the template "${value}" uses {${name}}, but ${has}; ` +
-          `remove {${name}} or give the asset ${name === "partition" ? "partitions" : "time partitions"}`,
-        { code: "OBSERVE_TEMPLATE_FIELD_MISSING", location: { assetKey: spec.key, field: `observe.args.${arg}` } },
-      );
-    }
-  }
 }

@@ -1,11 +1,11 @@
-export { asset, sourceAsset, dep, buildSpec } from "./asset.js";
+export { asset, dep, buildSpec } from "./asset.js";
+export { sourceAsset } from "./source-asset.js";
+export type { SourceAssetConfig, SourceObservation } from "./source-asset.js";
 export type {
   AssetDefinition,
   AssetConfig,
   AssetConfigBase,
   AssetFunction,
-  SourceAssetConfig,
-  SourceObservation,
   Dep,
   DepsRecord,
   InputsOf,

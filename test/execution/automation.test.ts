@@ -125,10 +125,18 @@ describePostgres("automation: the reconciler's automation task", () => {
     const now = new Date("2025-03-20T12:00:00Z");
     await a.tick(now);
     await report("au/src", "2025-03-15");
-    await a.tick(new Date(now.getTime() + 1_000));
-    await a.tick(new Date(now.getTime() + 2_000));
     const store = new PgAutomationStore(h.db);
-    const clean = (await store.listEvaluations({ assetKey: "au/clean", limit: 10 })).filter((r) => r.decision === "requested");
+    const requested = async () =>
+      (await store.listEvaluations({ assetKey: "au/clean", limit: 10 })).filter((r) => r.decision === "requested");
+    // The event becomes readable once no older transaction in the cluster is still open (see events.tx_id): under
+    // load that takes a moment, so the task ticks until it has seen it, then once more (report is judged after clean).
+    let clock = now.getTime();
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await requested()).length === 0;) {
+      await a.tick(new Date((clock += 1_000)));
+      if ((await requested()).length === 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    await a.tick(new Date((clock += 1_000)));
+    const clean = await requested();
     expect(clean[0]).toMatchObject({
       decision: "requested",
       partitions: JSON.stringify([["2025-03-15", "2025-03-15"]]),
@@ -141,7 +149,7 @@ describePostgres("automation: the reconciler's automation task", () => {
     expect(reportRecords[0]!.decision).toBe("declined");
     expect(JSON.stringify(reportRecords[0]!.reasons)).toContain('waiting for upstream \\"au/clean\\"');
     const before = (await store.listEvaluations({ limit: 1000 })).length;
-    await a.tick(new Date(now.getTime() + 3_000));
+    await a.tick(new Date((clock += 1_000)));
     expect((await store.listEvaluations({ limit: 1000 })).length).toBe(before);
   });
 

@@ -1,4 +1,6 @@
 import { PartitionSubset, type PartitionSpace } from "../../partitions/index.js";
+import type { StoredEvaluation } from "../../storage/index.js";
+import type { EvaluationRecord } from "./evaluate-asset.js";
 
 /** Partitions as inclusive key ranges: stable across definition changes, unlike indices. */
 export type KeyRanges = readonly (readonly [string, string])[];
@@ -46,4 +48,37 @@ export function fromKeyRanges(space: PartitionSpace | null, ranges: KeyRanges | 
     if (b >= a) parts.push([a, b + 1]);
   }
   return PartitionSubset.fromRanges(parts);
+}
+
+/** An evaluation record as stored, with the runs it requested (several: named in an extra reason). */
+export function toStored(r: EvaluationRecord, runIds: readonly string[] | undefined): StoredEvaluation {
+  const requested = r.decision === "requested" && runIds && runIds.length > 0;
+  return {
+    assetKey: r.assetKey,
+    decision: r.decision,
+    partitions: r.partitions.length === 0 ? "" : JSON.stringify(r.partitions),
+    condition: r.condition,
+    reasons: requested && runIds.length > 1 ? [...r.reasons, { operand: "runs", detail: `${runIds.length} runs`, runIds }] : r.reasons,
+    runId: requested ? runIds[0]! : null,
+  };
+}
+
+export function essenceOf(s: AssetAutomationState): string {
+  return JSON.stringify({ ...s, lastEvaluatedAt: undefined });
+}
+
+export function parseState(value: unknown): AssetAutomationState | undefined {
+  const v = value as Partial<AssetAutomationState> | null;
+  if (!v || typeof v.firstEvaluatedAt !== "string" || typeof v.lastEvaluatedAt !== "string" || typeof v.horizon !== "string")
+    return undefined;
+  return {
+    firstEvaluatedAt: v.firstEvaluatedAt,
+    lastEvaluatedAt: v.lastEvaluatedAt,
+    horizon: v.horizon,
+    paused: v.paused === true,
+    owed: v.owed && typeof v.owed === "object" ? v.owed : {},
+    pendingUpdates: Array.isArray(v.pendingUpdates) ? v.pendingUpdates : [],
+    ...(v.nextCron && typeof v.nextCron === "object" ? { nextCron: v.nextCron } : {}),
+    fingerprint: typeof v.fingerprint === "string" ? v.fingerprint : null,
+  };
 }

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import {
   downstreamPartitions,
-  dynamicNames,
   loadPartitionContext,
   PartitionSubset,
   UNPARTITIONED,
@@ -21,7 +20,8 @@ import type {
   StreamEvent,
 } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
-import { fromKeyRanges, toKeyRanges, type AssetAutomationState } from "./automation-state.js";
+import { applyEvents, dynamicSignatureOf, type Cache } from "./automation-cache.js";
+import { essenceOf, fromKeyRanges, parseState, toKeyRanges, toStored, type AssetAutomationState } from "./automation-state.js";
 import { DEFAULT_GAP_MS, DEFAULT_MAX_REQUESTED, runAutomationTick, spaceCache, type RunRequest } from "./automation-tick.js";
 import type { AssetView, EvaluationRecord, UpdateCause } from "./evaluate-asset.js";
 
@@ -58,19 +58,8 @@ export interface AutomationTickStats {
   readonly phases: Readonly<Record<string, number>>;
 }
 
-const MATERIALIZING_KINDS = new Set(["materialization", "external", "observation"]);
 const EVENT_PAGE = 5_000;
 const MAX_STALE_CHECK = 20_000;
-
-interface Cache {
-  version: number;
-  dynamicSignature: string;
-  materialized: Map<string, PartitionSubset>;
-  failed: Map<string, PartitionSubset>;
-  states: Map<string, AssetAutomationState>;
-  /** What is stored per asset (its state without lastEvaluatedAt) and when it was written. */
-  written: Map<string, { essence: string; at: number }>;
-}
 
 /**
  * The automation loop around the pure tick. One reconciler at a time holds the
@@ -460,52 +449,6 @@ export class AutomationTask implements ReconcilerTask {
   }
 }
 
-/** Applies events to the cached partition states; returns, per asset, the keys they touched. */
-function applyEvents(
-  events: readonly StreamEvent[],
-  c: Cache,
-  graph: AssetGraph,
-  space: (key: string) => PartitionSpace | null,
-): Map<string, { materialized: string[]; other: string[]; events: StreamEvent[] }> {
-  const touched = new Map<string, { materialized: string[]; other: string[]; events: StreamEvent[] }>();
-  for (const e of events) {
-    if (!graph.has(e.assetKey)) continue;
-    const s = space(e.assetKey);
-    if (s && !s.has(e.partitionKey)) continue;
-    const one = s ? PartitionSubset.single(s.indexOf(e.partitionKey)) : UNPARTITIONED;
-    const entry = touched.get(e.assetKey) ?? { materialized: [], other: [], events: [] };
-    touched.set(e.assetKey, entry);
-    if (MATERIALIZING_KINDS.has(e.kind)) {
-      c.materialized.set(e.assetKey, (c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY).union(one));
-      c.failed.set(e.assetKey, (c.failed.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
-      entry.materialized.push(e.partitionKey);
-      entry.events.push(e);
-    } else if (e.kind === "failure") {
-      c.failed.set(e.assetKey, (c.failed.get(e.assetKey) ?? PartitionSubset.EMPTY).union(one));
-      entry.other.push(e.partitionKey);
-    } else if (e.kind === "check_result" && e.checkPassed !== undefined) {
-      // A blocking check's verdict on the latest materialisation: failed data is not data to build on (as if
-      // missing, so readers wait); a pass (the same data, or new data checked) makes it materialised again.
-      const materialized = c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY;
-      c.materialized.set(e.assetKey, e.checkPassed ? materialized.union(one) : materialized.difference(one));
-      entry.other.push(e.partitionKey);
-    } else if (e.kind === "wipe") {
-      c.materialized.set(e.assetKey, (c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
-      entry.other.push(e.partitionKey);
-    }
-  }
-  return touched;
-}
-
-function dynamicSignatureOf(graph: AssetGraph, ctx: PartitionContext): string {
-  const names = new Set<string>();
-  for (const a of graph.assets) if (a.partitions) for (const n of dynamicNames(a.partitions)) names.add(n);
-  return [...names]
-    .sort()
-    .map((n) => `${n}:${ctx.dynamicKeys(n).length}`)
-    .join(",");
-}
-
 function appendTo<T>(map: Map<string, T[]>, key: string, value: T): void {
   const list = map.get(key);
   if (list) list.push(value);
@@ -522,36 +465,4 @@ function usesKind(spec: AutomationSpec | null, kind: string): boolean {
 
 function usesUpstreamUpdates(spec: AutomationSpec | null): boolean {
   return usesKind(spec, "eager") || usesKind(spec, "upstream_updated");
-}
-
-function toStored(r: EvaluationRecord, runIds: readonly string[] | undefined): StoredEvaluation {
-  const requested = r.decision === "requested" && runIds && runIds.length > 0;
-  return {
-    assetKey: r.assetKey,
-    decision: r.decision,
-    partitions: r.partitions.length === 0 ? "" : JSON.stringify(r.partitions),
-    condition: r.condition,
-    reasons: requested && runIds.length > 1 ? [...r.reasons, { operand: "runs", detail: `${runIds.length} runs`, runIds }] : r.reasons,
-    runId: requested ? runIds[0]! : null,
-  };
-}
-
-function essenceOf(s: AssetAutomationState): string {
-  return JSON.stringify({ ...s, lastEvaluatedAt: undefined });
-}
-
-function parseState(value: unknown): AssetAutomationState | undefined {
-  const v = value as Partial<AssetAutomationState> | null;
-  if (!v || typeof v.firstEvaluatedAt !== "string" || typeof v.lastEvaluatedAt !== "string" || typeof v.horizon !== "string")
-    return undefined;
-  return {
-    firstEvaluatedAt: v.firstEvaluatedAt,
-    lastEvaluatedAt: v.lastEvaluatedAt,
-    horizon: v.horizon,
-    paused: v.paused === true,
-    owed: v.owed && typeof v.owed === "object" ? v.owed : {},
-    pendingUpdates: Array.isArray(v.pendingUpdates) ? v.pendingUpdates : [],
-    ...(v.nextCron && typeof v.nextCron === "object" ? { nextCron: v.nextCron } : {}),
-    fingerprint: typeof v.fingerprint === "string" ? v.fingerprint : null,
-  };
 }

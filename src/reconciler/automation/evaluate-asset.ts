@@ -9,9 +9,10 @@ import {
   type PartitionSpace,
 } from "../../partitions/index.js";
 import type { AutomationSpec, DepSpec } from "../../sdk/index.js";
-import { fromKeyRanges, toKeyRanges, type AssetAutomationState, type KeyRanges } from "./automation-state.js";
-import { cronTicks, latestTick, nextTick } from "./cron-ticks.js";
+import { toKeyRanges, type AssetAutomationState, type KeyRanges } from "./automation-state.js";
+import { collectCrons, collectKinds, cronNode, type CronNode } from "./cron-node.js";
 import { describeCondition } from "./describe-condition.js";
+import { latestDueStart, latestWindow } from "./latest-due.js";
 
 /** What the tick knows about one asset's partitions (from storage, kept current by the event stream). */
 export interface AssetView {
@@ -368,113 +369,6 @@ export function evaluateAsset(asset: SnapshotAsset, env: EvaluationEnv): AssetEv
     },
     nextCronTick,
   };
-}
-
-// --- cron --------------------------------------------------------------------
-
-interface CronNode {
-  readonly path: string;
-  readonly cron: string;
-  readonly timezone: string | null;
-  /** Partitions made due by ticks (new and owed), existing ones only. */
-  readonly due: PartitionSubset;
-  /** The latest tick that passed in this evaluation, if any. */
-  readonly tick: Date | undefined;
-  readonly next: Date | undefined;
-  readonly problem: string | undefined;
-}
-
-function cronNode(
-  path: string,
-  cron: string,
-  timezone: string | null,
-  space: PartitionSpace | null,
-  existing: PartitionSubset,
-  catchup: boolean,
-  previous: AssetAutomationState | undefined,
-  lastEvaluatedAt: Date | undefined,
-  gap: boolean,
-  now: Date,
-): CronNode {
-  let ticks: readonly Date[] = [];
-  let problem: string | undefined;
-  const knownNext = previous?.nextCron?.[path];
-  if (lastEvaluatedAt && !gap && knownNext && now < new Date(knownNext) && now >= lastEvaluatedAt) {
-    // The next tick is known and not reached: no cron arithmetic at all (the common case).
-    const due = fromKeyRanges(space, previous?.owed[path]).intersection(existing);
-    return { path, cron, timezone, due, tick: undefined, next: new Date(knownNext), problem: undefined };
-  }
-  if (!lastEvaluatedAt || (gap && !catchup) || (catchup && !previous)) {
-    if (catchup && !previous && space) {
-      // First evaluation with catchup: every tick since the partitions began.
-      const start = space.windowAt(0)?.start;
-      if (start) ({ ticks, problem } = cronTicks(cron, timezone, new Date(start.getTime() - 1), now));
-    }
-    if (ticks.length === 0 && !problem) {
-      // Without catchup (or after a gap): the latest tick only, if it is after
-      // the last evaluation (a tick already handled is not handled twice).
-      const latest = latestTick(cron, timezone, now);
-      problem = latest.problem;
-      if (latest.latest && (!lastEvaluatedAt || latest.latest > lastEvaluatedAt)) ticks = [latest.latest];
-    }
-  } else {
-    ({ ticks, problem } = cronTicks(cron, timezone, lastEvaluatedAt, now));
-  }
-  let due = fromKeyRanges(space, previous?.owed[path]);
-  for (const t of ticks) due = due.union(space ? latestDue(space, t) : UNPARTITIONED);
-  const next = nextTick(cron, timezone, now);
-  return { path, cron, timezone, due: due.intersection(existing), tick: ticks.at(-1), next, problem };
-}
-
-function collectCrons(node: AutomationSpec, path: string, f: (path: string, cron: string, timezone: string | null) => void): void {
-  if (node.kind === "cron" || node.kind === "cron_tick") f(path, node.cron, node.timezone);
-  else if (node.kind === "and" || node.kind === "or") node.operands.forEach((o, i) => collectCrons(o, `${path}.operands[${i}]`, f));
-  else if (node.kind === "not") collectCrons(node.operand, `${path}.operand`, f);
-}
-
-function collectKinds(node: AutomationSpec, out: Set<string>): void {
-  out.add(node.kind);
-  if (node.kind === "and" || node.kind === "or") for (const o of node.operands) collectKinds(o, out);
-  else if (node.kind === "not") collectKinds(node.operand, out);
-}
-
-// --- partitions in time ------------------------------------------------------
-
-/**
- * The partitions that became due last at `at`: the latest time window (across
- * the other dimensions of a multi definition); every partition of a
- * definition without time.
- */
-export function latestDue(space: PartitionSpace, at: Date): PartitionSubset {
-  const count = space.count(at);
-  if (count === 0) return PartitionSubset.EMPTY;
-  const last = space.windowAt(count - 1);
-  if (!last) return PartitionSubset.range(0, count);
-  let first = count - 1;
-  while (first > 0 && space.windowAt(first - 1)?.start.getTime() === last.start.getTime()) first--;
-  return PartitionSubset.range(first, count);
-}
-
-function latestDueStart(space: PartitionSpace, at: Date): number {
-  return latestDue(space, at).first() ?? 0;
-}
-
-function latestWindow(space: PartitionSpace | null, existing: PartitionSubset, count: number, now: Date): PartitionSubset {
-  if (!space) return existing;
-  let out = PartitionSubset.EMPTY;
-  let at = now;
-  for (let i = 0; i < count; i++) {
-    const due = latestDue(space, at);
-    const first = due.first();
-    if (first === undefined) break;
-    out = out.union(due);
-    const w = space.windowAt(first);
-    if (!w || first === 0) break;
-    // Step back to the moment just before the window before it closed.
-    at = new Date(space.windowAt(first - 1)!.end.getTime());
-    if (at >= now) break;
-  }
-  return out.intersection(existing);
 }
 
 // --- upstream readiness ------------------------------------------------------

@@ -35,14 +35,18 @@ export function observationWindow(
   return { lo: Math.max(0, hi - Math.min(wanted, options.maxPartitions)), hi };
 }
 
+/** The least time a partition due long ago is given for its first check before it may time out. */
+const FIRST_CHECK_MS = 60_000;
+
 /**
  * The observation triggers a source's partitions in `window` need, built from
  * its `observe` trigger: templates stay unrendered (the triggerer renders them
  * with the partition key and window the trigger carries). A time partition
- * times out `observeTimeoutMs` after its window ends, but never before one poll
- * interval from now, so a partition due long ago (a first start, a new source)
- * is checked at least once before it counts as timed out; an untimed one times
- * out that long after its first observation trigger is made.
+ * times out `observeTimeoutMs` after its window ends, but never before a first
+ * check has had its time (one poll interval from now, and at least a minute, as a
+ * triggerer that is starting or busy may take a moment), so a partition due long
+ * ago (a first start, a new source) is looked for before it counts as timed out;
+ * an untimed one times out that long after its first observation trigger is made.
  */
 export function observationTargets(
   asset: SnapshotAsset,
@@ -55,7 +59,7 @@ export function observationTargets(
   const pollIntervalMs = asset.pollIntervalMs ?? DEFAULT_OBSERVE_POLL_MS;
   const timeoutAt = (windowEnd: Date | undefined): Date | null => {
     if (asset.observeTimeoutMs === null) return null;
-    const floor = now.getTime() + pollIntervalMs;
+    const floor = now.getTime() + Math.max(pollIntervalMs, FIRST_CHECK_MS);
     return new Date(windowEnd ? Math.max(windowEnd.getTime() + asset.observeTimeoutMs, floor) : now.getTime() + asset.observeTimeoutMs);
   };
   const target = (partitionKey: string, windowEnd: Date | undefined): ObservationTarget => ({
