@@ -1,4 +1,5 @@
 import type { SerializedError } from "../errors/index.js";
+import type { StepStart } from "../storage/index.js";
 
 /**
  * One step try handed to an executor: everything needed to run it without
@@ -75,14 +76,8 @@ export interface DeferRequest {
   readonly softFail: boolean;
 }
 
-export interface StepStarted {
-  readonly stepId: number;
-  readonly tryNumber: number;
-  readonly workerId: string;
-  readonly hostname: string;
-  readonly pid: number;
-  readonly startedAt: Date;
-}
+/** A try's start as a worker reports it: the run store's StepStart. */
+export type StepStarted = StepStart;
 
 export type StepOutcome =
   | { readonly kind: "success"; readonly outputJson: string; readonly sizeBytes: number }
