@@ -3,6 +3,7 @@
 -- A test diffs this file against a migrated Postgres and a migrated PGlite.
 
 CREATE SEQUENCE public.alerts_id_seq AS bigint OWNED BY public.alerts.id;
+CREATE SEQUENCE public.audit_events_id_seq AS bigint OWNED BY public.audit_events.id;
 CREATE SEQUENCE public.automation_evaluations_id_seq AS bigint OWNED BY public.automation_evaluations.id;
 CREATE SEQUENCE public.check_results_id_seq AS bigint OWNED BY public.check_results.id;
 CREATE SEQUENCE public.dynamic_partitions_position_seq AS bigint OWNED BY public.dynamic_partitions.position;
@@ -39,6 +40,22 @@ CREATE INDEX alerts_asset_idx ON public.alerts USING btree (asset_key, created_a
 CREATE INDEX alerts_created_idx ON public.alerts USING btree (created_at DESC, id DESC);
 CREATE INDEX alerts_due_idx ON public.alerts USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 
+CREATE TABLE public.api_tokens (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    principal_id uuid NOT NULL,
+    token_hash text NOT NULL,
+    prefix text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    expires_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    last_used_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE public.api_tokens ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
+ALTER TABLE public.api_tokens ADD CONSTRAINT api_tokens_principal_id_fkey FOREIGN KEY (principal_id) REFERENCES principals(id) ON DELETE CASCADE;
+ALTER TABLE public.api_tokens ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
+CREATE INDEX api_tokens_principal_idx ON public.api_tokens USING btree (principal_id);
+
 CREATE TABLE public.assets (
     key text NOT NULL,
     file text NOT NULL,
@@ -62,6 +79,26 @@ ALTER TABLE public.assets ADD CONSTRAINT assets_seen_versions_check CHECK ((firs
 CREATE INDEX assets_file_idx ON public.assets USING btree (file);
 CREATE INDEX assets_group_idx ON public.assets USING btree (group_name) WHERE (removed_at IS NULL);
 CREATE INDEX assets_owner_idx ON public.assets USING btree (owner) WHERE (removed_at IS NULL);
+
+CREATE TABLE public.audit_events (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    principal_id uuid,
+    principal_name text,
+    token_id uuid,
+    action text NOT NULL,
+    outcome text NOT NULL,
+    assets jsonb DEFAULT '[]'::jsonb NOT NULL,
+    partitions jsonb DEFAULT '[]'::jsonb NOT NULL,
+    address text,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+COMMENT ON TABLE public.audit_events IS 'Append-only: every mutation and sign-in, written in the transaction of its effect.';
+ALTER TABLE public.audit_events ADD CONSTRAINT audit_events_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'denied'::text, 'failed'::text])));
+ALTER TABLE public.audit_events ADD CONSTRAINT audit_events_pkey PRIMARY KEY (id);
+CREATE INDEX audit_events_at_idx ON public.audit_events USING btree (at);
+CREATE INDEX audit_events_principal_idx ON public.audit_events USING btree (principal_name, at);
+CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON public.audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();
 
 CREATE TABLE public.automation_evaluations (
     id bigint DEFAULT nextval('automation_evaluations_id_seq'::regclass) NOT NULL,
@@ -247,6 +284,19 @@ CREATE INDEX events_asset_partition_idx ON public.events USING btree (asset_key,
 CREATE INDEX events_run_idx ON public.events USING btree (run_id) WHERE (run_id IS NOT NULL);
 CREATE INDEX events_tx_idx ON public.events USING btree (tx_id, id);
 
+CREATE TABLE public.grants (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    principal_id uuid NOT NULL,
+    role text NOT NULL,
+    team text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE public.grants ADD CONSTRAINT grants_pkey PRIMARY KEY (id);
+ALTER TABLE public.grants ADD CONSTRAINT grants_principal_id_fkey FOREIGN KEY (principal_id) REFERENCES principals(id) ON DELETE CASCADE;
+ALTER TABLE public.grants ADD CONSTRAINT grants_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'operator'::text, 'admin'::text])));
+ALTER TABLE public.grants ADD CONSTRAINT grants_team_fkey FOREIGN KEY (team) REFERENCES teams(name) ON DELETE CASCADE;
+CREATE UNIQUE INDEX grants_unique_idx ON public.grants USING btree (principal_id, role, COALESCE(team, ''::text));
+
 CREATE TABLE public.outputs (
     id bigint DEFAULT nextval('outputs_id_seq'::regclass) NOT NULL,
     asset_key text NOT NULL,
@@ -304,6 +354,24 @@ COMMENT ON TABLE public.pools IS 'Named slot counts that steps compete for; defa
 ALTER TABLE public.pools ADD CONSTRAINT pools_occupied_slots_check CHECK ((occupied_slots >= 0));
 ALTER TABLE public.pools ADD CONSTRAINT pools_pkey PRIMARY KEY (name);
 ALTER TABLE public.pools ADD CONSTRAINT pools_slots_check CHECK ((slots >= 0));
+
+CREATE TABLE public.principals (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    name text NOT NULL,
+    kind text NOT NULL,
+    password_hash text,
+    oidc_issuer text,
+    oidc_subject text,
+    disabled_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+COMMENT ON TABLE public.principals IS 'Users (people, who may sign in) and service accounts (scripts, which only hold tokens).';
+ALTER TABLE public.principals ADD CONSTRAINT principals_check CHECK (((kind = 'user'::text) OR (password_hash IS NULL)));
+ALTER TABLE public.principals ADD CONSTRAINT principals_kind_check CHECK ((kind = ANY (ARRAY['user'::text, 'service'::text])));
+ALTER TABLE public.principals ADD CONSTRAINT principals_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$'::text));
+ALTER TABLE public.principals ADD CONSTRAINT principals_name_key UNIQUE (name);
+ALTER TABLE public.principals ADD CONSTRAINT principals_oidc_issuer_oidc_subject_key UNIQUE (oidc_issuer, oidc_subject);
+ALTER TABLE public.principals ADD CONSTRAINT principals_pkey PRIMARY KEY (id);
 
 CREATE TABLE public.runs (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -370,6 +438,26 @@ CREATE TABLE public.schema_migrations (
     duration_ms integer DEFAULT 0 NOT NULL
 );
 ALTER TABLE public.schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+CREATE TABLE public.sessions (
+    id_hash text NOT NULL,
+    principal_id uuid NOT NULL,
+    method text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE public.sessions ADD CONSTRAINT sessions_method_check CHECK ((method = ANY (ARRAY['password'::text, 'oidc'::text])));
+ALTER TABLE public.sessions ADD CONSTRAINT sessions_pkey PRIMARY KEY (id_hash);
+ALTER TABLE public.sessions ADD CONSTRAINT sessions_principal_id_fkey FOREIGN KEY (principal_id) REFERENCES principals(id) ON DELETE CASCADE;
+CREATE INDEX sessions_principal_idx ON public.sessions USING btree (principal_id);
+
+CREATE TABLE public.signing_keys (
+    id text NOT NULL,
+    secret text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE public.signing_keys ADD CONSTRAINT signing_keys_pkey PRIMARY KEY (id);
 
 CREATE TABLE public.step_deps (
     step_id bigint NOT NULL,
@@ -495,6 +583,23 @@ CREATE INDEX steps_running_heartbeat_idx ON public.steps USING btree (heartbeat_
 CREATE INDEX steps_scheduled_age_idx ON public.steps USING btree (scheduled_at, id) WHERE (state = 'scheduled'::text);
 CREATE INDEX steps_scheduled_idx ON public.steps USING btree (priority DESC, depth DESC, id) WHERE (state = 'scheduled'::text);
 
+CREATE TABLE public.team_ownership (
+    team text NOT NULL,
+    kind text NOT NULL,
+    value text NOT NULL
+);
+ALTER TABLE public.team_ownership ADD CONSTRAINT team_ownership_kind_check CHECK ((kind = ANY (ARRAY['group'::text, 'owner'::text])));
+ALTER TABLE public.team_ownership ADD CONSTRAINT team_ownership_pkey PRIMARY KEY (team, kind, value);
+ALTER TABLE public.team_ownership ADD CONSTRAINT team_ownership_team_fkey FOREIGN KEY (team) REFERENCES teams(name) ON DELETE CASCADE;
+ALTER TABLE public.team_ownership ADD CONSTRAINT team_ownership_value_check CHECK (((length(value) >= 1) AND (length(value) <= 200)));
+
+CREATE TABLE public.teams (
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE public.teams ADD CONSTRAINT teams_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text));
+ALTER TABLE public.teams ADD CONSTRAINT teams_pkey PRIMARY KEY (name);
+
 CREATE TABLE public.triggers (
     id bigint DEFAULT nextval('triggers_id_seq'::regclass) NOT NULL,
     kind text NOT NULL,
@@ -537,3 +642,12 @@ CREATE INDEX triggers_step_idx ON public.triggers USING btree (step_id) WHERE (s
 CREATE INDEX triggers_timeout_idx ON public.triggers USING btree (timeout_at) WHERE ((status = 'waiting'::text) AND (timeout_at IS NOT NULL));
 CREATE UNIQUE INDEX triggers_waiting_observation_key ON public.triggers USING btree (asset_key, COALESCE(partition_key, ''::text), kind) WHERE ((status = 'waiting'::text) AND (step_id IS NULL) AND (asset_key IS NOT NULL));
 CREATE UNIQUE INDEX triggers_waiting_step_key ON public.triggers USING btree (step_id) WHERE ((status = 'waiting'::text) AND (step_id IS NOT NULL));
+
+CREATE OR REPLACE FUNCTION public.audit_events_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION 'audit_events is append-only';
+END
+$function$;

@@ -6,6 +6,8 @@ export {
   GraphError,
   StorageError,
   InputError,
+  AuthenticationError,
+  AccessDeniedError,
   UserCodeError,
   serializeError,
   formatLocation,

@@ -115,3 +115,21 @@ export function formatLocation(loc: ErrorLocation | undefined): string {
   if (loc.field) parts.push(`field "${loc.field}"`);
   return parts.join(": ");
 }
+
+/** The request carries no credential, or one that is malformed, expired, revoked or unknown (HTTP 401). */
+export class AuthenticationError extends TributaryError {
+  constructor(message: string, options: { cause?: unknown; code?: string } = {}) {
+    super(options.code ?? "UNAUTHENTICATED", message, options);
+  }
+}
+
+/** The caller is known but lacks the role this request needs (HTTP 403); nothing was written. */
+export class AccessDeniedError extends TributaryError {
+  /** The role that was missing, and the asset it was missing on (none for instance-wide actions). */
+  readonly missing: { readonly role: string; readonly assetKey: string | null };
+
+  constructor(message: string, missing: { role: string; assetKey: string | null }) {
+    super("FORBIDDEN", message, missing.assetKey ? { location: { assetKey: missing.assetKey } } : {});
+    this.missing = missing;
+  }
+}

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
+import type { AccessTables } from "./access-tables.js";
 import type { JsonText, JsonValue } from "./json.js";
 
 type JsonNonNull = Exclude<JsonValue, null>;
@@ -396,7 +397,7 @@ export interface AlertsTable {
 }
 
 /** The Kysely view of the schema in migrations/ (docs/schema.sql is the reference). */
-export interface Database {
+export interface Database extends AccessTables {
   schema_migrations: SchemaMigrationsTable;
   definition_snapshots: DefinitionSnapshotsTable;
   definition_files: DefinitionFilesTable;

@@ -230,3 +230,9 @@ export type { CheckResultStore, CheckResultView, CheckResultQuery } from "./chec
 export { PgTryTokenStore, hashTryToken, DEFAULT_TRY_TOKEN_TTL_MS } from "./pg-try-token-store.js";
 export type { TryTokenStore, TokenTry, TokenCheck, IssuedTryToken } from "./pg-try-token-store.js";
 export type { RunDecisions } from "./run-decisions.js";
+// Access control: identities, credentials, teams, grants, and the audit trail.
+export { PgAccessStore } from "./pg-access-store.js";
+export type { AccessStore, CredentialOwner, Grant, PrincipalRecord, TeamRecord, TokenRecord } from "./access-store.js";
+export type { PrincipalKind, Role, AuditOutcome } from "./access-tables.js";
+export { recordAudit } from "./audit-trail.js";
+export type { AuditEntry, AuditEvent, AuditQuery } from "./audit-trail.js";

@@ -1,3 +1,4 @@
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import { InputError, type SerializedError } from "../errors/index.js";
 import type {
@@ -57,29 +58,37 @@ export class PgBackfillStore implements BackfillStore {
     this.#db = db;
   }
 
-  async create(backfill: NewBackfill, now: Date): Promise<BackfillRecord> {
-    return this.#db.transaction().execute(async (trx) => {
-      const row = await trx
-        .insertInto("backfills")
-        .values({
-          status: "requested",
-          selection: toJson(backfill.selection),
-          partitions: toJson(backfill.partitions),
-          max_concurrent_runs: backfill.maxConcurrentRuns,
-          max_partitions_per_run: backfill.maxPartitionsPerRun,
-          priority: backfill.priority,
-          requested_count: backfill.requested,
-          cursor: toJson(initialCursor(backfill.chunks)),
-          tags: toJson(backfill.tags ?? {}),
-          created_at: now,
-          updated_at: now,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      // The reconcilers advance it at once, not at their next timer.
-      await notifyIn(trx, WAKE_CHANNEL, "backfill");
-      return toRecord(row);
-    });
+  async create(backfill: NewBackfill, now: Date, audit?: AuditEntry): Promise<BackfillRecord> {
+    return this.#db.transaction().execute(async (trx) =>
+      withAudit(
+        trx,
+        audit,
+        now,
+        async () => {
+          const row = await trx
+            .insertInto("backfills")
+            .values({
+              status: "requested",
+              selection: toJson(backfill.selection),
+              partitions: toJson(backfill.partitions),
+              max_concurrent_runs: backfill.maxConcurrentRuns,
+              max_partitions_per_run: backfill.maxPartitionsPerRun,
+              priority: backfill.priority,
+              requested_count: backfill.requested,
+              cursor: toJson(initialCursor(backfill.chunks)),
+              tags: toJson(backfill.tags ?? {}),
+              created_at: now,
+              updated_at: now,
+            })
+            .returningAll()
+            .executeTakeFirstOrThrow();
+          // The reconcilers advance it at once, not at their next timer.
+          await notifyIn(trx, WAKE_CHANNEL, "backfill");
+          return toRecord(row);
+        },
+        (b: BackfillRecord) => ({ backfillId: b.id }),
+      ),
+    );
   }
 
   async get(id: string): Promise<BackfillRecord | undefined> {
@@ -120,59 +129,63 @@ export class PgBackfillStore implements BackfillStore {
     });
   }
 
-  async requestCancel(id: string, now: Date): Promise<BackfillRecord> {
-    return this.#db.transaction().execute(async (trx) => {
-      const record = await lockedOrThrow(trx, id);
-      if (record.status === "canceling" || record.status === "canceled") return record;
-      if (record.status === "completed" || record.status === "failed") {
-        throw new InputError(
-          `backfill ${id} has already ${record.status === "completed" ? "completed" : "ended (failed)"}: there is nothing to cancel`,
-          {
-            code: "BACKFILL_NOT_ACTIVE",
-          },
-        );
-      }
-      const active = record.cursor.active.map((a) => a.runId);
-      if (active.length > 0) await cancelRunsIn(trx, active, now);
-      const status: BackfillStatus = active.length > 0 ? "canceling" : "canceled";
-      const row = await trx
-        .updateTable("backfills")
-        .set({
-          status,
-          cursor: toJson({ ...record.cursor, waiting: null }),
-          in_progress_count: active.length > 0 ? record.inProgress : 0,
-          updated_at: now,
-          ...(status === "canceled" ? { canceled_at: now } : {}),
-        })
-        .where("id", "=", id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await notifyIn(trx, WAKE_CHANNEL, "backfill");
-      return toRecord(row);
-    });
+  async requestCancel(id: string, now: Date, audit?: AuditEntry): Promise<BackfillRecord> {
+    return this.#db.transaction().execute(async (trx) =>
+      withAudit(trx, audit, now, async () => {
+        const record = await lockedOrThrow(trx, id);
+        if (record.status === "canceling" || record.status === "canceled") return record;
+        if (record.status === "completed" || record.status === "failed") {
+          throw new InputError(
+            `backfill ${id} has already ${record.status === "completed" ? "completed" : "ended (failed)"}: there is nothing to cancel`,
+            {
+              code: "BACKFILL_NOT_ACTIVE",
+            },
+          );
+        }
+        const active = record.cursor.active.map((a) => a.runId);
+        if (active.length > 0) await cancelRunsIn(trx, active, now);
+        const status: BackfillStatus = active.length > 0 ? "canceling" : "canceled";
+        const row = await trx
+          .updateTable("backfills")
+          .set({
+            status,
+            cursor: toJson({ ...record.cursor, waiting: null }),
+            in_progress_count: active.length > 0 ? record.inProgress : 0,
+            updated_at: now,
+            ...(status === "canceled" ? { canceled_at: now } : {}),
+          })
+          .where("id", "=", id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await notifyIn(trx, WAKE_CHANNEL, "backfill");
+        return toRecord(row);
+      }),
+    );
   }
 
-  async resume(id: string, now: Date): Promise<BackfillRecord> {
-    return this.#db.transaction().execute(async (trx) => {
-      const record = await lockedOrThrow(trx, id);
-      if (record.status !== "canceled") {
-        const why =
-          record.status === "canceling"
-            ? "it is still being canceled (its runs are stopping); resume it once it is canceled"
-            : `only a canceled backfill can be resumed, and it is ${record.status}` +
-              (record.status === "failed" ? "; re-run its failed partitions instead (`tributary backfill retry-failed`)" : "");
-        throw new InputError(`backfill ${id}: ${why}`, { code: "BACKFILL_NOT_CANCELED" });
-      }
-      const cursor: BackfillCursor = { ...record.cursor, generation: record.cursor.generation + 1, waiting: null };
-      const row = await trx
-        .updateTable("backfills")
-        .set({ status: "requested", cursor: toJson(cursor), canceled_at: null, updated_at: now })
-        .where("id", "=", id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await notifyIn(trx, WAKE_CHANNEL, "backfill");
-      return toRecord(row);
-    });
+  async resume(id: string, now: Date, audit?: AuditEntry): Promise<BackfillRecord> {
+    return this.#db.transaction().execute(async (trx) =>
+      withAudit(trx, audit, now, async () => {
+        const record = await lockedOrThrow(trx, id);
+        if (record.status !== "canceled") {
+          const why =
+            record.status === "canceling"
+              ? "it is still being canceled (its runs are stopping); resume it once it is canceled"
+              : `only a canceled backfill can be resumed, and it is ${record.status}` +
+                (record.status === "failed" ? "; re-run its failed partitions instead (`tributary backfill retry-failed`)" : "");
+          throw new InputError(`backfill ${id}: ${why}`, { code: "BACKFILL_NOT_CANCELED" });
+        }
+        const cursor: BackfillCursor = { ...record.cursor, generation: record.cursor.generation + 1, waiting: null };
+        const row = await trx
+          .updateTable("backfills")
+          .set({ status: "requested", cursor: toJson(cursor), canceled_at: null, updated_at: now })
+          .where("id", "=", id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await notifyIn(trx, WAKE_CHANNEL, "backfill");
+        return toRecord(row);
+      }),
+    );
   }
 }
 

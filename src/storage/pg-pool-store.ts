@@ -1,4 +1,5 @@
 import { sql, type Kysely } from "kysely";
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import { WAKE_CHANNEL } from "./runs/channels.js";
@@ -26,25 +27,27 @@ export class PgPoolStore implements PoolStore {
     return (await selectPools(this.#db, null)).map(toRecord);
   }
 
-  async setSlots(input: SetPoolSlots, now: Date): Promise<PoolRecord> {
-    return this.#db.transaction().execute(async (trx) => {
-      // Its deferred steps first, then the pool row: the order in which the transactions that move steps lock them.
-      const deferredSlots = input.includeDeferred === undefined ? 0 : await lockDeferredSlots(trx, input.name);
-      const existing = await sql<{ include_deferred: boolean }>`
+  async setSlots(input: SetPoolSlots, now: Date, audit?: AuditEntry): Promise<PoolRecord> {
+    return this.#db.transaction().execute(async (trx) =>
+      withAudit(trx, audit, now, async () => {
+        // Its deferred steps first, then the pool row: the order in which the transactions that move steps lock them.
+        const deferredSlots = input.includeDeferred === undefined ? 0 : await lockDeferredSlots(trx, input.name);
+        const existing = await sql<{ include_deferred: boolean }>`
         select include_deferred from pools where name = ${input.name} for no key update`.execute(trx);
-      const before = existing.rows[0]?.include_deferred;
-      const includeDeferred = input.includeDeferred ?? before ?? false;
-      // Deferred steps hold slots only where the pool counts them: keep occupied_slots true to that when it changes.
-      const change = before === undefined || before === includeDeferred ? 0 : (includeDeferred ? 1 : -1) * deferredSlots;
-      await sql`
+        const before = existing.rows[0]?.include_deferred;
+        const includeDeferred = input.includeDeferred ?? before ?? false;
+        // Deferred steps hold slots only where the pool counts them: keep occupied_slots true to that when it changes.
+        const change = before === undefined || before === includeDeferred ? 0 : (includeDeferred ? 1 : -1) * deferredSlots;
+        await sql`
         insert into pools (name, slots, description, include_deferred, created_at, updated_at)
         values (${input.name}, ${input.slots}, 'created by setPoolSlots', ${includeDeferred}, ${now}, ${now})
         on conflict (name) do update
           set slots = excluded.slots, include_deferred = excluded.include_deferred, updated_at = excluded.updated_at,
               occupied_slots = greatest(0, pools.occupied_slots + ${change}::int)`.execute(trx);
-      await notifyIn(trx, WAKE_CHANNEL, "pool");
-      return toRecord((await selectPools(trx, input.name))[0]!);
-    });
+        await notifyIn(trx, WAKE_CHANNEL, "pool");
+        return toRecord((await selectPools(trx, input.name))[0]!);
+      }),
+    );
   }
 }
 

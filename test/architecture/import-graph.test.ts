@@ -18,6 +18,7 @@ type Module =
   | "reconciler"
   | "executor"
   | "triggerer"
+  | "access"
   | "api"
   | "cli"
   | "index";
@@ -38,7 +39,9 @@ const ALLOWED: Record<Module, readonly Module[]> = {
   executor: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "index"],
   reconciler: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
   triggerer: ["errors", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks"],
-  api: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
+  // Who is calling and what they may do: credentials, roles per team, the one authorisation decision.
+  access: ["errors", "storage"],
+  api: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution", "access"],
   cli: [
     "errors",
     "partitions",
@@ -52,6 +55,7 @@ const ALLOWED: Record<Module, readonly Module[]> = {
     "reconciler",
     "executor",
     "triggerer",
+    "access",
     "api",
   ],
   index: ["errors", "partitions", "sdk"],
