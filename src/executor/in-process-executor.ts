@@ -3,7 +3,8 @@ import type { SecretResolver } from "./secrets.js";
 import type { TributaryError } from "../errors/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime } from "./step-runtime.js";
-import { StepScheduler, type Lane, type LaneStep } from "./step-scheduler.js";
+import type { Lane, LaneStep } from "./lane.js";
+import { StepScheduler } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor, StepDispatch } from "../execution/index.js";
 
 export interface InProcessExecutorOptions {

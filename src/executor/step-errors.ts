@@ -110,3 +110,12 @@ export function withoutStack(err: TributaryError): SerializedError {
 export function serializedStepError(code: string, d: StepDispatch, message: string): SerializedError {
   return { name: "TributaryError", code, message, location: tryLocation(d) };
 }
+
+/** A step the executor gave back unstarted because it was closing: the try can run again. */
+export function closedBeforeStartError(d: StepDispatch): SerializedError {
+  return serializedStepError(
+    STEP_ERROR_CODES.closed,
+    d,
+    `${describeTry(d)}: the executor closed before the step started; it can run again`,
+  );
+}

@@ -1,8 +1,16 @@
 import { hostname } from "node:os";
-import { TributaryError, serializeError, type SerializedError } from "../errors/index.js";
+import { TributaryError, type SerializedError } from "../errors/index.js";
+import type { ExecutionBackend, StepDispatch, StepOutcome } from "../execution/index.js";
 import { BatchReporter } from "./batch-reporter.js";
+import { FifoQueue } from "./fifo-queue.js";
+import { HeartbeatTimer } from "./heartbeat-timer.js";
+import { InputBatcher } from "./input-batcher.js";
+import type { Lane, LaneStep } from "./lane.js";
+import { LaneLoads } from "./lane-loads.js";
+import { newStepEntry, type StepEntry } from "./step-entry.js";
 import {
   canceledError,
+  closedBeforeStartError,
   describeTry,
   formatMs,
   serializedStepError,
@@ -13,38 +21,6 @@ import {
   withoutStack,
 } from "./step-errors.js";
 import { appendStepLog } from "./step-log.js";
-import type { ExecutionBackend, StepDispatch, StepInputs, StepOutcome } from "../execution/index.js";
-
-/** A step handed to a lane, with its inputs. */
-export interface LaneStep {
-  readonly dispatch: StepDispatch;
-  readonly inputs: Readonly<Record<string, unknown>>;
-}
-
-/**
- * Somewhere steps run side by side: one worker child process, or the current
- * process. The scheduler decides what runs where and when to give up; a lane
- * only runs, aborts, and (when it can) dies.
- */
-export interface Lane {
-  readonly workerId: string;
-  readonly pid: number;
-  /** How many steps it runs at once. */
-  readonly capacity: number;
-  /** False while starting, retiring or dead: no new steps. */
-  readonly accepting: boolean;
-  run(steps: readonly LaneStep[]): void;
-  /** Aborts the step's ctx.signal with `reason`; the step ends when its function returns. */
-  abort(stepId: number, reason: TributaryError): void;
-  /**
-   * The step ignored its signal for the grace period. A process lane is
-   * killed (every step in it ends; the scheduler reports them); the
-   * in-process lane can only stop waiting for that one step.
-   */
-  readonly endsBy: "kill" | "abandon";
-  kill(): void;
-  abandon(stepId: number): void;
-}
 
 export interface SchedulerOptions {
   /** Steps accepted at most: the sum of the lanes' capacities. */
@@ -60,20 +36,6 @@ export interface SchedulerOptions {
   readonly onLaneLost?: (lane: Lane) => void;
 }
 
-type EntryState = "loading" | "queued" | "running" | "done";
-
-interface Entry {
-  readonly dispatch: StepDispatch;
-  state: EntryState;
-  inputs: Readonly<Record<string, unknown>> | undefined;
-  lane: Lane | undefined;
-  startedAt: number | null;
-  /** Why the step is being stopped (timeout, cancel, close), once it is. */
-  stopping: TributaryError | undefined;
-  timer: NodeJS.Timeout | undefined;
-  graceTimer: NodeJS.Timeout | undefined;
-}
-
 const HOSTNAME = hostname();
 
 /**
@@ -83,16 +45,12 @@ const HOSTNAME = hostname();
  * an orderly close. LocalExecutor and InProcessExecutor differ only in lanes.
  */
 export class StepScheduler {
-  private readonly entries = new Map<number, Entry>();
-  private queue: Entry[] = [];
-  private queueHead = 0;
-  private readonly lanes = new Set<Lane>();
-  private readonly laneLoad = new Map<Lane, Set<Entry>>();
-  private pendingLoads: Entry[] = [];
-  private loadScheduled = false;
+  private readonly entries = new Map<number, StepEntry>();
+  private readonly queue = new FifoQueue<StepEntry>();
+  private readonly lanes = new LaneLoads<StepEntry>();
+  private readonly inputs: InputBatcher;
   private readonly reporter: BatchReporter;
-  private readonly heartbeat: NodeJS.Timeout;
-  private heartbeatInFlight = false;
+  private readonly heartbeat: HeartbeatTimer;
   private closing = false;
   private idleWaiters: (() => void)[] = [];
   private running = 0;
@@ -101,9 +59,18 @@ export class StepScheduler {
   private pumpHeld = false;
 
   constructor(
-    private readonly backend: ExecutionBackend,
+    backend: ExecutionBackend,
     private readonly options: SchedulerOptions,
   ) {
+    this.inputs = new InputBatcher(backend, {
+      loaded: (entry, inputs) => {
+        entry.inputs = inputs;
+        entry.state = "queued";
+        this.queue.push(entry);
+      },
+      failed: (entry, error) => this.finishUnstarted(entry, error, true, "loading the step's inputs failed"),
+      settled: () => this.pump(),
+    });
     this.reporter = new BatchReporter(backend, {
       flushDelayMs: options.flushDelayMs,
       maxBatchSize: options.maxBatchSize,
@@ -111,8 +78,12 @@ export class StepScheduler {
       freeSlots: () => this.freeSlots(),
       onFollowUp: (steps) => this.takeFollowUps(steps),
     });
-    this.heartbeat = setInterval(() => this.sendHeartbeat(), options.heartbeatIntervalMs);
-    this.heartbeat.unref();
+    this.heartbeat = new HeartbeatTimer(
+      options.heartbeatIntervalMs,
+      () => this.runningSteps(),
+      (steps) => backend.heartbeat(steps),
+      options.onError,
+    );
   }
 
   /** Backend calls made so far (for tests and the benchmark). */
@@ -130,12 +101,11 @@ export class StepScheduler {
 
   /** Steps on a lane, per lane (for introspection). */
   loadOf(lane: Lane): number {
-    return this.laneLoad.get(lane)?.size ?? 0;
+    return this.lanes.loadOf(lane);
   }
 
   addLane(lane: Lane): void {
     this.lanes.add(lane);
-    this.laneLoad.set(lane, new Set());
     this.pump();
   }
 
@@ -160,16 +130,7 @@ export class StepScheduler {
       );
     }
     for (const dispatch of steps) {
-      const entry: Entry = {
-        dispatch,
-        state: "loading",
-        inputs: undefined,
-        lane: undefined,
-        startedAt: null,
-        stopping: undefined,
-        timer: undefined,
-        graceTimer: undefined,
-      };
+      const entry = newStepEntry(dispatch);
       if (this.entries.has(dispatch.stepId)) {
         const other = this.entries.get(dispatch.stepId)!.dispatch;
         this.report(entry, {
@@ -187,12 +148,8 @@ export class StepScheduler {
         continue;
       }
       this.entries.set(dispatch.stepId, entry);
-      this.pendingLoads.push(entry);
-    }
-    // Submits made in the same turn share one loadInputs call.
-    if (!this.loadScheduled && this.pendingLoads.length > 0) {
-      this.loadScheduled = true;
-      queueMicrotask(() => void this.loadInputs());
+      // Submits made in the same turn share one loadInputs call.
+      this.inputs.add(entry);
     }
   }
 
@@ -207,22 +164,9 @@ export class StepScheduler {
       return;
     }
     for (const dispatch of steps) {
-      const error = serializedStepError(
-        STEP_ERROR_CODES.closed,
-        dispatch,
-        `${describeTry(dispatch)}: the executor closed before the step started; it can run again`,
-      );
+      const error = closedBeforeStartError(dispatch);
       appendStepLog(dispatch.logRef, "error", `step handed back: ${error.message}`, { code: error.code });
-      this.reporter.finished({
-        stepId: dispatch.stepId,
-        runId: dispatch.runId,
-        tryNumber: dispatch.tryNumber,
-        outcome: { kind: "failed", error, retryable: true },
-        startedAt: null,
-        endedAt: new Date(),
-        workerId: this.options.workerId,
-        logRef: dispatch.logRef,
-      });
+      this.report(newStepEntry(dispatch), { kind: "failed", error, retryable: true });
     }
   }
 
@@ -264,20 +208,17 @@ export class StepScheduler {
    * `failureOf` says how each one's failure reads.
    */
   laneLost(lane: Lane, failureOf: (dispatch: StepDispatch) => { error: SerializedError; retryable: boolean }): void {
-    if (!this.lanes.delete(lane)) return;
-    const onLane = this.laneLoad.get(lane);
-    this.laneLoad.delete(lane);
-    if (onLane) {
-      for (const entry of [...onLane]) {
-        if (entry.state !== "running") continue;
-        // A step that was being stopped itself (canceled, timed out) ends for its own reason,
-        // not as a bystander of the kill: a canceled step stays STEP_CANCELED and is not retried.
-        const { error, retryable } = entry.stopping
-          ? { error: withoutStack(entry.stopping), retryable: entry.stopping.code !== STEP_ERROR_CODES.canceled }
-          : failureOf(entry.dispatch);
-        appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
-        this.complete(entry, { kind: "failed", error, retryable }, Date.now());
-      }
+    const onLane = this.lanes.remove(lane);
+    if (!onLane) return;
+    for (const entry of onLane) {
+      if (entry.state !== "running") continue;
+      // A step that was being stopped itself (canceled, timed out) ends for its own reason,
+      // not as a bystander of the kill: a canceled step stays STEP_CANCELED and is not retried.
+      const { error, retryable } = entry.stopping
+        ? { error: withoutStack(entry.stopping), retryable: entry.stopping.code !== STEP_ERROR_CODES.canceled }
+        : failureOf(entry.dispatch);
+      appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
+      this.complete(entry, { kind: "failed", error, retryable }, Date.now());
     }
     this.options.onLaneLost?.(lane);
     this.pump();
@@ -300,16 +241,7 @@ export class StepScheduler {
     this.closing = true;
     for (const entry of [...this.entries.values()]) {
       if (entry.state === "loading" || entry.state === "queued") {
-        this.finishUnstarted(
-          entry,
-          serializedStepError(
-            STEP_ERROR_CODES.closed,
-            entry.dispatch,
-            `${describeTry(entry.dispatch)}: the executor closed before the step started; it can run again`,
-          ),
-          true,
-          "step dropped: the executor closed before it started",
-        );
+        this.finishUnstarted(entry, closedBeforeStartError(entry.dispatch), true, "step dropped: the executor closed before it started");
       }
     }
     if (this.running > 0) {
@@ -339,118 +271,54 @@ export class StepScheduler {
       }
       for (const lane of lanesToKill) lane.kill();
     }
-    clearInterval(this.heartbeat);
+    this.heartbeat.stop();
     await this.reporter.drain(Date.now() + Math.max(graceMs, 5_000));
   }
 
   // --- internals ---------------------------------------------------------
 
-  private async loadInputs(): Promise<void> {
-    this.loadScheduled = false;
-    const batch = this.pendingLoads.filter((e) => e.state === "loading");
-    this.pendingLoads = [];
-    if (batch.length === 0) return;
-    let loaded: ReadonlyMap<number, StepInputs>;
-    try {
-      loaded = await this.backend.loadInputs(batch.map((e) => e.dispatch));
-      if (!(loaded instanceof Map)) throw new TypeError(`backend.loadInputs returned ${typeof loaded}, not a Map`);
-    } catch (err) {
-      for (const entry of batch) {
-        if (entry.state !== "loading") continue;
-        const error =
-          err instanceof TributaryError
-            ? err
-            : stepError(
-                STEP_ERROR_CODES.inputsFailed,
-                entry.dispatch,
-                `${describeTry(entry.dispatch)}: loading its inputs failed: ${err instanceof Error ? err.message : String(err)}`,
-                err,
-              );
-        this.finishUnstarted(entry, serializeError(error), true, "loading the step's inputs failed");
-      }
-      return;
-    }
-    for (const entry of batch) {
-      if (entry.state !== "loading") continue;
-      const result = loaded.get(entry.dispatch.stepId);
-      if (!result) {
-        this.finishUnstarted(
-          entry,
-          serializedStepError(
-            STEP_ERROR_CODES.inputsFailed,
-            entry.dispatch,
-            `${describeTry(entry.dispatch)}: the backend returned no inputs for step ${entry.dispatch.stepId}`,
-          ),
-          true,
-          "loading the step's inputs failed",
-        );
-      } else if (!result.ok) {
-        this.finishUnstarted(entry, result.error, true, "loading the step's inputs failed");
-      } else {
-        entry.inputs = result.inputs;
-        entry.state = "queued";
-        this.queue.push(entry);
-      }
-    }
-    this.pump();
-  }
-
   /** Places queued steps on lanes, least-loaded first, one message per lane. */
   private pump(): void {
-    if (this.queueHead >= this.queue.length) return;
+    if (this.queue.isEmpty) return;
     if (this.holdDepth > 0) {
       this.pumpHeld = true;
       return;
     }
     const outgoing = new Map<Lane, LaneStep[]>();
-    while (this.queueHead < this.queue.length) {
-      const entry = this.queue[this.queueHead]!;
+    for (let entry = this.queue.peek(); entry; entry = this.queue.peek()) {
       if (entry.state !== "queued") {
-        this.queueHead++;
+        this.queue.shift();
         continue;
       }
-      const lane = this.leastLoaded();
+      const lane = this.lanes.leastLoaded();
       if (!lane) break;
-      this.queueHead++;
+      this.queue.shift();
       entry.state = "running";
       entry.lane = lane;
       this.running++;
-      this.laneLoad.get(lane)!.add(entry);
+      this.lanes.place(lane, entry);
       let batch = outgoing.get(lane);
       if (!batch) outgoing.set(lane, (batch = []));
       batch.push({ dispatch: entry.dispatch, inputs: entry.inputs! });
       entry.inputs = undefined;
-      const timeoutMs = entry.dispatch.timeoutMs;
-      if (timeoutMs !== null && timeoutMs > 0) {
-        entry.timer = setTimeout(() => {
-          entry.timer = undefined;
-          this.stop(entry, timeoutError(entry.dispatch, timeoutMs));
-        }, timeoutMs);
-      }
-    }
-    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.queueHead);
-      this.queueHead = 0;
+      this.startTimeout(entry);
     }
     for (const [lane, steps] of outgoing) lane.run(steps);
   }
 
-  private leastLoaded(): Lane | undefined {
-    let best: Lane | undefined;
-    let bestLoad = Infinity;
-    for (const lane of this.lanes) {
-      if (!lane.accepting) continue;
-      const load = this.laneLoad.get(lane)!.size;
-      if (load < lane.capacity && load < bestLoad) {
-        best = lane;
-        bestLoad = load;
-      }
+  /** Stops the step once it has run for its timeout. */
+  private startTimeout(entry: StepEntry): void {
+    const timeoutMs = entry.dispatch.timeoutMs;
+    if (timeoutMs !== null && timeoutMs > 0) {
+      entry.timer = setTimeout(() => {
+        entry.timer = undefined;
+        this.stop(entry, timeoutError(entry.dispatch, timeoutMs));
+      }, timeoutMs);
     }
-    return best;
   }
 
   /** Aborts a running step's signal; after the grace period, ends it the hard way. */
-  private stop(entry: Entry, reason: TributaryError): void {
+  private stop(entry: StepEntry, reason: TributaryError): void {
     if (entry.stopping || entry.state !== "running") return;
     entry.stopping = reason;
     const lane = entry.lane!;
@@ -484,12 +352,12 @@ export class StepScheduler {
     }, this.options.killGraceMs);
   }
 
-  private finishUnstarted(entry: Entry, error: SerializedError, retryable: boolean, note: string): void {
+  private finishUnstarted(entry: StepEntry, error: SerializedError, retryable: boolean, note: string): void {
     appendStepLog(entry.dispatch.logRef, "error", `${note}: ${error.message}`, { code: error.code });
     this.complete(entry, { kind: "failed", error, retryable }, Date.now());
   }
 
-  private complete(entry: Entry, outcome: StepOutcome, endedAt: number): void {
+  private complete(entry: StepEntry, outcome: StepOutcome, endedAt: number): void {
     if (entry.state === "done") return;
     const wasRunning = entry.state === "running";
     entry.state = "done";
@@ -497,7 +365,7 @@ export class StepScheduler {
     if (entry.timer) clearTimeout(entry.timer);
     if (entry.graceTimer) clearTimeout(entry.graceTimer);
     if (this.entries.get(entry.dispatch.stepId) === entry) this.entries.delete(entry.dispatch.stepId);
-    if (entry.lane) this.laneLoad.get(entry.lane)?.delete(entry);
+    if (entry.lane) this.lanes.release(entry.lane, entry);
     this.report(entry, outcome, endedAt);
     if (wasRunning) {
       this.running--;
@@ -508,7 +376,8 @@ export class StepScheduler {
     }
   }
 
-  private report(entry: Entry, outcome: StepOutcome, endedAt = Date.now()): void {
+  /** The result of a step that reached no lane is reported under the executor's own worker id. */
+  private report(entry: StepEntry, outcome: StepOutcome, endedAt = Date.now()): void {
     const d = entry.dispatch;
     this.reporter.finished({
       stepId: d.stepId,
@@ -522,18 +391,12 @@ export class StepScheduler {
     });
   }
 
-  private sendHeartbeat(): void {
-    if (this.heartbeatInFlight || this.running === 0) return;
+  private runningSteps(): { stepId: number; tryNumber: number }[] {
+    if (this.running === 0) return [];
     const steps: { stepId: number; tryNumber: number }[] = [];
     for (const entry of this.entries.values()) {
       if (entry.state === "running") steps.push({ stepId: entry.dispatch.stepId, tryNumber: entry.dispatch.tryNumber });
     }
-    this.heartbeatInFlight = true;
-    Promise.resolve()
-      .then(() => this.backend.heartbeat(steps))
-      .catch((err: unknown) => this.options.onError(err, "sending heartbeats"))
-      .finally(() => {
-        this.heartbeatInFlight = false;
-      });
+    return steps;
   }
 }

@@ -8,7 +8,8 @@ import { secretBackendFromEnv, SecretResolver, type SecretBackend } from "./secr
 import { describeTry, serializedStepError, stepError, withoutStack } from "./step-errors.js";
 import { StepRuntime, type TryEnd } from "./step-runtime.js";
 import { definitionsImporter } from "./definitions-importer.js";
-import { StepScheduler, type Lane, type LaneStep } from "./step-scheduler.js";
+import type { Lane, LaneStep } from "./lane.js";
+import { StepScheduler } from "./step-scheduler.js";
 import type { StoreExecutionBackend } from "./store-backend.js";
 import type { ExecutionBackend, Executor, StepDispatch, StepOutcome, StepResult, StepStarted } from "../execution/index.js";
 

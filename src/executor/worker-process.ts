@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { serializeError, type TributaryError } from "../errors/index.js";
-import type { Lane, LaneStep } from "./step-scheduler.js";
+import type { Lane, LaneStep } from "./lane.js";
 import type { StepOutcome } from "../execution/index.js";
 import type { FromWorker, HostCall, ToWorker } from "./worker-protocol.js";
 

@@ -145,7 +145,9 @@ export type {
   LineageTryMark,
   OpenLineageStore,
 } from "./openlineage-store.js";
-export { PgTriggerStore, TRIGGER_MAX_BACKOFF_MS, TRIGGERS_CHANNEL, triggerBackoffMs } from "./pg-trigger-store.js";
+export { PgTriggerStore } from "./triggers/pg-trigger-store.js";
+export { TRIGGER_MAX_BACKOFF_MS, triggerBackoffMs } from "./triggers/trigger-backoff.js";
+export { TRIGGERS_CHANNEL } from "./runs/channels.js";
 export type {
   TriggerStore,
   NewTrigger,
