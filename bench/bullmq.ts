@@ -90,7 +90,7 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
       const port = 20_000 + Math.floor(Math.random() * 20_000);
       apiUrl = `http://127.0.0.1:${port}`;
       const api = await startProcess(
-        ["api", "--port", String(port), "--definitions", dir, "--data-dir", path.join(logsDir, "api")],
+        ["api", "--insecure-no-auth", "--port", String(port), "--definitions", dir, "--data-dir", path.join(logsDir, "api")],
         { DATABASE_URL: url },
         answers(`${apiUrl}/readyz`),
       );

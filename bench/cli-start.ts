@@ -37,7 +37,7 @@ const SERVING = /serving the API at (http:\/\/\S+)/;
 
 await withScope(async (scope) => {
   const env = { DATABASE_URL: await scope.scratchDatabase("cli"), NO_COLOR: "1" };
-  const api = await startTributary(["api", "--port", "0"], { env, ready: (output) => SERVING.test(output) });
+  const api = await startTributary(["api", "--port", "0", "--insecure-no-auth"], { env, ready: (output) => SERVING.test(output) });
   scope.onClose(() => stopProcess(api.child));
   const serverUrl = SERVING.exec(api.output())![1]!;
   const loadBefore = loadavg()[0]!;

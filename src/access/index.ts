@@ -6,7 +6,7 @@ export { localCaller } from "./caller.js";
 export type { Caller, CredentialKind } from "./caller.js";
 export { decide, owningTeams } from "./decide.js";
 export type { AssetOwnership, Decision } from "./decide.js";
-export { RequestAccess, auditEntry } from "./request-access.js";
+export { RequestAccess, auditEntry, localGuard } from "./request-access.js";
 export type { AccessScope, Guard, RequestAccessDeps } from "./request-access.js";
 export { Authenticator, SESSION_COOKIE, SESSION_TTL_MS } from "./authenticator.js";
 export type { AuthenticatorOptions, Presented } from "./authenticator.js";

@@ -1,6 +1,6 @@
 import { AccessDeniedError } from "../errors/index.js";
 import type { AuditEntry, TeamRecord } from "../storage/index.js";
-import type { Caller } from "./caller.js";
+import { localCaller, type Caller } from "./caller.js";
 import { decide, type AssetOwnership, type Decision } from "./decide.js";
 import { ROLE_MEANING, type Role } from "./roles.js";
 
@@ -21,6 +21,8 @@ export interface Guard {
   authorize(action: string, role: Role, scope: AccessScope): Promise<AuditEntry>;
   /** Whether the caller may read the asset's logs and outputs (viewer of a team owning it). */
   canView(assetKey: string): Promise<boolean>;
+  /** Whether the caller holds `role` on these assets (null: the instance), without recording anything: what the UI offers. */
+  can(role: Role, assetKeys: readonly string[] | null): Promise<boolean>;
 }
 
 export interface RequestAccessDeps {
@@ -57,6 +59,10 @@ export class RequestAccess implements Guard {
 
   async canView(assetKey: string): Promise<boolean> {
     return (await this.#decide("viewer", [assetKey])).allowed;
+  }
+
+  async can(role: Role, assetKeys: readonly string[] | null): Promise<boolean> {
+    return (await this.#decide(role, assetKeys)).allowed;
   }
 
   async #decide(role: Role, assetKeys: readonly string[] | null): Promise<Decision> {
@@ -102,4 +108,16 @@ function refusal(caller: Caller, action: string, decision: Extract<Decision, { a
     `${action}: ${who} needs the ${decision.role} role on asset "${decision.assetKey}", ${owners}; nothing was changed`,
     { role: decision.role, assetKey: decision.assetKey },
   );
+}
+
+/**
+ * The Guard of work that runs with the database's own credentials (a command in its own process, an instance without
+ * access control): allows everything, and still writes the audit record of each change (as "local").
+ */
+export function localGuard(address: string | null = null): Guard {
+  return new RequestAccess(localCaller(address), {
+    teams: () => Promise.resolve([]),
+    ownership: () => Promise.resolve([]),
+    recordRefusal: () => Promise.resolve(),
+  });
 }

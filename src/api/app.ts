@@ -3,8 +3,12 @@ import { createYoga, maskError } from "graphql-yoga";
 import { GraphQLError } from "graphql";
 import { bodyLimit } from "hono/body-limit";
 import { schema } from "./graphql/schema.js";
-import type { ApiServices, AssetsApi, RunsApi } from "./services.js";
-import { TributaryError } from "../errors/index.js";
+import type { AccessApi, ApiServices, AssetsApi, RunsApi } from "./services.js";
+import { localGuard, type Guard } from "../access/index.js";
+import { authRoutes } from "./auth/auth-routes.js";
+import { authenticateRequests } from "./auth/authenticate-requests.js";
+import { guardOf } from "./auth/request-guard.js";
+import { AccessDeniedError, AuthenticationError, TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
 import { useQueryLimits } from "./graphql/limits.js";
@@ -60,7 +64,8 @@ export interface ApiOptions {
 export function createApiApp(options: ApiOptions): Hono {
   const yoga = createYoga({
     schema,
-    context: () => options.context,
+    // The request's Guard comes from the authentication middleware, through yoga's server context.
+    context: ({ guard }: { guard?: Guard }) => ({ ...options.context, guard: guard ?? localGuard() }),
     graphqlEndpoint: "/graphql",
     landingPage: false,
     graphiql: { title: "Tributary GraphiQL" },
@@ -70,8 +75,10 @@ export function createApiApp(options: ApiOptions): Hono {
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = error instanceof GraphQLError ? error.originalError : undefined;
+        // A refusal keeps its HTTP status: 401 for a missing or bad credential, 403 for a missing role.
+        const status = original instanceof AccessDeniedError ? 403 : original instanceof AuthenticationError ? 401 : undefined;
         if (original instanceof TributaryError) {
-          return new GraphQLError(original.message, { extensions: { code: original.code } });
+          return new GraphQLError(original.message, { extensions: { code: original.code, ...(status ? { http: { status } } : {}) } });
         }
         return maskError(error, message, isDev);
       },
@@ -102,6 +109,14 @@ export function createApiApp(options: ApiOptions): Hono {
       observabilityRoutes(options.ping, options.observability, () => definitionsReadiness(catalog)),
     );
   }
+  // Who is calling: settled before GraphQL, /api/v1 and the log streams (the execution API has its own per-try tokens;
+  // health, metrics and the UI's static pages need no caller). Without access services every request is local.
+  const access = options.context.access as AccessApi | undefined;
+  if (access) {
+    app.route("/auth", authRoutes(access));
+    const authenticate = authenticateRequests(access);
+    for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/*"]) app.use(path, authenticate);
+  }
   // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));
   // Step logs over SSE, or as plain text.
@@ -110,7 +125,9 @@ export function createApiApp(options: ApiOptions): Hono {
   if (runs) app.route("/", runEventRoutes(runs.store));
   if (options.execution) app.route("/execution/v1", executionRoutes(options.execution));
   app.route("/", graphiqlRoutes());
-  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) => yoga.fetch(c.req.raw, {}));
+  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) =>
+    yoga.fetch(c.req.raw, { guard: access ? guardOf(c) : localGuard() }),
+  );
   app.route("/", uiRoutes(options.uiDir));
   return app;
 }

@@ -1,3 +1,4 @@
+import type { Authenticator, Caller, Guard } from "../access/index.js";
 import type {
   AlertStore,
   AssetPauseState,
@@ -8,7 +9,13 @@ import type {
   PartitionStatusStore,
   PauseStore,
   PauseTarget,
-  PoolStore,
+  PoolRecord,
+  SetPoolSlots,
+  RunSummary,
+  MappedStepRef,
+  ClearedMappedStep,
+  AuditQuery,
+  AuditEvent,
   RunStore,
   TriggerQueryStore,
 } from "../storage/index.js";
@@ -34,10 +41,12 @@ export interface ApiServices {
   readonly assets: AssetsApi;
   readonly automation: AutomationApi;
   readonly lineage: LineageApi;
+  /** Who may call: credentials, sign-in, and the audit trail. */
+  readonly access: AccessApi;
   /** Triggers (what deferred steps and source assets wait for), for `triggers`, `triggerCounts` and Step.waitingFor. */
   readonly triggers: TriggerQueryStore;
   /** Pools with their occupancy, for `pools` and `setPoolSlots`. */
-  readonly pools: PoolStore;
+  readonly pools: PoolsApi;
   /** Stored alerts, for the `alerts` query. */
   readonly alerts: Pick<AlertStore, "list">;
   /** The current time as requests see it (partition status, existing partitions, cancel times); tests and benchmarks fix it. */
@@ -51,24 +60,28 @@ export interface RunsApi {
   /** Materialisation history (Asset.materializations), filtered run pages (runs, runsConnection) and the assets of listed runs. */
   readonly reads: MaterializationQueryStore;
   /** Plans and creates a run of the selected partitions of the selected assets. */
-  launch(request: LaunchRunRequest): Promise<LaunchedRun>;
+  launch(request: LaunchRunRequest, guard: Guard): Promise<LaunchedRun>;
   /** Clears partitions of an asset and reruns them. */
-  clearPartitions(request: ClearPartitionsRequest): Promise<ClearedRun>;
+  clearPartitions(request: ClearPartitionsRequest, guard: Guard): Promise<ClearedRun>;
   /** Runs an asset's checks again on the latest materialisation of chosen partitions. */
-  runChecks(request: RunChecksRequest): Promise<LaunchedRun>;
+  runChecks(request: RunChecksRequest, guard: Guard): Promise<LaunchedRun>;
+  /** Asks a run to stop: its queued steps end canceled, running ones are told to abort. */
+  cancel(runId: string, guard: Guard): Promise<RunSummary>;
+  /** Runs one mapped step of a run again, inside that run. */
+  clearMappedStep(target: MappedStepRef, guard: Guard): Promise<ClearedMappedStep>;
 }
 
 /** Backfills: reading them, launching, cancelling, resuming and retrying them. */
 export interface BackfillsApi {
   /** Stored backfills, for the `backfills` and `backfill(id)` queries and Run.backfill. */
   readonly store: Pick<BackfillStore, "get" | "list">;
-  launch(request: LaunchBackfillRequest): Promise<BackfillRecord>;
+  launch(request: LaunchBackfillRequest, guard: Guard): Promise<BackfillRecord>;
   /** Stops creating runs and cancels the backfill's runs in flight. */
-  cancel(id: string): Promise<BackfillRecord>;
+  cancel(id: string, guard: Guard): Promise<BackfillRecord>;
   /** Continues a canceled backfill where it stopped. */
-  resume(id: string): Promise<BackfillRecord>;
+  resume(id: string, guard: Guard): Promise<BackfillRecord>;
   /** Re-runs the failed partitions of an ended backfill as a new backfill. */
-  retryFailures(id: string): Promise<BackfillRecord>;
+  retryFailures(id: string, guard: Guard): Promise<BackfillRecord>;
 }
 
 /** Assets: the current definitions, their partitions' status, check results, and what is reported or added about them. */
@@ -82,9 +95,9 @@ export interface AssetsApi {
   /** Recorded check results, for Asset.checks, Asset.checkResults and Run.checkResults. */
   readonly checkResults: CheckResultStore;
   /** Records an external event (validated against the current definitions). */
-  reportEvent(request: ReportAssetEventRequest): Promise<ReportedAssetEvent>;
+  reportEvent(request: ReportAssetEventRequest, guard: Guard): Promise<ReportedAssetEvent>;
   /** Adds keys to a dynamic partitions definition. */
-  addDynamicPartitions(request: { name: string; keys: readonly string[] }): Promise<AddedDynamicPartitions>;
+  addDynamicPartitions(request: { name: string; keys: readonly string[] }, guard: Guard): Promise<AddedDynamicPartitions>;
 }
 
 /** Automation: why assets did or did not run, and pausing it. */
@@ -94,9 +107,9 @@ export interface AutomationApi {
   /** Pause state of assets (Asset.paused, a DAG's is_paused). */
   readonly pauses: Pick<PauseStore, "pauseStates">;
   /** Pauses the automation of the target's assets. */
-  pause(target: PauseTarget): Promise<AssetPauseState[]>;
+  pause(target: PauseTarget, guard: Guard): Promise<AssetPauseState[]>;
   /** Resumes the automation of the target's assets. */
-  resume(target: PauseTarget): Promise<AssetPauseState[]>;
+  resume(target: PauseTarget, guard: Guard): Promise<AssetPauseState[]>;
 }
 
 /** Lineage: what was read from what. */
@@ -104,7 +117,22 @@ export interface LineageApi {
   /** Static and run-level lineage around an asset partition. */
   around(request: LineageRequest): Promise<Lineage>;
   /** Every derived partition holding data read from source partitions, for erasure requests. */
-  erasureImpact(request: ErasureImpactRequest): Promise<ErasureImpact>;
+  erasureImpact(request: ErasureImpactRequest, guard: Guard): Promise<ErasureImpact>;
+}
+
+/** Pools: listing them, and changing their slots (an instance-wide action). */
+export interface PoolsApi {
+  list(): Promise<PoolRecord[]>;
+  setSlots(input: SetPoolSlots, guard: Guard): Promise<PoolRecord>;
+}
+
+/** Access control: the authenticator every transport asks, and the audit trail. */
+export interface AccessApi {
+  readonly authenticator: Authenticator;
+  /** A request's Guard for its caller, over the current definitions. */
+  guardFor(caller: Caller): Guard;
+  /** Audit records, newest first (admins only). */
+  auditEvents(query: AuditQuery, guard: Guard): Promise<AuditEvent[]>;
 }
 
 export interface DefinitionFileView {

@@ -1,3 +1,4 @@
+import { localGuard } from "../access/index.js";
 import type { BackfillsApi, LaunchBackfillRequest } from "../api/index.js";
 import { failedPartitionRanges } from "../api/views/index.js";
 import { loadPartitionContext } from "../partitions/index.js";
@@ -81,7 +82,7 @@ class InProcessBackfillsClient implements BackfillsClient {
   }
 
   async launch(request: LaunchBackfillRequest): Promise<BackfillView> {
-    return this.woken(await this.commands.launch(request));
+    return this.woken(await this.commands.launch(request, localGuard()));
   }
 
   async get(id: string): Promise<BackfillView | undefined> {
@@ -94,15 +95,15 @@ class InProcessBackfillsClient implements BackfillsClient {
   }
 
   async cancel(id: string): Promise<BackfillView> {
-    return this.woken(await this.commands.cancel(id));
+    return this.woken(await this.commands.cancel(id, localGuard()));
   }
 
   async resume(id: string): Promise<BackfillView> {
-    return this.woken(await this.commands.resume(id));
+    return this.woken(await this.commands.resume(id, localGuard()));
   }
 
   async retryFailed(id: string): Promise<BackfillView> {
-    return this.woken(await this.commands.retryFailures(id));
+    return this.woken(await this.commands.retryFailures(id, localGuard()));
   }
 
   async close(): Promise<void> {

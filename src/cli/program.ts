@@ -21,6 +21,7 @@ import { registerLineage } from "./commands/lineage.js";
 import { registerApi } from "./commands/api.js";
 import { VERSION } from "./version.js";
 import { DEFAULT_SERVER_URL } from "./server-identity.js";
+import { useServerToken } from "./server-client.js";
 
 /** Commands that run until stopped: they stop with the process that started them, and outlive a closed output pipe. */
 const LONG_LIVED = new Set(["dev", "api", "reconciler", "triggerer", "worker"]);
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
         `a running Tributary server for operational commands (default: $TRIBUTARY_URL, else "${DEFAULT_SERVER_URL}")`,
       ),
     )
+    .addOption(new Option("--token <token>", "the API token sent to the server as a bearer token (default: $TRIBUTARY_TOKEN)"))
     .option("--verbose", "errors with their stack traces (also in --json output)")
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true });
@@ -67,6 +69,7 @@ export function buildProgram(): Command {
   registerTriggerer(program);
   registerWorker(program);
   program.hook("preAction", (_program, action) => {
+    useServerToken(action.optsWithGlobals<{ token?: string }>().token);
     if (LONG_LIVED.has(action.name())) {
       longLived = true;
       stopWithParent();

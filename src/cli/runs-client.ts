@@ -1,3 +1,4 @@
+import { localGuard } from "../access/index.js";
 import type { ApiServices, ClearPartitionsRequest, LaunchRunRequest } from "../api/index.js";
 import { InputError } from "../errors/index.js";
 import type { MappedStepRef, RunDetail, RunStatus, RunSummary, StepRecord, TriggerView } from "../storage/index.js";
@@ -90,11 +91,11 @@ class InProcessRunsClient implements RunsClient {
   private readonly commands: Pick<ApiServices, "runs" | "triggers">;
 
   async launch(request: LaunchRunRequest): Promise<RunSummary> {
-    return this.started((await this.commands.runs.launch(request)).runId);
+    return this.started((await this.commands.runs.launch(request, localGuard())).runId);
   }
 
   async clear(request: ClearPartitionsRequest): Promise<RunSummary> {
-    return this.started((await this.commands.runs.clearPartitions(request)).runId);
+    return this.started((await this.commands.runs.clearPartitions(request, localGuard())).runId);
   }
 
   async clearMappedStep(target: MappedStepRef): Promise<RunSummary> {

@@ -22,6 +22,7 @@ import {
   migrate,
   migrationStatus,
   openDatabase,
+  PgAccessStore,
   PgAlertStore,
   PgAutomationStore,
   PgBackfillStore,
@@ -43,12 +44,14 @@ import {
   type DatabaseHandle,
   type DefinitionStore,
   type OutputStore,
+  type PauseTarget,
   type RunStore,
 } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
 import { RUN_DECISIONS } from "../planner/index.js";
+import { Authenticator, RequestAccess, type AccessScope, type AssetOwnership } from "../access/index.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
 export interface Runtime {
@@ -84,6 +87,11 @@ export interface RuntimeOptions {
    * Redis when this process has not, so runs on the bullmq executor are not refused here.
    */
   readonly runsSteps?: boolean;
+  /**
+   * No access control: every API request is the local caller, who may do everything. True for `tributary dev` on
+   * loopback, `--insecure-no-auth`, and commands working in their own process; `tributary api` sets it false.
+   */
+  readonly openAccess?: boolean;
 }
 
 export async function openRuntime(settings: Settings, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -122,6 +130,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     alerts,
     // Without Redis no worker takes bullmq steps: a run that needs them is refused rather than left waiting.
     unavailableExecutors: unavailableExecutors(settings, options),
+    openAccess: options.openAccess ?? true,
   });
   return {
     settings,
@@ -189,6 +198,40 @@ export interface ApiParts {
   readonly alerts: Pick<AlertStore, "list">;
   /** Executors no process would run (see unavailableExecutors): a run that needs one is refused. */
   readonly unavailableExecutors: ReadonlyMap<string, string>;
+  /** No access control: every request is the local caller (see RuntimeOptions.openAccess). */
+  readonly openAccess: boolean;
+}
+
+/** What cancelling a run acts on: the assets of its steps. */
+async function runScope(runs: RunStore, runId: string): Promise<AccessScope> {
+  const run = await runs.getRun(runId);
+  // An unknown run: the store's own error names it.
+  return { assets: run ? [...new Set(run.steps.map((s) => s.assetKey))] : [], detail: { runId } };
+}
+
+/** What cancelling or resuming a backfill acts on: the assets it materialises. */
+async function backfillScope(backfills: BackfillStore, id: string): Promise<AccessScope> {
+  const backfill = await backfills.get(id).catch(() => undefined);
+  return { assets: backfill ? [...backfill.selection.assetKeys] : [], detail: { backfillId: id } };
+}
+
+/** The assets a pause or resume names: listed keys, or the group's assets. */
+async function pauseScope(graphs: GraphCache, target: PauseTarget): Promise<AccessScope> {
+  const keys = new Set(target.assetKeys ?? []);
+  if (target.group !== undefined && target.group !== "") {
+    const { graph } = await graphs.current();
+    for (const a of graph.assets) if (a.group === target.group) keys.add(a.key);
+  }
+  return { assets: [...keys], detail: target.group ? { group: target.group } : {} };
+}
+
+/** Group and owner of each asset in the current definitions; an asset no longer defined has neither. */
+async function ownershipOf(graphs: GraphCache, keys: readonly string[]): Promise<AssetOwnership[]> {
+  const { graph } = await graphs.current();
+  return keys.map((key) => {
+    const a = graph.get(key);
+    return { key, group: a?.group ?? "", owner: a?.owner ?? null };
+  });
 }
 
 /** The API's services in their groups, each command wired to the stores it writes, stamped with the current time. */
@@ -198,22 +241,39 @@ export function apiServices(parts: ApiParts): ApiServices {
   const pauses = new PgPauseStore(db);
   const events = new PgEventStore(db);
   const evaluations = new PgAutomationStore(db);
+  const pools = new PgPoolStore(db);
+  const accessStore = new PgAccessStore(db);
+  const authenticator = new Authenticator(accessStore, { open: parts.openAccess });
   // Lineage and erasure queries.
   const lineageServices = { graphs, definitions, lineage: new PgLineageStore(db) };
   return {
     runs: {
       store: runs,
       reads: new PgMaterializationQueryStore(db),
-      launch: (request) => launchRun({ ...planning, unavailableExecutors: parts.unavailableExecutors }, request, new Date()),
-      clearPartitions: (request) => clearPartitions(planning, request, new Date()),
-      runChecks: (request) => runChecks(planning, request, new Date()),
+      launch: (request, guard) => launchRun({ ...planning, unavailableExecutors: parts.unavailableExecutors }, request, new Date(), guard),
+      clearPartitions: (request, guard) => clearPartitions(planning, request, new Date(), guard),
+      runChecks: (request, guard) => runChecks(planning, request, new Date(), guard),
+      cancel: async (runId, guard) =>
+        runs.requestCancel(runId, new Date(), await guard.authorize("cancelRun", "operator", await runScope(runs, runId))),
+      clearMappedStep: async (target, guard) =>
+        runs.clearMappedStep(
+          target,
+          new Date(),
+          await guard.authorize("clearMappedStep", "operator", {
+            assets: [target.assetKey],
+            partitions: target.partitionKey ? [target.partitionKey] : [],
+            detail: { runId: target.runId, mapIndex: target.mapIndex },
+          }),
+        ),
     },
     backfills: {
       store: backfills,
-      launch: (request) => launchBackfill({ ...planning, backfills }, request, new Date()),
-      cancel: (id) => backfills.requestCancel(id, new Date()),
-      resume: (id) => backfills.resume(id, new Date()),
-      retryFailures: (id) => retryBackfillFailures({ ...planning, backfills }, id, new Date()),
+      launch: (request, guard) => launchBackfill({ ...planning, backfills }, request, new Date(), guard),
+      cancel: async (id, guard) =>
+        backfills.requestCancel(id, new Date(), await guard.authorize("cancelBackfill", "operator", await backfillScope(backfills, id))),
+      resume: async (id, guard) =>
+        backfills.resume(id, new Date(), await guard.authorize("resumeBackfill", "operator", await backfillScope(backfills, id))),
+      retryFailures: (id, guard) => retryBackfillFailures({ ...planning, backfills }, id, new Date(), guard),
     },
     assets: {
       catalog: parts.catalog,
@@ -229,21 +289,47 @@ export function apiServices(parts: ApiParts): ApiServices {
         })),
       partitionStatus: new PgPartitionStatusStore(db),
       checkResults: new PgCheckResultStore(db),
-      reportEvent: (request) => reportAssetEvent({ graphs, events, definitions }, request, new Date()),
-      addDynamicPartitions: (request) => addDynamicPartitions({ graphs, definitions }, request),
+      reportEvent: (request, guard) => reportAssetEvent({ graphs, events, definitions }, request, new Date(), guard),
+      addDynamicPartitions: (request, guard) => addDynamicPartitions({ graphs, definitions }, request, guard),
     },
     automation: {
       evaluations: (request) => automationEvaluations({ graphs, definitions, evaluations, pauses }, request),
       pauses,
-      pause: (target) => pauses.pause(target, new Date()),
-      resume: (target) => pauses.resume(target, new Date()),
+      pause: async (target, guard) =>
+        pauses.pause(target, new Date(), await guard.authorize("pauseAutomation", "operator", await pauseScope(graphs, target))),
+      resume: async (target, guard) =>
+        pauses.resume(target, new Date(), await guard.authorize("resumeAutomation", "operator", await pauseScope(graphs, target))),
     },
     lineage: {
       around: (request) => lineage(lineageServices, request),
-      erasureImpact: (request) => erasureImpact(lineageServices, request),
+      erasureImpact: async (request, guard) => {
+        await guard.authorize("erasureImpact", "viewer", { assets: [request.assetKey], partitions: request.partitionKeys });
+        return erasureImpact(lineageServices, request);
+      },
     },
     triggers: new PgTriggerQueryStore(db),
-    pools: new PgPoolStore(db),
+    pools: {
+      list: () => pools.list(),
+      setSlots: async (input, guard) =>
+        pools.setSlots(
+          input,
+          new Date(),
+          await guard.authorize("setPoolSlots", "admin", { assets: null, detail: { pool: input.name, slots: input.slots } }),
+        ),
+    },
+    access: {
+      authenticator,
+      guardFor: (caller) =>
+        new RequestAccess(caller, {
+          teams: () => authenticator.teams(),
+          ownership: (keys) => ownershipOf(graphs, keys),
+          recordRefusal: (entry) => accessStore.audit(entry, new Date()),
+        }),
+      auditEvents: async (query, guard) => {
+        await guard.authorize("auditEvents", "admin", { assets: null });
+        return accessStore.auditEvents(query);
+      },
+    },
     alerts: parts.alerts,
     now: () => new Date(),
   };

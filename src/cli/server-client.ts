@@ -63,15 +63,35 @@ export async function serverIsUp(url: string, timeoutMs = QUICK_PROBE_MS): Promi
   return (await probe(url, timeoutMs)) !== undefined;
 }
 
+/** The bearer token commands send to a server: `--token`, else TRIBUTARY_TOKEN. */
+let serverToken: string | undefined;
+
+/** Sets the token of `--token` (the program does, before a command runs). */
+export function useServerToken(token: string | undefined): void {
+  serverToken = token;
+}
+
+function bearer(): Record<string, string> {
+  const token = serverToken ?? (process.env.TRIBUTARY_TOKEN || undefined);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
 /** One GraphQL request; GraphQL errors become TributaryErrors with their code. */
 export async function graphql<T>(url: string, query: string, variables: Record<string, unknown> = {}): Promise<T> {
   const res = await fetch(new URL("/graphql", url), {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json" },
+    headers: { "content-type": "application/json", accept: "application/json", ...bearer() },
     body: JSON.stringify({ query, variables }),
   });
   const body = (await res.json()) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
   const first = body.errors?.[0];
+  if (first && res.status === 401) {
+    const hint = Object.keys(bearer()).length === 0 ? "; set TRIBUTARY_TOKEN or pass --token (`tributary tokens create`)" : "";
+    throw new TributaryError(
+      first.extensions?.code ?? "UNAUTHENTICATED",
+      `the server at ${url} refused the request: ${first.message}${hint}`,
+    );
+  }
   if (first) throw new TributaryError(first.extensions?.code ?? "API_ERROR", first.message);
   if (!body.data) throw new InputError(`the server at ${url} answered without data (HTTP ${res.status})`);
   return body.data;

@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit-trail.js";
 import type { SerializedError } from "../errors/index.js";
 import type { BackfillStatus } from "./database.js";
 import type { NewRun, RunSummary } from "./run-store.js";
@@ -148,7 +149,7 @@ export interface BackfillTransaction {
  * backfill's row with SKIP LOCKED: any number of reconcilers may share them.
  */
 export interface BackfillStore {
-  create(backfill: NewBackfill, now: Date): Promise<BackfillRecord>;
+  create(backfill: NewBackfill, now: Date, audit?: AuditEntry): Promise<BackfillRecord>;
   get(id: string): Promise<BackfillRecord | undefined>;
   list(options?: { limit?: number; status?: BackfillStatus }): Promise<BackfillRecord[]>;
   /** Ids of backfills that need advancing (requested, running, canceling), highest priority first: one indexed query. */
@@ -160,7 +161,7 @@ export interface BackfillStore {
    */
   advance<T>(id: string, step: (tx: BackfillTransaction) => Promise<T>): Promise<T | undefined>;
   /** Cancels the backfill: no new runs, its active runs are canceled; canceled at once when none is active. */
-  requestCancel(id: string, now: Date): Promise<BackfillRecord>;
+  requestCancel(id: string, now: Date, audit?: AuditEntry): Promise<BackfillRecord>;
   /** A canceled backfill continues where it stopped (chunks whose runs were canceled run again). */
-  resume(id: string, now: Date): Promise<BackfillRecord>;
+  resume(id: string, now: Date, audit?: AuditEntry): Promise<BackfillRecord>;
 }

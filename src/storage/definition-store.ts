@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit-trail.js";
 import type { FileLoadStatus } from "./database.js";
 import type { JsonValue } from "./json.js";
 
@@ -52,7 +53,7 @@ export interface DefinitionStore {
   /** Keys of a dynamic partitions definition in the order they were added. */
   listDynamicPartitions(name: string): Promise<string[]>;
   /** Adds keys (idempotent); returns those that were new, in the given order. */
-  addDynamicPartitions(name: string, keys: readonly string[]): Promise<string[]>;
+  addDynamicPartitions(name: string, keys: readonly string[], audit?: AuditEntry): Promise<string[]>;
 }
 
 export interface SnapshotInput {

@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit-trail.js";
 import type { JsonValue } from "./json.js";
 
 /** The kinds of event a producer outside Tributary may report. */
@@ -46,6 +47,6 @@ export interface EventStore {
    * reconciler. Callers validate keys first (see reportAssetEvent). Returns the
    * new event ids in input order.
    */
-  reportEvents(events: readonly ReportedEvent[], now: Date): Promise<number[]>;
+  reportEvents(events: readonly ReportedEvent[], now: Date, audit?: AuditEntry): Promise<number[]>;
   listEvents(options: ListEventsOptions): Promise<EventRecord[]>;
 }

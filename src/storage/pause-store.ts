@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit-trail.js";
 /** What to pause or resume: named assets, every asset of a group, or both (their union). */
 export interface PauseTarget {
   readonly assetKeys?: readonly string[] | undefined;
@@ -28,9 +29,9 @@ export interface PauseStore {
    * GRAPH_UNKNOWN_ASSET (with the nearest key), InputError GROUP_UNKNOWN
    * (listing the groups there are).
    */
-  pause(target: PauseTarget, now: Date): Promise<AssetPauseState[]>;
+  pause(target: PauseTarget, now: Date, audit?: AuditEntry): Promise<AssetPauseState[]>;
   /** The inverse of {@link pause}, with the same errors. */
-  resume(target: PauseTarget, now: Date): Promise<AssetPauseState[]>;
+  resume(target: PauseTarget, now: Date, audit?: AuditEntry): Promise<AssetPauseState[]>;
   /** Pause state of these assets (keys not in the assets table are left out). One query. */
   pauseStates(assetKeys: readonly string[]): Promise<Map<string, { paused: boolean; pausedAt: Date | null }>>;
 }

@@ -1,3 +1,4 @@
+import { recordAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely, type Selectable } from "kysely";
 import { InputError, serializeError, StorageError } from "../errors/index.js";
 import type { AssetsTable, Database, DefinitionFilesTable, DefinitionSnapshotsTable } from "./database.js";
@@ -215,7 +216,7 @@ export class PgDefinitionStore implements DefinitionStore {
     return rows.map((r) => r.partition_key);
   }
 
-  async addDynamicPartitions(name: string, keys: readonly string[]): Promise<string[]> {
+  async addDynamicPartitions(name: string, keys: readonly string[], audit?: AuditEntry): Promise<string[]> {
     for (const key of keys) {
       if (typeof key !== "string" || key === "") {
         throw new InputError(`dynamic partition keys of "${name}" must be non-empty strings`, { location: { field: name } });
@@ -223,12 +224,28 @@ export class PgDefinitionStore implements DefinitionStore {
     }
     const unique = [...new Set(keys)];
     if (unique.length === 0) return [];
+    // The audit record commits with the keys: a store already inside a transaction writes both there.
+    if (audit) {
+      return this.#db.isTransaction
+        ? this.#addDynamicPartitions(this.#db, name, unique, audit)
+        : this.#db.transaction().execute((trx) => this.#addDynamicPartitions(trx, name, unique, audit));
+    }
+    return this.#addDynamicPartitions(this.#db, name, unique, undefined);
+  }
+
+  async #addDynamicPartitions(
+    db: Kysely<Database>,
+    name: string,
+    unique: readonly string[],
+    audit: AuditEntry | undefined,
+  ): Promise<string[]> {
     const { rows } = await sql<{ partition_key: string; position: number }>`
       insert into dynamic_partitions (name, partition_key)
       select ${name}, k from jsonb_array_elements_text(${toJson(unique)}::jsonb) with ordinality as t(k, ord)
       order by ord
       on conflict (name, partition_key) do nothing
-      returning partition_key, position`.execute(this.#db);
+      returning partition_key, position`.execute(db);
+    if (audit) await recordAudit(db, { ...audit, detail: { ...audit.detail, added: rows.length } }, new Date());
     return rows.sort((a, b) => a.position - b.position).map((r) => r.partition_key);
   }
 }

@@ -1,3 +1,4 @@
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
@@ -68,9 +69,17 @@ export class PgEventStore implements EventStore {
     this.#db = db;
   }
 
-  async reportEvents(events: readonly ReportedEvent[], now: Date): Promise<number[]> {
+  async reportEvents(events: readonly ReportedEvent[], now: Date, audit?: AuditEntry): Promise<number[]> {
     if (events.length === 0) return [];
-    return this.#db.transaction().execute((trx) => reportEventsIn(trx, events, now));
+    return this.#db.transaction().execute((trx) =>
+      withAudit(
+        trx,
+        audit,
+        now,
+        () => reportEventsIn(trx, events, now),
+        (ids) => ({ eventIds: ids }),
+      ),
+    );
   }
 
   async listEvents(options: ListEventsOptions): Promise<EventRecord[]> {

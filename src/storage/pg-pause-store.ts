@@ -1,3 +1,4 @@
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely } from "kysely";
 import { GraphError, InputError } from "../errors/index.js";
 import { suggestKey } from "../graph/index.js";
@@ -14,12 +15,12 @@ export class PgPauseStore implements PauseStore {
     this.#db = db;
   }
 
-  pause(target: PauseTarget, now: Date): Promise<AssetPauseState[]> {
-    return this.setPaused(target, true, now);
+  pause(target: PauseTarget, now: Date, audit?: AuditEntry): Promise<AssetPauseState[]> {
+    return this.setPaused(target, true, now, audit);
   }
 
-  resume(target: PauseTarget, now: Date): Promise<AssetPauseState[]> {
-    return this.setPaused(target, false, now);
+  resume(target: PauseTarget, now: Date, audit?: AuditEntry): Promise<AssetPauseState[]> {
+    return this.setPaused(target, false, now, audit);
   }
 
   async pauseStates(assetKeys: readonly string[]): Promise<Map<string, { paused: boolean; pausedAt: Date | null }>> {
@@ -34,7 +35,7 @@ export class PgPauseStore implements PauseStore {
     return out;
   }
 
-  private async setPaused(target: PauseTarget, paused: boolean, now: Date): Promise<AssetPauseState[]> {
+  private async setPaused(target: PauseTarget, paused: boolean, now: Date, audit: AuditEntry | undefined): Promise<AssetPauseState[]> {
     const verb = paused ? "pause" : "resume";
     const keys = [...new Set(target.assetKeys ?? [])];
     const group = target.group;
@@ -51,65 +52,67 @@ export class PgPauseStore implements PauseStore {
         });
       }
     }
-    return this.#db.transaction().execute(async (trx) => {
-      // Locked in key order, so two overlapping requests queue instead of deadlocking.
-      const targeted = await sql<{ key: string; group_name: string | null; paused: boolean; paused_at: Date | null }>`
+    return this.#db.transaction().execute(async (trx) =>
+      withAudit(trx, audit, now, async () => {
+        // Locked in key order, so two overlapping requests queue instead of deadlocking.
+        const targeted = await sql<{ key: string; group_name: string | null; paused: boolean; paused_at: Date | null }>`
         select key, group_name, paused, paused_at from assets
         where removed_at is null and (key = any(${keys}::text[]) or group_name = ${group ?? null})
         order by key for no key update`.execute(trx);
-      const found = new Set(targeted.rows.map((r) => r.key));
-      const unknown = keys.filter((k) => !found.has(k));
-      if (unknown.length > 0) {
-        const all = await trx.selectFrom("assets").select("key").where("removed_at", "is", null).execute();
-        const k = unknown[0]!;
-        const near = suggestKey(
-          k,
-          all.map((r) => r.key),
-        );
-        throw new GraphError(
-          "GRAPH_UNKNOWN_ASSET",
-          `${verb}: no asset has the key "${k}"${near ? `; did you mean "${near}"?` : ""}` +
-            (unknown.length > 1
-              ? ` (unknown too: ${unknown
-                  .slice(1)
-                  .map((u) => `"${u}"`)
-                  .join(", ")})`
-              : ""),
-          { location: { assetKey: k } },
-        );
-      }
-      if (group !== undefined && group !== "" && !targeted.rows.some((r) => r.group_name === group)) {
-        const groups = await sql<{ group_name: string }>`
+        const found = new Set(targeted.rows.map((r) => r.key));
+        const unknown = keys.filter((k) => !found.has(k));
+        if (unknown.length > 0) {
+          const all = await trx.selectFrom("assets").select("key").where("removed_at", "is", null).execute();
+          const k = unknown[0]!;
+          const near = suggestKey(
+            k,
+            all.map((r) => r.key),
+          );
+          throw new GraphError(
+            "GRAPH_UNKNOWN_ASSET",
+            `${verb}: no asset has the key "${k}"${near ? `; did you mean "${near}"?` : ""}` +
+              (unknown.length > 1
+                ? ` (unknown too: ${unknown
+                    .slice(1)
+                    .map((u) => `"${u}"`)
+                    .join(", ")})`
+                : ""),
+            { location: { assetKey: k } },
+          );
+        }
+        if (group !== undefined && group !== "" && !targeted.rows.some((r) => r.group_name === group)) {
+          const groups = await sql<{ group_name: string }>`
           select distinct group_name from assets where removed_at is null and group_name is not null order by group_name`.execute(trx);
-        const names = groups.rows.map((r) => r.group_name);
-        throw new InputError(
-          `${verb}: no asset is in the group "${group}"; ` +
-            (names.length > 0
-              ? `the groups are ${names.map((n) => `"${n}"`).join(", ")}`
-              : "no asset has a group yet (are the definitions loaded?)"),
-          { code: "GROUP_UNKNOWN", location: { field: "group" } },
-        );
-      }
-      const toChange = targeted.rows.filter((r) => r.paused !== paused).map((r) => r.key);
-      const changed = new Map<string, Date | null>();
-      if (toChange.length > 0) {
-        const updated = await trx
-          .updateTable("assets")
-          .set({ paused, paused_at: paused ? now : null, updated_at: now })
-          .where("key", "in", toChange)
-          .returning(["key", "paused_at"])
-          .execute();
-        for (const u of updated) changed.set(u.key, u.paused_at);
-        // Resumed assets may be due at once; paused ones stop being considered.
-        await notifyIn(trx, WAKE_CHANNEL, "pause");
-      }
-      return targeted.rows.map((r) => ({
-        assetKey: r.key,
-        group: r.group_name,
-        paused,
-        pausedAt: changed.has(r.key) ? (changed.get(r.key) ?? null) : r.paused_at,
-        changed: changed.has(r.key),
-      }));
-    });
+          const names = groups.rows.map((r) => r.group_name);
+          throw new InputError(
+            `${verb}: no asset is in the group "${group}"; ` +
+              (names.length > 0
+                ? `the groups are ${names.map((n) => `"${n}"`).join(", ")}`
+                : "no asset has a group yet (are the definitions loaded?)"),
+            { code: "GROUP_UNKNOWN", location: { field: "group" } },
+          );
+        }
+        const toChange = targeted.rows.filter((r) => r.paused !== paused).map((r) => r.key);
+        const changed = new Map<string, Date | null>();
+        if (toChange.length > 0) {
+          const updated = await trx
+            .updateTable("assets")
+            .set({ paused, paused_at: paused ? now : null, updated_at: now })
+            .where("key", "in", toChange)
+            .returning(["key", "paused_at"])
+            .execute();
+          for (const u of updated) changed.set(u.key, u.paused_at);
+          // Resumed assets may be due at once; paused ones stop being considered.
+          await notifyIn(trx, WAKE_CHANNEL, "pause");
+        }
+        return targeted.rows.map((r) => ({
+          assetKey: r.key,
+          group: r.group_name,
+          paused,
+          pausedAt: changed.has(r.key) ? (changed.get(r.key) ?? null) : r.paused_at,
+          changed: changed.has(r.key),
+        }));
+      }),
+    );
   }
 }

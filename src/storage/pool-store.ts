@@ -1,3 +1,5 @@
+import type { AuditEntry } from "./audit-trail.js";
+
 /** A named slot count that steps compete for, with what uses it now. */
 export interface PoolRecord {
   name: string;
@@ -28,5 +30,5 @@ export interface PoolStore {
    * Sets a pool's slots (creating the pool if it does not exist yet, as a step
    * using it would) and wakes dispatchers, which may now hand out more steps.
    */
-  setSlots(input: SetPoolSlots, now: Date): Promise<PoolRecord>;
+  setSlots(input: SetPoolSlots, now: Date, audit?: AuditEntry): Promise<PoolRecord>;
 }

@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit-trail.js";
 import type { SerializedError } from "../errors/index.js";
 import type { StepSettings } from "../graph/index.js";
 import type { PartitionState, RunOrigin, RunStatus, StepState } from "./database.js";
@@ -323,22 +324,22 @@ export interface GatheredItem {
  * so any number of reconcilers may share the database.
  */
 export interface RunStore {
-  createRun(run: NewRun, now: Date): Promise<{ runId: string; created: boolean }>;
+  createRun(run: NewRun, now: Date, audit?: AuditEntry): Promise<{ runId: string; created: boolean }>;
   /** Several runs in one transaction: all are created, or (on any error) none. In the order given. */
-  createRuns(runs: readonly NewRun[], now: Date): Promise<{ runId: string; created: boolean }[]>;
+  createRuns(runs: readonly NewRun[], now: Date, audit?: AuditEntry): Promise<{ runId: string; created: boolean }[]>;
   claimRunnable(options: ClaimOptions): Promise<ClaimedStep[]>;
   markStarted(starts: readonly StepStart[], now: Date): Promise<void>;
   heartbeat(steps: readonly { stepId: number; tryNumber: number }[], now: Date): Promise<void>;
   completeSteps(completions: readonly StepCompletion[], now: Date, random?: () => number, followUp?: FollowUp): Promise<CompletionSummary>;
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult>;
-  requestCancel(runId: string, now: Date): Promise<RunSummary>;
+  requestCancel(runId: string, now: Date, audit?: AuditEntry): Promise<RunSummary>;
   /**
    * Clears one mapped step inside its run: it runs again (with a fresh retry budget), and the steps after it
    * in the run (its expanded step, which gathers again, and their downstream steps) wait for it; the run
    * reopens. Refused, writing nothing, when the step or a step after it is still active, or when a later
    * run has materialised (or is materialising) one of those partitions: the old run must not overwrite it.
    */
-  clearMappedStep(target: MappedStepRef, now: Date): Promise<ClearedMappedStep>;
+  clearMappedStep(target: MappedStepRef, now: Date, audit?: AuditEntry): Promise<ClearedMappedStep>;
   getRun(runId: string): Promise<RunDetail | undefined>;
   /** The run without its steps and plan: cheap enough to poll. */
   getRunSummary(runId: string): Promise<RunSummary | undefined>;

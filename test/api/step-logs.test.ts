@@ -1,7 +1,20 @@
 import { readdirSync, readlinkSync } from "node:fs";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Hono } from "hono";
+import { localGuard } from "../../src/access/index.js";
+import { setGuard } from "../../src/api/auth/request-guard.js";
 import { stepLogRoutes } from "../../src/api/logs/step-logs.js";
+
+/** The routes as a server without access control serves them: every request is the local caller. */
+function asLocal(routes: Hono): Hono {
+  return new Hono()
+    .use("*", (c, next) => {
+      setGuard(c, localGuard());
+      return next();
+    })
+    .route("/", routes);
+}
 import { PgStepTryStateStore, WAKE_CHANNEL } from "../../src/storage/index.js";
 import { Harness } from "../execution/harness.js";
 import { allEvents, sseReader, type SseEvent } from "./sse.js";
@@ -31,13 +44,15 @@ describePostgres("live step logs (GET /runs/:runId/steps/:stepId/logs)", () => {
 
   beforeAll(async () => {
     h = await Harness.create({ files: { "logs.ts": DEFS } });
-    app = stepLogRoutes(h.runs, {
-      logsDir: h.logsDir,
-      tries: new PgStepTryStateStore(h.db),
-      pollMs: 50,
-      statePollMs: 100,
-      onFollowerClosed: (reason) => closed.push(reason),
-    });
+    app = asLocal(
+      stepLogRoutes(h.runs, {
+        logsDir: h.logsDir,
+        tries: new PgStepTryStateStore(h.db),
+        pollMs: 50,
+        statePollMs: 100,
+        onFollowerClosed: (reason) => closed.push(reason),
+      }),
+    );
   }, 60_000);
   afterAll(async () => {
     await h?.stop();
@@ -181,15 +196,17 @@ describePostgres("live step logs (GET /runs/:runId/steps/:stepId/logs)", () => {
     let getRuns = 0;
     let stateReads = 0;
     const tries = new PgStepTryStateStore(h.db);
-    const woken = stepLogRoutes(
-      { getRun: (id) => (getRuns++, h.runs.getRun(id)) },
-      {
-        logsDir: h.logsDir,
-        tries: { tryState: (step, attempt) => (stateReads++, tries.tryState(step, attempt)) },
-        subscribe: (handler) => h.handle.listen(WAKE_CHANNEL, () => handler()),
-        pollMs: 50,
-        statePollMs: 60_000,
-      },
+    const woken = asLocal(
+      stepLogRoutes(
+        { getRun: (id) => (getRuns++, h.runs.getRun(id)) },
+        {
+          logsDir: h.logsDir,
+          tries: { tryState: (step, attempt) => (stateReads++, tries.tryState(step, attempt)) },
+          subscribe: (handler) => h.handle.listen(WAKE_CHANNEL, () => handler()),
+          pollMs: 50,
+          statePollMs: 60_000,
+        },
+      ),
     );
     const began = Date.now();
     const events = await allEvents(await woken.request(`/runs/${runId}/steps/${stepId}/logs`));

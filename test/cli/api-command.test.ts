@@ -44,7 +44,9 @@ describePostgres("tributary api", () => {
   }
 
   it("serves /healthz, /graphql, /api/v1, /readyz, /metrics and step logs; exits 0 on SIGTERM", async () => {
-    const child = startCli(["api", "--port", "0"], { env: { DATABASE_URL: database.url, TRIBUTARY_LOGS_DIR: logsDir } });
+    const child = startCli(["api", "--port", "0", "--insecure-no-auth"], {
+      env: { DATABASE_URL: database.url, TRIBUTARY_LOGS_DIR: logsDir },
+    });
     try {
       const port = await eventually(
         async () => Number(/serving the API at http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output())?.[1]) || undefined,
@@ -100,7 +102,9 @@ describePostgres("tributary api", () => {
 
   it("refuses a --port that is not a port number, naming the option", async () => {
     const ports = ["http", "70000"];
-    const results = await Promise.all(ports.map((port) => runCli(["api", "--port", port], { env: { DATABASE_URL: database.url } })));
+    const results = await Promise.all(
+      ports.map((port) => runCli(["api", "--port", port, "--insecure-no-auth"], { env: { DATABASE_URL: database.url } })),
+    );
     results.forEach((result, i) => {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain(`--port: "${ports[i]}" is not a port number`);

@@ -94,7 +94,7 @@ describePostgres("the tributary executable", () => {
         const { spawn } = require("node:child_process");
         const fs = require("node:fs");
         const out = fs.openSync(${JSON.stringify(log)}, "a");
-        const child = spawn(process.execPath, [${JSON.stringify(BIN)}, "api", "--port", "0"], { stdio: ["ignore", out, out] });
+        const child = spawn(process.execPath, [${JSON.stringify(BIN)}, "api", "--port", "0", "--insecure-no-auth"], { stdio: ["ignore", out, out] });
         console.log(child.pid);
         setInterval(() => {}, 60000);
       `;

@@ -127,9 +127,12 @@ describePostgres("the BullMQ executor and tributary worker", () => {
     await reconciler.start();
     // The API the workers report to (its own logs directory: shipped logs land there).
     const port = freePort();
-    const proc = startCli(["api", "--port", String(port), "--definitions", h.dir, "--data-dir", path.join(h.scratch, "api")], {
-      env: { DATABASE_URL: h.url },
-    });
+    const proc = startCli(
+      ["api", "--insecure-no-auth", "--port", String(port), "--definitions", h.dir, "--data-dir", path.join(h.scratch, "api")],
+      {
+        env: { DATABASE_URL: h.url },
+      },
+    );
     api = { url: `http://127.0.0.1:${port}`, proc };
     const deadline = Date.now() + CLI_COMMAND_BUDGET_MS;
     while (

@@ -22,6 +22,7 @@ export function apiServicesOn(db: Kysely<Database>, parts: Partial<Omit<ApiParts
     backfills: parts.backfills ?? new PgBackfillStore(db),
     alerts: parts.alerts ?? new PgAlertStore(db),
     unavailableExecutors: parts.unavailableExecutors ?? new Map(),
+    openAccess: parts.openAccess ?? true,
   });
 }
 

@@ -1,3 +1,4 @@
+import { localGuard, type Guard } from "../../access/index.js";
 import { InputError } from "../../errors/index.js";
 import { dynamicNames, partitionKeyProblem } from "../../partitions/index.js";
 import type { DefinitionStore, GraphCache } from "../../storage/index.js";
@@ -19,6 +20,7 @@ export interface AddedDynamicPartitions {
 export async function addDynamicPartitions(
   services: { graphs: GraphCache; definitions: Pick<DefinitionStore, "addDynamicPartitions" | "listDynamicPartitions"> },
   request: { name: string; keys: readonly string[] },
+  guard: Guard = localGuard(),
 ): Promise<AddedDynamicPartitions> {
   const { graph } = await services.graphs.current({ fresh: true });
   const known = new Set(graph.assets.flatMap((a) => (a.partitions ? dynamicNames(a.partitions) : [])));
@@ -44,7 +46,12 @@ export async function addDynamicPartitions(
     const problem = partitionKeyProblem(key);
     if (problem) throw new InputError(`keys[${i}]: ${problem}`, { code: "PARTITION_KEY_INVALID", location: { field: `keys[${i}]` } });
   });
-  const added = await services.definitions.addDynamicPartitions(request.name, request.keys);
+  const audit = await guard.authorize("addDynamicPartitions", "operator", {
+    assets: graph.assets.filter((a) => a.partitions !== null && dynamicNames(a.partitions).includes(request.name)).map((a) => a.key),
+    partitions: request.keys,
+    detail: { name: request.name },
+  });
+  const added = await services.definitions.addDynamicPartitions(request.name, request.keys, audit);
   const total = (await services.definitions.listDynamicPartitions(request.name)).length;
   return { name: request.name, added, total };
 }

@@ -1,3 +1,5 @@
+import { localGuard, type Guard } from "../../access/index.js";
+import { planScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import {
@@ -88,9 +90,15 @@ export interface ClearedRun {
  * InputError CLEAR_NOTHING when nothing is selected (e.g. onlyFailed and no
  * partition failed). No run is created on any error.
  */
-export async function clearPartitions(services: ClearServices, request: ClearPartitionsRequest, now: Date): Promise<ClearedRun> {
+export async function clearPartitions(
+  services: ClearServices,
+  request: ClearPartitionsRequest,
+  now: Date,
+  guard: Guard = localGuard(),
+): Promise<ClearedRun> {
   const planned = await planClear(services, request, now);
-  const { runId } = await services.runs.createRun(plannedRun(planned.graph, planned.plan, rerunOptions(planned)), now);
+  const audit = await guard.authorize("clearPartitions", "operator", planScope(planned.plan));
+  const { runId } = await services.runs.createRun(plannedRun(planned.graph, planned.plan, rerunOptions(planned)), now, audit);
   return clearedRun(runId, planned);
 }
 
@@ -188,10 +196,17 @@ export async function planClear(services: ClearPlanServices, request: ClearParti
  * them, or (on any error) none. Plan them all first with {@link planClear},
  * so bad input fails before anything is written.
  */
-export async function createClearRuns(runs: Pick<RunStore, "createRuns">, plans: readonly ClearPlan[], now: Date): Promise<ClearedRun[]> {
+export async function createClearRuns(
+  runs: Pick<RunStore, "createRuns">,
+  plans: readonly ClearPlan[],
+  now: Date,
+  guard: Guard = localGuard(),
+): Promise<ClearedRun[]> {
+  const audit = await guard.authorize("clearTaskInstances", "operator", planScope(plans.flatMap((p) => p.plan.steps)));
   const created = await runs.createRuns(
     plans.map((p) => plannedRun(p.graph, p.plan, rerunOptions(p))),
     now,
+    audit,
   );
   return plans.map((p, i) => clearedRun(created[i]!.runId, p));
 }

@@ -1,3 +1,5 @@
+import { localGuard, type Guard } from "../../access/index.js";
+import { backfillScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import {
@@ -70,9 +72,19 @@ export interface BackfillServices {
  * InputError PLAN_MISSING_UPSTREAM for upstream partitions outside the
  * backfill that are not materialised, INPUT_INVALID for bad numbers.
  */
-export async function launchBackfill(services: BackfillServices, request: LaunchBackfillRequest, now: Date): Promise<BackfillRecord> {
+export async function launchBackfill(
+  services: BackfillServices,
+  request: LaunchBackfillRequest,
+  now: Date,
+  guard: Guard = localGuard(),
+): Promise<BackfillRecord> {
   const checked = await checkBackfill(services, request, now);
   const { plan, graph, version } = checked;
+  const audit = await guard.authorize(
+    "launchBackfill",
+    "operator",
+    backfillScope(plan.layout.targets.keys(), plan.partitionCount, request),
+  );
   const selection: BackfillSelection = {
     assetKeys: [...request.assetKeys],
     ...(request.from !== undefined ? { from: request.from } : {}),
@@ -94,6 +106,7 @@ export async function launchBackfill(services: BackfillServices, request: Launch
       tags: request.tags ?? {},
     },
     now,
+    audit,
   );
 }
 
@@ -221,7 +234,12 @@ async function checkBackfill(services: Omit<BackfillServices, "backfills">, requ
  * BACKFILL_NOTHING_FAILED when nothing failed; PartitionError
  * BACKFILL_DEFINITIONS_CHANGED when its assets' partitions changed since.
  */
-export async function retryBackfillFailures(services: BackfillServices, id: string, now: Date): Promise<BackfillRecord> {
+export async function retryBackfillFailures(
+  services: BackfillServices,
+  id: string,
+  now: Date,
+  guard: Guard = localGuard(),
+): Promise<BackfillRecord> {
   const original = await services.backfills.get(id);
   if (!original)
     throw new InputError(`no backfill has the id "${id}"; list backfills with \`tributary backfills\``, { code: "BACKFILL_NOT_FOUND" });
@@ -261,6 +279,11 @@ export async function retryBackfillFailures(services: BackfillServices, id: stri
   };
   const plan = planBackfill(request);
   if (plan.missing.length > 0) throw missingUpstreamError(plan.missing, "materialise them first, then re-run the failures again");
+  const audit = await guard.authorize(
+    "retryBackfillFailures",
+    "operator",
+    backfillScope(subsets.keys(), plan.partitionCount, { retryOf: id }),
+  );
   return services.backfills.create(
     {
       selection: { assetKeys: [...subsets.keys()], includeUpstream: false, retryOf: id },
@@ -273,6 +296,7 @@ export async function retryBackfillFailures(services: BackfillServices, id: stri
       tags: { ...stringTags(original.tags), "tributary/retry-of": id },
     },
     now,
+    audit,
   );
 }
 

@@ -1,3 +1,5 @@
+import { localGuard, type Guard } from "../../access/index.js";
+import { planScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
@@ -52,7 +54,12 @@ export interface LaunchedRun {
  * with upstream partitions outside the run satisfied by their latest
  * materialisation (or planned too with includeUpstream).
  */
-export async function launchRun(services: LaunchServices, request: LaunchRunRequest, now: Date): Promise<LaunchedRun> {
+export async function launchRun(
+  services: LaunchServices,
+  request: LaunchRunRequest,
+  now: Date,
+  guard: Guard = localGuard(),
+): Promise<LaunchedRun> {
   if (request.assetKeys.length === 0) throw new InputError("name at least one asset to materialise", { code: "PLAN_SELECTION_EMPTY" });
   if (request.partition !== undefined && (request.from !== undefined || request.to !== undefined)) {
     throw new InputError("give either a partition or a range (from/to), not both");
@@ -86,6 +93,7 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
     );
   }
   refuseUnavailableExecutors(graph, plan, services.unavailableExecutors);
+  const audit = await guard.authorize("launchRun", "operator", planScope(plan));
   const { runId } = await services.runs.createRun(
     plannedRun(graph, plan, {
       origin: request.origin ?? "manual",
@@ -94,6 +102,7 @@ export async function launchRun(services: LaunchServices, request: LaunchRunRequ
       maxActiveSteps: request.maxActiveSteps,
     }),
     now,
+    audit,
   );
   return { runId, steps: plan.steps.length, plan };
 }

@@ -1,3 +1,4 @@
+import { localGuard, type Guard } from "../../access/index.js";
 import { InputError, TributaryError } from "../../errors/index.js";
 import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
 import type { DefinitionStore, EventStore, GraphCache, JsonValue, ReportedEventKind } from "../../storage/index.js";
@@ -45,6 +46,7 @@ export async function reportAssetEvent(
   services: ReportEventServices,
   request: ReportAssetEventRequest,
   now: Date,
+  guard: Guard = localGuard(),
 ): Promise<ReportedAssetEvent> {
   const { version, graph } = await services.graphs.current({ fresh: true });
   if (version === 0)
@@ -136,6 +138,11 @@ export async function reportAssetEvent(
       },
     ],
     now,
+    await guard.authorize("reportAssetEvent", "operator", {
+      assets: [key],
+      partitions: partitionKey ? [partitionKey] : [],
+      detail: { kind },
+    }),
   );
   return { eventId: eventId!, assetKey: key, partitionKey, kind, createdAt: now };
 }

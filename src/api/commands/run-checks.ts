@@ -1,3 +1,5 @@
+import { localGuard, type Guard } from "../../access/index.js";
+import { planScope } from "./plan-scope.js";
 import { InputError, TributaryError } from "../../errors/index.js";
 import type { SnapshotAsset, SnapshotCheck } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
@@ -29,7 +31,12 @@ const SAMPLE = 5;
  * CHECK_PARTITION_INVALID, CHECK_PARTITION_NOT_EXISTING and
  * CHECK_NOTHING_TO_CHECK (a partition never materialised).
  */
-export async function runChecks(services: LaunchServices, request: RunChecksRequest, now: Date): Promise<LaunchedRun> {
+export async function runChecks(
+  services: LaunchServices,
+  request: RunChecksRequest,
+  now: Date,
+  guard: Guard = localGuard(),
+): Promise<LaunchedRun> {
   const { version, graph } = await services.graphs.current({ fresh: true });
   if (version === 0)
     throw new InputError("no definitions are loaded yet; check `tributary check` for load errors", { code: "DEFINITIONS_NOT_LOADED" });
@@ -46,7 +53,8 @@ export async function runChecks(services: LaunchServices, request: RunChecksRequ
     for (const c of checks) steps.push({ index: steps.length, assetKey: asset.key, partitionKey, upstream: [], check: c.name });
   }
   const plan: RunPlan = { version, steps, missing: [] };
-  const { runId } = await services.runs.createRun(plannedRun(graph, plan, { origin: "manual", tags: { checks: asset.key } }), now);
+  const audit = await guard.authorize("runChecks", "operator", planScope(plan));
+  const { runId } = await services.runs.createRun(plannedRun(graph, plan, { origin: "manual", tags: { checks: asset.key } }), now, audit);
   return { runId, steps: steps.length, plan };
 }
 

@@ -256,7 +256,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const input = parseInput(launchInput, args.input, "launchBackfill");
       try {
-        return await ctx.backfills.launch(input);
+        return await ctx.backfills.launch(input, ctx.guard);
       } catch (err) {
         throw asGraphQLError(err);
       }
@@ -266,19 +266,19 @@ builder.mutationFields((t) => ({
     type: BackfillRef,
     description: "Stops creating runs and cancels the backfill's runs in flight",
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => command(() => ctx.backfills.cancel(args.id)),
+    resolve: (_root, args, ctx) => command(() => ctx.backfills.cancel(args.id, ctx.guard)),
   }),
   resumeBackfill: t.field({
     type: BackfillRef,
     description: "Continues a canceled backfill where it stopped",
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => command(() => ctx.backfills.resume(args.id)),
+    resolve: (_root, args, ctx) => command(() => ctx.backfills.resume(args.id, ctx.guard)),
   }),
   retryBackfillFailures: t.field({
     type: BackfillRef,
     description: "Re-runs only the failed partitions of an ended backfill, as a new backfill",
     args: { id: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => command(() => ctx.backfills.retryFailures(args.id)),
+    resolve: (_root, args, ctx) => command(() => ctx.backfills.retryFailures(args.id, ctx.guard)),
   }),
 }));
 

@@ -1,8 +1,12 @@
 import SchemaBuilder from "@pothos/core";
+import type { Guard } from "../../access/index.js";
 import type { ApiServices } from "../services.js";
 
+/** What resolvers see: the API's services, and the request's Guard (its caller and the one authorisation decision). */
+export type ApiContext = ApiServices & { readonly guard: Guard };
+
 export const builder = new SchemaBuilder<{
-  Context: ApiServices;
+  Context: ApiContext;
   Scalars: {
     JSON: { Input: unknown; Output: unknown };
     DateTime: { Input: Date; Output: Date };

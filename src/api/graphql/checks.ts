@@ -185,7 +185,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const input = parseInput(runChecksInput, args.input, "runChecks");
       try {
-        const launched = await ctx.runs.runChecks(input);
+        const launched = await ctx.runs.runChecks(input, ctx.guard);
         const run = await ctx.runs.store.getRun(launched.runId);
         if (!run) throw codeError("INTERNAL", `run ${launched.runId} vanished after being created`);
         return run;

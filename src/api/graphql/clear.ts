@@ -43,7 +43,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const input = parseInput(clearInput, args.input, "clearPartitions");
       try {
-        const cleared = await ctx.runs.clearPartitions(input);
+        const cleared = await ctx.runs.clearPartitions(input, ctx.guard);
         const run = await ctx.runs.store.getRun(cleared.runId);
         if (!run) throw codeError("INTERNAL", `run ${cleared.runId} vanished after being created`);
         return run;

@@ -18,6 +18,6 @@ builder.mutationFields((t) => ({
       keys: t.arg.stringList({ required: true }),
     },
     // TributaryErrors reach the client with their code (see maskError in app.ts).
-    resolve: (_root, args, ctx) => ctx.assets.addDynamicPartitions({ name: args.name, keys: args.keys }),
+    resolve: (_root, args, ctx) => ctx.assets.addDynamicPartitions({ name: args.name, keys: args.keys }, ctx.guard),
   }),
 }));

@@ -40,7 +40,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const input = parseInput(reportInput, args.input, "reportAssetEvent");
       // TributaryErrors reach the client with their code (see maskError in app.ts).
-      return ctx.assets.reportEvent(input);
+      return ctx.assets.reportEvent(input, ctx.guard);
     },
   }),
 }));

@@ -196,7 +196,8 @@ builder.queryFields((t) => ({
       assetKey: t.arg.string({ required: true }),
       partitionKeys: t.arg.stringList({ required: true }),
     },
-    resolve: (_root, args, ctx) => answer(() => ctx.lineage.erasureImpact({ assetKey: args.assetKey, partitionKeys: args.partitionKeys })),
+    resolve: (_root, args, ctx) =>
+      answer(() => ctx.lineage.erasureImpact({ assetKey: args.assetKey, partitionKeys: args.partitionKeys }, ctx.guard)),
   }),
 }));
 

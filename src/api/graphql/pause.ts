@@ -41,13 +41,13 @@ builder.mutationFields((t) => ({
       "Runs already started, manual runs and backfills are not affected",
     args: { input: t.arg({ type: PauseAutomationInput, required: true }) },
     // TributaryErrors reach the client with their code (see maskError in app.ts).
-    resolve: (_root, args, ctx) => ctx.automation.pause(parseTarget("pauseAutomation", args.input)),
+    resolve: (_root, args, ctx) => ctx.automation.pause(parseTarget("pauseAutomation", args.input), ctx.guard),
   }),
   resumeAutomation: t.field({
     type: [AutomationPauseRef],
     description: "Lets automation and schedules start runs for these assets again; each follows its catchup setting",
     args: { input: t.arg({ type: PauseAutomationInput, required: true }) },
-    resolve: (_root, args, ctx) => ctx.automation.resume(parseTarget("resumeAutomation", args.input)),
+    resolve: (_root, args, ctx) => ctx.automation.resume(parseTarget("resumeAutomation", args.input), ctx.guard),
   }),
 }));
 

@@ -47,6 +47,6 @@ builder.mutationFields((t) => ({
       slots: t.arg.int({ required: true }),
       includeDeferred: t.arg.boolean({ description: "Whether deferred steps keep their slots; left as it is when absent" }),
     },
-    resolve: (_root, args, ctx) => ctx.pools.setSlots(parseInput(setPoolSlotsInput, args, "setPoolSlots", ""), ctx.now()),
+    resolve: (_root, args, ctx) => ctx.pools.setSlots(parseInput(setPoolSlotsInput, args, "setPoolSlots", ""), ctx.guard),
   }),
 }));

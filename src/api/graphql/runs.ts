@@ -281,7 +281,7 @@ builder.mutationType({
       resolve: async (_root, args, ctx) => {
         const input = parseInput(launchInput, args.input, "launchRun");
         try {
-          const launched = await ctx.runs.launch(input);
+          const launched = await ctx.runs.launch(input, ctx.guard);
           const run = await ctx.runs.store.getRun(launched.runId);
           if (!run) throw codeError("INTERNAL", `run ${launched.runId} vanished after being created`);
           return run;
@@ -300,9 +300,9 @@ builder.mutationType({
       resolve: async (_root, args, ctx) => {
         const input = parseInput(clearMappedStepInput, withoutNulls(args.input), "clearMappedStep");
         try {
-          const cleared = await ctx.runs.store.clearMappedStep(
+          const cleared = await ctx.runs.clearMappedStep(
             { runId: input.runId, assetKey: input.assetKey, partitionKey: input.partition ?? "", mapIndex: input.mapIndex },
-            ctx.now(),
+            ctx.guard,
           );
           return cleared.run;
         } catch (err) {
@@ -315,7 +315,7 @@ builder.mutationType({
       args: { id: t.arg.string({ required: true }) },
       resolve: async (_root, args, ctx) => {
         try {
-          return await ctx.runs.store.requestCancel(args.id, ctx.now());
+          return await ctx.runs.cancel(args.id, ctx.guard);
         } catch (err) {
           throw asGraphQLError(err);
         }

@@ -279,5 +279,6 @@ import "./pools.js"; // pools and setPoolSlots
 import "./lineage.js"; // Lineage and erasureImpact
 import "./checks.js"; // asset checks: Asset.checks, Asset.checkResults, Run.checkResults, runChecks
 import "./definitions-status.js"; // definitionsStatus: LOADING until the first load is stored
+import "./access.js"; // me, Asset.viewerCan, auditEvents
 
 export const schema = builder.toSchema();

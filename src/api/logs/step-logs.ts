@@ -1,3 +1,4 @@
+import { guardOf } from "../auth/request-guard.js";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { Readable } from "node:stream";
@@ -119,6 +120,10 @@ async function requireTry(
       "STEP_NOT_FOUND",
       `run ${run.id} has no step ${JSON.stringify(stepParam)} (its steps' ids are in run(id) { steps { id } })`,
     );
+  }
+  // A log may echo the data itself: a viewer of the asset's team only.
+  if (!(await guardOf(c).canView(step.assetKey))) {
+    throw new StepLogError(403, "FORBIDDEN", `reading the logs of asset "${step.assetKey}" needs the viewer role on its team`);
   }
   const tryParam = c.req.query("try");
   if (tryParam !== undefined && !/^[1-9]\d{0,8}$/.test(tryParam)) {

@@ -1,3 +1,4 @@
+import { guardOf } from "../auth/request-guard.js";
 import type { Context } from "hono";
 import { z } from "zod";
 import { TributaryError } from "../../errors/index.js";
@@ -98,7 +99,7 @@ export async function clearTaskInstances(c: Context, deps: RestDeps): Promise<Re
       ),
     });
   }
-  const cleared = plans.length === 0 ? [] : await createClearRuns(services.runs, plans, now);
+  const cleared = plans.length === 0 ? [] : await createClearRuns(services.runs, plans, now, guardOf(c));
   return c.json({
     task_instances: await references(
       deps,

@@ -1,3 +1,4 @@
+import { guardOf } from "../auth/request-guard.js";
 import type { Context } from "hono";
 import { z } from "zod";
 import type { JobRunFilter, RunDetail, StepRecord } from "../../storage/index.js";
@@ -78,12 +79,15 @@ export async function triggerDagRun(c: Context, deps: RestDeps): Promise<Respons
   const partition =
     partitionKey ?? (logical !== undefined ? partitions.keyAt(logical, now, "body.logical_date") : latestPartition(job, partitions, now));
   const launched = await deps.context.runs
-    .launch({
-      assetKeys: job.assets.map((a) => a.key),
-      partition,
-      origin: "manual",
-      tags: { "airflow/dag_id": job.dagId },
-    })
+    .launch(
+      {
+        assetKeys: job.assets.map((a) => a.key),
+        partition,
+        origin: "manual",
+        tags: { "airflow/dag_id": job.dagId },
+      },
+      guardOf(c),
+    )
     .catch(async (err: unknown) => {
       throw err instanceof TributaryError && err.code === "PLAN_MISSING_UPSTREAM" ? await inRestTerms(err, deps, job) : err;
     });

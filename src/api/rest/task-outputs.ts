@@ -1,3 +1,4 @@
+import { guardOf } from "../auth/request-guard.js";
 import type { Context } from "hono";
 import { readLogChunk, tryLogFile } from "../logs/log-file.js"; // one log reader
 import { requireTask, type AssetJob } from "./asset-jobs.js";
@@ -81,5 +82,14 @@ async function taskSteps(c: Context, deps: RestDeps): Promise<{ job: AssetJob; s
       "TaskInstance",
       `task ${JSON.stringify(task.key)} has no step in run ${JSON.stringify(c.req.param("dag_run_id"))}`,
     );
+  // Logs and outputs may hold the data itself: a viewer of the asset's team only.
+  if (!(await guardOf(c).canView(task.key))) {
+    throw new RestError(
+      403,
+      "FORBIDDEN",
+      "Forbidden",
+      `reading the logs and outputs of task ${JSON.stringify(task.key)} needs the viewer role on its team`,
+    );
+  }
   return { job, steps: own };
 }

@@ -1,4 +1,6 @@
 import pc from "picocolors";
+import { PgAccessStore } from "../../storage/index.js";
+import { insecureWarning, requireAdmin, runsOpen } from "../access-mode.js";
 import { embeddedDbDir, openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { ApiCommandOptions } from "./api.js";
@@ -13,7 +15,17 @@ export async function runApi(opts: ApiCommandOptions, globals: GlobalOptions): P
   const settings = resolveSettings(globals);
   const port = parsePort(opts.port);
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
-  const runtime = await openRuntime(settings, { runsSteps: false });
+  const open = runsOpen("api", opts.host, { insecureNoAuth: opts.insecureNoAuth });
+  const runtime = await openRuntime(settings, { runsSteps: false, openAccess: open });
+  if (open) log(pc.yellow(insecureWarning(opts.host)));
+  else {
+    try {
+      await requireAdmin(new PgAccessStore(runtime.database.db));
+    } catch (err) {
+      await runtime.close();
+      throw err;
+    }
+  }
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
   const server = await startApiServer(runtime, { port, host: opts.host });
   log(`serving the API at http://${opts.host}:${server.port} (GraphQL at /graphql, REST at /api/v1)`);

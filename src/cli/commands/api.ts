@@ -5,6 +5,7 @@ import type { GlobalOptions } from "../settings.js";
 export interface ApiCommandOptions {
   port: string;
   host: string;
+  insecureNoAuth?: boolean;
 }
 
 /** `tributary api`: the HTTP server alone (the production split: api, reconciler, triggerer, worker). */
@@ -17,6 +18,7 @@ export function registerApi(program: Command): void {
     )
     .option("--port <port>", "HTTP port", "3000")
     .option("--host <host>", "HTTP host", "127.0.0.1")
+    .option("--insecure-no-auth", "serve without access control: every request may do everything (never on a shared network)")
     .action(async (opts: ApiCommandOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
       const { runApi } = await import("./api.action.js");

@@ -1,3 +1,4 @@
+import { localGuard } from "../../access/index.js";
 import pc from "picocolors";
 import type { ApiServices, RunChecksRequest } from "../../api/index.js";
 import type { CheckResultView, RunStatus } from "../../storage/index.js";
@@ -176,7 +177,7 @@ class InProcessCheckRunClient implements CheckRunClient {
   }
 
   async start(request: RunChecksRequest): Promise<CheckRunState> {
-    const { runId } = await this.#commands.runs.runChecks(request);
+    const { runId } = await this.#commands.runs.runChecks(request, localGuard());
     this.execution?.reconciler.wake();
     return this.state(runId);
   }

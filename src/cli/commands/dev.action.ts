@@ -1,4 +1,6 @@
 import pc from "picocolors";
+import { PgAccessStore } from "../../storage/index.js";
+import { insecureWarning, requireAdmin, runsOpen } from "../access-mode.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
 import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
@@ -13,6 +15,8 @@ export interface DevOptions {
   host: string;
   processes?: string;
   concurrencyPerProcess?: string;
+  auth?: boolean;
+  insecureNoAuth?: boolean;
 }
 
 /** `tributary dev`: the database, the definitions watcher and the HTTP server in one process. */
@@ -23,7 +27,17 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
 
-  const runtime = await openRuntime(settings);
+  const open = runsOpen("dev", opts.host, opts);
+  const runtime = await openRuntime(settings, { openAccess: open });
+  if (opts.insecureNoAuth) log(pc.yellow(insecureWarning(opts.host)));
+  if (!open) {
+    try {
+      await requireAdmin(new PgAccessStore(runtime.database.db));
+    } catch (err) {
+      await runtime.close();
+      throw err;
+    }
+  }
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
 
   // Until the first definitions load is stored, GraphQL waits rather than answering with an empty graph.

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../settings.js";
+import type { DevOptions } from "./dev.action.js";
 
 export function registerDev(program: Command): void {
   program
@@ -9,7 +10,9 @@ export function registerDev(program: Command): void {
     .option("--host <host>", "HTTP host", "127.0.0.1")
     .option("--processes <n>", "worker processes of the local executor (default: the number of cores)")
     .option("--concurrency-per-process <n>", "steps one worker process runs at once (default 4)")
-    .action(async (opts: { port: string; host: string; processes?: string; concurrencyPerProcess?: string }, cmd: Command) => {
+    .option("--auth", "control access on loopback too (it always is on other addresses)")
+    .option("--insecure-no-auth", "serve without access control on any address (never on a shared network)")
+    .action(async (opts: DevOptions, cmd: Command) => {
       // Loaded on use, so `--help` and other commands start fast.
       const { runDev } = await import("./dev.action.js");
       await runDev(opts, cmd.optsWithGlobals<GlobalOptions>());

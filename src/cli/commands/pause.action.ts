@@ -1,3 +1,4 @@
+import { localGuard } from "../../access/index.js";
 import { InputError } from "../../errors/index.js";
 import type { AssetPauseState, PauseTarget } from "../../storage/index.js";
 import { printJson, table } from "../output.js";
@@ -39,7 +40,9 @@ async function inProcess(settings: Settings, verb: Verb, target: PauseTarget): P
   // The assets table follows the definitions: load them first, so a newly defined asset is known.
   // Loaded only without a server: the database, loader and executor would slow every command's start.
   const { withCurrentDefinitions } = await import("../runtime.js");
-  return withCurrentDefinitions(settings, (api) => (verb === "pause" ? api.automation.pause(target) : api.automation.resume(target)));
+  return withCurrentDefinitions(settings, (api) =>
+    verb === "pause" ? api.automation.pause(target, localGuard()) : api.automation.resume(target, localGuard()),
+  );
 }
 
 async function viaServer(url: string, verb: Verb, target: PauseTarget): Promise<AssetPauseState[]> {

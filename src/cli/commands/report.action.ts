@@ -1,3 +1,4 @@
+import { localGuard } from "../../access/index.js";
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { printJson } from "../output.js";
@@ -38,7 +39,7 @@ function parseMetadata(text: string | undefined): unknown {
 async function inProcess(settings: Settings, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {
   // Loaded only without a server: the database, loader and executor would slow every command's start.
   const { withCurrentDefinitions } = await import("../runtime.js");
-  return withCurrentDefinitions(settings, (api) => api.assets.reportEvent(request));
+  return withCurrentDefinitions(settings, (api) => api.assets.reportEvent(request, localGuard()));
 }
 
 async function viaServer(url: string, request: ReportAssetEventRequest): Promise<ReportedAssetEvent> {

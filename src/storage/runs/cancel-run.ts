@@ -1,3 +1,4 @@
+import { recordAudit, type AuditEntry } from "../audit-trail.js";
 import type { Kysely } from "kysely";
 import { notifyIn } from "../database-handle.js";
 import type { Database } from "../database.js";
@@ -5,7 +6,7 @@ import type { RunSummary } from "../run-store.js";
 import { WAKE_CHANNEL } from "./channels.js";
 import { isUuid, runNotFound, SUMMARY_COLUMNS, toRunSummary } from "./run-summary.js";
 
-export async function requestCancel(db: Kysely<Database>, runId: string, now: Date): Promise<RunSummary> {
+export async function requestCancel(db: Kysely<Database>, runId: string, now: Date, audit?: AuditEntry): Promise<RunSummary> {
   if (!isUuid(runId)) throw runNotFound(runId);
   const row = await db.transaction().execute(async (trx) => {
     const updated = await trx
@@ -17,6 +18,7 @@ export async function requestCancel(db: Kysely<Database>, runId: string, now: Da
       .returning("id")
       .executeTakeFirst();
     if (updated) await notifyIn(trx, WAKE_CHANNEL, "cancel");
+    if (audit) await recordAudit(trx, audit, now);
     return trx.selectFrom("runs").select(SUMMARY_COLUMNS).where("id", "=", runId).executeTakeFirst();
   });
   if (!row) throw runNotFound(runId);

@@ -1,3 +1,4 @@
+import { withAudit, type AuditEntry } from "../audit-trail.js";
 import type { Kysely, Transaction } from "kysely";
 import type { Database, PartitionState, RunStatus } from "../database.js";
 import type { RunDecisions } from "../run-decisions.js";
@@ -50,25 +51,41 @@ export class PgRunStore implements RunStore {
 
   // ── runs ────────────────────────────────────────────────────────────────
 
-  async createRun(run: NewRun, now: Date): Promise<{ runId: string; created: boolean }> {
-    return this.#db.transaction().execute((trx) => insertRun(trx, run, now));
+  async createRun(run: NewRun, now: Date, audit?: AuditEntry): Promise<{ runId: string; created: boolean }> {
+    return this.#db.transaction().execute((trx) =>
+      withAudit(
+        trx,
+        audit,
+        now,
+        () => insertRun(trx, run, now),
+        (r) => ({ runId: r.runId }),
+      ),
+    );
   }
 
-  async createRuns(runs: readonly NewRun[], now: Date): Promise<{ runId: string; created: boolean }[]> {
+  async createRuns(runs: readonly NewRun[], now: Date, audit?: AuditEntry): Promise<{ runId: string; created: boolean }[]> {
     if (runs.length === 0) return [];
-    return this.#db.transaction().execute(async (trx) => {
-      const created: { runId: string; created: boolean }[] = [];
-      for (const run of runs) created.push(await insertRun(trx, run, now));
-      return created;
-    });
+    return this.#db.transaction().execute((trx) =>
+      withAudit(
+        trx,
+        audit,
+        now,
+        async () => {
+          const created: { runId: string; created: boolean }[] = [];
+          for (const run of runs) created.push(await insertRun(trx, run, now));
+          return created;
+        },
+        (created) => ({ runIds: created.map((c) => c.runId) }),
+      ),
+    );
   }
 
-  requestCancel(runId: string, now: Date): Promise<RunSummary> {
-    return requestCancel(this.#db, runId, now);
+  requestCancel(runId: string, now: Date, audit?: AuditEntry): Promise<RunSummary> {
+    return requestCancel(this.#db, runId, now, audit);
   }
 
-  clearMappedStep(target: MappedStepRef, now: Date): Promise<ClearedMappedStep> {
-    return clearMappedStep(this.#db, target, now);
+  clearMappedStep(target: MappedStepRef, now: Date, audit?: AuditEntry): Promise<ClearedMappedStep> {
+    return clearMappedStep(this.#db, target, now, audit);
   }
 
   getRun(runId: string): Promise<RunDetail | undefined> {

@@ -1,0 +1,98 @@
+import { z } from "zod";
+import type { Caller, Role } from "../../access/index.js";
+import type { SnapshotAsset } from "../../graph/index.js";
+import type { AuditEvent } from "../../storage/index.js";
+import { builder } from "./builder.js";
+import { parseInput } from "./errors.js";
+
+// Who is asking (`me`), what they may do on an asset (Asset.viewerCan: what the UI offers), and the audit trail.
+
+const ASSET_TYPE = "Asset" as unknown as ReturnType<typeof builder.objectRef<SnapshotAsset>>;
+
+const GrantRef = builder.objectRef<{ role: Role; team: string | null }>("Grant").implement({
+  description: "A role on one team's assets, or (team null) on every asset and the instance",
+  fields: (t) => ({
+    role: t.exposeString("role"),
+    team: t.exposeString("team", { nullable: true }),
+  }),
+});
+
+const CallerRef = builder.objectRef<Caller>("Caller").implement({
+  description: "Who the request was made as",
+  fields: (t) => ({
+    name: t.exposeString("name"),
+    kind: t.exposeString("kind", { description: "user, service, or local (an instance without access control)" }),
+    via: t.exposeString("via", { description: "api-token, access-token, session or local" }),
+    grants: t.field({ type: [GrantRef], resolve: (c) => [...c.grants] }),
+    admin: t.boolean({
+      description: "Holds the admin role without a team: pools, users, tokens, teams and the audit trail",
+      resolve: (c) => c.grants.some((g) => g.team === null && g.role === "admin"),
+    }),
+  }),
+});
+
+const AssetPermissionsRef = builder.objectRef<SnapshotAsset>("AssetPermissions").implement({
+  description: "What the caller may do on an asset",
+  fields: (t) => ({
+    view: t.boolean({ description: "Read its logs and outputs", resolve: (a, _args, ctx) => ctx.guard.can("viewer", [a.key]) }),
+    operate: t.boolean({
+      description: "Launch, clear, backfill, cancel, report, pause and resume, run checks",
+      resolve: (a, _args, ctx) => ctx.guard.can("operator", [a.key]),
+    }),
+  }),
+});
+
+builder.objectFields(ASSET_TYPE, (t) => ({
+  viewerCan: t.field({ type: AssetPermissionsRef, description: "What the caller may do on this asset", resolve: (a) => a }),
+}));
+
+const AuditEventRef = builder.objectRef<AuditEvent>("AuditEvent").implement({
+  description: "One audit record: a mutation or a sign-in, written with its effect",
+  fields: (t) => ({
+    id: t.exposeInt("id"),
+    at: t.field({ type: "DateTime", resolve: (e) => e.at }),
+    principal: t.exposeString("principalName", { nullable: true }),
+    tokenId: t.exposeString("tokenId", { nullable: true }),
+    action: t.exposeString("action"),
+    outcome: t.exposeString("outcome", { description: "success, denied or failed" }),
+    assets: t.exposeStringList("assets"),
+    partitions: t.exposeStringList("partitions"),
+    address: t.exposeString("address", { nullable: true }),
+    detail: t.field({ type: "JSON", resolve: (e) => e.detail }),
+  }),
+});
+
+const auditArgs = z.strictObject({
+  since: z.date().optional(),
+  principal: z.string().min(1).max(100).optional(),
+  action: z.string().min(1).max(100).optional(),
+  before: z.number().int().positive().optional(),
+  first: z.number().int().min(1).max(1000),
+});
+
+builder.queryFields((t) => ({
+  me: t.field({ type: CallerRef, description: "Who this request was made as", resolve: (_root, _args, ctx) => ctx.guard.caller }),
+  auditEvents: t.field({
+    type: [AuditEventRef],
+    description: "Audit records, newest first (admins only); page backwards with `before` (the last id seen)",
+    args: {
+      since: t.arg({ type: "DateTime" }),
+      principal: t.arg.string(),
+      action: t.arg.string(),
+      before: t.arg.int(),
+      first: t.arg.int({ defaultValue: 100 }),
+    },
+    resolve: (_root, args, ctx) => {
+      const q = parseInput(
+        auditArgs,
+        Object.fromEntries(Object.entries(args).filter(([, v]) => v !== null && v !== undefined)),
+        "auditEvents",
+        "",
+      );
+      return ctx.access.auditEvents(
+        { since: q.since, principalName: q.principal, action: q.action, beforeId: q.before, limit: q.first },
+        ctx.guard,
+      );
+    },
+  }),
+}));
