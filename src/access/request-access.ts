@@ -1,4 +1,4 @@
-import { AccessDeniedError } from "../errors/index.js";
+import { AccessDeniedError, TributaryError } from "../errors/index.js";
 import type { AuditEntry, TeamRecord } from "../storage/index.js";
 import { localCaller, type Caller } from "./caller.js";
 import { decide, type AssetOwnership, type Decision } from "./decide.js";
@@ -23,20 +23,29 @@ export interface Guard {
   canView(assetKey: string): Promise<boolean>;
   /** Whether the caller holds `role` on these assets (null: the instance), without recording anything: what the UI offers. */
   can(role: Role, assetKeys: readonly string[] | null): Promise<boolean>;
+  /**
+   * Records, as failed, what was authorised but then failed before its effect committed (so its own record was
+   * rolled back with it); nothing when nothing was authorised or the failure was the refusal itself.
+   */
+  failed(error: unknown): Promise<void>;
+  /** Runs a command; what it had authorised when it throws is recorded as failed (see failed). */
+  audited<T>(work: () => Promise<T>): Promise<T>;
 }
 
 export interface RequestAccessDeps {
   readonly teams: () => Promise<readonly TeamRecord[]>;
   /** Group and owner of each asset, from the current definitions (an unknown key: no group, no owner). */
   readonly ownership: (assetKeys: readonly string[]) => Promise<readonly AssetOwnership[]>;
-  /** Writes a refusal's audit record (nothing else is written). */
-  readonly recordRefusal: (entry: AuditEntry) => Promise<void>;
+  /** Writes an audit record on its own: a refusal, or a change that failed (nothing else is written). */
+  readonly record: (entry: AuditEntry) => Promise<void>;
 }
 
 /** One request's Guard: the caller, and the one decision function applied to the assets it names. */
 export class RequestAccess implements Guard {
   readonly caller: Caller;
   readonly #deps: RequestAccessDeps;
+  /** Authorised and not yet known to have failed. */
+  #issued: AuditEntry[] = [];
 
   constructor(caller: Caller, deps: RequestAccessDeps) {
     this.caller = caller;
@@ -47,14 +56,38 @@ export class RequestAccess implements Guard {
     const decision = await this.#decide(role, scope.assets);
     const entry = auditEntry(this.caller, action, scope);
     if (!decision.allowed) {
-      await this.#deps.recordRefusal({
+      await this.#deps.record({
         ...entry,
         outcome: "denied",
         detail: { ...entry.detail, missingRole: decision.role, ...(decision.assetKey ? { asset: decision.assetKey } : {}) },
       });
       throw refusal(this.caller, action, decision);
     }
+    this.#issued.push(entry);
     return entry;
+  }
+
+  async audited<T>(work: () => Promise<T>): Promise<T> {
+    const before = this.#issued.length;
+    try {
+      return await work();
+    } catch (err) {
+      const issued = this.#issued.splice(before);
+      if (!(err instanceof AccessDeniedError)) await this.#recordFailed(issued, err).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async failed(error: unknown): Promise<void> {
+    const issued = this.#issued;
+    this.#issued = [];
+    if (error instanceof AccessDeniedError) return;
+    await this.#recordFailed(issued, error);
+  }
+
+  async #recordFailed(issued: readonly AuditEntry[], error: unknown): Promise<void> {
+    const code = error instanceof TributaryError ? error.code : "INTERNAL";
+    for (const entry of issued) await this.#deps.record({ ...entry, outcome: "failed", detail: { ...entry.detail, error: code } });
   }
 
   async canView(assetKey: string): Promise<boolean> {
@@ -118,6 +151,6 @@ export function localGuard(address: string | null = null): Guard {
   return new RequestAccess(localCaller(address), {
     teams: () => Promise.resolve([]),
     ownership: () => Promise.resolve([]),
-    recordRefusal: () => Promise.resolve(),
+    record: () => Promise.resolve(),
   });
 }

@@ -51,7 +51,7 @@ import { syncDefinitions } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
 import { RUN_DECISIONS } from "../planner/index.js";
-import { Authenticator, RequestAccess, type AccessScope, type AssetOwnership } from "../access/index.js";
+import { Authenticator, RequestAccess, type AccessScope, type AssetOwnership, type Guard } from "../access/index.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
 export interface Runtime {
@@ -202,6 +202,27 @@ export interface ApiParts {
   readonly openAccess: boolean;
 }
 
+/**
+ * A group of services whose commands take the request's Guard last: each runs under `guard.audited`, so a change it
+ * authorised that then fails leaves a failed audit record.
+ */
+function withFailureAudit<T extends object>(group: T): T {
+  const wrapped: Record<string, unknown> = { ...(group as Record<string, unknown>) };
+  for (const [name, value] of Object.entries(group)) {
+    if (typeof value !== "function") continue;
+    const fn = value as (...args: unknown[]) => Promise<unknown>;
+    wrapped[name] = (...args: unknown[]) => {
+      const guard = args.at(-1);
+      return isGuard(guard) ? guard.audited(() => fn(...args)) : fn(...args);
+    };
+  }
+  return wrapped as T;
+}
+
+function isGuard(value: unknown): value is Guard {
+  return typeof value === "object" && value !== null && "audited" in value && "authorize" in value;
+}
+
 /** What cancelling a run acts on: the assets of its steps. */
 async function runScope(runs: RunStore, runId: string): Promise<AccessScope> {
   const run = await runs.getRun(runId);
@@ -247,7 +268,7 @@ export function apiServices(parts: ApiParts): ApiServices {
   // Lineage and erasure queries.
   const lineageServices = { graphs, definitions, lineage: new PgLineageStore(db) };
   return {
-    runs: {
+    runs: withFailureAudit({
       store: runs,
       reads: new PgMaterializationQueryStore(db),
       launch: (request, guard) => launchRun({ ...planning, unavailableExecutors: parts.unavailableExecutors }, request, new Date(), guard),
@@ -265,8 +286,8 @@ export function apiServices(parts: ApiParts): ApiServices {
             detail: { runId: target.runId, mapIndex: target.mapIndex },
           }),
         ),
-    },
-    backfills: {
+    }),
+    backfills: withFailureAudit({
       store: backfills,
       launch: (request, guard) => launchBackfill({ ...planning, backfills }, request, new Date(), guard),
       cancel: async (id, guard) =>
@@ -274,8 +295,8 @@ export function apiServices(parts: ApiParts): ApiServices {
       resume: async (id, guard) =>
         backfills.resume(id, new Date(), await guard.authorize("resumeBackfill", "operator", await backfillScope(backfills, id))),
       retryFailures: (id, guard) => retryBackfillFailures({ ...planning, backfills }, id, new Date(), guard),
-    },
-    assets: {
+    }),
+    assets: withFailureAudit({
       catalog: parts.catalog,
       definitionFiles: async (): Promise<DefinitionFileView[]> =>
         (await definitions.listFiles()).map((f) => ({
@@ -291,15 +312,15 @@ export function apiServices(parts: ApiParts): ApiServices {
       checkResults: new PgCheckResultStore(db),
       reportEvent: (request, guard) => reportAssetEvent({ graphs, events, definitions }, request, new Date(), guard),
       addDynamicPartitions: (request, guard) => addDynamicPartitions({ graphs, definitions }, request, guard),
-    },
-    automation: {
+    }),
+    automation: withFailureAudit({
       evaluations: (request) => automationEvaluations({ graphs, definitions, evaluations, pauses }, request),
       pauses,
       pause: async (target, guard) =>
         pauses.pause(target, new Date(), await guard.authorize("pauseAutomation", "operator", await pauseScope(graphs, target))),
       resume: async (target, guard) =>
         pauses.resume(target, new Date(), await guard.authorize("resumeAutomation", "operator", await pauseScope(graphs, target))),
-    },
+    }),
     lineage: {
       around: (request) => lineage(lineageServices, request),
       erasureImpact: async (request, guard) => {
@@ -308,7 +329,7 @@ export function apiServices(parts: ApiParts): ApiServices {
       },
     },
     triggers: new PgTriggerQueryStore(db),
-    pools: {
+    pools: withFailureAudit({
       list: () => pools.list(),
       setSlots: async (input, guard) =>
         pools.setSlots(
@@ -316,14 +337,14 @@ export function apiServices(parts: ApiParts): ApiServices {
           new Date(),
           await guard.authorize("setPoolSlots", "admin", { assets: null, detail: { pool: input.name, slots: input.slots } }),
         ),
-    },
+    }),
     access: {
       authenticator,
       guardFor: (caller) =>
         new RequestAccess(caller, {
           teams: () => authenticator.teams(),
           ownership: (keys) => ownershipOf(graphs, keys),
-          recordRefusal: (entry) => accessStore.audit(entry, new Date()),
+          record: (entry) => accessStore.audit(entry, new Date()),
         }),
       auditEvents: async (query, guard) => {
         await guard.authorize("auditEvents", "admin", { assets: null });
