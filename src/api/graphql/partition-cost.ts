@@ -10,14 +10,14 @@ export type ArgumentOf = (name: string) => unknown;
 
 /**
  * Partitions listed per field, by `Type.field`. Each is an upper bound known
- * before the query runs, from the field's arguments.
+ * before the query runs, from the field's arguments. `partitionStatus.ranges`
+ * is not one: it lists a range per run of partitions with one status (the
+ * data decides how many, not the request, and they are folded once per
+ * server and asset).
  */
 export const PARTITION_LISTS: Readonly<Record<string, (arg: ArgumentOf) => number>> = {
   // A page of partitions: the last `last` of them, else the first `first`.
   "Asset.partitions": (arg) => count(arg("last")) ?? count(arg("first")) ?? 0,
-  // Every existing partition folded into ranges: as many as there are partitions when statuses alternate,
-  // so counted as the largest page.
-  "AssetPartitionStatus.ranges": () => MAX_PARTITION_PAGE,
   // The impact closure starts from the source partitions named (and lists at least as many).
   "Query.erasureImpact": (arg) => (Array.isArray(arg("partitionKeys")) ? (arg("partitionKeys") as unknown[]).length : 1),
 };
