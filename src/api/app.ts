@@ -7,7 +7,10 @@ import type { ApiServices, AssetsApi, RunsApi } from "./services.js";
 import { TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
-import { useQueryLimits } from "./graphql/limits.js";
+import { requestLimitPlugins, type RequestLimitOptions } from "./graphql/request-limits.js";
+import { httpSafety, type HttpSafetyOptions } from "./http/http-safety.js";
+import { graphqlTransport } from "./http/graphql-transport.js";
+import { defaultCallerKey, remoteAddressOf } from "./http/caller-key.js";
 import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
@@ -54,6 +57,10 @@ export interface ApiOptions {
   execution?: ExecutionApiServices;
   /** The built web UI (default: ui/dist of this checkout). */
   uiDir?: string;
+  /** Host names, CORS origins and proxy trust (docs/security.md); without them only loopback names and same-origin pages work. */
+  safety?: HttpSafetyOptions;
+  /** Limits per GraphQL request and per caller (docs/security.md); without them the defaults apply. */
+  limits?: RequestLimitOptions;
 }
 
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
@@ -65,7 +72,9 @@ export function createApiApp(options: ApiOptions): Hono {
     landingPage: false,
     graphiql: { title: "Tributary GraphiQL" },
     renderGraphiQL: renderLocalGraphiQL, // from the installed package: no CDN
-    plugins: [useQueryLimits()], // depth and cost limits
+    plugins: requestLimitPlugins(options.limits), // depth, cost, partitions, mutations per request and per caller
+    cors: false, // CORS is the allow-list in front of every route (httpSafety)
+    multipart: false, // no file uploads: a multipart body is a form another site can post
     logging: yogaLogger(stderrLog), // a client's mistake is one info line, not a stack trace
     maskedErrors: {
       maskError(error, message, isDev) {
@@ -81,6 +90,7 @@ export function createApiApp(options: ApiOptions): Hono {
   // Services built only for /metrics or the GraphiQL page (as in tests) have no runs or assets.
   const runs = options.context.runs as RunsApi | undefined;
   const app = new Hono();
+  app.use("*", ...httpSafety(options.safety));
   app.get("/healthz", async (c) => {
     try {
       await options.ping();
@@ -110,7 +120,11 @@ export function createApiApp(options: ApiOptions): Hono {
   if (runs) app.route("/", runEventRoutes(runs.store));
   if (options.execution) app.route("/execution/v1", executionRoutes(options.execution));
   app.route("/", graphiqlRoutes());
-  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) => yoga.fetch(c.req.raw, {}));
+  const callerKey = options.limits?.callerKey ?? defaultCallerKey;
+  const trustProxy = options.safety?.trustProxy ?? false;
+  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlTransport(), graphqlBodyLimit, (c) =>
+    yoga.fetch(c.req.raw, { callerKey: () => callerKey(c.req.raw, remoteAddressOf(c, trustProxy)) }),
+  );
   app.route("/", uiRoutes(options.uiDir));
   return app;
 }
