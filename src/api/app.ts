@@ -11,7 +11,10 @@ import { guardOf } from "./auth/request-guard.js";
 import { AccessDeniedError, AuthenticationError, TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
-import { useQueryLimits } from "./graphql/limits.js";
+import { requestLimitPlugins, type RequestLimitOptions } from "./graphql/request-limits.js";
+import { httpSafety, type HttpSafetyOptions } from "./http/http-safety.js";
+import { graphqlTransport } from "./http/graphql-transport.js";
+import { defaultCallerKey, remoteAddressOf } from "./http/caller-key.js";
 import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
@@ -58,6 +61,10 @@ export interface ApiOptions {
   execution?: ExecutionApiServices;
   /** The built web UI (default: ui/dist of this checkout). */
   uiDir?: string;
+  /** Host names, CORS origins and proxy trust (docs/security.md); without them only loopback names and same-origin pages work. */
+  safety?: HttpSafetyOptions;
+  /** Limits per GraphQL request and per caller (docs/security.md); without them the defaults apply. */
+  limits?: RequestLimitOptions;
 }
 
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
@@ -65,12 +72,14 @@ export function createApiApp(options: ApiOptions): Hono {
   const yoga = createYoga({
     schema,
     // The request's Guard comes from the authentication middleware, through yoga's server context.
-    context: ({ guard }: { guard?: Guard }) => ({ ...options.context, guard: guard ?? localGuard() }),
+    context: ({ guard }: { guard?: Guard; callerKey?: () => string }) => ({ ...options.context, guard: guard ?? localGuard() }),
     graphqlEndpoint: "/graphql",
     landingPage: false,
     graphiql: { title: "Tributary GraphiQL" },
     renderGraphiQL: renderLocalGraphiQL, // from the installed package: no CDN
-    plugins: [useQueryLimits()], // depth and cost limits
+    plugins: requestLimitPlugins(options.limits), // depth, cost, partitions, mutations per request and per caller
+    cors: false, // CORS is the allow-list in front of every route (httpSafety)
+    multipart: false, // no file uploads: a multipart body is a form another site can post
     logging: yogaLogger(stderrLog), // a client's mistake is one info line, not a stack trace
     maskedErrors: {
       maskError(error, message, isDev) {
@@ -88,6 +97,7 @@ export function createApiApp(options: ApiOptions): Hono {
   // Services built only for /metrics or the GraphiQL page (as in tests) have no runs or assets.
   const runs = options.context.runs as RunsApi | undefined;
   const app = new Hono();
+  app.use("*", ...httpSafety(options.safety));
   app.get("/healthz", async (c) => {
     try {
       await options.ping();
@@ -113,8 +123,9 @@ export function createApiApp(options: ApiOptions): Hono {
   // health, metrics and the UI's static pages need no caller). Without access services every request is local.
   const access = options.context.access as AccessApi | undefined;
   if (access) {
-    app.route("/auth", authRoutes(access));
-    const authenticate = authenticateRequests(access);
+    const http = { allowedOrigins: options.safety?.corsOrigins ?? [], trustProxy: options.safety?.trustProxy ?? false };
+    app.route("/auth", authRoutes(access, http));
+    const authenticate = authenticateRequests(access, http);
     for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/*"]) app.use(path, authenticate);
   }
   // The Airflow-compatible REST API.
@@ -125,9 +136,17 @@ export function createApiApp(options: ApiOptions): Hono {
   if (runs) app.route("/", runEventRoutes(runs.store));
   if (options.execution) app.route("/execution/v1", executionRoutes(options.execution));
   app.route("/", graphiqlRoutes());
-  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlBodyLimit, (c) =>
-    yoga.fetch(c.req.raw, { guard: access ? guardOf(c) : localGuard() }),
-  );
+  const callerKey = options.limits?.callerKey ?? defaultCallerKey;
+  const trustProxy = options.safety?.trustProxy ?? false;
+  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlTransport(), graphqlBodyLimit, (c) => {
+    const guard = access ? guardOf(c) : localGuard();
+    // Mutations are rate-limited per token (or signed-in user); without access control, per client.
+    const identity = guard.caller.tokenId ?? guard.caller.principalId;
+    return yoga.fetch(c.req.raw, {
+      guard,
+      callerKey: () => (identity ? `caller:${identity}` : callerKey(c.req.raw, remoteAddressOf(c, trustProxy))),
+    });
+  });
   app.route("/", uiRoutes(options.uiDir));
   return app;
 }

@@ -6,7 +6,10 @@ import type { GraphiQLOptions } from "graphql-yoga";
  * GraphiQL from the installed @graphql-yoga/render-graphiql package rather
  * than a CDN, so `/graphql` in a browser works on a machine without internet.
  * Its files are served under a versioned path (cached for good); the bundle
- * (several MB) is imported on the first page request, not at start-up.
+ * (several MB) is imported on the first page request, not at start-up. The
+ * page has no inline script (its Content-Security-Policy allows none): it
+ * starts from two small files of its own and reads its options from a JSON
+ * element.
  */
 const VERSION = (createRequire(import.meta.url)("@graphql-yoga/render-graphiql/package.json") as { version: string }).version;
 /** Where the page loads its script, stylesheet and editor workers from. */
@@ -22,7 +25,27 @@ const FILES: Record<string, { type: string; content: (b: Bundle) => string }> = 
   "editor.worker.js": { type: "text/javascript; charset=utf-8", content: (b) => b.editorWorkerService },
   "json.worker.js": { type: "text/javascript; charset=utf-8", content: (b) => b.jsonWorker },
   "graphql.worker.js": { type: "text/javascript; charset=utf-8", content: (b) => b.graphqlWorker },
+  "setup.js": { type: "text/javascript; charset=utf-8", content: () => SETUP_JS },
+  "start.js": { type: "text/javascript; charset=utf-8", content: () => START_JS },
 };
+
+const at = (file: string) => JSON.stringify(`${GRAPHIQL_ASSETS_PATH}/${file}`);
+
+/** Before the bundle: where the Monaco editor finds its workers. */
+const SETUP_JS = `self.MonacoEnvironment = {
+  globalAPI: false,
+  getWorkerUrl: function (moduleId, label) {
+    return { editorWorkerService: ${at("editor.worker.js")}, json: ${at("json.worker.js")}, graphql: ${at("graphql.worker.js")} }[label];
+  },
+};
+`;
+
+/** After the bundle: renders GraphiQL with the options the page carries. */
+const START_JS = `YogaGraphiQL.renderYogaGraphiQL(
+  document.querySelector("#root"),
+  JSON.parse(document.getElementById("graphiql-options").textContent),
+);
+`;
 
 /** The routes of GraphiQL's files; register them before `/graphql`'s handler. */
 export function graphiqlRoutes(): Hono {
@@ -39,8 +62,7 @@ export function graphiqlRoutes(): Hono {
 /** Yoga's `renderGraphiQL`: the page, with every file from this server. */
 export async function renderLocalGraphiQL(options: GraphiQLOptions): Promise<string> {
   const { favicon } = await loadBundle();
-  const at = (file: string) => JSON.stringify(`${GRAPHIQL_ASSETS_PATH}/${file}`);
-  // The options are embedded in a script: "<" is escaped so no value can close the element.
+  // The options are embedded in a script element: "<" is escaped so no value can close it.
   const opts = JSON.stringify(options).replace(/</g, "\\u003c");
   return `<!doctype html>
 <html lang="en">
@@ -53,16 +75,10 @@ export async function renderLocalGraphiQL(options: GraphiQLOptions): Promise<str
 <body id="body" class="no-focus-outline">
 <noscript>GraphiQL needs JavaScript.</noscript>
 <div id="root"></div>
-<script>
-self.MonacoEnvironment = {
-  globalAPI: false,
-  getWorkerUrl: function (moduleId, label) {
-    return { editorWorkerService: ${at("editor.worker.js")}, json: ${at("json.worker.js")}, graphql: ${at("graphql.worker.js")} }[label];
-  },
-};
-</script>
+<script type="application/json" id="graphiql-options">${opts}</script>
+<script src=${at("setup.js")}></script>
 <script src=${at("graphiql.js")}></script>
-<script>YogaGraphiQL.renderYogaGraphiQL(document.querySelector("#root"), ${opts});</script>
+<script src=${at("start.js")}></script>
 </body>
 </html>`;
 }

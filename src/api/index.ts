@@ -1,5 +1,14 @@
 export { createApiApp } from "./app.js";
 export type { ApiOptions, ServerIdentity } from "./app.js";
+// Browser safety and request limits (docs/security.md).
+export type { HttpSafetyOptions } from "./http/http-safety.js";
+export { isSameOrigin, requestOrigin, type OriginOptions } from "./http/same-origin.js";
+export { listenHostName, LOOPBACK_HOSTS } from "./http/host-check.js";
+export { defaultCallerKey, type CallerKey } from "./http/caller-key.js";
+export type { RequestLimitOptions } from "./graphql/request-limits.js";
+export { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./graphql/limits.js";
+export { DEFAULT_MAX_MUTATIONS } from "./graphql/mutation-limits.js";
+export { DEFAULT_MUTATION_RATE, type MutationRate } from "./graphql/mutation-rate-limit.js";
 // /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
 export type { Observability, ObservabilityStores, ReadinessProblem } from "./metrics/observability-routes.js";

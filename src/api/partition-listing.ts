@@ -23,6 +23,15 @@ export interface PartitionListing {
 }
 
 /**
+ * Rows worked on between two turns of the event loop: a page of 10 000
+ * partitions is listed, and completed by GraphQL, in chunks, so health checks
+ * and other requests are answered in between.
+ */
+export const LISTING_CHUNK = 500;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
  * One page of an asset's existing partitions (optionally within [from, to],
  * and for a multi-partitioned asset within a selection per dimension).
  * `last` pages from the end instead: the latest `last` of them (oldest
@@ -90,6 +99,7 @@ export async function listPartitions(
       hasNextPage = true;
       break;
     }
+    if (nodes.length > 0 && nodes.length % LISTING_CHUNK === 0) await nextTurn();
     const key = space.keyAt(index);
     const window = space.window(key);
     nodes.push({ key, start: window?.start, end: window?.end });
@@ -101,6 +111,22 @@ export async function listPartitions(
     endCursor: lastIndex >= 0 ? String(lastIndex) : null,
     hasNextPage,
   };
+}
+
+/**
+ * A page's rows for GraphQL to complete (a list of promises, which it
+ * awaits), released LISTING_CHUNK at a time, each chunk a turn of the event
+ * loop after the one before, the first once `ready` settles (the page's
+ * statuses, when they are asked for: then every chunk finds them loaded).
+ */
+export function releasedInChunks<T>(rows: readonly T[], ready?: Promise<unknown>): Promise<T>[] {
+  const out: Promise<T>[] = [];
+  let turn: Promise<unknown> = ready ? ready.then(undefined, () => undefined) : Promise.resolve();
+  for (let i = 0; i < rows.length; i += LISTING_CHUNK) {
+    const released = (turn = turn.then(nextTurn));
+    for (const row of rows.slice(i, i + LISTING_CHUNK)) out.push(released.then(() => row));
+  }
+  return out;
 }
 
 /**

@@ -76,13 +76,29 @@ function bearer(): Record<string, string> {
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 
-/** One GraphQL request; GraphQL errors become TributaryErrors with their code. */
+/** How long a command waits in all for a server that limits its mutations (429 with Retry-After) before it gives up. */
+const RATE_LIMIT_PATIENCE_S = 120;
+
+/**
+ * One GraphQL request; GraphQL errors become TributaryErrors with their code.
+ * A mutation the server's rate limit refused (nothing ran) is sent again
+ * after the Retry-After it names, for up to two minutes in all.
+ */
 export async function graphql<T>(url: string, query: string, variables: Record<string, unknown> = {}): Promise<T> {
-  const res = await fetch(new URL("/graphql", url), {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json", ...bearer() },
-    body: JSON.stringify({ query, variables }),
-  });
+  let res: Response;
+  for (let waited = 0; ;) {
+    res = await fetch(new URL("/graphql", url), {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", ...bearer() },
+      body: JSON.stringify({ query, variables }),
+    });
+    const retryAfter = res.status === 429 ? Number(res.headers.get("retry-after")) : NaN;
+    if (!(retryAfter > 0 && waited + retryAfter <= RATE_LIMIT_PATIENCE_S)) break;
+    await res.body?.cancel();
+    process.stderr.write(`the server at ${url} limits mutations per caller: sending again in ${retryAfter} s\n`);
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+    waited += retryAfter;
+  }
   const body = (await res.json()) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
   const first = body.errors?.[0];
   if (first && res.status === 401) {
@@ -98,8 +114,15 @@ export async function graphql<T>(url: string, query: string, variables: Record<s
 }
 
 async function probe(url: string, timeoutMs: number): Promise<Health | undefined> {
+  let res: Response;
   try {
-    const res = await fetch(new URL("/healthz", url), { signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(new URL("/healthz", url), { signal: AbortSignal.timeout(timeoutMs) });
+  } catch {
+    return undefined;
+  }
+  // A server that does not answer to this URL's host name is there, and says what to change.
+  if (res.status === 421) throw await hostRefused(url, res);
+  try {
     if (!res.ok) return undefined;
     const body = (await res.json()) as { status?: unknown; identity?: ServerIdentity };
     if (body.status !== "ok") return undefined;
@@ -107,6 +130,14 @@ async function probe(url: string, timeoutMs: number): Promise<Health | undefined
   } catch {
     return undefined;
   }
+}
+
+async function hostRefused(url: string, res: Response): Promise<TributaryError> {
+  const body = (await res.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
+  return new TributaryError(
+    body.error?.code ?? "HOST_NOT_ALLOWED",
+    `the Tributary server at ${url} refused the request: ${body.error?.message ?? `HTTP ${res.status}`}`,
+  );
 }
 
 /** Asks until the server answers, for as long as `stillHeld` says its process holds the directory. */

@@ -55,7 +55,69 @@ export interface Settings {
   alerts: AlertsConfig;
   // OpenLineage: TRIBUTARY_OPENLINEAGE_URL or _FILE (+ _NAMESPACE); absent when neither is set.
   openLineage?: OpenLineageConfig;
+  /** Browser safety and request limits of the HTTP server (docs/security.md). */
+  http: HttpSettings;
 }
+
+export interface HttpSettings {
+  /** TRIBUTARY_PUBLIC_HOSTS: host names clients reach the server by (host or host:port), besides loopback and the listen host. */
+  publicHosts: readonly string[];
+  /** TRIBUTARY_CORS_ORIGINS: origins whose pages may call the API; none by default (no CORS headers). */
+  corsOrigins: readonly string[];
+  /** TRIBUTARY_TRUST_PROXY: believe X-Forwarded-Proto and X-Forwarded-For. */
+  trustProxy: boolean;
+  /** TRIBUTARY_MUTATIONS_PER_MINUTE and TRIBUTARY_MUTATION_BURST (default 60 and 30); null: unlimited (0 a minute). */
+  mutationRate: { perMinute: number; burst: number } | null;
+}
+
+/** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`; a port from 1 to 65535. */
+const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.?|\[[0-9a-f:.]+\])(?::(?:[1-9]\d{0,4}))?$/;
+
+const commaList = (what: string, check: (item: string) => string | undefined) =>
+  z.string().transform((value, ctx) => {
+    const items = value
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
+    for (const item of items) {
+      const problem = check(item);
+      if (problem) {
+        ctx.addIssue({ code: "custom", message: `"${item}" ${problem}; write comma-separated ${what}` });
+        return z.NEVER;
+      }
+    }
+    return items;
+  });
+
+const publicHosts = commaList("host names, e.g. tributary.example.com,tributary-api:3000", (item) => {
+  const host = item.toLowerCase();
+  if (!HOST_NAME.test(host) || (/:(\d+)$/.test(host) && Number(/:(\d+)$/.exec(host)![1]) > 65535)) {
+    return "is not a host name or host:port (no scheme, no path; IPv6 addresses in brackets)";
+  }
+  return undefined;
+});
+
+const corsOrigins = commaList("origins, e.g. https://app.example.com,http://localhost:5173", (item) => {
+  if (item === "*") return "is not allowed: CORS with credentials needs each origin listed";
+  let url: URL;
+  try {
+    url = new URL(item);
+  } catch {
+    return "is not an origin (scheme://host[:port])";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "is not an http:// or https:// origin";
+  if (url.origin !== item.replace(/\/$/, "").toLowerCase() || url.username || url.search || url.hash) {
+    return `is not an origin: write it as a browser sends it, ${url.origin} (scheme://host[:port], lower case, no path)`;
+  }
+  return undefined;
+});
+
+const count = (min: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, "must be a whole number")
+    .transform(Number)
+    .refine((n) => n >= min && n <= 1_000_000, `must be between ${min} and 1000000`);
 
 const envSchema = z.object({
   DATABASE_URL: z
@@ -77,6 +139,11 @@ const envSchema = z.object({
     .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL, e.g. http://127.0.0.1:9000" })
     .optional(),
   TRIBUTARY_S3_FORCE_PATH_STYLE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  TRIBUTARY_PUBLIC_HOSTS: publicHosts.optional(),
+  TRIBUTARY_CORS_ORIGINS: corsOrigins.optional(),
+  TRIBUTARY_TRUST_PROXY: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  TRIBUTARY_MUTATIONS_PER_MINUTE: count(0).optional(),
+  TRIBUTARY_MUTATION_BURST: count(1).optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -89,6 +156,11 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     TRIBUTARY_LOGS_DIR: env.TRIBUTARY_LOGS_DIR || undefined,
     TRIBUTARY_S3_ENDPOINT: env.TRIBUTARY_S3_ENDPOINT || undefined,
     TRIBUTARY_S3_FORCE_PATH_STYLE: env.TRIBUTARY_S3_FORCE_PATH_STYLE || undefined,
+    TRIBUTARY_PUBLIC_HOSTS: env.TRIBUTARY_PUBLIC_HOSTS || undefined,
+    TRIBUTARY_CORS_ORIGINS: env.TRIBUTARY_CORS_ORIGINS || undefined,
+    TRIBUTARY_TRUST_PROXY: env.TRIBUTARY_TRUST_PROXY || undefined,
+    TRIBUTARY_MUTATIONS_PER_MINUTE: env.TRIBUTARY_MUTATIONS_PER_MINUTE || undefined,
+    TRIBUTARY_MUTATION_BURST: env.TRIBUTARY_MUTATION_BURST || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -121,6 +193,16 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     outputDir: parsedEnv.data.TRIBUTARY_OUTPUT_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_OUTPUT_DIR) : undefined,
     logsDir: parsedEnv.data.TRIBUTARY_LOGS_DIR ? path.resolve(parsedEnv.data.TRIBUTARY_LOGS_DIR) : undefined,
     alerts: readAlertsConfig(env[ALERTS_CONFIG_ENV]),
+    http: {
+      publicHosts: (parsedEnv.data.TRIBUTARY_PUBLIC_HOSTS ?? []).map((h) => h.toLowerCase()),
+      corsOrigins: parsedEnv.data.TRIBUTARY_CORS_ORIGINS?.map((o) => new URL(o).origin) ?? [],
+      trustProxy: parsedEnv.data.TRIBUTARY_TRUST_PROXY === "true",
+      // Unset: the API's defaults (DEFAULT_MUTATION_RATE).
+      mutationRate:
+        parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE === 0
+          ? null
+          : { perMinute: parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE ?? 60, burst: parsedEnv.data.TRIBUTARY_MUTATION_BURST ?? 30 },
+    },
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
   };

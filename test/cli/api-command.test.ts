@@ -1,4 +1,5 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -100,6 +101,63 @@ describePostgres("tributary api", () => {
     expect(child.output()).toContain("SIGTERM: stopping");
   }, 90_000);
 
+  it("answers to TRIBUTARY_PUBLIC_HOSTS and CORS for TRIBUTARY_CORS_ORIGINS; a worker at another name is told what to set", async () => {
+    const child = startCli(["api", "--port", "0", "--host", "0.0.0.0"], {
+      env: {
+        DATABASE_URL: database.url,
+        TRIBUTARY_LOGS_DIR: logsDir,
+        TRIBUTARY_PUBLIC_HOSTS: "tributary.example, api.internal:3000",
+        TRIBUTARY_CORS_ORIGINS: "https://app.example",
+      },
+    });
+    try {
+      const port = await eventually(
+        async () => Number(/serving the API at http:\/\/0\.0\.0\.0:(\d+)/.exec(child.output())?.[1]) || undefined,
+        60_000,
+        () => `the server to listen\n${child.output()}`,
+      );
+      const status = (host: string) => statusWithHost(port, host);
+      expect(await status(`127.0.0.1:${port}`)).toBe(200);
+      expect(await status(`tributary.example:${port}`)).toBe(200);
+      expect(await status(`api.internal:${port}`)).toBe(421);
+      expect(await status(`rebound.example:${port}`)).toBe(421);
+      const cors = await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { origin: "https://app.example" } });
+      expect(cors.headers.get("access-control-allow-origin")).toBe("https://app.example");
+
+      // 127.0.0.2 reaches this server (it listens on every address) but is not one of its names.
+      const worker = await runCli(["worker", "--url", `http://127.0.0.2:${port}`], {
+        env: { DATABASE_URL: "", REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" },
+      });
+      expect(worker.code).not.toBe(0);
+      expect(worker.stderr).toContain(
+        `the Tributary server at http://127.0.0.2:${port} refused the request: this server does not answer to the host name ` +
+          `"127.0.0.2:${port}": add it to TRIBUTARY_PUBLIC_HOSTS`,
+      );
+    } finally {
+      child.kill("SIGTERM");
+    }
+  }, 90_000);
+
+  it("refuses browser-safety settings that are not lists of names or origins, naming the variable", async () => {
+    const cases: [Record<string, string>, string][] = [
+      [
+        { TRIBUTARY_CORS_ORIGINS: "*" },
+        `environment variable TRIBUTARY_CORS_ORIGINS: "*" is not allowed: CORS with credentials needs each origin listed`,
+      ],
+      [
+        { TRIBUTARY_PUBLIC_HOSTS: "https://tributary.example" },
+        `environment variable TRIBUTARY_PUBLIC_HOSTS: "https://tributary.example" is not a host name`,
+      ],
+    ];
+    const results = await Promise.all(
+      cases.map(([env]) => runCli(["api", "--port", "0"], { env: { DATABASE_URL: database.url, ...env } })),
+    );
+    results.forEach((result, i) => {
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(cases[i]![1]);
+    });
+  }, 60_000);
+
   it("refuses a --port that is not a port number, naming the option", async () => {
     const ports = ["http", "70000"];
     const results = await Promise.all(
@@ -111,3 +169,15 @@ describePostgres("tributary api", () => {
     });
   }, 60_000);
 });
+
+/** The status of GET /healthz sent with this Host header. */
+function statusWithHost(port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port, path: "/healthz", headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}

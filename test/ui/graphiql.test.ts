@@ -29,9 +29,15 @@ it("serves the GraphiQL page with every script and stylesheet from the same orig
     expect(res.status, url).toBe(200);
     expect((await res.text()).length, url).toBeGreaterThan(100);
   }
-  // The editor's workers too.
-  for (const url of html.match(/"\/graphql\/_graphiql\/[^"]+\.worker\.js"/g) ?? [])
-    expect((await app().request(JSON.parse(url) as string)).status).toBe(200);
+  // The editor's workers too, named by the setup script the page loads before the bundle.
+  const setup = urls.find((u) => u.endsWith("/setup.js"));
+  expect(setup).toBeDefined();
+  const workers = (await (await app().request(setup!)).text()).match(/"\/graphql\/_graphiql\/[^"]+\.worker\.js"/g) ?? [];
+  expect(workers).toHaveLength(3);
+  for (const url of workers) expect((await app().request(JSON.parse(url) as string)).status).toBe(200);
+  // No inline script: the page's Content-Security-Policy allows scripts from this server only.
+  expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self';/);
+  for (const [, attrs] of html.matchAll(/<script\b([^>]*)>/g)) expect(attrs).toMatch(/\bsrc=|type="application\/json"/);
   expect(html).not.toMatch(/unpkg|jsdelivr|cdn\./);
 });
 

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ACCESS_TOKEN_TTL_SECONDS, SESSION_COOKIE, type Caller } from "../../access/index.js";
 import { AuthenticationError, TributaryError } from "../../errors/index.js";
 import type { AccessApi } from "../services.js";
-import { clientAddress, refuse, sameOrigin } from "./authenticate-requests.js";
+import { clientAddress, refuse, sameOrigin, type AuthHttpOptions } from "./authenticate-requests.js";
 
 const credentials = z.strictObject({
   username: z.string().min(1).max(100),
@@ -15,7 +15,7 @@ const credentials = z.strictObject({
  * Sign-in routes: `POST /auth/token` (Airflow 3's token flow: credentials for a short-lived access token),
  * `POST /auth/login` and `/auth/logout` (the UI's session cookie), and `GET /auth/session` (who is signed in).
  */
-export function authRoutes(access: AccessApi, options: { allowedOrigins?: readonly string[]; oidc?: { label: string } } = {}): Hono {
+export function authRoutes(access: AccessApi, options: AuthHttpOptions & { oidc?: { label: string } } = {}): Hono {
   const app = new Hono();
   const authenticator = access.authenticator;
 
@@ -23,31 +23,30 @@ export function authRoutes(access: AccessApi, options: { allowedOrigins?: readon
     const body = await credentialsOf(c);
     if (body instanceof Response) return body;
     return signingIn(c, async () => {
-      const { token } = await authenticator.accessToken(body.username, body.password, clientAddress(c));
+      const { token } = await authenticator.accessToken(body.username, body.password, clientAddress(c, options));
       return c.json({ access_token: token, token_type: "bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS }, 201);
     });
   });
 
   app.post("/login", async (c) => {
     // A foreign page signing a browser in as someone else is as bad as acting for them.
-    if (!sameOrigin(c, options.allowedOrigins ?? [])) {
+    if (!sameOrigin(c, options)) {
       return refuse(c, 403, "CROSS_ORIGIN_REFUSED", "sign in from this server's own sign-in page");
     }
     const body = await credentialsOf(c);
     if (body instanceof Response) return body;
     return signingIn(c, async () => {
-      const { sessionId, caller, expiresAt } = await authenticator.signIn(body.username, body.password, clientAddress(c));
+      const { sessionId, caller, expiresAt } = await authenticator.signIn(body.username, body.password, clientAddress(c, options));
       setSessionCookie(c, sessionId, expiresAt);
       return c.json({ caller: callerView(caller) });
     });
   });
 
   app.post("/logout", async (c) => {
-    if (!sameOrigin(c, options.allowedOrigins ?? []))
-      return refuse(c, 403, "CROSS_ORIGIN_REFUSED", "sign out from this server's own pages");
+    if (!sameOrigin(c, options)) return refuse(c, 403, "CROSS_ORIGIN_REFUSED", "sign out from this server's own pages");
     const sessionId = getCookie(c, SESSION_COOKIE);
     if (sessionId) {
-      const caller = await authenticator.callerOf({ sessionId, address: clientAddress(c) }).catch(() => undefined);
+      const caller = await authenticator.callerOf({ sessionId, address: clientAddress(c, options) }).catch(() => undefined);
       if (caller) await authenticator.signOut(sessionId, caller);
     }
     deleteCookie(c, SESSION_COOKIE, { path: "/" });
@@ -60,7 +59,7 @@ export function authRoutes(access: AccessApi, options: { allowedOrigins?: readon
       caller = await authenticator.callerOf({
         authorization: c.req.header("authorization"),
         sessionId: getCookie(c, SESSION_COOKIE),
-        address: clientAddress(c),
+        address: clientAddress(c, options),
       });
     } catch {
       caller = undefined;

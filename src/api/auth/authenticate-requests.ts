@@ -3,6 +3,8 @@ import { getCookie } from "hono/cookie";
 import { SESSION_COOKIE } from "../../access/index.js";
 import { AuthenticationError } from "../../errors/index.js";
 import type { AccessApi } from "../services.js";
+import { remoteAddressOf } from "../http/caller-key.js";
+import { isSameOrigin } from "../http/same-origin.js";
 import { setGuard } from "./request-guard.js";
 
 /** Methods that change something: a request riding on a session cookie must come from the server's own pages. */
@@ -12,12 +14,12 @@ const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * Settles who each request is before the routes behind it run, and refuses it when it must be someone: no
  * credential (401), a bad one (401), or a cookie-authenticated change sent from another origin (403).
  */
-export function authenticateRequests(access: AccessApi, options: { allowedOrigins?: readonly string[] } = {}): MiddlewareHandler {
+export function authenticateRequests(access: AccessApi, options: AuthHttpOptions = {}): MiddlewareHandler {
   return async (c, next) => {
     const presented = {
       authorization: c.req.header("authorization"),
       sessionId: getCookie(c, SESSION_COOKIE),
-      address: clientAddress(c),
+      address: clientAddress(c, options),
     };
     let caller;
     try {
@@ -34,7 +36,7 @@ export function authenticateRequests(access: AccessApi, options: { allowedOrigin
         "sign in, or send an API token (`tributary tokens create`) or an access token (POST /auth/token) as `Authorization: Bearer <token>`",
       );
     }
-    if (caller.via === "session" && STATE_CHANGING.has(c.req.method) && !sameOrigin(c, options.allowedOrigins ?? [])) {
+    if (caller.via === "session" && STATE_CHANGING.has(c.req.method) && !sameOrigin(c, options)) {
       return refuse(c, 403, "CROSS_ORIGIN_REFUSED", "a signed-in change must come from this server's own pages (Origin does not match)");
     }
     setGuard(c, access.guardFor(caller));
@@ -42,22 +44,28 @@ export function authenticateRequests(access: AccessApi, options: { allowedOrigin
   };
 }
 
-/** Whether the request's Origin is this server's own (scheme, host and port of the Host it was sent to) or an allowed one. */
-export function sameOrigin(c: Context, allowedOrigins: readonly string[]): boolean {
+/**
+ * Whether a request comes from this server's own pages (or an allowed origin): its Origin is the server's, or it has
+ * none and the browser does not say it crossed sites (scripts and the CLI send no Origin).
+ */
+export function sameOrigin(c: Context, options: AuthHttpOptions): boolean {
   const origin = c.req.header("origin");
-  // Browsers send Origin with every cross-origin request and with same-origin POSTs: one without it is not a page's.
-  if (origin === undefined) return c.req.header("sec-fetch-site") === undefined || c.req.header("sec-fetch-site") === "same-origin";
-  if (allowedOrigins.includes(origin)) return true;
-  const host = c.req.header("host");
-  if (!host) return false;
-  const scheme = new URL(c.req.url).protocol;
-  return origin === `${scheme}//${host}`;
+  if (origin === undefined) {
+    const site = c.req.header("sec-fetch-site");
+    return site === undefined || site === "same-origin" || site === "none";
+  }
+  return (options.allowedOrigins ?? []).includes(origin) || isSameOrigin(c.req.raw, origin, { trustProxy: options.trustProxy ?? false });
+}
+
+/** How the auth routes compare origins: the CORS allow-list, and whether a TLS proxy's X-Forwarded-Proto is believed. */
+export interface AuthHttpOptions {
+  readonly allowedOrigins?: readonly string[];
+  readonly trustProxy?: boolean;
 }
 
 /** The client's address, for the audit trail (null when the request did not come through a socket, as in tests). */
-export function clientAddress(c: Context): string | null {
-  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress ?? null;
+export function clientAddress(c: Context, options: AuthHttpOptions = {}): string | null {
+  return remoteAddressOf(c, options.trustProxy ?? false) ?? null;
 }
 
 /** A refusal in the shape of the route's API: GraphQL errors for /graphql, Airflow's problem document elsewhere. */

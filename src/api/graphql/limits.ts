@@ -15,6 +15,7 @@ import type {
 // Errors made by yoga's createGraphQLError belong to the copy of graphql that yoga runs, so its error masking passes them
 // through unchanged; the schema is walked by name and shape, never with graphql's instanceof-based helpers, for the same reason.
 import { createGraphQLError, type Plugin } from "graphql-yoga";
+import { PARTITION_LISTS } from "./partition-cost.js";
 
 /** How much one GraphQL operation may ask for. */
 export interface QueryLimits {
@@ -24,19 +25,23 @@ export interface QueryLimits {
   maxCost: number;
   /** Items assumed for a list field without a `first` argument. */
   defaultListSize: number;
+  /** Partitions listed, summed over every field that lists them (see PARTITION_LISTS) and over aliases. */
+  maxPartitions: number;
 }
 
 /**
  * The limits of `/graphql`. 15 levels leave room for GraphiQL's introspection
  * query; a cost of 500 000 admits a 10 000-partition page with its statuses,
- * while one field asking for ten million rows is refused before it runs.
+ * while one field asking for ten million rows is refused before it runs;
+ * 20 000 partitions admit two full pages in one request, not 24 of them under aliases.
  */
-export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxDepth: 15, maxCost: 500_000, defaultListSize: 10 };
+export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxDepth: 15, maxCost: 500_000, defaultListSize: 10, maxPartitions: 20_000 };
 
 /**
- * Refuses operations deeper than `maxDepth` (a validation rule: QUERY_TOO_DEEP)
- * or costlier than `maxCost` once the variables are known (QUERY_TOO_COSTLY),
- * before a resolver runs.
+ * Refuses operations deeper than `maxDepth` (a validation rule: QUERY_TOO_DEEP),
+ * costlier than `maxCost` once the variables are known (QUERY_TOO_COSTLY), or
+ * listing more than `maxPartitions` partitions (TOO_MANY_PARTITIONS), before a
+ * resolver runs.
  */
 export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plugin {
   return {
@@ -120,6 +125,10 @@ export interface QueryCost {
   cost: number;
   /** The list field with the largest item count along its path, e.g. `asset.partitions(first: 10000000)`. */
   widest: { path: string; items: number } | null;
+  /** Partitions the operation lists (see PARTITION_LISTS), times the lists around each field that lists them. */
+  partitions: number;
+  /** How many fields list partitions, and the one that lists the most. */
+  partitionLists: { fields: number; largest: { path: string; items: number } | null };
 }
 
 interface Walk {
@@ -129,6 +138,8 @@ interface Walk {
   defaultListSize: number;
   widest: { path: string; items: number } | null;
   visits: number;
+  partitions: number;
+  partitionLists: { fields: number; largest: { path: string; items: number } | null };
 }
 
 /**
@@ -152,10 +163,24 @@ export function queryCost(
       : operation.operation === "subscription"
         ? schema.getSubscriptionType()
         : schema.getQueryType();
-  const walk: Walk = { schema, fragments: fragmentsOf(document), variables, defaultListSize, widest: null, visits: 0 };
+  const walk: Walk = {
+    schema,
+    fragments: fragmentsOf(document),
+    variables,
+    defaultListSize,
+    widest: null,
+    visits: 0,
+    partitions: 0,
+    partitionLists: { fields: 0, largest: null },
+  };
   const scope: Scope | undefined = root ? { typeName: root.name, pageSize: undefined, path: "", around: 1, onPath: new Set() } : undefined;
   const cost = scope ? setCost(walk, operation.selectionSet, scope) : 0;
-  return { cost: walk.visits > MAX_VISITS ? Infinity : cost, widest: walk.widest };
+  return {
+    cost: walk.visits > MAX_VISITS ? Infinity : cost,
+    widest: walk.widest,
+    partitions: walk.partitions,
+    partitionLists: walk.partitionLists,
+  };
 }
 
 /** QUERY_TOO_COSTLY for a request over the limit; undefined when it may run (or names no operation: graphql-js reports that). */
@@ -170,14 +195,28 @@ function costError(
 ): GraphQLError | undefined {
   const operation = operationOf(args.document, args.operationName ?? undefined);
   if (!operation) return undefined;
-  const { cost, widest } = queryCost(args.schema, args.document, operation, args.variableValues ?? {}, limits.defaultListSize);
-  if (cost <= limits.maxCost) return undefined;
+  const measured = queryCost(args.schema, args.document, operation, args.variableValues ?? {}, limits.defaultListSize);
+  const { cost, widest } = measured;
+  if (cost <= limits.maxCost) return measured.partitions <= limits.maxPartitions ? undefined : partitionsError(operation, measured, limits);
   const where = widest ? ` (${widest.path} asks for ${widest.items} items)` : "";
   const size = Number.isFinite(cost) ? `would resolve about ${cost} fields${where}` : `expands to more than ${MAX_VISITS} selections`;
   return createGraphQLError(
     `The query ${size}, more than the limit of ${limits.maxCost}; ` +
       `lower \`first\`, ask for fewer nested lists, or page through the results`,
     { nodes: [operation], extensions: { code: "QUERY_TOO_COSTLY", cost: Number.isFinite(cost) ? cost : null, maxCost: limits.maxCost } },
+  ) as GraphQLError;
+}
+
+function partitionsError(operation: OperationDefinitionNode, measured: QueryCost, limits: QueryLimits): GraphQLError {
+  const { fields, largest } = measured.partitionLists;
+  const where = largest ? ` in ${fields} field${fields === 1 ? "" : "s"} (the most: ${largest.path} with ${largest.items})` : "";
+  return createGraphQLError(
+    `The query lists up to ${measured.partitions} partitions${where}, more than the limit of ${limits.maxPartitions} per request; ` +
+      `ask for fewer pages or smaller ones (\`first\`), and page through the rest in later requests`,
+    {
+      nodes: [operation],
+      extensions: { code: "TOO_MANY_PARTITIONS", partitions: measured.partitions, maxPartitions: limits.maxPartitions },
+    },
   ) as GraphQLError;
 }
 
@@ -219,6 +258,15 @@ function fieldCost(walk: Walk, node: FieldNode, scope: Scope): number {
   const path = `${scope.path ? `${scope.path}.` : ""}${node.name.value}${first === undefined ? "" : `(first: ${first})`}`;
   const around = scope.around * items;
   if (list && (!walk.widest || around > walk.widest.items)) walk.widest = { path, items: around };
+  const listsPartitions = PARTITION_LISTS[`${scope.typeName}.${node.name.value}`];
+  if (listsPartitions) {
+    const listed = scope.around * listsPartitions((name) => argumentOf(def, node, name, walk.variables));
+    walk.partitions += listed;
+    walk.partitionLists.fields++;
+    if (!walk.partitionLists.largest || listed > walk.partitionLists.largest.items) {
+      walk.partitionLists.largest = { path: `${scope.path ? `${scope.path}.` : ""}${node.name.value}`, items: listed };
+    }
+  }
   const inner = node.selectionSet
     ? setCost(walk, node.selectionSet, {
         typeName: namedTypeOf(def.type),
@@ -235,16 +283,29 @@ function fieldCost(walk: Walk, node: FieldNode, scope: Scope): number {
 
 /** The field's `first` argument as given (literal or variable) or defaulted; undefined when it has none. */
 function firstOf(def: GraphQLField<unknown, unknown>, node: FieldNode, variables: Readonly<Record<string, unknown>>): number | undefined {
-  const arg = def.args.find((a) => a.name === "first");
-  if (!arg) return undefined;
-  const given = node.arguments?.find((a) => a.name.value === "first")?.value;
-  const value = given ? valueOf(given, variables) : arg.defaultValue;
+  const value = argumentOf(def, node, "first", variables);
   return typeof value === "number" && Number.isFinite(value) ? Math.max(0, value) : undefined;
 }
 
+/** An argument as given (literal or variable) or defaulted; undefined when the field has no such argument. */
+function argumentOf(
+  def: GraphQLField<unknown, unknown>,
+  node: FieldNode,
+  name: string,
+  variables: Readonly<Record<string, unknown>>,
+): unknown {
+  const arg = def.args.find((a) => a.name === name);
+  if (!arg) return undefined;
+  const given = node.arguments?.find((a) => a.name.value === name)?.value;
+  return given ? valueOf(given, variables) : arg.defaultValue;
+}
+
+/** Numbers, lists and variables; other literals are left out (undefined). */
 function valueOf(node: ValueNode, variables: Readonly<Record<string, unknown>>): unknown {
   if (node.kind === Kind.VARIABLE) return variables[node.name.value];
   if (node.kind === Kind.INT) return Number(node.value);
+  if (node.kind === Kind.LIST) return node.values.map((v) => valueOf(v, variables));
+  if (node.kind === Kind.NULL) return null;
   return undefined;
 }
 
@@ -278,13 +339,14 @@ function namedTypeOf(type: Wrapped): string {
   return t.name ?? String(t);
 }
 
-function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
   return fragments;
 }
 
-function operationOf(document: DocumentNode, name: string | undefined): OperationDefinitionNode | undefined {
+/** The operation a request runs: the one named, or the only one; undefined when that is ambiguous (graphql-js reports it). */
+export function operationOf(document: DocumentNode, name: string | undefined): OperationDefinitionNode | undefined {
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   return name === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === name);
 }

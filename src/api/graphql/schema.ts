@@ -1,7 +1,9 @@
+import type { GraphQLResolveInfo } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import { describePartitions } from "../../partitions/index.js";
-import { listPartitions, withStates, type PartitionStatusRow } from "../partition-listing.js";
+import { listPartitions, releasedInChunks, withStates, type PartitionStatusRow } from "../partition-listing.js";
 import { builder } from "./builder.js";
+import { MAX_PARTITION_PAGE as MAX_PAGE } from "./partition-cost.js";
 import type { DefinitionFileView } from "../services.js";
 import { asGraphQLError, codeError } from "./errors.js";
 import { parseDimensionsArg, PartitionDimensionInput } from "./dimension-input.js";
@@ -20,8 +22,6 @@ import {
   resolveLatestMaterialization,
   resolveMaterializations,
 } from "./materializations.js";
-
-const MAX_PAGE = 10_000;
 
 const DepRef = builder.objectRef<{ name: string; assetKey: string; mapping: unknown }>("Dependency").implement({
   description: "An edge from an upstream asset, with the partition mapping it is read through",
@@ -61,7 +61,11 @@ const PartitionPage = builder
   .implement({
     fields: (t) => ({
       totalCount: t.exposeInt("totalCount"),
-      nodes: t.field({ type: [PartitionRef], resolve: (p) => p.nodes }),
+      nodes: t.field({
+        type: [PartitionRef],
+        // Loads the page's statuses first when they are asked for; then completes the rows chunk by chunk.
+        resolve: (p, _args, _ctx, info) => releasedInChunks(p.nodes, asksBeyondWindows(info) ? p.nodes[0]?.state() : undefined),
+      }),
       endCursor: t.exposeString("endCursor", { nullable: true }),
       hasNextPage: t.exposeBoolean("hasNextPage"),
     }),
@@ -208,6 +212,13 @@ const DefinitionFileRef = builder.objectRef<DefinitionFileView>("DefinitionFile"
     loadedAt: t.field({ type: "DateTime", nullable: true, resolve: (f) => f.loadedAt }),
   }),
 });
+
+/** Whether a selection of Partition asks for more than key, start and end (fragments count as asking). */
+function asksBeyondWindows(info: GraphQLResolveInfo): boolean {
+  return info.fieldNodes.some((n) =>
+    (n.selectionSet?.selections ?? []).some((s) => s.kind !== "Field" || !["key", "start", "end", "__typename"].includes(s.name.value)),
+  );
+}
 
 function problemLocation(f: DefinitionFileView): Record<string, unknown> | null {
   const first = f.problems[0];

@@ -11,6 +11,7 @@ interface AirflowProblem {
 
 const PROBLEM_TYPES: Record<number, string> = {
   400: "BadRequest",
+  403: "PermissionDenied",
   404: "NotFound",
   409: "AlreadyExists",
   413: "BadRequest",

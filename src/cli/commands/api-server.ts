@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import { serve, type ServerType } from "@hono/node-server";
 import { sql } from "kysely";
-import { createApiApp, observabilityOf, type Observability } from "../../api/index.js";
+import { createApiApp, listenHostName, observabilityOf, type Observability } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { StoreExecutionBackend } from "../../executor/index.js";
 import { advertiseDataDirServer, PgAirflowQueryStore, PgStepTryStateStore, PgTryTokenStore, WAKE_CHANNEL } from "../../storage/index.js";
@@ -62,6 +62,13 @@ export async function startApiServer(
       logsDir: runtime.logsDir,
       outputStore: runtime.outputStore,
     },
+    // The names clients use (docs/security.md): loopback, the address it listens on unless a wildcard, TRIBUTARY_PUBLIC_HOSTS.
+    safety: {
+      publicHosts: [listenHostName(address.host), ...runtime.settings.http.publicHosts].filter((h) => h !== undefined),
+      corsOrigins: runtime.settings.http.corsOrigins,
+      trustProxy: runtime.settings.http.trustProxy,
+    },
+    limits: { mutationRate: runtime.settings.http.mutationRate ?? false },
     version: VERSION,
     identity: serverIdentity(runtime.settings, address.definitionsDir !== undefined),
     ping: async () => {
