@@ -66,8 +66,13 @@ export interface HttpSettings {
   corsOrigins: readonly string[];
   /** TRIBUTARY_TRUST_PROXY: believe X-Forwarded-Proto and X-Forwarded-For. */
   trustProxy: boolean;
-  /** TRIBUTARY_MUTATIONS_PER_MINUTE and TRIBUTARY_MUTATION_BURST (default 60 and 30); null: unlimited (0 a minute). */
+  /**
+   * TRIBUTARY_MUTATIONS_PER_MINUTE and TRIBUTARY_MUTATION_BURST (default 60 and 30 per token or signed-in user);
+   * null: unlimited (0 a minute). Without access control there is no token to count by: unlimited unless set.
+   */
   mutationRate: { perMinute: number; burst: number } | null;
+  /** Whether TRIBUTARY_MUTATIONS_PER_MINUTE was set. */
+  mutationRateSet: boolean;
 }
 
 /** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`; a port from 1 to 65535. */
@@ -202,6 +207,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
         parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE === 0
           ? null
           : { perMinute: parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE ?? 60, burst: parsedEnv.data.TRIBUTARY_MUTATION_BURST ?? 30 },
+      mutationRateSet: parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE !== undefined,
     },
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),

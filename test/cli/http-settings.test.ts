@@ -6,7 +6,13 @@ const http = (env: NodeJS.ProcessEnv) => resolveSettings({}, env).http;
 
 describe("HTTP settings", () => {
   it("defaults to no extra host names, no CORS, no proxy, 60 mutations a minute in bursts of 30", () => {
-    expect(http({})).toEqual({ publicHosts: [], corsOrigins: [], trustProxy: false, mutationRate: { perMinute: 60, burst: 30 } });
+    expect(http({})).toEqual({
+      publicHosts: [],
+      corsOrigins: [],
+      trustProxy: false,
+      mutationRate: { perMinute: 60, burst: 30 },
+      mutationRateSet: false,
+    });
   });
 
   it("reads comma-separated host names and origins, in the form requests carry them", () => {
@@ -22,6 +28,7 @@ describe("HTTP settings", () => {
       corsOrigins: ["https://app.example.com", "http://localhost:5173"],
       trustProxy: true,
       mutationRate: { perMinute: 600, burst: 100 },
+      mutationRateSet: true,
     });
     expect(http({ TRIBUTARY_MUTATIONS_PER_MINUTE: "0" }).mutationRate).toBeNull();
   });

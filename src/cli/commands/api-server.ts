@@ -68,7 +68,13 @@ export async function startApiServer(
       corsOrigins: runtime.settings.http.corsOrigins,
       trustProxy: runtime.settings.http.trustProxy,
     },
-    limits: { mutationRate: runtime.settings.http.mutationRate ?? false },
+    // Mutations are counted per token or signed-in user; an instance without access control counts only when told to.
+    limits: {
+      mutationRate:
+        runtime.apiContext().access.authenticator.open && !runtime.settings.http.mutationRateSet
+          ? false
+          : (runtime.settings.http.mutationRate ?? false),
+    },
     version: VERSION,
     identity: serverIdentity(runtime.settings, address.definitionsDir !== undefined),
     ping: async () => {
