@@ -102,7 +102,7 @@ describePostgres("tributary api", () => {
   }, 90_000);
 
   it("answers to TRIBUTARY_PUBLIC_HOSTS and CORS for TRIBUTARY_CORS_ORIGINS; a worker at another name is told what to set", async () => {
-    const child = startCli(["api", "--port", "0", "--host", "0.0.0.0"], {
+    const child = startCli(["api", "--port", "0", "--host", "0.0.0.0", "--insecure-no-auth"], {
       env: {
         DATABASE_URL: database.url,
         TRIBUTARY_LOGS_DIR: logsDir,
