@@ -1,5 +1,5 @@
-import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { InputError, type SerializedError } from "../errors/index.js";
 import type {
   BackfillCursor,

@@ -1,5 +1,5 @@
-import { recordAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely, type Selectable } from "kysely";
+import { recordAudit, type AuditEntry } from "./audit-trail.js";
 import { InputError, serializeError, StorageError } from "../errors/index.js";
 import type { AssetsTable, Database, DefinitionFilesTable, DefinitionSnapshotsTable } from "./database.js";
 import type {

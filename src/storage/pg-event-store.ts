@@ -1,5 +1,5 @@
-import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely, type Transaction } from "kysely";
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import type { Database } from "./database.js";
 import { notifyIn } from "./database-handle.js";
 import type { EventRecord, EventStore, ListEventsOptions, ReportedEvent } from "./event-store.js";

@@ -1,5 +1,5 @@
-import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { sql, type Kysely } from "kysely";
+import { withAudit, type AuditEntry } from "./audit-trail.js";
 import { GraphError, InputError } from "../errors/index.js";
 import { suggestKey } from "../graph/index.js";
 import type { Database } from "./database.js";

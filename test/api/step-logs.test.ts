@@ -5,16 +5,6 @@ import { Hono } from "hono";
 import { localGuard } from "../../src/access/index.js";
 import { setGuard } from "../../src/api/auth/request-guard.js";
 import { stepLogRoutes } from "../../src/api/logs/step-logs.js";
-
-/** The routes as a server without access control serves them: every request is the local caller. */
-function asLocal(routes: Hono): Hono {
-  return new Hono()
-    .use("*", (c, next) => {
-      setGuard(c, localGuard());
-      return next();
-    })
-    .route("/", routes);
-}
 import { PgStepTryStateStore, WAKE_CHANNEL } from "../../src/storage/index.js";
 import { Harness } from "../execution/harness.js";
 import { allEvents, sseReader, type SseEvent } from "./sse.js";
@@ -24,6 +14,7 @@ import { describePostgres } from "../support/pg.js";
 // executor on a real Postgres write the logs; the routes read them.
 const DEFS = `
 import { asset } from "tributary";
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const slow = asset({ key: "logs/slow" }, async (ctx) => {
   for (let i = 1; i <= 5; i++) { ctx.log.info("line " + i); await sleep(200); }
@@ -34,6 +25,16 @@ export const long = asset({ key: "logs/long" }, async (ctx) => {
   return 40;
 });
 `;
+
+/** The routes as a server without access control serves them: every request is the local caller. */
+function asLocal(routes: Hono): Hono {
+  return new Hono()
+    .use("*", (c, next) => {
+      setGuard(c, localGuard());
+      return next();
+    })
+    .route("/", routes);
+}
 
 const messages = (events: SseEvent[]) => events.filter((e) => e.event === "log").map((e) => e.data.replace(/^\S+ \S+ /, ""));
 

@@ -1,9 +1,9 @@
-import { guardOf } from "../auth/request-guard.js";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
+import { guardOf } from "../auth/request-guard.js";
 import { TributaryError } from "../../errors/index.js";
 import type { RunDetail, RunStore, StepRecord, StepTryRecord, StepTryState, StepTryStateStore } from "../../storage/index.js";
 import { followLog, type TryEnd } from "./log-follower.js";

@@ -1,6 +1,6 @@
-import { guardOf } from "../auth/request-guard.js";
 import type { Context } from "hono";
 import { z } from "zod";
+import { guardOf } from "../auth/request-guard.js";
 import { TributaryError } from "../../errors/index.js";
 import type { AssetGraph } from "../../graph/index.js";
 import type { PlannedStep } from "../../planner/index.js";

@@ -1,6 +1,6 @@
-import { guardOf } from "../auth/request-guard.js";
 import type { Context } from "hono";
 import { z } from "zod";
+import { guardOf } from "../auth/request-guard.js";
 import type { JobRunFilter, RunDetail, StepRecord } from "../../storage/index.js";
 import { TributaryError } from "../../errors/index.js";
 import { assetJobs, requireJob, type AssetJob } from "./asset-jobs.js";

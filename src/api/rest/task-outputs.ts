@@ -1,5 +1,5 @@
-import { guardOf } from "../auth/request-guard.js";
 import type { Context } from "hono";
+import { guardOf } from "../auth/request-guard.js";
 import { readLogChunk, tryLogFile } from "../logs/log-file.js"; // one log reader
 import { requireTask, type AssetJob } from "./asset-jobs.js";
 import type { RestDeps } from "./airflow-api.js";

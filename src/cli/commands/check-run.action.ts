@@ -1,5 +1,5 @@
-import { localGuard } from "../../access/index.js";
 import pc from "picocolors";
+import { localGuard } from "../../access/index.js";
 import type { ApiServices, RunChecksRequest } from "../../api/index.js";
 import type { CheckResultView, RunStatus } from "../../storage/index.js";
 import type { Execution } from "../execution.js";

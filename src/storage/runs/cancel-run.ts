@@ -1,5 +1,5 @@
-import { recordAudit, type AuditEntry } from "../audit-trail.js";
 import type { Kysely } from "kysely";
+import { recordAudit, type AuditEntry } from "../audit-trail.js";
 import { notifyIn } from "../database-handle.js";
 import type { Database } from "../database.js";
 import type { RunSummary } from "../run-store.js";

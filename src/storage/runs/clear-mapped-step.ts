@@ -1,5 +1,5 @@
-import { withAudit, type AuditEntry } from "../audit-trail.js";
 import { sql, type Kysely } from "kysely";
+import { withAudit, type AuditEntry } from "../audit-trail.js";
 import { InputError } from "../../errors/index.js";
 import { notifyIn } from "../database-handle.js";
 import type { Database, StepState } from "../database.js";

@@ -1,5 +1,5 @@
-import { withAudit, type AuditEntry } from "../audit-trail.js";
 import type { Kysely, Transaction } from "kysely";
+import { withAudit, type AuditEntry } from "../audit-trail.js";
 import type { Database, PartitionState, RunStatus } from "../database.js";
 import type { RunDecisions } from "../run-decisions.js";
 import type {
