@@ -115,7 +115,8 @@ export function createApiApp(options: ApiOptions): Hono {
   if (access) {
     app.route("/auth", authRoutes(access));
     const authenticate = authenticateRequests(access);
-    for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/*"]) app.use(path, authenticate);
+    // The log streams, not the UI's run pages under /runs/<id>: those are the UI's, which asks for a sign-in itself.
+    for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/:runId/events", "/runs/:runId/steps/*"]) app.use(path, authenticate);
   }
   // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));
