@@ -7,6 +7,7 @@ import type { AccessApi, ApiServices, AssetsApi, RunsApi } from "./services.js";
 import { localGuard, type Guard } from "../access/index.js";
 import { authRoutes } from "./auth/auth-routes.js";
 import { authenticateRequests } from "./auth/authenticate-requests.js";
+import { oidcRoutes, type OidcOptions } from "./auth/oidc-routes.js";
 import { guardOf } from "./auth/request-guard.js";
 import { AccessDeniedError, AuthenticationError, TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
@@ -58,6 +59,8 @@ export interface ApiOptions {
   execution?: ExecutionApiServices;
   /** The built web UI (default: ui/dist of this checkout). */
   uiDir?: string;
+  /** Sign-in through an OpenID Connect provider, at /auth/oidc/start and /auth/oidc/callback (with access control). */
+  oidc?: OidcOptions;
 }
 
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
@@ -113,7 +116,8 @@ export function createApiApp(options: ApiOptions): Hono {
   // health, metrics and the UI's static pages need no caller). Without access services every request is local.
   const access = options.context.access as AccessApi | undefined;
   if (access) {
-    app.route("/auth", authRoutes(access));
+    if (options.oidc) app.route("/auth/oidc", oidcRoutes(access, options.oidc));
+    app.route("/auth", authRoutes(access, options.oidc ? { oidc: { label: options.oidc.label } } : {}));
     const authenticate = authenticateRequests(access);
     // The log streams, not the UI's run pages under /runs/<id>: those are the UI's, which asks for a sign-in itself.
     for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/:runId/events", "/runs/:runId/steps/*"]) app.use(path, authenticate);

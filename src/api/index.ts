@@ -1,5 +1,6 @@
 export { createApiApp } from "./app.js";
 export type { ApiOptions, ServerIdentity } from "./app.js";
+export type { OidcOptions } from "./auth/oidc-routes.js";
 // /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
 export type { Observability, ObservabilityStores, ReadinessProblem } from "./metrics/observability-routes.js";

@@ -62,6 +62,8 @@ export async function startApiServer(
       logsDir: runtime.logsDir,
       outputStore: runtime.outputStore,
     },
+    // Sign-in through an OpenID Connect provider (TRIBUTARY_OIDC_*), offered when access is controlled.
+    ...(runtime.settings.oidc ? { oidc: runtime.settings.oidc } : {}),
     version: VERSION,
     identity: serverIdentity(runtime.settings, address.definitionsDir !== undefined),
     ping: async () => {
