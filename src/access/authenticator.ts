@@ -11,6 +11,7 @@ import {
   signAccessToken,
   verifyAccessToken,
 } from "./credentials.js";
+import type { OidcIdentity } from "./oidc-identity.js";
 import { auditEntry } from "./request-access.js";
 import { SignInThrottle } from "./sign-in-throttle.js";
 
@@ -134,6 +135,45 @@ export class Authenticator {
       now,
     );
     return { sessionId: session.id, expiresAt };
+  }
+
+  /**
+   * Signs in the user of an identity an OIDC provider vouched for (the store finds, links or creates it): a new
+   * session, audited. A disabled user is refused (AuthenticationError USER_DISABLED), and that is audited too.
+   */
+  async signInWithOidc(identity: OidcIdentity, address: string | null): Promise<{ sessionId: string; caller: Caller; expiresAt: Date }> {
+    const now = this.#now();
+    const detail = { method: "oidc", issuer: identity.issuer, subject: identity.subject };
+    const principal = await this.#store.oidcPrincipal(
+      identity.issuer,
+      identity.subject,
+      identity.name,
+      { principalId: null, principalName: identity.name, action: "createUser", outcome: "success", address, detail },
+      now,
+    );
+    if (principal.disabled) {
+      await this.failedSignIn(principal.name, address, "oidc", "the user is disabled");
+      throw new AuthenticationError(`the user "${principal.name}" is disabled; an admin can enable it again`, { code: "USER_DISABLED" });
+    }
+    const caller = callerFrom({ principal, tokenId: null }, "session", address);
+    return { ...(await this.startSession(caller, "oidc")), caller };
+  }
+
+  /** Audits a sign-in that did not happen (a provider's refusal, a forged or stale answer, a disabled user). */
+  async failedSignIn(name: string | null, address: string | null, method: "password" | "oidc", reason: string): Promise<void> {
+    await this.#store.audit(
+      {
+        principalId: null,
+        principalName: name,
+        action: "signIn",
+        outcome: "failed",
+        address,
+        assets: [],
+        partitions: [],
+        detail: { method, reason },
+      },
+      this.#now(),
+    );
   }
 
   async signOut(sessionId: string, caller: Caller): Promise<void> {

@@ -10,6 +10,8 @@ export { RequestAccess, auditEntry, localGuard } from "./request-access.js";
 export type { AccessScope, Guard, RequestAccessDeps } from "./request-access.js";
 export { Authenticator, SESSION_COOKIE, SESSION_TTL_MS } from "./authenticator.js";
 export type { AuthenticatorOptions, Presented } from "./authenticator.js";
+export { oidcUserName } from "./oidc-identity.js";
+export type { OidcIdentity } from "./oidc-identity.js";
 export {
   API_TOKEN_PREFIX,
   ACCESS_TOKEN_TTL_SECONDS,

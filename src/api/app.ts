@@ -7,6 +7,7 @@ import type { AccessApi, ApiServices, AssetsApi, RunsApi } from "./services.js";
 import { localGuard, type Guard } from "../access/index.js";
 import { authRoutes } from "./auth/auth-routes.js";
 import { authenticateRequests } from "./auth/authenticate-requests.js";
+import { oidcRoutes, type OidcOptions } from "./auth/oidc-routes.js";
 import { guardOf } from "./auth/request-guard.js";
 import { AccessDeniedError, AuthenticationError, TributaryError } from "../errors/index.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
@@ -65,6 +66,8 @@ export interface ApiOptions {
   safety?: HttpSafetyOptions;
   /** Limits per GraphQL request and per caller (docs/security.md); without them the defaults apply. */
   limits?: RequestLimitOptions;
+  /** Sign-in through an OpenID Connect provider, at /auth/oidc/start and /auth/oidc/callback (with access control). */
+  oidc?: OidcOptions;
 }
 
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
@@ -124,9 +127,11 @@ export function createApiApp(options: ApiOptions): Hono {
   const access = options.context.access as AccessApi | undefined;
   if (access) {
     const http = { allowedOrigins: options.safety?.corsOrigins ?? [], trustProxy: options.safety?.trustProxy ?? false };
-    app.route("/auth", authRoutes(access, http));
+    if (options.oidc) app.route("/auth/oidc", oidcRoutes(access, options.oidc));
+    app.route("/auth", authRoutes(access, { ...http, ...(options.oidc ? { oidc: { label: options.oidc.label } } : {}) }));
     const authenticate = authenticateRequests(access, http);
-    for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/*"]) app.use(path, authenticate);
+    // The log streams, not the UI's run pages under /runs/<id>: those are the UI's, which asks for a sign-in itself.
+    for (const path of ["/graphql", "/api/v1", "/api/v1/*", "/runs/:runId/events", "/runs/:runId/steps/*"]) app.use(path, authenticate);
   }
   // The Airflow-compatible REST API.
   if (options.rest) app.route("/api/v1", createAirflowApi(options.context, options.rest));

@@ -9,6 +9,7 @@ export type { RequestLimitOptions } from "./graphql/request-limits.js";
 export { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./graphql/limits.js";
 export { DEFAULT_MAX_MUTATIONS } from "./graphql/mutation-limits.js";
 export { DEFAULT_MUTATION_RATE, type MutationRate } from "./graphql/mutation-rate-limit.js";
+export type { OidcOptions } from "./auth/oidc-routes.js";
 // /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";
 export type { Observability, ObservabilityStores, ReadinessProblem } from "./metrics/observability-routes.js";

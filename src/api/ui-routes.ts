@@ -39,7 +39,7 @@ export function uiRoutes(uiDir: string = DEFAULT_UI_DIR): Hono {
 }
 
 /** Paths the API owns: an unknown one answers the API's 404, never the UI's page. */
-const API_PATH = /^\/(?:_ui|api|graphql|healthz|readyz|metrics|execution)(?:\/|$)/;
+const API_PATH = /^\/(?:_ui|api|auth|graphql|healthz|readyz|metrics|execution)(?:\/|$)/;
 
 const NOT_BUILT = (dir: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Tributary</title></head>

@@ -57,6 +57,8 @@ export interface Settings {
   openLineage?: OpenLineageConfig;
   /** Browser safety and request limits of the HTTP server (docs/security.md). */
   http: HttpSettings;
+  /** Sign-in through an OpenID Connect provider (TRIBUTARY_OIDC_*); absent unless TRIBUTARY_OIDC_ISSUER is set. */
+  oidc?: OidcSettings;
 }
 
 export interface HttpSettings {
@@ -123,6 +125,40 @@ const count = (min: number) =>
     .regex(/^\d+$/, "must be a whole number")
     .transform(Number)
     .refine((n) => n >= min && n <= 1_000_000, `must be between ${min} and 1000000`);
+
+/** An OpenID Connect provider users sign in with (the authorization code flow). */
+export interface OidcSettings {
+  /** The provider's issuer URL; its discovery document is at <issuer>/.well-known/openid-configuration. */
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** Where the provider sends the browser back; default: the server's own origin + /auth/oidc/callback. */
+  readonly redirectUrl: string | undefined;
+  /** The sign-in button's text: "Sign in with <label>". */
+  readonly label: string;
+}
+
+const OIDC_CALLBACK_PATH = "/auth/oidc/callback";
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+// An http:// provider or callback only on this machine (a test or a local provider): elsewhere codes and tokens
+// would cross the network in the clear.
+const oidcUrl = (what: string) =>
+  z
+    .url({ protocol: /^https?$/, error: `must be an https:// URL ${what}` })
+    .refine((u) => !URL.canParse(u) || u.startsWith("https:") || LOOPBACK.test(new URL(u).hostname), {
+      error: `must be an https:// URL ${what} (http:// only on localhost)`,
+    });
+
+const oidcSchema = z.object({
+  TRIBUTARY_OIDC_ISSUER: oidcUrl("(the provider's issuer, e.g. https://login.example.com/realms/data)"),
+  TRIBUTARY_OIDC_CLIENT_ID: z.string({ error: "is required with TRIBUTARY_OIDC_ISSUER" }).min(1).max(500),
+  TRIBUTARY_OIDC_CLIENT_SECRET: z.string({ error: "is required with TRIBUTARY_OIDC_ISSUER" }).min(1).max(2000),
+  TRIBUTARY_OIDC_REDIRECT_URL: oidcUrl(`ending in ${OIDC_CALLBACK_PATH}, e.g. https://tributary.example.com${OIDC_CALLBACK_PATH}`)
+    .refine((u) => !URL.canParse(u) || new URL(u).pathname === OIDC_CALLBACK_PATH, { error: `must end in ${OIDC_CALLBACK_PATH}` })
+    .optional(),
+  TRIBUTARY_OIDC_LABEL: z.string().trim().min(1).max(60, "must be at most 60 characters").default("single sign-on"),
+});
 
 const envSchema = z.object({
   DATABASE_URL: z
@@ -211,6 +247,36 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     },
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
+    ...optionalOidc(env),
+  };
+}
+
+// OIDC sign-in: every setting is checked at startup, naming the variable.
+function optionalOidc(env: NodeJS.ProcessEnv): { oidc?: OidcSettings } {
+  const names = Object.keys(oidcSchema.shape) as (keyof typeof oidcSchema.shape)[];
+  if (!env.TRIBUTARY_OIDC_ISSUER) {
+    const stray = names.find((name) => env[name]);
+    if (stray) {
+      throw new InputError(
+        `environment variable ${stray} is set but TRIBUTARY_OIDC_ISSUER is not: set the issuer to offer sign-in with an OpenID Connect provider, or unset ${stray}`,
+      );
+    }
+    return {};
+  }
+  const parsed = oidcSchema.safeParse(Object.fromEntries(names.map((name) => [name, env[name] || undefined])));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new InputError(`environment variable ${String(issue?.path[0])}: ${issue?.message}`);
+  }
+  const o = parsed.data;
+  return {
+    oidc: {
+      issuer: o.TRIBUTARY_OIDC_ISSUER,
+      clientId: o.TRIBUTARY_OIDC_CLIENT_ID,
+      clientSecret: o.TRIBUTARY_OIDC_CLIENT_SECRET,
+      redirectUrl: o.TRIBUTARY_OIDC_REDIRECT_URL,
+      label: o.TRIBUTARY_OIDC_LABEL,
+    },
   };
 }
 

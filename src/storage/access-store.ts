@@ -60,7 +60,11 @@ export interface AccessStore {
   setPassword(name: string, passwordHash: string, audit: AuditEntry, now: Date): Promise<void>;
   setDisabled(name: string, disabled: boolean, audit: AuditEntry, now: Date): Promise<PrincipalRecord>;
   listPrincipals(): Promise<PrincipalRecord[]>;
-  /** The user signing in with this OIDC identity, created (without grants) the first time. */
+  /**
+   * The user signing in with this OIDC identity: the one it signed in as before, else a user of `preferredName` without
+   * a password nor an identity yet (an admin made it for this), else a new user without grants (named `preferredName`,
+   * or with a suffix when that name is taken).
+   */
   oidcPrincipal(issuer: string, subject: string, preferredName: string, audit: AuditEntry, now: Date): Promise<PrincipalRecord>;
 
   createToken(

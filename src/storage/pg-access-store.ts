@@ -116,19 +116,22 @@ export class PgAccessStore implements AccessStore {
         .where("oidc_subject", "=", subject)
         .executeTakeFirst();
       if (existing) return (await principalsWhere(trx, "id", existing.id))[0]!;
-      // A user created by an admin under this name signs in through the provider from now on; otherwise a new user.
+      // A user an admin created under this name without a password (for sign-in through the provider) is this
+      // identity from now on. A user with a password is never taken over: the provider's name claims are not
+      // proof of owning a local account (anyone whose provider lets them pick a name could become "admin").
       const named = await trx
         .selectFrom("principals")
-        .select(["id", "oidc_subject"])
+        .select(["id", "oidc_subject", "password_hash"])
         .where("name", "=", preferredName)
         .where("kind", "=", "user")
         .executeTakeFirst();
       let id: string;
-      if (named && named.oidc_subject === null) {
+      if (named && named.oidc_subject === null && named.password_hash === null) {
         await trx.updateTable("principals").set({ oidc_issuer: issuer, oidc_subject: subject }).where("id", "=", named.id).execute();
         id = named.id;
       } else {
-        const name = named ? `${preferredName}-${randomBytes(3).toString("hex")}` : preferredName;
+        // Names are at most 100 characters: a taken one keeps room for its suffix.
+        const name = named ? `${preferredName.slice(0, 93)}-${randomBytes(3).toString("hex")}` : preferredName;
         id = (
           await trx
             .insertInto("principals")

@@ -189,3 +189,43 @@ async function startDevOn(port: number, options: DevOptions): Promise<DevServer>
     },
   };
 }
+
+/**
+ * `tributary api` (access control on unless `--insecure-no-auth` is in `args`) over the Postgres database at
+ * `databaseUrl`, which must hold the definitions and, with access control, an admin. Resolves once it listens.
+ */
+export async function startApi(options: { databaseUrl: string; args?: readonly string[]; env?: NodeJS.ProcessEnv }): Promise<DevServer> {
+  const child = startCli(["api", "--port", "0", ...(options.args ?? [])], { env: { ...options.env, DATABASE_URL: options.databaseUrl } });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const listening = eventually(
+    async () => Number(/serving the API at http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output())?.[1]) || undefined,
+    CLI_COMMAND_BUDGET_MS,
+    () => `tributary api to listen\n${child.output()}`,
+  );
+  const died = exited.then(() => {
+    throw new Error(`tributary api exited with ${child.exitCode}:\n${child.output()}`);
+  });
+  let port: number;
+  try {
+    port = await Promise.race([listening, died]);
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw err;
+  } finally {
+    died.catch(() => undefined);
+    listening.catch(() => undefined);
+  }
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    output: () => child.output(),
+    stop: async () => {
+      if (child.exitCode === null) {
+        child.kill("SIGTERM");
+        const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+        await exited;
+        clearTimeout(killer);
+      }
+    },
+  };
+}

@@ -6,10 +6,10 @@ import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_UI_DIR } from "../../src/api/ui-routes.js";
-import { ROOT, startDev, type DevServer } from "../cli/run-cli.js";
+import { ROOT, startApi, startDev, type DevServer } from "../cli/run-cli.js";
 import { isCi } from "../support/env.js";
 
-export { startDev, type DevServer };
+export { startApi, startDev, type DevServer };
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"];
@@ -112,6 +112,46 @@ export function useUi(options: { files?: Record<string, string>; databaseUrl?: (
   });
   const current = () => {
     if (!state) throw new Error("useUi(): the server and browser exist only from beforeAll to afterAll");
+    return state;
+  };
+  return {
+    get dev() {
+      return current().dev;
+    },
+    get browser() {
+      return current().browser;
+    },
+  };
+}
+
+/**
+ * For a browser suite with access control on: in beforeAll `prepare()` (store the definitions and seed the users of
+ * the database at `databaseUrl()`), then `tributary api` over it (with `env()`, e.g. an OIDC provider's settings)
+ * and Chromium; in afterAll both go.
+ */
+export function useSignedInUi(options: {
+  databaseUrl: () => string;
+  prepare: () => Promise<void>;
+  env?: () => NodeJS.ProcessEnv;
+}): UiSession {
+  let state: { dev: DevServer; browser: Browser } | undefined;
+  beforeAll(async () => {
+    await options.prepare();
+    const [dev, browser] = await Promise.all([
+      startApi({ databaseUrl: options.databaseUrl(), ...(options.env ? { env: options.env() } : {}) }),
+      openBrowser(),
+    ]);
+    state = { dev, browser };
+  }, 180_000);
+  afterAll(async () => {
+    if (!state) return;
+    const { dev, browser } = state;
+    state = undefined;
+    await browser.close();
+    await dev.stop();
+  });
+  const current = () => {
+    if (!state) throw new Error("useSignedInUi(): the server and browser exist only from beforeAll to afterAll");
     return state;
   };
   return {

@@ -24,6 +24,10 @@ describeBrowser("UI shell", () => {
     const { page, problems } = await openPage(ui.browser, ui.dev.url);
     await page.goto("/");
     await page.waitForURL("**/assets");
+    // Without access control (dev on loopback): no sign-in, and every request is the local caller.
+    expect(await page.getByTestId("caller-name").textContent()).toBe("local");
+    expect(await page.getByTestId("sign-in-page").count()).toBe(0);
+    expect(await page.getByTestId("sign-out").count()).toBe(0);
     await page.getByRole("link", { name: "Runs", exact: true }).click();
     await page.waitForURL("**/runs");
     await page.goto("/no/such/page");

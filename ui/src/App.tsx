@@ -1,6 +1,6 @@
 import { Link, Redirect, Route, Switch, useLocation } from "wouter";
 import { decodeAssetKey } from "./asset-path";
-import { ApiBanner, NotFound } from "./components/QueryStates";
+import { ApiBanner, Loading, NotFound } from "./components/QueryStates";
 import { AssetPage } from "./pages/Asset";
 import { BackfillPage } from "./pages/Backfill";
 import { BackfillsPage } from "./pages/Backfills";
@@ -10,7 +10,9 @@ import { GraphPage } from "./pages/Graph";
 import { PoolsPage } from "./pages/Pools";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
+import { SignInPage } from "./pages/SignIn";
 import { TriggersPage } from "./pages/Triggers";
+import { roleSummary, signOut, useSession, type Session } from "./session";
 
 const NAV: readonly { href: string; label: string }[] = [
   { href: "/assets", label: "Assets" },
@@ -22,27 +24,78 @@ const NAV: readonly { href: string; label: string }[] = [
   { href: "/definitions", label: "Definitions" },
 ];
 
-function Nav() {
+function Nav({ session }: { session: Session | undefined }) {
   const [location] = useLocation();
+  const signedIn = session?.caller ?? undefined;
   return (
     <nav className="nav">
       <Link href="/assets" className="brand">
         Tributary
       </Link>
-      {NAV.map((n) => (
-        <Link key={n.href} href={n.href} className={location === n.href || location.startsWith(`${n.href}/`) ? "active" : ""}>
-          {n.label}
-        </Link>
-      ))}
+      {signedIn || (session && !session.accessControl)
+        ? NAV.map((n) => (
+            <Link key={n.href} href={n.href} className={location === n.href || location.startsWith(`${n.href}/`) ? "active" : ""}>
+              {n.label}
+            </Link>
+          ))
+        : null}
+      {session ? <Caller session={session} /> : null}
     </nav>
+  );
+}
+
+/** Who is signed in, and what they may do; "local" without access control. */
+function Caller({ session }: { session: Session }) {
+  const caller = session.caller;
+  if (!session.accessControl) {
+    return (
+      <span className="nav-caller" data-testid="caller" title="Access control is off: every request may do everything">
+        <span data-testid="caller-name">{caller?.name ?? "local"}</span>
+      </span>
+    );
+  }
+  if (!caller) return null;
+  return (
+    <span className="nav-caller" data-testid="caller">
+      <span data-testid="caller-name">{caller.name}</span>
+      <span className="nav-roles" data-testid="caller-roles">
+        {roleSummary(caller.grants)}
+      </span>
+      <button type="button" className="nav-sign-out" onClick={() => void signOut()} data-testid="sign-out">
+        Sign out
+      </button>
+    </span>
   );
 }
 
 /** Every page has a shareable URL: the path names the object, the query string its filters. */
 export function App() {
+  const state = useSession();
+  const session = state.status === "ready" ? state.session : undefined;
+  if (!session) {
+    return (
+      <>
+        <Nav session={undefined} />
+        <main className="main">
+          <Loading />
+        </main>
+      </>
+    );
+  }
+  if (session.accessControl && !session.caller) {
+    return (
+      <>
+        <Nav session={session} />
+        <ApiBanner />
+        <main className="main">
+          <SignInPage session={session} />
+        </main>
+      </>
+    );
+  }
   return (
     <>
-      <Nav />
+      <Nav session={session} />
       <ApiBanner />
       <main className="main">
         <Switch>

@@ -73,6 +73,16 @@ export function useReachability(): Reachability {
   );
 }
 
+// ---- the caller: a 401 means the session ended (or there never was one), and the sign-in page shows ----
+
+const unauthenticatedListeners = new Set<() => void>();
+
+/** Called whenever the API answers 401 (see session.ts). */
+export function onUnauthenticated(listener: () => void): () => void {
+  unauthenticatedListeners.add(listener);
+  return () => unauthenticatedListeners.delete(listener);
+}
+
 // ---- requests ----
 
 interface GraphQLResponse<T> {
@@ -86,6 +96,7 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
   try {
     res = await fetch("/graphql", {
       method: "POST",
+      credentials: "same-origin",
       headers: { "content-type": "application/json", accept: "application/json" },
       body: JSON.stringify({ query, variables }),
       ...(signal ? { signal } : {}),
@@ -101,6 +112,7 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
     throw new ApiUnreachableError(`The Tributary API answered ${res.status} ${res.statusText} instead of GraphQL`);
   }
   markUp();
+  if (res.status === 401) for (const l of unauthenticatedListeners) l();
   const body = (await res.json()) as GraphQLResponse<T>;
   const first = body.errors?.[0];
   if (first) throw new GraphQLRequestError(first.message, first.extensions?.code, first.path);
@@ -120,6 +132,11 @@ export function prefetch(query: string, variables: Record<string, unknown>): voi
   const answer = gql(query, variables);
   answer.catch(() => undefined); // the taker sees the error; nobody else must report it as unhandled
   prefetched.set(`${query}\n${JSON.stringify(variables)}`, { at: Date.now(), answer });
+}
+
+/** Drops answers sent for before a sign-in or sign-out: they were asked as someone else. */
+export function forgetPrefetched(): void {
+  prefetched.clear();
 }
 
 function takePrefetched<T>(query: string, variablesJson: string): Promise<T> | undefined {

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import type { Caller, Role } from "../../access/index.js";
 import type { SnapshotAsset } from "../../graph/index.js";
-import type { AuditEvent } from "../../storage/index.js";
+import type { AuditEvent, BackfillRecord, RunDetail, RunSummary } from "../../storage/index.js";
 import { builder } from "./builder.js";
 import { parseInput } from "./errors.js";
 
-// Who is asking (`me`), what they may do on an asset (Asset.viewerCan: what the UI offers), and the audit trail.
+// Who is asking (`me`), what they may do on an asset, a run or a backfill (viewerCan: what the UI offers), and the
+// audit trail.
 
 const ASSET_TYPE = "Asset" as unknown as ReturnType<typeof builder.objectRef<SnapshotAsset>>;
 
@@ -44,6 +45,39 @@ const AssetPermissionsRef = builder.objectRef<SnapshotAsset>("AssetPermissions")
 
 builder.objectFields(ASSET_TYPE, (t) => ({
   viewerCan: t.field({ type: AssetPermissionsRef, description: "What the caller may do on this asset", resolve: (a) => a }),
+}));
+
+const RUN_TYPE = "Run" as unknown as ReturnType<typeof builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>>;
+const BACKFILL_TYPE = "Backfill" as unknown as ReturnType<typeof builder.objectRef<BackfillRecord>>;
+
+// The assets an action on a run or backfill is authorised on, as the commands scope them.
+const ActionPermissionsRef = builder.objectRef<{ assetKeys: readonly string[] }>("ActionPermissions").implement({
+  description: "What the caller may do on a run or a backfill",
+  fields: (t) => ({
+    operate: t.boolean({
+      description: "Cancel it (a backfill: also resume it and re-run its failures): operator on every asset it materialises",
+      resolve: (scope, _args, ctx) => ctx.guard.can("operator", scope.assetKeys),
+    }),
+  }),
+});
+
+builder.objectFields(RUN_TYPE, (t) => ({
+  viewerCan: t.field({
+    type: ActionPermissionsRef,
+    description: "What the caller may do on this run (reads its steps: for a run page, not a list)",
+    resolve: async (r, _args, ctx) => {
+      const steps = r.steps ?? (await ctx.runs.store.getRun(r.id))?.steps ?? [];
+      return { assetKeys: [...new Set(steps.map((s) => s.assetKey))] };
+    },
+  }),
+}));
+
+builder.objectFields(BACKFILL_TYPE, (t) => ({
+  viewerCan: t.field({
+    type: ActionPermissionsRef,
+    description: "What the caller may do on this backfill",
+    resolve: (b) => ({ assetKeys: [...b.selection.assetKeys] }),
+  }),
 }));
 
 const AuditEventRef = builder.objectRef<AuditEvent>("AuditEvent").implement({

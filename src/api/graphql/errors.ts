@@ -1,15 +1,20 @@
 import { GraphQLError } from "graphql";
 import type { z } from "zod";
-import { InputError, TributaryError } from "../../errors/index.js";
+import { AccessDeniedError, AuthenticationError, InputError, TributaryError } from "../../errors/index.js";
 
 /** A GraphQL error whose `extensions.code` clients can match on. */
 export function codeError(code: string, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-/** Our own errors keep their code and message; anything else is left for masking. */
+/**
+ * Our own errors keep their code and message, and a refusal its HTTP status (401 for a missing or bad credential,
+ * 403 for a missing role); anything else is left for masking.
+ */
 export function asGraphQLError(err: unknown): unknown {
-  return err instanceof TributaryError ? codeError(err.code, err.message) : err;
+  if (!(err instanceof TributaryError)) return err;
+  const status = err instanceof AccessDeniedError ? 403 : err instanceof AuthenticationError ? 401 : undefined;
+  return new GraphQLError(err.message, { extensions: { code: err.code, ...(status ? { http: { status } } : {}) } });
 }
 
 /**

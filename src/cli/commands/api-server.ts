@@ -75,6 +75,8 @@ export async function startApiServer(
           ? false
           : (runtime.settings.http.mutationRate ?? false),
     },
+    // Sign-in through an OpenID Connect provider (TRIBUTARY_OIDC_*), offered when access is controlled.
+    ...(runtime.settings.oidc ? { oidc: runtime.settings.oidc } : {}),
     version: VERSION,
     identity: serverIdentity(runtime.settings, address.definitionsDir !== undefined),
     ping: async () => {

@@ -13,6 +13,7 @@ interface AssetOption {
   kind: string;
   group: string | null;
   partitionsDescription: string | null;
+  viewerCan: { operate: boolean } | null;
 }
 
 interface Preview {
@@ -23,7 +24,7 @@ interface Preview {
   maxConcurrentRuns: number;
 }
 
-const ASSETS = `{ assets { key kind group partitionsDescription } }`;
+const ASSETS = `{ assets { key kind group partitionsDescription viewerCan { operate } } }`;
 const PREVIEW = `query Preview($input: LaunchBackfillInput!) {
   backfillPreview(input: $input) { partitions runs maxPartitionsPerRun maxConcurrentRuns perAsset { assetKey partitions firstKey lastKey } }
 }`;
@@ -113,7 +114,8 @@ export function BackfillDialog({ presetAssets = [], presetFrom, presetTo, onClos
 
   const options = useMemo(() => {
     const q = search.trim().toLowerCase();
-    const all = (assets.data?.assets ?? []).filter((a) => a.kind !== "source");
+    // Only what the caller may backfill: operator of a team that owns the asset.
+    const all = (assets.data?.assets ?? []).filter((a) => a.kind !== "source" && a.viewerCan?.operate === true);
     return q ? all.filter((a) => a.key.toLowerCase().includes(q) || (a.group ?? "").toLowerCase().includes(q)) : all;
   }, [assets.data, search]);
   const byKey = useMemo(() => new Map((assets.data?.assets ?? []).map((a) => [a.key, a])), [assets.data]);

@@ -259,6 +259,7 @@ export function StatusSection({
           assetKey={asset.key}
           target={target}
           partitioned={partitioned}
+          canOperate={asset.viewerCan?.operate === true}
           onDone={status.reload}
           onDismiss={() =>
             params.set({ from: undefined, to: undefined, rfrom: undefined, rto: undefined, cfrom: undefined, cto: undefined })
@@ -322,12 +323,15 @@ function SelectionActions({
   assetKey,
   target,
   partitioned,
+  canOperate,
   onDone,
   onDismiss,
 }: {
   assetKey: string;
   target: Target;
   partitioned: boolean;
+  /** The caller is an operator of the asset's team: materialise and clear are offered. */
+  canOperate: boolean;
   onDone: () => void;
   onDismiss: () => void;
 }) {
@@ -378,58 +382,71 @@ function SelectionActions({
           </span>
         ) : null}
       </div>
-      <div className="toolbar">
-        <button
-          type="button"
-          className="primary"
-          disabled={busy || (!target.run && !target.backfill)}
-          onClick={() => void materialise()}
-          data-testid="materialise"
-        >
-          Materialise
-          {target.backfill
-            ? ` (backfill, ${formatCount(Math.ceil(target.count / Math.max(1, perRun)))} runs)`
-            : target.run && partitioned
-              ? " (one run)"
-              : ""}
-        </button>
-        {target.backfill ? (
-          <label className="muted">
-            partitions per run{" "}
-            <input
-              type="number"
-              min={1}
-              max={1000}
-              value={perRun}
-              onChange={(e) => setPerRun(Math.max(1, Number(e.target.value) || 1))}
-              style={{ width: 70 }}
-              data-testid="per-run"
-            />
-          </label>
-        ) : null}
-        {!target.run && !target.backfill ? (
-          <span className="muted">Too many partitions to list: select fewer than {formatCount(KEY_LIST_LIMIT)}.</span>
-        ) : null}
-        <button
-          type="button"
-          disabled={busy || typeof target.clear === "string"}
-          onClick={() => void clearNow()}
-          data-testid="clear"
-          title={typeof target.clear === "string" ? target.clear : "Forget their materialisations and rerun them in one run"}
-        >
-          Clear
-        </button>
-        <label className="muted">
-          <input type="checkbox" checked={downstream} onChange={(e) => setDownstream(e.target.checked)} data-testid="clear-downstream" />{" "}
-          and everything downstream
-        </label>
-        {partitioned ? (
-          <button type="button" className="link-button" onClick={onDismiss}>
-            unselect
+      {canOperate ? (
+        <div className="toolbar">
+          <button
+            type="button"
+            className="primary"
+            disabled={busy || (!target.run && !target.backfill)}
+            onClick={() => void materialise()}
+            data-testid="materialise"
+          >
+            Materialise
+            {target.backfill
+              ? ` (backfill, ${formatCount(Math.ceil(target.count / Math.max(1, perRun)))} runs)`
+              : target.run && partitioned
+                ? " (one run)"
+                : ""}
           </button>
-        ) : null}
-      </div>
-      {typeof target.clear === "string" ? <div className="muted">{target.clear}</div> : null}
+          {target.backfill ? (
+            <label className="muted">
+              partitions per run{" "}
+              <input
+                type="number"
+                min={1}
+                max={1000}
+                value={perRun}
+                onChange={(e) => setPerRun(Math.max(1, Number(e.target.value) || 1))}
+                style={{ width: 70 }}
+                data-testid="per-run"
+              />
+            </label>
+          ) : null}
+          {!target.run && !target.backfill ? (
+            <span className="muted">Too many partitions to list: select fewer than {formatCount(KEY_LIST_LIMIT)}.</span>
+          ) : null}
+          <button
+            type="button"
+            disabled={busy || typeof target.clear === "string"}
+            onClick={() => void clearNow()}
+            data-testid="clear"
+            title={typeof target.clear === "string" ? target.clear : "Forget their materialisations and rerun them in one run"}
+          >
+            Clear
+          </button>
+          <label className="muted">
+            <input type="checkbox" checked={downstream} onChange={(e) => setDownstream(e.target.checked)} data-testid="clear-downstream" />{" "}
+            and everything downstream
+          </label>
+          {partitioned ? (
+            <button type="button" className="link-button" onClick={onDismiss}>
+              unselect
+            </button>
+          ) : null}
+        </div>
+      ) : (
+        <div className="toolbar">
+          <span className="muted" data-testid="read-only">
+            Materialising or clearing this asset needs the operator role on a team that owns it.
+          </span>
+          {partitioned ? (
+            <button type="button" className="link-button" onClick={onDismiss}>
+              unselect
+            </button>
+          ) : null}
+        </div>
+      )}
+      {canOperate && typeof target.clear === "string" ? <div className="muted">{target.clear}</div> : null}
       {busy ? <Loading what="" /> : null}
       {error ? <ErrorView error={error} /> : null}
       {created ? (

@@ -7,6 +7,7 @@ import { ErrorView, QueryView } from "../components/QueryStates";
 import { StateBadge } from "../components/StateBadge";
 import { useUrlParams } from "../components/use-url-params";
 import { formatAgo, formatTime } from "../format";
+import { mayOperateSomewhere, useSession } from "../session";
 import { ACTIVE_BACKFILL_STATUSES } from "../status";
 import "./Backfills.css";
 
@@ -31,10 +32,12 @@ export interface BackfillRow {
   createdAt: string;
   completedAt: string | null;
   canceledAt: string | null;
+  /** Cancel, resume and re-run need the operator role on every asset of the backfill. */
+  viewerCan: { operate: boolean } | null;
 }
 
 export const BACKFILL_ROW_FIELDS = `id status assetKeys from to partitions allPartitions retryOf requested done failed inProgress runsCreated chunks
-  waiting createdAt completedAt canceledAt`;
+  waiting createdAt completedAt canceledAt viewerCan { operate }`;
 
 const BACKFILLS_QUERY = `query Backfills($status: BackfillStatus) { backfills(first: 200, status: $status) { ${BACKFILL_ROW_FIELDS} } }`;
 
@@ -49,14 +52,19 @@ export function BackfillsPage() {
   );
   const active = state.data?.backfills.some((b) => ACTIVE_BACKFILL_STATUSES.has(b.status)) ?? false;
   if ((active ? 3_000 : undefined) !== pollMs) setPollMs(active ? 3_000 : undefined);
+  // Offered to operators of some team; the dialog lists the assets they may backfill.
+  const session = useSession();
+  const canLaunch = session.status === "ready" && mayOperateSomewhere(session.session);
 
   return (
     <div className="backfills-page">
       <div className="toolbar">
         <h1>Backfills</h1>
-        <button type="button" className="primary" onClick={() => setParams({ launch: "1" })} data-testid="open-backfill-dialog">
-          Launch backfill…
-        </button>
+        {canLaunch ? (
+          <button type="button" className="primary" onClick={() => setParams({ launch: "1" })} data-testid="open-backfill-dialog">
+            Launch backfill…
+          </button>
+        ) : null}
         <label>
           Status{" "}
           <select value={params.status ?? ""} onChange={(e) => setParams({ status: e.target.value })} data-testid="backfill-status-filter">
@@ -72,7 +80,7 @@ export function BackfillsPage() {
       <QueryView state={state} what="backfills">
         {(data) => <BackfillTable backfills={data.backfills} onChanged={state.reload} />}
       </QueryView>
-      {params.launch ? <BackfillDialog onClose={() => setParams({ launch: undefined })} /> : null}
+      {params.launch && canLaunch ? <BackfillDialog onClose={() => setParams({ launch: undefined })} /> : null}
     </div>
   );
 }
@@ -145,7 +153,7 @@ export function BackfillActions({
   backfill,
   onChanged,
 }: {
-  backfill: Pick<BackfillRow, "id" | "status" | "failed">;
+  backfill: Pick<BackfillRow, "id" | "status" | "failed" | "viewerCan">;
   onChanged: () => void;
 }) {
   const [, navigate] = useLocation();
@@ -170,6 +178,7 @@ export function BackfillActions({
     const result = await retry.run({ id: backfill.id });
     if (result) navigate(`/backfills/${result.retryBackfillFailures.id}`);
   };
+  if (!backfill.viewerCan?.operate) return null;
   return (
     <div className="backfill-actions">
       {backfill.status === "requested" || backfill.status === "running" ? (

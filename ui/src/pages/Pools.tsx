@@ -14,11 +14,11 @@ interface Pool {
   updatedAt: string | null;
 }
 
-const POOLS_QUERY = `query Pools { pools { name description slots occupied queued includeDeferred updatedAt } }`;
+const POOLS_QUERY = `query Pools { pools { name description slots occupied queued includeDeferred updatedAt } me { admin } }`;
 const SET_SLOTS = `mutation SetPoolSlots($name: String!, $slots: Int!) { setPoolSlots(name: $name, slots: $slots) { name slots occupied queued includeDeferred updatedAt } }`;
 
 export function PoolsPage() {
-  const state = useQuery<{ pools: Pool[] | null }>(POOLS_QUERY, {}, { pollMs: 5_000 });
+  const state = useQuery<{ pools: Pool[] | null; me: { admin: boolean } | null }>(POOLS_QUERY, {}, { pollMs: 5_000 });
   return (
     <div className="pools">
       <h1>Pools</h1>
@@ -45,7 +45,7 @@ export function PoolsPage() {
               </thead>
               <tbody>
                 {(data.pools ?? []).map((p) => (
-                  <PoolRow key={p.name} pool={p} onSaved={state.reload} />
+                  <PoolRow key={p.name} pool={p} editable={data.me?.admin === true} onSaved={state.reload} />
                 ))}
               </tbody>
             </table>
@@ -56,7 +56,8 @@ export function PoolsPage() {
   );
 }
 
-function PoolRow({ pool: p, onSaved }: { pool: Pool; onSaved: () => void }) {
+/** A pool's occupancy; its slots can be edited by an admin without a team (an instance-wide change). */
+function PoolRow({ pool: p, editable, onSaved }: { pool: Pool; editable: boolean; onSaved: () => void }) {
   const [editing, setEditing] = useState<string | undefined>(undefined);
   const save = useMutation<{ setPoolSlots: Pool | null }>(SET_SLOTS);
   const [invalid, setInvalid] = useState<string | undefined>(undefined);
@@ -99,17 +100,19 @@ function PoolRow({ pool: p, onSaved }: { pool: Pool; onSaved: () => void }) {
           {editing === undefined ? (
             <span className="pools-slots">
               <span data-testid="pool-slots">{formatCount(slots)}</span>{" "}
-              <button
-                type="button"
-                onClick={() => {
-                  save.reset();
-                  setInvalid(undefined);
-                  setEditing(String(slots));
-                }}
-                data-testid="pool-edit"
-              >
-                Edit
-              </button>
+              {editable ? (
+                <button
+                  type="button"
+                  onClick={() => {
+                    save.reset();
+                    setInvalid(undefined);
+                    setEditing(String(slots));
+                  }}
+                  data-testid="pool-edit"
+                >
+                  Edit
+                </button>
+              ) : null}
             </span>
           ) : (
             <form

@@ -68,6 +68,8 @@ interface RunDetail {
   stepsActive: number;
   backfillId: string | null;
   planVersion: number;
+  /** Cancelling needs the operator role on every asset of the run. */
+  viewerCan: { operate: boolean } | null;
   steps: Step[];
 }
 
@@ -75,6 +77,7 @@ const RUN_QUERY = `query Run($id: String!) {
   run(id: $id) {
     id status origin jobName priority tags createdAt startedAt endedAt cancelRequestedAt
     stepsTotal stepsDone stepsFailed stepsActive backfillId planVersion
+    viewerCan { operate }
     steps {
       id assetKey partitionKey mapIndex mapLabel mapCount checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt endedAt nextRetryAt
       workerId skipReason error
@@ -147,7 +150,7 @@ function RunView({ run, live, onChanged }: { run: RunDetail; live: boolean; onCh
         <h1>
           Run <span className="mono">{run.id}</span> <StateBadge state={run.status} />
         </h1>
-        {live ? (
+        {live && run.viewerCan?.operate ? (
           <button
             type="button"
             data-testid="cancel-run"
