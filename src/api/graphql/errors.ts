@@ -1,15 +1,22 @@
 import { GraphQLError } from "graphql";
 import type { z } from "zod";
-import { InputError, TributaryError } from "../../errors/index.js";
+import { AccessDeniedError, AuthenticationError, InputError, TributaryError } from "../../errors/index.js";
 
 /** A GraphQL error whose `extensions.code` clients can match on. */
 export function codeError(code: string, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-/** Our own errors keep their code and message; anything else is left for masking. */
+/** The HTTP status a refusal keeps through GraphQL: 401 for a missing or bad credential, 403 for a missing role. */
+export function refusalStatus(err: unknown): 401 | 403 | undefined {
+  return err instanceof AccessDeniedError ? 403 : err instanceof AuthenticationError ? 401 : undefined;
+}
+
+/** Our own errors keep their code, their message and (a refusal) their HTTP status; anything else is left for masking. */
 export function asGraphQLError(err: unknown): unknown {
-  return err instanceof TributaryError ? codeError(err.code, err.message) : err;
+  if (!(err instanceof TributaryError)) return err;
+  const status = refusalStatus(err);
+  return new GraphQLError(err.message, { extensions: { code: err.code, ...(status ? { http: { status } } : {}) } });
 }
 
 /**
