@@ -9,7 +9,8 @@ import { authRoutes } from "./auth/auth-routes.js";
 import { authenticateRequests } from "./auth/authenticate-requests.js";
 import { oidcRoutes, type OidcOptions } from "./auth/oidc-routes.js";
 import { guardOf } from "./auth/request-guard.js";
-import { AccessDeniedError, AuthenticationError, TributaryError } from "../errors/index.js";
+import { TributaryError } from "../errors/index.js";
+import { refusalStatus } from "./graphql/errors.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
 import { requestLimitPlugins, type RequestLimitOptions } from "./graphql/request-limits.js";
@@ -88,7 +89,7 @@ export function createApiApp(options: ApiOptions): Hono {
       maskError(error, message, isDev) {
         const original = error instanceof GraphQLError ? error.originalError : undefined;
         // A refusal keeps its HTTP status: 401 for a missing or bad credential, 403 for a missing role.
-        const status = original instanceof AccessDeniedError ? 403 : original instanceof AuthenticationError ? 401 : undefined;
+        const status = refusalStatus(original);
         if (original instanceof TributaryError) {
           return new GraphQLError(original.message, { extensions: { code: original.code, ...(status ? { http: { status } } : {}) } });
         }

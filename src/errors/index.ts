@@ -13,3 +13,4 @@ export {
   formatLocation,
 } from "./tributary-error.js";
 export type { ErrorLocation, SerializedError } from "./tributary-error.js";
+export { MASKED_CREDENTIAL, maskCredentials } from "./credential-mask.js";

@@ -360,14 +360,19 @@ function exists(file: string): boolean {
 }
 
 /**
- * A failed step's error with the try's secret values masked in its messages
- * and stacks: what the runtime should report (it is stored in the database and
- * written to the log by the parent, which has no redactor).
+ * A failed step's error with the try's secret values and any API or access
+ * token masked in its messages and stacks: what the runtime should report (it
+ * is stored in the database and written to the log by the parent, which has
+ * no redactor).
  */
 export function redactSerializedError(error: SerializedError, redactor: Redactor): SerializedError {
-  if (redactor.size === 0) return error;
-  const out: SerializedError = { ...error, message: redactor.redact(error.message) };
-  if (error.stack !== undefined) out.stack = redactor.redact(error.stack);
-  if (error.cause !== undefined) out.cause = redactSerializedError(error.cause, redactor);
+  const message = redactor.redact(error.message);
+  const stack = error.stack === undefined ? undefined : redactor.redact(error.stack);
+  const cause = error.cause === undefined ? undefined : redactSerializedError(error.cause, redactor);
+  // Nothing to mask (the usual case): the error itself.
+  if (message === error.message && stack === error.stack && cause === error.cause) return error;
+  const out: SerializedError = { ...error, message };
+  if (stack !== undefined) out.stack = stack;
+  if (cause !== undefined) out.cause = cause;
   return out;
 }

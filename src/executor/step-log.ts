@@ -1,5 +1,6 @@
 import { appendFileSync, closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import path from "node:path";
+import { maskCredentials } from "../errors/index.js";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -85,18 +86,19 @@ function ensureDir(file: string): void {
 }
 
 /**
- * `ISO-time LEVEL message {fields}`. With a redactor, its secrets are masked
- * in the message before newlines are escaped and in the fields after they are
- * turned into JSON, so a value is caught in the form it takes in each.
+ * `ISO-time LEVEL message {fields}`. API and access tokens are always masked;
+ * with a redactor, its secrets are too. Both in the message before newlines
+ * are escaped and in the fields after they are turned into JSON, so a value
+ * is caught in the form it takes in each.
  */
 export function formatLogLine(at: Date, level: LogLevel, message: string, fields?: Record<string, unknown>, redactor?: Redactor): string {
-  const masked = redactor ? redactor.redact(message) : message;
+  const masked = redactor ? redactor.redact(message) : maskCredentials(message);
   // One line per entry, whatever the message holds: readers split on newlines.
   const text = masked.includes("\n") || masked.includes("\r") ? masked.replace(/\r?\n|\r/g, "\\n") : masked;
   let tail = "";
   if (fields !== undefined && Object.keys(fields).length > 0) {
     const json = safeJson(fields);
-    tail = ` ${redactor ? redactor.redact(json) : json}`;
+    tail = ` ${redactor ? redactor.redact(json) : maskCredentials(json)}`;
   }
   return `${at.toISOString()} ${LEVEL_LABEL[level]} ${text}${tail}\n`;
 }
@@ -112,7 +114,8 @@ export const MIN_REDACTED_LENGTH = 4;
 
 /**
  * The secret values of one try, masked as `***` in every log line of that
- * try. Each value is masked in the forms it takes when logged: as it is, JSON
+ * try, and Tributary's own API and access tokens (`trb_…`, JWTs), masked
+ * whatever try prints them. Each value is masked in the forms it takes when logged: as it is, JSON
  * escaped (once, and twice for JSON logged inside a JSON field) and URL
  * encoded (a password inside a connection URL). Other encodings (base64, a
  * value split across lines or fields) are not recognised. Values shorter than
@@ -141,7 +144,7 @@ export class Redactor {
   }
 
   redact(text: string): string {
-    return this.pattern === undefined ? text : text.replace(this.pattern, REDACTED);
+    return maskCredentials(this.pattern === undefined ? text : text.replace(this.pattern, REDACTED));
   }
 }
 

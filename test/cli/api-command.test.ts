@@ -55,6 +55,8 @@ describePostgres("tributary api", () => {
         () => `the server to listen\n${child.output()}`,
       );
       const base = `http://127.0.0.1:${port}`;
+      // Without access control, said on every start.
+      expect(child.output()).toContain("WARNING: access control is off (--insecure-no-auth): anyone who can reach 127.0.0.1 may launch");
       const health = await fetch(`${base}/healthz`);
       expect(health.status).toBe(200);
       expect(await health.json()).toMatchObject({ status: "ok" });
@@ -156,6 +158,14 @@ describePostgres("tributary api", () => {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain(cases[i]![1]);
     });
+  }, 60_000);
+
+  it("refuses to start with access control and no admin, saying how to create one (ACCESS_NOT_CONFIGURED)", async () => {
+    const r = await runCli(["api", "--port", "0"], { env: { DATABASE_URL: database.url } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("[ACCESS_NOT_CONFIGURED] access control is on but no admin exists");
+    expect(r.stderr).toContain("`tributary users create admin --admin --password-stdin`");
+    expect(r.stderr).not.toContain("serving the API");
   }, 60_000);
 
   it("refuses a --port that is not a port number, naming the option", async () => {

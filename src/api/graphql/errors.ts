@@ -7,13 +7,15 @@ export function codeError(code: string, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-/**
- * Our own errors keep their code and message, and a refusal its HTTP status (401 for a missing or bad credential,
- * 403 for a missing role); anything else is left for masking.
- */
+/** The HTTP status a refusal keeps through GraphQL: 401 for a missing or bad credential, 403 for a missing role. */
+export function refusalStatus(err: unknown): 401 | 403 | undefined {
+  return err instanceof AccessDeniedError ? 403 : err instanceof AuthenticationError ? 401 : undefined;
+}
+
+/** Our own errors keep their code, their message and (a refusal) their HTTP status; anything else is left for masking. */
 export function asGraphQLError(err: unknown): unknown {
   if (!(err instanceof TributaryError)) return err;
-  const status = err instanceof AccessDeniedError ? 403 : err instanceof AuthenticationError ? 401 : undefined;
+  const status = refusalStatus(err);
   return new GraphQLError(err.message, { extensions: { code: err.code, ...(status ? { http: { status } } : {}) } });
 }
 

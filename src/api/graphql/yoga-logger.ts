@@ -1,13 +1,13 @@
 import { createLogger, type YogaLogger } from "graphql-yoga";
 import { GraphQLError } from "graphql";
-import { TributaryError } from "../../errors/index.js";
+import { maskCredentials, TributaryError } from "../../errors/index.js";
 
 /** Writes one line of the server's log. */
 export type ApiLog = (level: "info" | "error", message: string) => void;
 
-/** One timestamped line on stderr, as `tributary dev` and `tributary api` log. */
+/** One timestamped line on stderr, as `tributary dev` and `tributary api` log; a token a client sent is masked. */
 export const stderrLog: ApiLog = (level, message) => {
-  process.stderr.write(`${new Date().toISOString()} ${level} ${message}\n`);
+  process.stderr.write(`${new Date().toISOString()} ${level} ${maskCredentials(message)}\n`);
 };
 
 /**
@@ -20,15 +20,22 @@ export function yogaLogger(log: ApiLog): YogaLogger {
   const fallback = createLogger("info");
   return {
     debug: () => undefined,
-    info: (...args: unknown[]) => fallback.info(...args),
-    warn: (...args: unknown[]) => fallback.warn(...args),
+    info: (...args: unknown[]) => fallback.info(...args.map(masked)),
+    warn: (...args: unknown[]) => fallback.warn(...args.map(masked)),
     error: (...args: unknown[]) => {
       const [first] = args;
       const mistake = args.length === 1 ? clientMistake(first) : undefined;
       if (mistake) log("info", `graphql: ${mistake}`);
-      else fallback.error(...args);
+      else fallback.error(...args.map(masked));
     },
   };
+}
+
+/** A log argument with any token masked: an error becomes its stack (or message), as the logger would print it. */
+function masked(arg: unknown): unknown {
+  if (typeof arg === "string") return maskCredentials(arg);
+  if (arg instanceof Error) return maskCredentials(arg.stack ?? arg.message);
+  return arg;
 }
 
 function clientMistake(error: unknown): string | undefined {

@@ -1,6 +1,6 @@
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { AccessDeniedError, TributaryError } from "../../errors/index.js";
+import { AccessDeniedError, maskCredentials, TributaryError } from "../../errors/index.js";
 import type { AirflowQueryStore } from "../../storage/index.js";
 import type { ApiServices } from "../services.js";
 import { assetJobs, requireJob, type AssetJob } from "./asset-jobs.js";
@@ -118,6 +118,7 @@ function errorResponse(c: Context, err: Error): Response {
   if (err instanceof AccessDeniedError) return c.json(problem(403, "Forbidden", `${err.message} [${err.code}]`), 403);
   if (err instanceof RestError) return c.json(problem(err.status, err.title, err.message), err.status as 400);
   if (err instanceof TributaryError) return c.json(problem(400, "Bad request", `${err.message} [${err.code}]`), 400);
-  process.stderr.write(`tributary: /api/v1 ${c.req.method} ${c.req.url} failed: ${err.stack ?? err.message}\n`);
+  // A token sent in the query string or quoted by an error stays out of the server's log.
+  process.stderr.write(maskCredentials(`tributary: /api/v1 ${c.req.method} ${c.req.url} failed: ${err.stack ?? err.message}\n`));
   return c.json(problem(500, "Internal error", "the request failed on the server; its log has the details"), 500);
 }
