@@ -103,8 +103,19 @@ export async function eventually<T>(
   );
 }
 
+/** Ports below the kernel's ephemeral range (32768–60999 here), so no outgoing connection or `port: 0` server holds one. */
+const PORT_FLOOR = 10_000;
+const PORTS_PER_WORKER = 2_500;
+let nextPort = Math.floor(Math.random() * PORTS_PER_WORKER);
+
+/**
+ * A port for a server a test starts. Each vitest worker draws from its own block and walks it in turn, so two suites
+ * running side by side never pick the same one.
+ */
 export function freePort(): number {
-  return 20_000 + Math.floor(Math.random() * 20_000);
+  const worker = Number(process.env.VITEST_POOL_ID ?? 1) % 8;
+  nextPort = (nextPort + 1 + Math.floor(Math.random() * 7)) % PORTS_PER_WORKER;
+  return PORT_FLOOR + worker * PORTS_PER_WORKER + nextPort;
 }
 
 export interface DevServer {
