@@ -13,6 +13,7 @@ import {
   type ReconcilerOptions,
 } from "../reconciler/index.js";
 import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerStore, PgTryTokenStore } from "../storage/index.js";
+import { logOutagesOnce, reportOutages } from "../health/index.js";
 import { startTriggerer } from "./triggerer-start.js";
 import type { Runtime } from "./runtime.js";
 import { RUN_DECISIONS } from "../planner/index.js";
@@ -44,8 +45,13 @@ export interface Execution {
 }
 
 /** Starts a reconciler and the local executor in this process (what `dev` and in-process commands run). */
-export async function startExecution(runtime: Runtime, options: ExecutionOptions = {}): Promise<Execution> {
+export async function startExecution(runtime: Runtime, givenOptions: ExecutionOptions = {}): Promise<Execution> {
+  // Lines that only say Postgres is away are the health view's to report, once per outage.
+  const options: ExecutionOptions = givenOptions.log
+    ? { ...givenOptions, log: logOutagesOnce(runtime.health, "postgres", givenOptions.log) }
+    : givenOptions;
   const dirs = { definitionsDir: runtime.settings.definitionsDir, logsDir: runtime.logsDir };
+  const logError = (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`);
   const backend = new StoreExecutionBackend({
     runs: runtime.runs,
     definitions: runtime.definitions,
@@ -57,9 +63,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     processes: options.processes ?? os.availableParallelism(),
     ...(options.concurrencyPerProcess ? { concurrencyPerProcess: options.concurrencyPerProcess } : {}),
     definitionsDir: runtime.settings.definitionsDir,
-    ...(options.log
-      ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) }
-      : {}),
+    ...(options.log ? { onError: reportOutages(runtime.health, "postgres", logError) } : {}),
   });
   // Assets with `executor: "transactional"` run in this process, each in a transaction on the metadata database
   // that also records its completion (docs/transactional.md); under PGlite their steps fail, saying why.
@@ -75,9 +79,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
       database: runtime.database,
       runs: runtime.runs,
       definitionsDir: runtime.settings.definitionsDir,
-      ...(options.log
-        ? { onError: (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`) }
-        : {}),
+      ...(options.log ? { onError: reportOutages(runtime.health, "postgres", logError) } : {}),
     },
   );
   // Assets with `executor: "bullmq"` go to Redis queues for `tributary worker` processes, when REDIS_URL is set;
@@ -101,7 +103,11 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
             ).map((t) => [t.stepId, t.token]),
           ),
         ...(options.log
-          ? { onError: (err: unknown, what: string) => options.log?.("warn", `bullmq: ${what}: ${(err as Error)?.message ?? String(err)}`) }
+          ? {
+              onError: reportOutages(runtime.health, "redis", (err: unknown, what: string) =>
+                options.log?.("warn", `bullmq: ${what}: ${(err as Error)?.message ?? String(err)}`),
+              ),
+            }
           : {}),
       })
     : undefined;
@@ -165,6 +171,7 @@ export async function startExecution(runtime: Runtime, options: ExecutionOptions
     ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
     ...(options.queuedTimeoutMs ? { queuedTimeoutMs: options.queuedTimeoutMs } : {}),
     ...(options.log ? { log: options.log } : {}),
+    health: runtime.health,
     ...(options.onPass ? { onPass: options.onPass } : {}),
     tasks: [
       ...(automation ? [automation] : []),

@@ -104,5 +104,7 @@ export async function runCli(argv: string[]): Promise<void> {
       return;
     }
     process.exitCode = reportError(err, { json: argv.includes("--json"), verbose: argv.includes("--verbose") });
+    // A long-lived command that could not start may leave retry timers or connections behind: it ends here.
+    if (longLived) process.exit();
   }
 }

@@ -1,5 +1,6 @@
 import path from "node:path";
-import type { Kysely } from "kysely";
+import pc from "picocolors";
+import { sql, type Kysely } from "kysely";
 import {
   addDynamicPartitions,
   automationEvaluations,
@@ -52,6 +53,7 @@ import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
 import { RUN_DECISIONS } from "../planner/index.js";
 import { Authenticator, RequestAccess, type AccessScope, type AssetOwnership, type Guard } from "../access/index.js";
+import { backoffDelayMs, DependencyHealth, isConnectionError, RECONNECT_BACKOFF } from "../health/index.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
 export interface Runtime {
@@ -72,6 +74,8 @@ export interface Runtime {
   readonly observabilityStores: ObservabilityStores;
   /** The API's services over this database, built once: every transport and in-process command uses these. */
   apiContext(): ApiServices;
+  /** Which dependencies this process reaches now (`/readyz`, metrics, once-per-outage logging). */
+  readonly health: DependencyHealth;
   close(): Promise<void>;
 }
 
@@ -92,6 +96,11 @@ export interface RuntimeOptions {
    * loopback, `--insecure-no-auth`, and commands working in their own process; `tributary api` sets it false.
    */
   readonly openAccess?: boolean;
+  /**
+   * A long-lived process's view of its dependencies: with it, a Postgres that does not answer at start is waited
+   * for (said once, retried with backoff) instead of ending the command, and lost connections are reported to it.
+   */
+  readonly health?: DependencyHealth;
 }
 
 export async function openRuntime(settings: Settings, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -100,17 +109,11 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
   process.env[DATA_DIR_ENV] = settings.dataDir;
   // Built first: a bad S3 setting stops startup before the database is opened.
   const s3OutputStore = settings.s3 ? new S3OutputStore(settings.s3) : null;
-  const database = await openDatabase(
-    settings.databaseUrl
-      ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary" }
-      : { kind: "pglite", dataDir: embeddedDbDir(settings) },
-  );
-  try {
-    await migrate(database.db);
-  } catch (err) {
-    await database.close();
-    throw err;
-  }
+  const health = options.health ?? new DependencyHealth({ log: (_level, message) => process.stderr.write(`tributary: ${message}\n`) });
+  const database = options.health
+    ? await untilReachable(health, () => openMigrated(settings, health))
+    : await openMigrated(settings, health);
+  health.register("postgres", () => sql`select 1`.execute(database.db));
   const definitions = new PgDefinitionStore(database.db);
   const runs = new PgRunStore(database.db, RUN_DECISIONS);
   const backfills = new PgBackfillStore(database.db);
@@ -145,8 +148,60 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     logsDir: settings.logsDir ?? path.join(settings.dataDir, "logs"),
     observabilityStores: observabilityStores(database.db),
     apiContext: () => api,
-    close: () => database.close(),
+    health,
+    close: async () => {
+      if (!options.health) health.close();
+      await database.close();
+    },
   };
+}
+
+/**
+ * The dependency view of a long-lived command, logging through the command's own log: "postgres is unreachable …"
+ * once when an outage starts, "… answers again after N s away" when it ends.
+ */
+export function processHealth(log: (message: string) => void): DependencyHealth {
+  return new DependencyHealth({ log: (level, message) => log(level === "warn" ? `${pc.yellow("warn")} ${message}` : `info ${message}`) });
+}
+
+/** Opens the database the settings name and migrates it; lost Postgres connections are reported to `health`. */
+async function openMigrated(settings: Settings, health: DependencyHealth): Promise<DatabaseHandle> {
+  const database = await openDatabase(
+    settings.databaseUrl
+      ? {
+          kind: "postgres",
+          url: settings.databaseUrl,
+          applicationName: "tributary",
+          onConnectionError: (error) => health.failed("postgres", error),
+        }
+      : { kind: "pglite", dataDir: embeddedDbDir(settings) },
+  );
+  try {
+    await migrate(database.db);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  return database;
+}
+
+/**
+ * `open()` until it succeeds while what fails is the Postgres connection (a process started before its database, or
+ * during its restart): said once, retried with capped backoff and jitter. Any other error ends the command as before.
+ * Long-lived commands run each step of their start through it.
+ */
+export async function untilReachable<T>(health: DependencyHealth, open: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const value = await open();
+      health.recovered("postgres");
+      return value;
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      health.failed("postgres", err);
+      await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt, RECONNECT_BACKOFF)));
+    }
+  }
 }
 
 /**

@@ -3,6 +3,7 @@ import { PgTriggerStore } from "../storage/index.js";
 import { builtInTriggers, envSqlConnections, pgMaterializedLookup } from "../trigger-checks/index.js";
 import { Triggerer, TriggerKindProcess } from "../triggerer/index.js";
 import type { Runtime } from "./runtime.js";
+import { reportOutages } from "../health/index.js";
 import { RUN_DECISIONS } from "../planner/index.js";
 
 export interface StartTriggererOptions {
@@ -62,7 +63,9 @@ export async function startTriggerer(runtime: Runtime, options: StartTriggererOp
     ...(options.capacity ? { capacity: options.capacity } : {}),
     ...(options.checkTimeoutMs ? { checkTimeoutMs: options.checkTimeoutMs } : {}),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
-    onError: (err, what) => options.log("warn", `${what}: ${(err as Error)?.message ?? String(err)}`),
+    onError: reportOutages(runtime.health, "postgres", (err, what: string) =>
+      options.log("warn", `${what}: ${(err as Error)?.message ?? String(err)}`),
+    ),
   });
   await triggerer.start();
   return {

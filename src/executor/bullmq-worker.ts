@@ -12,6 +12,7 @@ import {
 } from "./bullmq-queues.js";
 import { LocalExecutor, type LocalExecutorOptions } from "./local-executor.js";
 import type { ExecutionBackend, StepDispatch, StepResult } from "../execution/index.js";
+import { reportOutages, type DependencyHealth } from "../health/index.js";
 
 export interface BullmqStepWorkerOptions extends Omit<LocalExecutorOptions, "onError" | "definitionsDir"> {
   readonly redisUrl: string;
@@ -28,6 +29,8 @@ export interface BullmqStepWorkerOptions extends Omit<LocalExecutorOptions, "onE
   /** A name for this worker in BullMQ and in logs. */
   readonly name?: string;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+  /** Told when Redis cannot be reached and when it answers again (logged once per outage, not per attempt). */
+  readonly health?: DependencyHealth;
 }
 
 /**
@@ -84,6 +87,7 @@ export class BullmqStepWorker {
       backend: _backend,
       name: _name,
       log: _log,
+      health: _health,
       logsDir: _logs,
       ...local
     } = options;
@@ -100,7 +104,8 @@ export class BullmqStepWorker {
     const queues = this.options.queues?.length ? this.options.queues : [DEFAULT_QUEUE_NAME];
     for (const queue of queues) {
       const connection = redisConnection(this.options.redisUrl, "worker");
-      connection.on("error", (err) => this.log("warn", `redis (queue ${queue}): ${err.message}`));
+      connection.on("error", this.redisError(`redis (queue ${queue})`));
+      connection.on("ready", () => this.options.health?.recovered("redis"));
       this.connections.push(connection);
       const worker = new Worker<StepJob>(bullQueueName(queue), (job) => this.process(job), {
         connection,
@@ -109,11 +114,11 @@ export class BullmqStepWorker {
         maxStalledCount: 0,
         ...(this.options.name ? { name: this.options.name } : {}),
       });
-      worker.on("error", (err) => this.log("warn", `queue ${queue}: ${err.message}`));
+      worker.on("error", this.redisError(`queue ${queue}`));
       this.workers.push(worker);
     }
     const subscriber = redisConnection(this.options.redisUrl, "subscriber");
-    subscriber.on("error", (err) => this.log("warn", `redis (cancel channel): ${err.message}`));
+    subscriber.on("error", this.redisError("redis (cancel channel)"));
     subscriber.on("message", (_channel: string, text: string) => {
       try {
         const message = JSON.parse(text) as CancelMessage;
@@ -125,6 +130,11 @@ export class BullmqStepWorker {
     await subscriber.subscribe(CANCEL_CHANNEL);
     this.subscriber = subscriber;
     await Promise.all(this.workers.map((w) => w.waitUntilReady()));
+  }
+
+  /** A lost Redis goes to the health view (said once per outage); other errors are logged. */
+  private redisError(what: string): (err: Error) => void {
+    return reportOutages(this.options.health, "redis", (err) => this.log("warn", `${what}: ${(err as Error).message}`));
   }
 
   /** Aborts these steps (the server refused their tries: reassigned, ended, or their token expired). */

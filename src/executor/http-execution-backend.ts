@@ -1,13 +1,20 @@
 import { serializeError, TributaryError } from "../errors/index.js";
 import type { ExecutionBackend, StepDispatch, StepInputs, StepResult, StepStarted } from "../execution/index.js";
+import { backoffDelayMs, RECONNECT_BACKOFF, type DependencyHealth } from "../health/index.js";
 import { TryLogShipper } from "./try-log-shipper.js";
 
 export interface HttpExecutionBackendOptions {
   /** The API server, e.g. `http://tributary-api:3000`; the routes are under `/execution/v1`. */
   readonly url: string;
-  /** Attempts of a call that meets a network error or a 5xx before it fails (default 5; backoff 200, 400, 800… ms, at most 5 s). */
+  /**
+   * Attempts of a call that meets a network error, a 5xx or a 429 before it fails. Default: no limit — an API server
+   * being deployed or restarted is waited for (backoff from `backoffMs`, default 250 ms, doubling to 5 s, with
+   * jitter); the server itself ends a try that waits too long (no heartbeat), and then refuses its calls (409).
+   */
   readonly attempts?: number;
   readonly backoffMs?: number;
+  /** Told when the server cannot be reached and when it answers again (logged once per outage). */
+  readonly health?: DependencyHealth;
   /** Per request (default 30 s). */
   readonly requestTimeoutMs?: number;
   /** Ship each try's log (its dispatch's logRef) to the server while it runs (default true, every 500 ms). */
@@ -418,7 +425,7 @@ export class HttpExecutionBackend implements ExecutionBackend {
     headers: Record<string, string>,
     payload: BodyInit | undefined,
   ): Promise<unknown> {
-    const attempts = this.options.attempts ?? 5;
+    const attempts = this.options.attempts ?? Number.POSITIVE_INFINITY;
     for (let attempt = 1; ; attempt++) {
       let failure: ExecutionApiCallError;
       try {
@@ -430,6 +437,7 @@ export class HttpExecutionBackend implements ExecutionBackend {
         });
         const text = await res.text();
         const json = parseJson(text);
+        if (res.status < 500) this.options.health?.recovered("api");
         if (res.ok) return json;
         const error = (json as { error?: { code?: string; message?: string } } | undefined)?.error;
         failure = new ExecutionApiCallError(
@@ -442,8 +450,12 @@ export class HttpExecutionBackend implements ExecutionBackend {
         if (err instanceof ExecutionApiCallError) throw err;
         failure = new ExecutionApiCallError(0, "EXECUTION_API_UNREACHABLE", `${method} ${url}: ${(err as Error).message}`, { cause: err });
       }
+      if (failure.status === 0 || failure.status >= 500) this.options.health?.failed("api", failure);
       if (attempt >= attempts) throw failure;
-      const delay = Math.min(5_000, (this.options.backoffMs ?? 200) * 2 ** (attempt - 1));
+      const delay = backoffDelayMs(attempt - 1, {
+        initialMs: this.options.backoffMs ?? RECONNECT_BACKOFF.initialMs,
+        maxMs: RECONNECT_BACKOFF.maxMs,
+      });
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }

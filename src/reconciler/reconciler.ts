@@ -1,6 +1,7 @@
 import os from "node:os";
 import { randomUUID } from "node:crypto";
 import { dispatchClaims, type Executor } from "../execution/index.js";
+import { backoffDelayMs, isConnectionError, RECONNECT_BACKOFF, type DependencyHealth } from "../health/index.js";
 import { WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore } from "../storage/index.js";
 
 export interface ReconcilerOptions {
@@ -22,6 +23,11 @@ export interface ReconcilerOptions {
   /** Most steps claimed per transaction (default 512). */
   readonly claimBatch?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+  /**
+   * Where a pass that could not reach the database is reported (logged once per outage, not per pass); without it,
+   * every failed pass is logged.
+   */
+  readonly health?: DependencyHealth;
   /**
    * Work done at the start of every pass, in order, before steps are handed
    * out: automation, backfills, alerts. Each decides for itself whether it
@@ -109,8 +115,8 @@ export class Reconciler {
         } catch (err) {
           // The loop survives anything: a lost connection, a failed statement.
           this.consecutiveErrors++;
-          this.log("error", `reconciler pass failed: ${(err as Error).stack ?? String(err)}`);
-          await sleep(Math.min(5_000, 100 * 2 ** Math.min(this.consecutiveErrors, 6)));
+          this.failed("reconciler pass failed", err);
+          await sleep(backoffDelayMs(this.consecutiveErrors - 1, RECONNECT_BACKOFF));
         }
       } while (this.dirty && this.running);
     } finally {
@@ -158,11 +164,17 @@ export class Reconciler {
         await task.run(this.clock());
       } catch (err) {
         taskFailed = true;
-        this.log("error", `reconciler task ${task.name} failed: ${(err as Error).stack ?? String(err)}`);
+        this.failed(`reconciler task ${task.name} failed`, err);
       }
       timings.push({ name: task.name, durationMs: performance.now() - taskStarted, failed: taskFailed });
     }
     return this.dispatch();
+  }
+
+  /** A lost database goes to the health view (said once per outage); anything else is logged with its stack. */
+  private failed(what: string, err: unknown): void {
+    if (this.options.health && isConnectionError(err)) this.options.health.failed("postgres", err);
+    else this.log("error", `${what}: ${(err as Error)?.stack ?? String(err)}`);
   }
 
   private async dispatch(): Promise<number> {

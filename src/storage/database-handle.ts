@@ -14,6 +14,8 @@ export interface PostgresConfig {
   applicationName?: string;
   /** Errors of idle pooled connections and of the LISTEN connection (default: console.warn). */
   onConnectionError?: (error: Error) => void;
+  /** The LISTEN connection was lost and is back (notifications sent meanwhile were missed). */
+  onListenerReconnect?: () => void;
 }
 
 export interface PgliteConfig {

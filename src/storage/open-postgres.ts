@@ -57,6 +57,7 @@ export async function openPostgres(config: PostgresConfig): Promise<PostgresHand
   const listener = new PgListener({
     clientConfig: { ...clientConfig, application_name: `${clientConfig.application_name}-listener` },
     onError,
+    ...(config.onListenerReconnect ? { onReconnect: config.onListenerReconnect } : {}),
   });
   let closing: Promise<void> | undefined;
   return {

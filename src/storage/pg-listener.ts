@@ -1,5 +1,6 @@
 import pg from "pg";
 import { StorageError } from "../errors/index.js";
+import { backoffDelayMs, isConnectionError, RECONNECT_BACKOFF } from "../health/index.js";
 import { assertChannel, type NotificationHandler, type Unlisten } from "./database-handle.js";
 import { quoteIdent } from "./quote-ident.js";
 
@@ -43,8 +44,14 @@ export class PgListener {
       const client = await this.#connect();
       if (first) await client.query(`LISTEN ${quoteIdent(channel)}`);
     } catch (error) {
-      this.#remove(channel, handler);
-      throw error;
+      // Postgres is away (a process started before it, or during a restart): the handler stays, and the reconnect
+      // issues LISTEN for it once the server answers. Any other failure is the caller's.
+      if (!isConnectionError(error)) {
+        this.#remove(channel, handler);
+        throw error;
+      }
+      this.#options.onError(error instanceof Error ? error : new Error(String(error)));
+      this.#scheduleReconnect();
     }
     return async () => {
       if (this.#remove(channel, handler) && this.#client) {
@@ -126,7 +133,10 @@ export class PgListener {
 
   #scheduleReconnect(): void {
     if (this.#closed || this.#retryTimer || this.#handlers.size === 0) return;
-    const delay = Math.min(this.#options.maxBackoffMs ?? 5000, 100 * 2 ** this.#failures);
+    const delay = backoffDelayMs(this.#failures, {
+      initialMs: RECONNECT_BACKOFF.initialMs,
+      maxMs: this.#options.maxBackoffMs ?? RECONNECT_BACKOFF.maxMs,
+    });
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
       if (this.#closed || this.#handlers.size === 0) return;

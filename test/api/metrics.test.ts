@@ -25,6 +25,7 @@ import { observabilityOn } from "../support/api-services.js";
 import { newTestDatabaseName } from "../support/test-database-names.js";
 import { parsePrometheusText, sample, type PrometheusText } from "./metrics-text.js";
 import { RUN_DECISIONS } from "../../src/planner/index.js";
+import { DependencyHealth } from "../../src/health/index.js";
 
 // m/a: five daily partitions in a 3-slot pool; m/b: a step for an executor kind nobody here runs (it stays scheduled).
 const DEFS = `
@@ -251,8 +252,39 @@ describePostgres("/metrics", () => {
     expect(sample(text, "tributary_reconciler_task_duration_seconds_count", { task: "broken", outcome: "failed" })).toBe(2);
   });
 
+  it("names a dependency this process cannot reach on /readyz (503) and in tributary_dependency_up, until it is back", async () => {
+    const health = new DependencyHealth({ log: () => undefined });
+    health.register("postgres");
+    health.register("redis");
+    const watched = appOn(h.db, observabilityOn(h.db, { dependencies: () => health.states() }));
+    health.failed("redis", new Error("connect ECONNREFUSED 127.0.0.1:6390"));
+    const down = await readyz(watched);
+    expect(down.status).toBe(503);
+    expect(down.body.problems).toEqual([
+      {
+        code: "DEPENDENCY_UNREACHABLE",
+        message: expect.stringMatching(/^redis is unreachable since .*: connect ECONNREFUSED 127\.0\.0\.1:6390$/),
+      },
+    ]);
+    expect(down.body).toMatchObject({
+      dependencies: [
+        { name: "postgres", up: true },
+        { name: "redis", up: false },
+      ],
+    });
+    let text = await scrape(watched);
+    expect(sample(text, "tributary_dependency_up", { dependency: "redis" })).toBe(0);
+    expect(sample(text, "tributary_dependency_up", { dependency: "postgres" })).toBe(1);
+    expect(sample(text, "tributary_dependency_outages_total", { dependency: "redis" })).toBe(1);
+    health.recovered("redis");
+    expect((await readyz(watched)).status).toBe(200);
+    text = await scrape(watched);
+    expect(sample(text, "tributary_dependency_up", { dependency: "redis" })).toBe(1);
+    health.close();
+  });
+
   it("answers /readyz 200 on a migrated database and /healthz 200", async () => {
-    expect(await readyz(app)).toEqual({ status: 200, body: { status: "ready", problems: [] } });
+    expect(await readyz(app)).toEqual({ status: 200, body: { status: "ready", problems: [], dependencies: [] } });
     const health = await app.request("/healthz");
     expect(health.status).toBe(200);
   });
@@ -391,7 +423,7 @@ describe("/metrics and /readyz", () => {
     const handle = await openTestPglite();
     try {
       const app = appOn(handle.db, observabilityOn(handle.db));
-      expect(await readyz(app)).toEqual({ status: 200, body: { status: "ready", problems: [] } });
+      expect(await readyz(app)).toEqual({ status: 200, body: { status: "ready", problems: [], dependencies: [] } });
       const text = await scrape(app);
       expect(sample(text, "tributary_steps", { state: "scheduled" })).toBe(0);
       expect(sample(text, "tributary_pool_slots", { pool: "default_pool" })).toBe(128);

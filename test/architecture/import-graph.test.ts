@@ -7,6 +7,7 @@ const SRC = path.resolve(import.meta.dirname, "../../src");
 
 type Module =
   | "errors"
+  | "health"
   | "partitions"
   | "sdk"
   | "graph"
@@ -26,24 +27,27 @@ type Module =
 /** Which modules each module may import. No exceptions: a module not listed is not imported, not even for a type. */
 const ALLOWED: Record<Module, readonly Module[]> = {
   errors: [],
+  // Which dependencies this process reaches, reconnect backoff, waiting for a stop signal.
+  health: ["errors"],
   partitions: ["errors"],
   sdk: ["errors", "partitions"],
   graph: ["errors", "partitions", "sdk"],
   planner: ["errors", "partitions", "sdk", "graph"],
-  storage: ["errors", "partitions", "sdk", "graph"],
+  storage: ["errors", "health", "partitions", "sdk", "graph"],
   loader: ["errors", "partitions", "sdk", "graph", "index"],
   // The execution contract, and claims turned into dispatches.
-  execution: ["errors", "partitions", "sdk", "graph", "storage"],
+  execution: ["errors", "health", "partitions", "sdk", "graph", "storage"],
   // How triggers are checked: by the triggerer, and by a worker for poke and reschedule waits.
-  "trigger-checks": ["errors", "partitions", "sdk", "storage"],
-  executor: ["errors", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "index"],
-  reconciler: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution"],
-  triggerer: ["errors", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks"],
+  "trigger-checks": ["errors", "health", "partitions", "sdk", "storage"],
+  executor: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "index"],
+  reconciler: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "execution"],
+  triggerer: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks"],
   // Who is calling and what they may do: credentials, roles per team, the one authorisation decision.
   access: ["errors", "storage"],
-  api: ["errors", "partitions", "sdk", "graph", "planner", "storage", "execution", "access"],
+  api: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "execution", "access"],
   cli: [
     "errors",
+    "health",
     "partitions",
     "sdk",
     "graph",

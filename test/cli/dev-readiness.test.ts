@@ -70,7 +70,7 @@ describe("tributary dev while its definitions load", () => {
         300_000,
         "/readyz to answer 200",
       );
-      expect(await ready.json()).toEqual({ status: "ready", problems: [] });
+      expect(await ready.json()).toMatchObject({ status: "ready", problems: [], dependencies: [{ name: "postgres", up: true }] });
       // Right away, not a moment later: the graph the API answers with is the loaded one.
       const assets = await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }");
       expect(assets.data!.assets.map((a) => a.key)).toEqual(["slow/one"]);

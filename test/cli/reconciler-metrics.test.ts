@@ -86,7 +86,7 @@ describePostgres("tributary reconciler --metrics-port", () => {
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
       expect(ready.status).toBe(200);
-      expect(await ready.json()).toEqual({ status: "ready", problems: [] });
+      expect(await ready.json()).toMatchObject({ status: "ready", problems: [], dependencies: [{ name: "postgres", up: true }] });
       const other = await fetch(`http://127.0.0.1:${port}/graphql`);
       expect(other.status).toBe(404);
       expect(((await other.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { readMigrationFiles, type MetricsQueryStore, type MigrationFile, type MigrationStatus } from "../../storage/index.js";
+import type { DependencyState } from "../../health/index.js";
 import { TributaryMetrics } from "./tributary-metrics.js";
 
 /** What `/metrics` and `/readyz` read. */
@@ -7,6 +8,8 @@ export interface Observability {
   readonly metrics: TributaryMetrics;
   /** The database's applied migrations compared with this code's files. */
   readonly migrations: () => Promise<MigrationStatus>;
+  /** This process's dependencies as it sees them now (reported by `/readyz` and the metrics). */
+  readonly dependencies: () => readonly DependencyState[];
 }
 
 /** The stores `/metrics` and `/readyz` read, built by the composition root. */
@@ -24,6 +27,7 @@ export interface ObservabilityStores {
 export interface ReadinessProblem {
   readonly code:
     | "DATABASE_UNREACHABLE"
+    | "DEPENDENCY_UNREACHABLE"
     | "MIGRATIONS_PENDING"
     | "MIGRATIONS_UNKNOWN"
     | "MIGRATIONS_CHANGED"
@@ -45,15 +49,20 @@ export function observabilityOf(
   options: {
     readonly processMetrics?: boolean;
     readonly migrationsDir?: string;
+    /** This process's dependencies (DependencyHealth.states); none by default. */
+    readonly dependencies?: () => readonly DependencyState[];
   } = {},
 ): Observability {
+  const dependencies = options.dependencies ?? (() => []);
   // The files this code was shipped with: read once, they do not change under a running process.
   let files: Promise<MigrationFile[]> | undefined;
   return {
     metrics: new TributaryMetrics({
       ...(stores.metrics ? { store: stores.metrics } : {}),
       ...(options.processMetrics ? { processMetrics: true } : {}),
+      dependencies,
     }),
+    dependencies,
     migrations: async () => {
       files ??= readMigrationFiles(options.migrationsDir).catch((err: unknown) => {
         files = undefined;
@@ -117,7 +126,19 @@ export function observabilityRoutes(
   app.get("/readyz", async (c) => {
     let problems = await readinessProblems(ping, observability.migrations);
     if (problems[0]?.code !== "DATABASE_UNREACHABLE") problems = [...problems, ...(await more())];
-    return problems.length === 0 ? c.json({ status: "ready", problems }) : c.json({ status: "not_ready", problems }, 503);
+    const dependencies = observability.dependencies().map((d) => ({
+      name: d.name,
+      up: d.up,
+      since: d.since.toISOString(),
+      ...(d.error === undefined ? {} : { error: d.error }),
+    }));
+    // Postgres is judged by the ping above; another dependency that is down is named here.
+    for (const d of dependencies) {
+      if (!d.up && d.name !== "postgres")
+        problems.push({ code: "DEPENDENCY_UNREACHABLE", message: `${d.name} is unreachable since ${d.since}: ${d.error ?? "no answer"}` });
+    }
+    const body = { status: problems.length === 0 ? "ready" : "not_ready", problems, dependencies };
+    return problems.length === 0 ? c.json(body) : c.json(body, 503);
   });
   return app;
 }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { DependencyState } from "../../health/index.js";
 import type { MetricsQueryStore, MetricsSnapshot, TriggerStatusCounts } from "../../storage/index.js";
 
 export interface TributaryMetricsOptions {
@@ -15,6 +16,8 @@ export interface TributaryMetricsOptions {
   readonly processMetrics?: boolean;
   /** Most step tries whose dispatch latency one scrape reads (default 5 000); a larger backlog is read by the next scrapes. */
   readonly dispatchBatch?: number;
+  /** This process's dependencies (Postgres, Redis, the API, the object store) and whether each answers now. */
+  readonly dependencies?: () => readonly DependencyState[];
 }
 
 /** What the reconciler reports after each pass (ReconcilerOptions.onPass has this shape). */
@@ -143,6 +146,29 @@ export class TributaryMetrics {
       "Planner row estimates of the history tables (pg_class.reltuples, refreshed by ANALYZE)",
       ["table"],
     );
+    const dependencies = options.dependencies;
+    if (dependencies) {
+      new Gauge({
+        name: "tributary_dependency_up",
+        help: "Whether this process reaches each dependency now (1) or not (0): postgres, redis, api, object-store",
+        labelNames: ["dependency"],
+        registers,
+        collect() {
+          this.reset();
+          for (const d of dependencies()) this.set({ dependency: d.name }, d.up ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: "tributary_dependency_outages_total",
+        help: "Outages of each dependency this process has seen since it started",
+        labelNames: ["dependency"],
+        registers,
+        collect() {
+          this.reset();
+          for (const d of dependencies()) this.set({ dependency: d.name }, d.outages);
+        },
+      });
+    }
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: "tributary_" });
   }
 

@@ -38,7 +38,7 @@ export async function startApiServer(
   runtime: Runtime,
   address: { port: number; host: string; /** Set when this process loads the definitions (dev). */ definitionsDir?: string },
 ): Promise<RunningApiServer> {
-  const observability = observabilityOf(runtime.observabilityStores, { processMetrics: true });
+  const observability = observabilityOf(runtime.observabilityStores, { processMetrics: true, dependencies: () => runtime.health.states() });
   const app = createApiApp({
     context: runtime.apiContext(),
     observability,

@@ -1,10 +1,11 @@
 import pc from "picocolors";
 import { PgAccessStore } from "../../storage/index.js";
 import { insecureWarning, requireAdmin, runsOpen } from "../access-mode.js";
-import { embeddedDbDir, openRuntime } from "../runtime.js";
+import { embeddedDbDir, openRuntime, processHealth } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { ApiCommandOptions } from "./api.js";
 import { parsePort, startApiServer } from "./api-server.js";
+import { untilStopSignal } from "../../health/index.js";
 
 /**
  * `tributary api`: the HTTP server alone over the stored definitions and
@@ -16,7 +17,8 @@ export async function runApi(opts: ApiCommandOptions, globals: GlobalOptions): P
   const port = parsePort(opts.port);
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
   const open = runsOpen("api", opts.host, { insecureNoAuth: opts.insecureNoAuth });
-  const runtime = await openRuntime(settings, { runsSteps: false, openAccess: open });
+  const health = processHealth(log);
+  const runtime = await openRuntime(settings, { runsSteps: false, openAccess: open, health });
   if (open) log(pc.yellow(insecureWarning(opts.host)));
   else {
     try {
@@ -29,11 +31,9 @@ export async function runApi(opts: ApiCommandOptions, globals: GlobalOptions): P
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
   const server = await startApiServer(runtime, { port, host: opts.host });
   log(`serving the API at http://${opts.host}:${server.port} (GraphQL at /graphql, REST at /api/v1)`);
-  const signal = await new Promise<string>((resolve) => {
-    process.once("SIGINT", () => resolve("SIGINT"));
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-  });
+  const signal = await untilStopSignal();
   log(`${signal}: stopping`);
   await server.close();
   await runtime.close();
+  health.close();
 }

@@ -5,10 +5,11 @@ import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js"
 import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
-import { embeddedDbDir, openRuntime } from "../runtime.js";
+import { embeddedDbDir, openRuntime, processHealth } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
 import { parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
+import { untilStopSignal } from "../../health/index.js";
 
 export interface DevOptions {
   port: string;
@@ -28,7 +29,8 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
 
   const open = runsOpen("dev", opts.host, opts);
-  const runtime = await openRuntime(settings, { openAccess: open });
+  const health = processHealth(log);
+  const runtime = await openRuntime(settings, { openAccess: open, health });
   if (opts.insecureNoAuth) log(pc.yellow(insecureWarning(opts.host)));
   if (!open) {
     try {
@@ -96,7 +98,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     await runtime.close();
     process.exit(0);
   };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  const signal = untilStopSignal();
   await watcher.ready;
+  await stop(await signal);
 }

@@ -8,10 +8,11 @@ import { watchDefinitions } from "../../loader/index.js";
 import { lastLoadFromStore, persistLoad, syncDefinitions } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { durationMs, positiveInt } from "../options.js";
-import { embeddedDbDir, openRuntime } from "../runtime.js";
+import { embeddedDbDir, openRuntime, processHealth, untilReachable } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { VERSION } from "../version.js";
 import type { ReconcilerCommandOptions } from "./reconciler.js";
+import { untilStopSignal } from "../../health/index.js";
 
 /** The environment variable that sets `--metrics-port` when the flag is not given. */
 export const METRICS_PORT_ENV = "TRIBUTARY_METRICS_PORT";
@@ -37,7 +38,8 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
     });
   }
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
-  const runtime = await openRuntime(settings);
+  const health = processHealth(log);
+  const runtime = await openRuntime(settings, { health });
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
   // Any reconciler may store the definitions: an unchanged content hash writes nothing.
   const watcher = opts.watch
@@ -50,17 +52,16 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
           }).then(() => undefined),
         {
           timeoutMs: settings.loadTimeoutMs,
-          ...(await lastLoadFromStore(runtime.definitions)),
+          ...(await untilReachable(health, () => lastLoadFromStore(runtime.definitions))),
           onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
         },
       )
     : undefined;
   if (watcher) await watcher.ready;
   else {
-    const { version, changed, result } = await syncDefinitions(runtime.definitions, {
-      dir: settings.definitionsDir,
-      timeoutMs: settings.loadTimeoutMs,
-    });
+    const { version, changed, result } = await untilReachable(health, () =>
+      syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs }),
+    );
     log(`definitions: ${result.snapshot.assets.length} assets, version ${version}${changed ? " (new)" : ""}`);
     for (const f of result.files) if (f.status === "error") log(`${pc.red("error")} ${f.error?.message ?? f.file}`);
   }
@@ -77,18 +78,13 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`),
   });
   log(`reconciler ${execution.reconciler.id} is running`);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log(`${signal}: finishing running steps (up to 30 s), then stopping`);
-      resolve();
-    };
-    process.once("SIGINT", () => stop("SIGINT"));
-    process.once("SIGTERM", () => stop("SIGTERM"));
-  });
+  const signal = await untilStopSignal();
+  log(`${signal}: finishing running steps (up to 30 s), then stopping`);
   await watcher?.close();
   await execution.stop({ graceMs: 30_000 });
   await metrics?.close();
   await runtime.close();
+  health.close();
 }
 
 /** `--metrics-port`, else the environment's TRIBUTARY_METRICS_PORT, else undefined (not served). */
@@ -110,7 +106,10 @@ async function serveMetrics(
   port: number,
   hostname: string,
 ): Promise<{ port: number; observability: Observability; close(): Promise<void> }> {
-  const observability = observabilityOf({ migrationStatus: runtime.observabilityStores.migrationStatus }, { processMetrics: true });
+  const observability = observabilityOf(
+    { migrationStatus: runtime.observabilityStores.migrationStatus },
+    { processMetrics: true, dependencies: () => runtime.health.states() },
+  );
   const ping = async () => {
     await sql`select 1`.execute(runtime.database.db);
   };

@@ -1,9 +1,10 @@
 import pc from "picocolors";
 import { durationMs, positiveInt } from "../options.js";
-import { embeddedDbDir, openRuntime } from "../runtime.js";
+import { embeddedDbDir, openRuntime, processHealth } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { TriggererCommandOptions } from "./triggerer.js";
 import { startTriggerer } from "../triggerer-start.js";
+import { untilStopSignal } from "../../health/index.js";
 
 /** `tributary triggerer`: checks triggers until SIGINT/SIGTERM, then gives its triggers back. */
 export async function runTriggerer(opts: TriggererCommandOptions, globals: GlobalOptions): Promise<void> {
@@ -13,7 +14,8 @@ export async function runTriggerer(opts: TriggererCommandOptions, globals: Globa
   const checkTimeoutMs = durationMs(opts.checkTimeout, "--check-timeout");
   const leaseMs = durationMs(opts.lease, "--lease");
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
-  const runtime = await openRuntime(settings);
+  const health = processHealth(log);
+  const runtime = await openRuntime(settings, { health });
   log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
   const running = await startTriggerer(runtime, {
     ...(concurrency ? { concurrency } : {}),
@@ -24,14 +26,9 @@ export async function runTriggerer(opts: TriggererCommandOptions, globals: Globa
   });
   const custom = running.customKinds.length > 0 ? `; custom trigger kinds: ${running.customKinds.join(", ")}` : "";
   log(`triggerer ${running.triggerer.owner} is running${custom}`);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log(`${signal}: giving back held triggers, then stopping`);
-      resolve();
-    };
-    process.once("SIGINT", () => stop("SIGINT"));
-    process.once("SIGTERM", () => stop("SIGTERM"));
-  });
+  const signal = await untilStopSignal();
+  log(`${signal}: giving back held triggers, then stopping`);
   await running.stop();
   await runtime.close();
+  health.close();
 }

@@ -9,6 +9,7 @@ import { durationMs, positiveInt } from "../options.js";
 import { openRuntime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import type { WorkerCommandOptions } from "./worker.js";
+import { backoffDelayMs, DependencyHealth, RECONNECT_BACKOFF, untilStopSignal } from "../../health/index.js";
 
 /** `tributary worker`: runs BullMQ steps until SIGINT/SIGTERM, then stops gracefully. */
 export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptions): Promise<void> {
@@ -38,7 +39,8 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
     process.stderr.write(`${pc.dim(new Date().toISOString())} ${level === "error" ? pc.red(level) : level} ${message}\n`);
   const name = `${hostname()}:${process.pid}`;
   let worker: BullmqStepWorker | undefined;
-  const { backend, close } = await workerBackend(settings, log, (stepId, reason) => worker?.cancel([stepId], reason));
+  const health = new DependencyHealth({ log });
+  const { backend, close } = await workerBackend(settings, log, health, (stepId, reason) => worker?.cancel([stepId], reason));
   worker = new BullmqStepWorker({
     redisUrl: settings.redisUrl,
     ...(settings.redisPrefix ? { prefix: settings.redisPrefix } : {}),
@@ -46,6 +48,7 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
     backend,
     name,
     definitionsDir: settings.definitionsDir,
+    health,
     logsDir: path.resolve(opts.logsDir ?? path.join(settings.dataDir, "worker-logs")),
     ...(processes ? { processes } : {}),
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
@@ -55,17 +58,12 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
   try {
     await worker.start();
     log("info", `worker ${name} takes steps from queue(s) ${queues.join(", ")}`);
-    await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        log("info", `${signal}: taking no more steps; running ones get ${Math.round(graceMs / 1000)} s to finish`);
-        resolve();
-      };
-      process.once("SIGINT", () => stop("SIGINT"));
-      process.once("SIGTERM", () => stop("SIGTERM"));
-    });
+    const signal = await untilStopSignal();
+    log("info", `${signal}: taking no more steps; running ones get ${Math.round(graceMs / 1000)} s to finish`);
   } finally {
     await worker.stop(graceMs);
     await close();
+    health.close();
   }
   log("info", "worker stopped");
 }
@@ -77,10 +75,11 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
 async function workerBackend(
   settings: Settings,
   log: (level: "info" | "warn" | "error", message: string) => void,
+  health: DependencyHealth,
   stop: (stepId: number, reason: string) => void,
 ): Promise<{ backend: ExecutionBackend; close(): Promise<void> }> {
   if (settings.databaseUrl) {
-    const runtime = await openRuntime(settings);
+    const runtime = await openRuntime(settings, { health });
     log(
       "warn",
       "DATABASE_URL is set: this worker reports to the metadata database directly (unset it to report through the execution API)",
@@ -93,15 +92,18 @@ async function workerBackend(
     });
     return { backend, close: () => runtime.close() };
   }
-  if (!(await serverIsUp(settings.serverUrl))) {
-    throw new InputError(
-      `tributary worker reports through the execution API of a Tributary server (tributary api): none answered at ${settings.serverUrl}; ` +
-        `start one, or point --url / TRIBUTARY_URL at it`,
-      { code: "CLI_USAGE", location: { field: "--url" } },
+  // Processes start in any order (Kubernetes, systemd): a server that does not answer yet is waited for.
+  for (let attempt = 0; !(await serverIsUp(settings.serverUrl)); attempt++) {
+    health.failed(
+      "api",
+      new Error(`no Tributary server (tributary api) answers at ${settings.serverUrl}; start one, or point --url / TRIBUTARY_URL at it`),
     );
+    await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(attempt, RECONNECT_BACKOFF)));
   }
+  health.recovered("api");
   const backend = new HttpExecutionBackend({
     url: settings.serverUrl,
+    health,
     onTryRejected: (step, error) => stop(step.stepId, `the server refused try ${step.tryNumber}: ${error.message}`),
     log: (message) => log("warn", message),
   });
