@@ -91,11 +91,13 @@ CREATE TABLE public.audit_events (
     assets jsonb DEFAULT '[]'::jsonb NOT NULL,
     partitions jsonb DEFAULT '[]'::jsonb NOT NULL,
     address text,
-    detail jsonb DEFAULT '{}'::jsonb NOT NULL
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    principal_kind text
 );
 COMMENT ON TABLE public.audit_events IS 'Append-only: every mutation and sign-in, written in the transaction of its effect.';
 ALTER TABLE public.audit_events ADD CONSTRAINT audit_events_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'denied'::text, 'failed'::text])));
 ALTER TABLE public.audit_events ADD CONSTRAINT audit_events_pkey PRIMARY KEY (id);
+ALTER TABLE public.audit_events ADD CONSTRAINT audit_events_principal_kind_check CHECK ((principal_kind = ANY (ARRAY['user'::text, 'service'::text, 'local'::text])));
 CREATE INDEX audit_events_at_idx ON public.audit_events USING btree (at);
 CREATE INDEX audit_events_principal_idx ON public.audit_events USING btree (principal_name, at);
 CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON public.audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();

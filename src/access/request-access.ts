@@ -115,6 +115,7 @@ export function auditEntry(
   return {
     principalId: caller.principalId,
     principalName: caller.name,
+    principalKind: caller.kind,
     tokenId: caller.tokenId,
     action,
     outcome: "success",

@@ -2,11 +2,14 @@ import type { Generated } from "kysely";
 import type { GeneratedInt8, GeneratedJson, GeneratedTimestamp, NullableTimestamp, Timestamp } from "./database.js";
 import type { JsonValue } from "./json.js";
 
-// The Kysely view of the access-control tables (migration 0011).
+// The Kysely view of the access-control tables (migration 0011; audit_events.principal_kind from 0012).
 
 export type PrincipalKind = "user" | "service";
 export type Role = "viewer" | "operator" | "admin";
 export type AuditOutcome = "success" | "denied" | "failed";
+
+/** Who acted: a principal of either kind, or the local caller of an instance without access control. */
+export type AuditPrincipalKind = PrincipalKind | "local";
 
 export interface PrincipalsTable {
   id: Generated<string>;
@@ -77,6 +80,7 @@ export interface AuditEventsTable {
   partitions: GeneratedJson<string[]>;
   address: string | null;
   detail: GeneratedJson<{ [key: string]: JsonValue }>;
+  principal_kind: AuditPrincipalKind | null;
 }
 
 export interface AccessTables {

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { AuditOutcome } from "./access-tables.js";
+import type { AuditOutcome, AuditPrincipalKind } from "./access-tables.js";
 import type { Database } from "./database.js";
 import { toJson, type JsonValue } from "./json.js";
 
@@ -7,6 +7,8 @@ import { toJson, type JsonValue } from "./json.js";
 export interface AuditEntry {
   readonly principalId: string | null;
   readonly principalName: string | null;
+  /** Absent or null when nobody proven acted (a failed sign-in names only what was typed). */
+  readonly principalKind?: AuditPrincipalKind | null | undefined;
   readonly tokenId?: string | null | undefined;
   /** A mutation's name (`launchRun`), or an access action (`signIn`, `createToken`…). */
   readonly action: string;
@@ -17,13 +19,24 @@ export interface AuditEntry {
   readonly detail?: { readonly [key: string]: JsonValue } | undefined;
 }
 
+/** The API token a record was made with, as it is listed (its first characters and description). */
+export interface AuditToken {
+  readonly id: string;
+  readonly prefix: string;
+  readonly description: string;
+}
+
 /** A stored audit record. */
 export interface AuditEvent {
   readonly id: number;
   readonly at: Date;
   readonly principalId: string | null;
   readonly principalName: string | null;
+  /** As recorded; for records older than the column, the principal's kind if it still exists. */
+  readonly principalKind: AuditPrincipalKind | null;
   readonly tokenId: string | null;
+  /** Null without a token, or when the token no longer exists (its principal was deleted). */
+  readonly token: AuditToken | null;
   readonly action: string;
   readonly outcome: AuditOutcome;
   readonly assets: string[];
@@ -48,6 +61,7 @@ export async function recordAudit(db: Kysely<Database>, entry: AuditEntry, at: D
       at,
       principal_id: entry.principalId,
       principal_name: entry.principalName,
+      principal_kind: entry.principalKind ?? null,
       token_id: entry.tokenId ?? null,
       action: entry.action,
       outcome: entry.outcome,
@@ -63,25 +77,37 @@ export interface AuditQuery {
   readonly since?: Date | undefined;
   readonly principalName?: string | undefined;
   readonly action?: string | undefined;
+  readonly outcome?: AuditOutcome | undefined;
   /** Records older than this id (for paging backwards). */
   readonly beforeId?: number | undefined;
   readonly limit: number;
 }
 
-/** Audit records, newest first. */
+/** Audit records, newest first, with the kind of principal and the token used (one query for the page). */
 export async function listAuditEvents(db: Kysely<Database>, query: AuditQuery): Promise<AuditEvent[]> {
-  let q = db.selectFrom("audit_events").selectAll();
-  if (query.since) q = q.where("at", ">=", query.since);
-  if (query.principalName !== undefined) q = q.where("principal_name", "=", query.principalName);
-  if (query.action !== undefined) q = q.where("action", "=", query.action);
-  if (query.beforeId !== undefined) q = q.where("id", "<", query.beforeId);
-  const rows = await q.orderBy("id", "desc").limit(query.limit).execute();
+  let q = db
+    .selectFrom("audit_events as e")
+    .leftJoin("principals as p", "p.id", "e.principal_id")
+    .leftJoin("api_tokens as t", "t.id", "e.token_id")
+    .selectAll("e")
+    .select(["p.kind as current_kind", "t.prefix as token_prefix", "t.description as token_description"]);
+  if (query.since) q = q.where("e.at", ">=", query.since);
+  if (query.principalName !== undefined) q = q.where("e.principal_name", "=", query.principalName);
+  if (query.action !== undefined) q = q.where("e.action", "=", query.action);
+  if (query.outcome !== undefined) q = q.where("e.outcome", "=", query.outcome);
+  if (query.beforeId !== undefined) q = q.where("e.id", "<", query.beforeId);
+  const rows = await q.orderBy("e.id", "desc").limit(query.limit).execute();
   return rows.map((r) => ({
     id: Number(r.id),
     at: r.at,
     principalId: r.principal_id,
     principalName: r.principal_name,
+    principalKind: r.principal_kind ?? r.current_kind,
     tokenId: r.token_id,
+    token:
+      r.token_id !== null && r.token_prefix !== null
+        ? { id: r.token_id, prefix: r.token_prefix, description: r.token_description ?? "" }
+        : null,
     action: r.action,
     outcome: r.outcome,
     assets: r.assets,

@@ -235,6 +235,6 @@ export type { RunDecisions } from "./run-decisions.js";
 // Access control: identities, credentials, teams, grants, and the audit trail.
 export { PgAccessStore } from "./pg-access-store.js";
 export type { AccessStore, CredentialOwner, Grant, PrincipalRecord, TeamRecord, TokenRecord } from "./access-store.js";
-export type { PrincipalKind, Role, AuditOutcome } from "./access-tables.js";
+export type { PrincipalKind, Role, AuditOutcome, AuditPrincipalKind } from "./access-tables.js";
 export { recordAudit } from "./audit-trail.js";
-export type { AuditEntry, AuditEvent, AuditQuery } from "./audit-trail.js";
+export type { AuditEntry, AuditEvent, AuditQuery, AuditToken } from "./audit-trail.js";

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { beforeAll, expect, it } from "vitest";
-import { auditEntry, hashPassword, RequestAccess, type Caller } from "../../src/access/index.js";
+import { auditEntry, hashPassword, newApiToken, RequestAccess, type Caller } from "../../src/access/index.js";
 import { AccessDeniedError } from "../../src/errors/index.js";
 import { PgAccessStore, PgPoolStore } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
@@ -66,6 +66,45 @@ describePostgres("the audit trail", () => {
       partitions: ["2026-02-28"],
       detail: { error: "INTERNAL" },
     });
+  });
+
+  it("lists who acted (their kind, the token used by its prefix and description), filtered by outcome, a page at a time", async () => {
+    await access.createPrincipal({ name: "etl", kind: "service" }, local, now);
+    const minted = newApiToken();
+    const token = await access.createToken(
+      { principalName: "etl", tokenHash: minted.hash, prefix: minted.prefix, description: "nightly loads", expiresAt: null },
+      local,
+      now,
+    );
+    const etl = (await access.principal("etl"))!;
+    const caller: Caller = {
+      principalId: etl.id,
+      name: "etl",
+      kind: "service",
+      grants: [],
+      via: "api-token",
+      tokenId: token.id,
+      address: null,
+    };
+    await access.audit({ ...auditEntry(caller, "reportAssetEvent", { assets: ["shop/orders"] }) }, now);
+    await access.audit({ ...auditEntry(caller, "launchRun", {}), outcome: "denied" }, now);
+    // A record written before kinds were recorded: the principal's current kind stands in.
+    await access.audit({ principalId: etl.id, principalName: "etl", action: "cancelRun", outcome: "denied" }, now);
+
+    const listed = await access.auditEvents({ principalName: "etl", limit: 10 });
+    expect(listed.map((e) => [e.action, e.outcome, e.principalKind])).toEqual([
+      ["cancelRun", "denied", "service"],
+      ["launchRun", "denied", "service"],
+      ["reportAssetEvent", "success", "service"],
+    ]);
+    expect(listed[1]!.token).toEqual({ id: token.id, prefix: minted.prefix, description: "nightly loads" });
+    expect(listed[0]!.token).toBeNull();
+    expect((await access.auditEvents({ principalName: "local", action: "setup", limit: 1 }))[0]?.principalKind).toBe("local");
+
+    const denied = await access.auditEvents({ principalName: "etl", outcome: "denied", limit: 1 });
+    expect(denied.map((e) => e.action)).toEqual(["cancelRun"]);
+    const older = await access.auditEvents({ principalName: "etl", outcome: "denied", beforeId: denied[0]!.id, limit: 10 });
+    expect(older.map((e) => e.action)).toEqual(["launchRun"]);
   });
 
   it("cannot be edited: the database refuses updates of audit records", async () => {

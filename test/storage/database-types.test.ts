@@ -52,6 +52,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     partitions: "not null",
     address: "null",
     detail: "not null",
+    principal_kind: "null",
   },
   grants: { id: "not null", principal_id: "not null", role: "not null", team: "null", created_at: "not null" },
   principals: {

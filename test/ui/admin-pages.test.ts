@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { graphqlAt } from "../cli/run-cli.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage, screenshot, startDev, type DevServer } from "./browser.js";
 
-// Pools, definitions and triggers pages against `tributary dev` on a small definitions directory: a source asset
+// Pools, definitions, triggers and audit pages against `tributary dev` on a small definitions directory: a source asset
 // whose observation waits for files that never land (waiting triggers), a file with a syntax error and a file
 // with an invalid definition.
 const GOOD = `import { asset, daily, fileExists, sourceAsset } from "tributary";
@@ -21,7 +21,7 @@ const INVALID = `import { asset } from "tributary";
 export const p = asset({ key: "admin/problem", deps: { nope: "admin/does_not_exist" } } as never, async () => null);
 `;
 
-describeBrowser("UI: pools, definitions, triggers", () => {
+describeBrowser("UI: pools, definitions, triggers, audit", () => {
   let dir: string;
   let dev: DevServer;
   let browser: Browser;
@@ -168,6 +168,23 @@ describeBrowser("UI: pools, definitions, triggers", () => {
     expect(after.pools.find((p) => p.name === "default_pool")?.slots).toBe(7);
     await screenshot(page, "pools");
     // The API's error responses are not console errors of the page.
+    expectNoProblems(problems);
+    await page.context().close();
+  });
+  it("offers the audit trail without access control: the local caller is an admin, and its changes are there as local", async () => {
+    await gql('mutation { setPoolSlots(name: "audit_pool", slots: 3) { name } }');
+    const { page, problems } = await openPage(browser, dev.url);
+    await page.goto("/assets");
+    await page.getByRole("link", { name: "Audit", exact: true }).click();
+    await page.getByTestId("filter-action").fill("setPoolSlots");
+    await page.getByTestId("filter-action").press("Enter");
+    await expect.poll(async () => new URL(page.url()).search).toBe("?action=setPoolSlots");
+    const row = page.getByTestId("audit-row").filter({ hasText: "audit_pool" });
+    await row.waitFor();
+    await expect(row.getByTestId("audit-principal").textContent()).resolves.toBe("local");
+    await expect(row.getByTestId("audit-kind").textContent()).resolves.toBe("local");
+    await expect(row.getByTestId("audit-outcome-label").textContent()).resolves.toBe("success");
+    await expect(row.getByTestId("audit-target").textContent()).resolves.toContain("pool: audit_pool · slots: 3");
     expectNoProblems(problems);
     await page.context().close();
   });

@@ -2,6 +2,7 @@ import { Link, Redirect, Route, Switch, useLocation } from "wouter";
 import { decodeAssetKey } from "./asset-path";
 import { ApiBanner, Loading, NotFound } from "./components/QueryStates";
 import { AssetPage } from "./pages/Asset";
+import { AuditPage } from "./pages/Audit";
 import { BackfillPage } from "./pages/Backfill";
 import { BackfillsPage } from "./pages/Backfills";
 import { CatalogPage } from "./pages/Catalog";
@@ -12,9 +13,10 @@ import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
 import { SignInPage } from "./pages/SignIn";
 import { TriggersPage } from "./pages/Triggers";
-import { roleSummary, signOut, useSession, type Session } from "./session";
+import { isAdmin, roleSummary, signOut, useSession, type Session } from "./session";
 
-const NAV: readonly { href: string; label: string }[] = [
+/** The pages in the header; `admin` ones only for an admin without a team (as `me.admin` says). */
+const NAV: readonly { href: string; label: string; admin?: boolean }[] = [
   { href: "/assets", label: "Assets" },
   { href: "/graph", label: "Graph" },
   { href: "/runs", label: "Runs" },
@@ -22,6 +24,7 @@ const NAV: readonly { href: string; label: string }[] = [
   { href: "/pools", label: "Pools" },
   { href: "/triggers", label: "Triggers" },
   { href: "/definitions", label: "Definitions" },
+  { href: "/audit", label: "Audit", admin: true },
 ];
 
 function Nav({ session }: { session: Session | undefined }) {
@@ -32,8 +35,8 @@ function Nav({ session }: { session: Session | undefined }) {
       <Link href="/assets" className="brand">
         Tributary
       </Link>
-      {signedIn || (session && !session.accessControl)
-        ? NAV.map((n) => (
+      {session && (signedIn || !session.accessControl)
+        ? NAV.filter((n) => !n.admin || isAdmin(session)).map((n) => (
             <Link key={n.href} href={n.href} className={location === n.href || location.startsWith(`${n.href}/`) ? "active" : ""}>
               {n.label}
             </Link>
@@ -112,6 +115,7 @@ export function App() {
           <Route path="/pools" component={PoolsPage} />
           <Route path="/triggers" component={TriggersPage} />
           <Route path="/definitions" component={DefinitionErrorsPage} />
+          <Route path="/audit" component={AuditPage} />
           <Route>
             <NotFound what="Page" />
           </Route>

@@ -38,3 +38,10 @@ export function jsonText(value: unknown): string {
   if (typeof value === "string") return value;
   return JSON.stringify(value);
 }
+
+/** A datetime-local input's value ("2026-01-02T03:04") as an ISO instant, or undefined when empty or invalid. */
+export function localToIso(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}

@@ -135,3 +135,12 @@ export function mayOperateSomewhere(session: Session): boolean {
   if (!session.accessControl) return true;
   return (session.caller?.grants ?? []).some((g) => g.role === "operator" || g.role === "admin");
 }
+
+/**
+ * Whether the caller holds admin without a team (what GraphQL's `me.admin` says): pools, the audit trail. Without
+ * access control every request is the local caller, who does.
+ */
+export function isAdmin(session: Session): boolean {
+  if (!session.accessControl) return true;
+  return (session.caller?.grants ?? []).some((g) => g.role === "admin" && g.team === null);
+}

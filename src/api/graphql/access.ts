@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Caller, Role } from "../../access/index.js";
 import type { SnapshotAsset } from "../../graph/index.js";
-import type { AuditEvent, BackfillRecord, RunDetail, RunSummary } from "../../storage/index.js";
+import type { AuditEvent, AuditOutcome, AuditToken, BackfillRecord, JsonValue, RunDetail, RunSummary } from "../../storage/index.js";
 import { builder } from "./builder.js";
 import { parseInput } from "./errors.js";
 
@@ -80,26 +80,79 @@ builder.objectFields(BACKFILL_TYPE, (t) => ({
   }),
 }));
 
+const AUDIT_OUTCOMES = ["success", "denied", "failed"] as const satisfies readonly AuditOutcome[];
+const AuditOutcomeEnum = builder.enumType("AuditOutcome", {
+  description: "How an audited request ended: done, refused (missing role, throttled), or authorised but failed",
+  values: AUDIT_OUTCOMES,
+});
+
+const AuditTokenRef = builder.objectRef<AuditToken>("AuditToken").implement({
+  description: "The API token a request was made with, as `tributary tokens list` shows it",
+  fields: (t) => ({
+    id: t.exposeString("id"),
+    prefix: t.exposeString("prefix", { description: "Its first characters" }),
+    description: t.exposeString("description"),
+  }),
+});
+
 const AuditEventRef = builder.objectRef<AuditEvent>("AuditEvent").implement({
   description: "One audit record: a mutation or a sign-in, written with its effect",
   fields: (t) => ({
     id: t.exposeInt("id"),
     at: t.field({ type: "DateTime", resolve: (e) => e.at }),
     principal: t.exposeString("principalName", { nullable: true }),
+    principalKind: t.exposeString("principalKind", {
+      nullable: true,
+      description: "user, service or local; null when nobody proven acted (a failed sign-in names what was typed)",
+    }),
     tokenId: t.exposeString("tokenId", { nullable: true }),
+    token: t.field({
+      type: AuditTokenRef,
+      nullable: true,
+      description: "The API token used, while it exists",
+      resolve: (e) => e.token,
+    }),
     action: t.exposeString("action"),
     outcome: t.exposeString("outcome", { description: "success, denied or failed" }),
+    reason: t.string({
+      nullable: true,
+      description: "Why it was denied or failed, in words (null on success)",
+      resolve: (e) => auditReason(e),
+    }),
     assets: t.exposeStringList("assets"),
     partitions: t.exposeStringList("partitions"),
+    runIds: t.stringList({
+      description: "The runs it created or acted on",
+      resolve: (e) => [...idsIn(e.detail.runId), ...idsIn(e.detail.runIds)],
+    }),
+    backfillIds: t.stringList({ description: "The backfill it created or acted on", resolve: (e) => idsIn(e.detail.backfillId) }),
     address: t.exposeString("address", { nullable: true }),
     detail: t.field({ type: "JSON", resolve: (e) => e.detail }),
   }),
 });
 
+/** A refusal's missing role, a sign-in's reason, a failure's error code. */
+function auditReason(e: AuditEvent): string | null {
+  if (e.outcome === "success") return null;
+  const { reason, missingRole, asset, error } = e.detail;
+  if (typeof reason === "string") return reason;
+  if (typeof missingRole === "string") {
+    return typeof asset === "string" ? `needs the ${missingRole} role on asset "${asset}"` : `needs the ${missingRole} role without a team`;
+  }
+  if (typeof error === "string") return error;
+  return null;
+}
+
+function idsIn(value: JsonValue | undefined): string[] {
+  if (typeof value === "string") return [value];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
 const auditArgs = z.strictObject({
   since: z.date().optional(),
   principal: z.string().min(1).max(100).optional(),
   action: z.string().min(1).max(100).optional(),
+  outcome: z.enum(AUDIT_OUTCOMES).optional(),
   before: z.number().int().positive().optional(),
   first: z.number().int().min(1).max(1000),
 });
@@ -113,6 +166,7 @@ builder.queryFields((t) => ({
       since: t.arg({ type: "DateTime" }),
       principal: t.arg.string(),
       action: t.arg.string(),
+      outcome: t.arg({ type: AuditOutcomeEnum }),
       before: t.arg.int(),
       first: t.arg.int({ defaultValue: 100 }),
     },
@@ -124,7 +178,7 @@ builder.queryFields((t) => ({
         "",
       );
       return ctx.access.auditEvents(
-        { since: q.since, principalName: q.principal, action: q.action, beforeId: q.before, limit: q.first },
+        { since: q.since, principalName: q.principal, action: q.action, outcome: q.outcome, beforeId: q.before, limit: q.first },
         ctx.guard,
       );
     },

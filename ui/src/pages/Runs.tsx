@@ -4,9 +4,10 @@ import { useQuery } from "../api";
 import { StepsProgress } from "../components/ProgressBars";
 import { QueryView } from "../components/QueryStates";
 import { StateBadge } from "../components/StateBadge";
+import { TextFilter } from "../components/TextFilter";
 import { elapsedMs, useNow } from "../components/use-now";
 import { useUrlParams } from "../components/use-url-params";
-import { formatAgo, formatDuration, formatTime } from "../format";
+import { formatAgo, formatDuration, formatTime, localToIso } from "../format";
 import { ACTIVE_RUN_STATUSES } from "../status";
 import "./Runs.css";
 
@@ -179,42 +180,6 @@ function RunFilters({
   );
 }
 
-/** A text filter applied on Enter or when it loses focus (not on every keystroke). */
-function TextFilter({
-  label,
-  placeholder,
-  value,
-  onCommit,
-  testId,
-}: {
-  label: string;
-  placeholder: string;
-  value: string | undefined;
-  onCommit: (v: string) => void;
-  testId: string;
-}) {
-  const [draft, setDraft] = useState(value ?? "");
-  const [seen, setSeen] = useState(value);
-  if (seen !== value) {
-    setSeen(value);
-    setDraft(value ?? "");
-  }
-  const commit = () => draft.trim() !== (value ?? "") && onCommit(draft.trim());
-  return (
-    <label>
-      {label}{" "}
-      <input
-        data-testid={testId}
-        placeholder={placeholder}
-        value={draft}
-        onChange={(e) => setDraft(e.target.value)}
-        onBlur={commit}
-        onKeyDown={(e) => e.key === "Enter" && commit()}
-      />
-    </label>
-  );
-}
-
 /** Runs as a table: id, status, origin, job or assets, partitions, created, duration, steps. */
 export function RunTable({ runs, now }: { runs: readonly RunRow[]; now: number }) {
   if (runs.length === 0)
@@ -298,11 +263,4 @@ export function partitionsSummary(assets: readonly { steps: number; minPartition
     .at(-1)!;
   const count = Math.max(...partitioned.map((a) => a.steps));
   return first === last ? first : `${first} … ${last} (${count})`;
-}
-
-/** A datetime-local input's value ("2026-01-02T03:04") as an ISO instant, or undefined when empty or invalid. */
-function localToIso(value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  const d = new Date(value);
-  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
