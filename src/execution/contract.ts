@@ -1,5 +1,5 @@
 import type { SerializedError } from "../errors/index.js";
-import type { StepStart } from "../storage/index.js";
+import type { HandedOutTry, StepStart } from "../storage/index.js";
 
 /**
  * One step try handed to an executor: everything needed to run it without
@@ -144,4 +144,9 @@ export interface Executor {
   cancel(stepIds: readonly number[], reason: string): void;
   /** Stops taking steps, lets running ones finish (up to graceMs), then kills what is left. */
   close(options?: { graceMs?: number }): Promise<void>;
+  /**
+   * Of these tries handed to the executor kind and not started, those it no longer holds (a queue that lost its
+   * jobs): the reconciler hands them out again at once. Executors whose queue cannot lose a try leave it out.
+   */
+  lostTries?(tries: readonly HandedOutTry[]): Promise<readonly HandedOutTry[]>;
 }

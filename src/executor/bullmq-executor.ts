@@ -12,6 +12,7 @@ import {
   type StepJob,
 } from "./bullmq-queues.js";
 import type { Executor, StepDispatch } from "../execution/index.js";
+import type { HandedOutTry } from "../storage/index.js";
 
 export interface BullmqExecutorOptions {
   readonly redisUrl: string;
@@ -48,8 +49,9 @@ export interface QueueDepth {
  * Capacity is the room left under `maxWaiting`, so a fleet that falls behind
  * leaves the backlog in Postgres rather than in Redis. A failed enqueue
  * (Redis down) is reported and otherwise ignored: the steps are `queued` in
- * Postgres, and the reconciler's queued-timeout housekeeping hands them out
- * again once Redis is back — Postgres stays the source of truth.
+ * Postgres, and the reconciler asks `lostTries` every few seconds which
+ * queued tries Redis does not hold, handing them out again once Redis is
+ * back — Postgres stays the source of truth.
  */
 export class BullmqExecutor implements Executor {
   readonly kind = "bullmq";
@@ -100,6 +102,24 @@ export class BullmqExecutor implements Executor {
       out.push({ queue, waiting: (counts["waiting"] ?? 0) + (counts["prioritized"] ?? 0), active: counts["active"] ?? 0 });
     }
     return out;
+  }
+
+  /**
+   * The tries whose job Redis no longer has, or whose job ended without its step starting (a Redis restarted
+   * empty, a flushed or evicted key): read in one round trip per call, from the job hashes BullMQ keeps.
+   */
+  async lostTries(tries: readonly HandedOutTry[]): Promise<readonly HandedOutTry[]> {
+    if (tries.length === 0) return [];
+    const prefix = this.options.prefix ?? BULLMQ_PREFIX;
+    const pipeline = this.connection.pipeline();
+    for (const t of tries) pipeline.hmget(`${prefix}:${bullQueueName(t.queue)}:${stepJobId(t)}`, "timestamp", "finishedOn");
+    const answers = (await pipeline.exec()) ?? [];
+    return tries.filter((_t, i) => {
+      const [err, fields] = answers[i] ?? [new Error("no answer"), null];
+      if (err) throw err;
+      const [createdAt, finishedOn] = fields as (string | null)[];
+      return createdAt === null || finishedOn !== null;
+    });
   }
 
   async close(): Promise<void> {

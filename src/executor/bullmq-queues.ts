@@ -7,7 +7,7 @@ import type { StepDispatch } from "../execution/index.js";
  * queue names, the job payload, the cancel channel and Redis connections.
  * Redis only carries steps to workers: Postgres stays the source of truth, so
  * a step whose job is lost (Redis restarted empty) is handed out again by the
- * reconciler's queued-timeout housekeeping, as a new try.
+ * reconciler within seconds (BullmqExecutor.lostTries), as a new try.
  */
 
 /**

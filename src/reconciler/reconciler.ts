@@ -2,7 +2,7 @@ import os from "node:os";
 import { randomUUID } from "node:crypto";
 import { dispatchClaims, type Executor } from "../execution/index.js";
 import { backoffDelayMs, isConnectionError, RECONNECT_BACKOFF, type DependencyHealth } from "../health/index.js";
-import { WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type RunStore } from "../storage/index.js";
+import { WAKE_CHANNEL, type DatabaseHandle, type GraphCache, type HandedOutTry, type RunStore } from "../storage/index.js";
 
 export interface ReconcilerOptions {
   readonly store: RunStore;
@@ -20,6 +20,8 @@ export interface ReconcilerOptions {
   readonly housekeepingIntervalMs?: number;
   readonly zombieAfterMs?: number;
   readonly queuedTimeoutMs?: number;
+  /** How often tries handed out and not started are checked against executors that can lose them (default 5 s). */
+  readonly lostTriesIntervalMs?: number;
   /** Most steps claimed per transaction (default 512). */
   readonly claimBatch?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
@@ -70,6 +72,7 @@ export class Reconciler {
   private timer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private lastHousekeeping = 0;
+  private lastLostTriesCheck = 0;
   private currentPass: Promise<void> = Promise.resolve();
   private consecutiveErrors = 0;
 
@@ -157,6 +160,12 @@ export class Reconciler {
       for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
       if (hk.zombies > 0) this.log("warn", `${hk.zombies} zombie step(s) failed (no heartbeat)`);
     }
+    const sinceLostCheck = now.getTime() - this.lastLostTriesCheck;
+    const lostInterval = this.options.lostTriesIntervalMs ?? LOST_TRIES_INTERVAL_MS;
+    if (sinceLostCheck >= lostInterval || sinceLostCheck < 0) {
+      this.lastLostTriesCheck = now.getTime();
+      await this.handOutLostTries(new Date(now.getTime() - lostInterval));
+    }
     for (const task of this.options.tasks ?? []) {
       const taskStarted = performance.now();
       let taskFailed = false;
@@ -169,6 +178,37 @@ export class Reconciler {
       timings.push({ name: task.name, durationMs: performance.now() - taskStarted, failed: taskFailed });
     }
     return this.dispatch();
+  }
+
+  /**
+   * Tries handed out before `before` that their executor no longer holds (Redis restarted empty) are handed out
+   * again now, rather than at the queued timeout, and stop holding their pool slots. One failing executor (its
+   * queue unreachable) does not keep the others from being checked.
+   */
+  private async handOutLostTries(before: Date): Promise<void> {
+    const byExecutor = new Map<Executor, string[]>();
+    for (const [kind, executor] of Object.entries(this.options.executors)) {
+      if (executor.lostTries) byExecutor.set(executor, [...(byExecutor.get(executor) ?? []), kind]);
+    }
+    for (const [executor, kinds] of byExecutor) {
+      const handedOut = await this.options.store.handedOut(kinds, before, LOST_TRIES_BATCH);
+      if (handedOut.length === 0) continue;
+      let lost: readonly HandedOutTry[];
+      try {
+        lost = await executor.lostTries!(handedOut);
+      } catch (err) {
+        // Its queue is away too: the tries stay queued, and are checked again once it answers.
+        if (this.options.health && isConnectionError(err)) this.options.health.failed("redis", err);
+        else this.log("warn", `checking the ${executor.kind} executor for lost tries: ${(err as Error)?.message ?? String(err)}`);
+        continue;
+      }
+      const requeued = await this.options.store.requeueLost(
+        lost,
+        this.clock(),
+        `the ${executor.kind} executor's queue no longer holds this try`,
+      );
+      if (requeued > 0) this.log("warn", `${requeued} step(s) whose ${executor.kind} job was lost before it started were handed out again`);
+    }
   }
 
   /** A lost database goes to the health view (said once per outage); anything else is logged with its stack. */
@@ -204,6 +244,11 @@ export class Reconciler {
     }
   }
 }
+
+/** See ReconcilerOptions.lostTriesIntervalMs. */
+const LOST_TRIES_INTERVAL_MS = 5_000;
+/** Most handed-out tries checked per executor and pass. */
+const LOST_TRIES_BATCH = 2_000;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

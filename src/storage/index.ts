@@ -45,6 +45,7 @@ export type {
 export { PgDefinitionStore } from "./pg-definition-store.js";
 export { PgRunStore } from "./runs/pg-run-store.js";
 export { WAKE_CHANNEL } from "./runs/channels.js";
+export type { HandedOutTry } from "./runs/requeue.js";
 export { removedAssetCompletion } from "./run-store.js";
 export type {
   RunStore,

@@ -1,3 +1,4 @@
+import type { HandedOutTry } from "./runs/requeue.js";
 import type { AuditEntry } from "./audit-trail.js";
 import type { SerializedError } from "../errors/index.js";
 import type { StepSettings } from "../graph/index.js";
@@ -332,6 +333,13 @@ export interface RunStore {
   heartbeat(steps: readonly { stepId: number; tryNumber: number }[], now: Date): Promise<void>;
   completeSteps(completions: readonly StepCompletion[], now: Date, random?: () => number, followUp?: FollowUp): Promise<CompletionSummary>;
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult>;
+  /** Tries of these executor kinds handed out before `before` and not started yet, oldest first. */
+  handedOut(executors: readonly string[], before: Date, limit: number): Promise<HandedOutTry[]>;
+  /**
+   * Tries an executor lost before they started (see Executor.lostTries), scheduled again at once as new tries that
+   * do not count against the retry policy, giving back their pool slots. Returns how many were still queued.
+   */
+  requeueLost(tries: readonly { readonly stepId: number; readonly tryNumber: number }[], now: Date, reason: string): Promise<number>;
   requestCancel(runId: string, now: Date, audit?: AuditEntry): Promise<RunSummary>;
   /**
    * Clears one mapped step inside its run: it runs again (with a fresh retry budget), and the steps after it

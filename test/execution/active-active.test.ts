@@ -215,6 +215,48 @@ describePostgres("execution: two reconcilers, one database", () => {
     }
     await expectNoDrift(h, [runId]);
   });
+  it("hands out a lost try again once when two reconcilers report it, never one that started, and frees its pool slot", async () => {
+    h = await Harness.create({ files: { "burst.ts": DEFS }, nodes: 2, start: false });
+    const runId = await h.launch(["b/root"], { from: dayKey(0), to: dayKey(3) });
+    const claimed = await h.runs.claimRunnable({ now: new Date(), capacity: { local: 4 }, limit: 4 });
+    expect(claimed).toHaveLength(4);
+    const [started, ...queued] = claimed;
+    const now = new Date();
+    await h.runs.markStarted(
+      [{ stepId: started!.stepId, tryNumber: started!.tryNumber, workerId: "w", hostname: "h", pid: 1, startedAt: now }],
+      now,
+    );
+    const handedOut = await h.runs.handedOut(["local"], new Date(Date.now() + 1_000), 100);
+    expect(handedOut.map((t) => t.stepId).sort()).toEqual(queued.map((c) => c.stepId).sort());
+    // Both reconcilers saw every try lost (the started one included, as a stale view might): three move, once.
+    const everything = claimed.map((c) => ({ stepId: c.stepId, tryNumber: c.tryNumber }));
+    const moved = await Promise.all(h.nodes.map((n) => n.runs.requeueLost(everything, new Date(), "the queue no longer holds this try")));
+    expect(moved[0]! + moved[1]!).toBe(3);
+    const { rows } = await sql<{ id: string; state: string; try_number: number; tries_before: number; code: string | null }>`
+      select s.id, s.state, s.try_number, s.tries_before, t.error->>'code' as code
+      from steps s left join step_tries t on t.step_id = s.id and t.try_number = s.try_number
+      where s.run_id = ${runId} order by s.id`.execute(h.db);
+    for (const r of rows) {
+      if (Number(r.id) === started!.stepId) expect(r).toMatchObject({ state: "running", tries_before: 0, code: null });
+      else expect(r).toMatchObject({ state: "scheduled", try_number: 1, tries_before: 1, code: "STEP_DISPATCH_LOST" });
+    }
+    const pools = await sql<{ occupied_slots: number }>`select occupied_slots from pools where name = 'default_pool'`.execute(h.db);
+    expect(pools.rows[0]!.occupied_slots).toBe(1);
+    // Handed out again, they run as new tries.
+    await h.startNodes();
+    await h.until(
+      async () => {
+        const done = await sql<{ n: number }>`select count(*)::int as n from steps
+                                              where id = any(${queued.map((c) => c.stepId)}::bigint[]) and state = 'success'`.execute(
+          h!.db,
+        );
+        return done.rows[0]!.n === 3;
+      },
+      60_000,
+      "the lost tries to run again",
+    );
+  });
+
   it("completes a step while another transaction holds a key-share lock on its run (no lock cycle through the run row)", async () => {
     h = await Harness.create({ files: { "burst.ts": DEFS }, nodes: 1, start: false });
     const runId = await h.launch(["b/root"], { from: dayKey(0), to: dayKey(1) });

@@ -284,17 +284,22 @@ describePostgres("the BullMQ executor and tributary worker", () => {
   );
 
   it(
-    "Redis stopped for 30 s mid-run (and back empty): no step lost or run twice",
+    "Redis stopped mid-run (and back empty): the lost jobs are handed out again at once, no step lost or run twice",
     async () => {
-      const { ranFile } = await setUp({ queuedTimeoutMs: 5_000 });
+      // The queued timeout is far off: what brings the lost steps back is the reconciler asking Redis for their jobs.
+      const { ranFile } = await setUp({ queuedTimeoutMs: 600_000 });
       const env = { TRIBUTARY_TEST_RAN: ranFile, TRIBUTARY_TEST_STEP_MS: "400" };
       await startWorker([], env);
       const runId = await h!.launch(["q/fleet", "q/total"], { all: true });
       await h!.until(async () => (await ranLines(ranFile)).length >= 3, 30_000, "a few steps to run");
       await redis!.stop();
-      await new Promise((r) => setTimeout(r, 30_000));
+      // The outage itself: long enough for the reconciler and the worker to notice it.
+      await new Promise((r) => setTimeout(r, 5_000));
       await redis!.start();
-      const run = await h!.waitForRun(runId, 90_000);
+      const run = await h!.waitForRun(runId, 120_000);
+      const lostCodes = run.steps.flatMap((s) => s.tries.map((t) => (t.error as { code?: string } | null)?.code)).filter(Boolean);
+      expect(lostCodes.length, JSON.stringify(lostCodes)).toBeGreaterThan(0);
+      expect(new Set(lostCodes)).toEqual(new Set(["STEP_DISPATCH_LOST"]));
       expect(run.status, await h!.describe([runId])).toBe("success");
       const ran = await ranLines(ranFile);
       // Every partition ran exactly once: a step whose job Redis lost ran as a later try, never twice.

@@ -1,15 +1,14 @@
 import { sql, type Kysely } from "kysely";
 import type { RunDecisions } from "../run-decisions.js";
-import type { SerializedError } from "../../errors/index.js";
 import { notifyIn } from "../database-handle.js";
 import type { Database } from "../database.js";
-import { toJson } from "../json.js";
 import type { HousekeepingOptions, HousekeepingResult, StepCompletion } from "../run-store.js";
 import { WAKE_CHANNEL } from "./channels.js";
 import { completeIn } from "./complete.js";
 import { startRun } from "./create-run.js";
-import { adjustPools, releaseDeferredPoolSlotsIn } from "./pools.js";
-import { adjustRunActive, lockRuns } from "./run-counters.js";
+import { releaseDeferredPoolSlotsIn } from "./pools.js";
+import { requeuedIn } from "./requeue.js";
+import { lockRuns } from "./run-counters.js";
 import { cancelUnneededWaits, lockQueuedRuns, lockZombies, requeueUnstarted, scheduleDueRetries } from "./sql/housekeeping-batches.js";
 import type { Trx } from "./step-rows.js";
 
@@ -78,29 +77,11 @@ export async function housekeeping(
     async (trx) => {
       const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
       const stuck = await requeueUnstarted(trx, queuedBefore, now);
-      if (stuck.length > 0) {
-        const err: SerializedError = {
-          name: "QueuedTimeout",
-          code: "STEP_QUEUED_TIMEOUT",
-          message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
-        };
-        await sql`
-          update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb
-          from jsonb_to_recordset(${toJson(stuck.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
-            as x(step_id bigint, try_number int)
-          where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
-        await adjustPools(
-          trx,
-          stuck.map((r) => ({ pool: r.pool, slots: r.pool_slots })),
-          -1,
-        );
-        await adjustRunActive(
-          trx,
-          stuck.map((r) => r.run_id),
-          -1,
-          now,
-        );
-      }
+      await requeuedIn(trx, stuck, now, {
+        name: "QueuedTimeout",
+        code: "STEP_QUEUED_TIMEOUT",
+        message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
+      });
       return stuck.length;
     },
     (n) => n > 0,

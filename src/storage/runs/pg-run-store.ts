@@ -25,6 +25,7 @@ import { clearMappedStep } from "./clear-mapped-step.js";
 import { completeIn, completeStepsIn } from "./complete.js";
 import { insertRun } from "./create-run.js";
 import { housekeeping } from "./housekeeping.js";
+import { handedOutBefore, requeueLost, type HandedOutTry } from "./requeue.js";
 import { materializedKeys, partitionKeysWithStatus } from "./partition-status.js";
 import { latestOutputs } from "./read-outputs.js";
 import { getRun, getRunSummary, listRuns } from "./read-runs.js";
@@ -156,6 +157,14 @@ export class PgRunStore implements RunStore {
 
   housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {
     return housekeeping(this.#db, options, this.#decisions);
+  }
+
+  handedOut(executors: readonly string[], before: Date, limit: number): Promise<HandedOutTry[]> {
+    return handedOutBefore(this.#db, executors, before, limit);
+  }
+
+  requeueLost(tries: readonly { readonly stepId: number; readonly tryNumber: number }[], now: Date, reason: string): Promise<number> {
+    return requeueLost(this.#db, tries, now, reason);
   }
 
   // ── reads for data passing and planning ─────────────────────────────────

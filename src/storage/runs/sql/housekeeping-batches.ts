@@ -1,4 +1,6 @@
-import { sql } from "kysely";
+import { sql, type Kysely } from "kysely";
+import type { Database } from "../../database.js";
+import { toJson } from "../../json.js";
 import { HOUSEKEEPING_BATCH, type Trx } from "../step-rows.js";
 
 // Housekeeping's batches: each takes at most HOUSEKEEPING_BATCH rows and skips rows a claim or completion holds
@@ -27,16 +29,56 @@ export async function lockZombies(
 }
 
 /** Steps handed out before `queuedBefore` and never started, scheduled again. Returns the steps moved. */
-export async function requeueUnstarted(
-  trx: Trx,
-  queuedBefore: Date,
-  now: Date,
-): Promise<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }[]> {
-  const { rows } = await sql<{ id: number; run_id: string; try_number: number; pool: string; pool_slots: number }>`
+export async function requeueUnstarted(trx: Trx, queuedBefore: Date, now: Date): Promise<RequeuedStep[]> {
+  const { rows } = await sql<RequeuedStep>`
     update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
     where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
                  order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
     returning id, run_id, try_number, pool, pool_slots`.execute(trx);
+  return rows;
+}
+
+/** A step that was handed out again: what the pools and run counters give back. */
+export interface RequeuedStep {
+  readonly id: number;
+  readonly run_id: string;
+  readonly try_number: number;
+  readonly pool: string;
+  readonly pool_slots: number;
+}
+
+/**
+ * These tries, if their step is still `queued` on that try (not started, not handed out again meanwhile), scheduled
+ * again. Returns the steps moved.
+ */
+export async function requeueListed(
+  trx: Trx,
+  tries: readonly { readonly stepId: number; readonly tryNumber: number }[],
+  now: Date,
+): Promise<RequeuedStep[]> {
+  if (tries.length === 0) return [];
+  const { rows } = await sql<RequeuedStep>`
+    update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
+    where id in (select s.id from steps s
+                 join jsonb_to_recordset(${toJson(tries.map((t) => ({ step_id: t.stepId, try_number: t.tryNumber })))}::jsonb)
+                   as x(step_id bigint, try_number int) on x.step_id = s.id and x.try_number = s.try_number
+                 where s.state = 'queued'
+                 order by s.id for no key update of s skip locked)
+    returning id, run_id, try_number, pool, pool_slots`.execute(trx);
+  return rows;
+}
+
+/** Steps of these executor kinds handed out before `queuedBefore` and not started: their tries, oldest first. */
+export async function queuedBefore(
+  db: Kysely<Database>,
+  executors: readonly string[],
+  before: Date,
+  limit: number,
+): Promise<{ step_id: number; run_id: string; try_number: number; queue: string | null; executor: string }[]> {
+  const { rows } = await sql<{ step_id: number; run_id: string; try_number: number; queue: string | null; executor: string }>`
+    select id as step_id, run_id, try_number, queue, executor from steps
+    where state = 'queued' and queued_at < ${before} and executor = any(${[...executors]}::text[])
+    order by queued_at limit ${limit}::int`.execute(db);
   return rows;
 }
 
