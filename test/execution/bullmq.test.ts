@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { sql } from "kysely";
@@ -9,6 +9,7 @@ import { PgTryTokenStore } from "../../src/storage/index.js";
 import { CLI_COMMAND_BUDGET_MS, cliBudget, freePort, startCli } from "../cli/run-cli.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
+import { startPrivateRedis, type PrivateRedis } from "../support/private-services.js";
 
 // The BullMQ fleet end to end: a reconciler enqueues steps of `executor: "bullmq"` assets into Redis with a token
 // per try, and real `tributary worker` processes take and run them, reporting through the execution API of a real
@@ -34,45 +35,9 @@ export const slow = asset({ key: "q/slow", executor: "bullmq", retries: { max: 2
 });
 `;
 
-interface RedisServer {
-  readonly url: string;
-  readonly port: number;
-  stop(): Promise<void>;
-  start(): Promise<void>;
-}
-
-/** A redis-server of this test's own (no persistence: a restart loses every job). */
-async function startRedis(): Promise<RedisServer> {
-  const port = freePort();
-  let proc: ChildProcess | undefined;
-  const start = async () => {
-    proc = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"], { stdio: "ignore" });
-    for (let i = 0; i < 100; i++) {
-      const ok = await new Promise<boolean>((resolve) => {
-        const ping = spawn("redis-cli", ["-p", String(port), "ping"], { stdio: ["ignore", "pipe", "ignore"] });
-        let out = "";
-        ping.stdout.on("data", (d: Buffer) => (out += d.toString()));
-        ping.on("close", () => resolve(out.includes("PONG")));
-      });
-      if (ok) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`redis-server on port ${port} did not start`);
-  };
-  const stop = async () => {
-    const p = proc;
-    if (!p || p.exitCode !== null) return;
-    const exited = new Promise((r) => p.once("exit", r));
-    p.kill("SIGKILL");
-    await exited;
-  };
-  await start();
-  return { url: `redis://127.0.0.1:${port}`, port, start, stop };
-}
-
 describePostgres("the BullMQ executor and tributary worker", () => {
   let h: Harness | undefined;
-  let redis: RedisServer | undefined;
+  let redis: PrivateRedis | undefined;
   let reconciler: Reconciler | undefined;
   let executor: BullmqExecutor | undefined;
   const workers: (ChildProcess & { output: () => string })[] = [];
@@ -93,7 +58,7 @@ describePostgres("the BullMQ executor and tributary worker", () => {
   });
 
   async function setUp(options: { zombieAfterMs?: number; queuedTimeoutMs?: number } = {}): Promise<{ ranFile: string }> {
-    redis = await startRedis();
+    redis = await startPrivateRedis();
     h = await Harness.create({ files: { "fleet.ts": DEFS }, nodes: 0 });
     const tokens = new PgTryTokenStore(h.db);
     executor = new BullmqExecutor({

@@ -1,0 +1,99 @@
+// Postgres going away under a running deployment: restarted, every session killed, and a stranger's transaction
+// held open in another database of the cluster. Every run ends `success` with the default `retries: 0`.
+import pg from "pg";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describePostgres } from "../support/pg.js";
+import { FAULT_MS, Fleet, report } from "./fleet.js";
+
+describePostgres("faults: the database", () => {
+  let fleet: Fleet;
+  beforeAll(async () => {
+    fleet = await Fleet.start();
+  });
+  afterAll(async () => {
+    await fleet?.stop();
+  });
+
+  /** A run of local and fleet steps that is under way when `fault` strikes; the figures of the scenario. */
+  async function underFault(scenario: string, fault: () => Promise<void>): Promise<void> {
+    const runs = [await fleet.launch({ assetKeys: ["f/local", "f/fleet"], allPartitions: true })];
+    await fleet.until(async () => (await fleet.ledger()).filter((l) => l.run === runs[0]).length >= 4, "the run to be under way");
+    const started = Date.now();
+    await fault();
+    const ended = Date.now();
+    runs.push(await fleet.launch({ assetKeys: ["f/local"], partition: "p00" }));
+    const progressAfterS = await fleet.progressAfter(ended);
+    const succeeded = await fleet.waitForRuns(runs);
+    const r = {
+      scenario,
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    };
+    report(r);
+    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
+    expect(fleet.exited()).toEqual([]);
+  }
+
+  it("Postgres restarted mid-run: every process stays up, reconnects and finishes the runs", async () => {
+    await underFault("postgres restart", () => fleet.pg.restart());
+    // Said once per outage, not per attempt.
+    for (const name of ["reconciler-1", "reconciler-2", "triggerer"]) {
+      expect(fleet.output(name)).toMatch(/postgres is unreachable/);
+      expect(fleet.output(name)).toMatch(/postgres answers again after/);
+    }
+  });
+
+  it("every Postgres session killed mid-run: the same", async () => {
+    await underFault("all sessions killed", async () => {
+      expect(await fleet.pg.terminateSessions()).toBeGreaterThan(0);
+    });
+  });
+
+  it("a transaction held open in another database does not hold back dataset-driven automation", async () => {
+    await fleet.pg.query("create database analyst");
+    const stranger = new pg.Client({ connectionString: fleet.pg.url("analyst") });
+    await stranger.connect();
+    try {
+      await stranger.query("begin");
+      await stranger.query("select pg_current_xact_id()");
+      const opened = Date.now();
+      // f/total materialised: automation starts f/downstream from its event while the stranger's transaction is open.
+      const run = await fleet.launch({ assetKeys: ["f/local", "f/total"], allPartitions: true });
+      expect(await fleet.waitForRuns([run])).toBe(1);
+      const totalAt = Date.now();
+      const downstream = await fleet.until(async () => {
+        const rows = await fleet.pg.query<{ id: string }>(
+          "select r.id::text from runs r join steps s on s.run_id = r.id where s.asset_key = 'f/downstream' and r.id <> $1::uuid",
+          [run],
+          "tributary",
+        );
+        return rows[0]?.id;
+      }, "automation to start f/downstream while the transaction is open");
+      const reactedAfterS = (Date.now() - totalAt) / 1000;
+      expect(await fleet.waitForRuns([downstream])).toBe(1);
+      // Still open: the event reached automation past it.
+      expect((await stranger.query("select 1 as open")).rows).toEqual([{ open: 1 }]);
+      report({
+        scenario: "transaction open in another database",
+        runsSucceeded: 2,
+        runs: 2,
+        stepsRunTwice: await fleet.stepsRunTwice([run, downstream]),
+        progressAfterS: reactedAfterS,
+        faultS: (Date.now() - opened) / 1000,
+      });
+      // Held for as long as the scenario says (the full suite: ten minutes), automation keeps reacting meanwhile.
+      const holdUntil = opened + FAULT_MS.openTransaction;
+      while (Date.now() < holdUntil) {
+        const again = await fleet.launch({ assetKeys: ["f/total"] });
+        expect(await fleet.waitForRuns([again])).toBe(1);
+        await new Promise((r) => setTimeout(r, Math.min(5_000, Math.max(0, holdUntil - Date.now()))));
+      }
+    } finally {
+      await stranger.query("rollback").catch(() => undefined);
+      await stranger.end();
+    }
+  });
+});
