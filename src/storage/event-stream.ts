@@ -71,6 +71,8 @@ export interface ReadStreamOptions<R extends StreamRow> {
   readonly after: EventCursor;
   /** Most events in the page (at least 1). */
   readonly limit: number;
+  /** Most transactions the cursor keeps pending (default MAX_PENDING_TRANSACTIONS). */
+  readonly maxPending?: number;
   /** Which events this consumer reads: a condition on `e` (an events row); all when absent. */
   readonly filter?: RawBuilder<boolean>;
   /**
@@ -110,7 +112,7 @@ export async function readEventStream<R extends StreamRow>(db: Kysely<Database>,
     .setAccessMode("read only")
     .execute(async (trx) => {
       const { rows } = await sql<{ snapshot: string }>`select pg_current_snapshot()::text as snapshot`.execute(trx);
-      const plan = planRead(after, parseSnapshot(rows[0]!.snapshot));
+      const plan = planRead(after, parseSnapshot(rows[0]!.snapshot), options.maxPending ?? MAX_PENDING_TRANSACTIONS);
       const filter = options.filter ?? sql<boolean>`true`;
       const forward = sql`(select e.id, e.tx_id from events e
         where (e.tx_id, e.id) > (${after.txId}::xid8, ${after.id}::bigint) and e.tx_id < ${plan.bound.toString()}::xid8 and ${filter}
@@ -164,7 +166,7 @@ interface ReadPlan {
   readonly bound: bigint;
 }
 
-function planRead(after: EventCursor, snapshot: Snapshot): ReadPlan {
+function planRead(after: EventCursor, snapshot: Snapshot, maxPending: number): ReadPlan {
   const position = BigInt(after.txId);
   const ended: PendingTransaction[] = [];
   const running: PendingTransaction[] = [];
@@ -174,7 +176,7 @@ function planRead(after: EventCursor, snapshot: Snapshot): ReadPlan {
     (x < snapshot.xmax && !snapshot.running.has(x) ? ended : running).push(p);
   }
   const runningAfter = [...snapshot.running].filter((x) => x > position).sort(compareBigint);
-  const room = Math.max(0, MAX_PENDING_TRANSACTIONS - running.length);
+  const room = Math.max(0, maxPending - running.length);
   // Past the room the pending list has, the position stops short of the first running transaction that would not fit.
   const bound = runningAfter.length > room ? runningAfter[room]! : snapshot.xmax;
   return { ended, running, runningAfter, bound };
