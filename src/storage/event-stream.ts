@@ -61,9 +61,8 @@ export interface StreamPage<R> {
   readonly end: EventCursor;
 }
 
-/** What a page query must return per event, besides the consumer's columns. */
+/** What the consumer's select must return per event, besides its own columns. */
 export interface StreamRow {
-  readonly tx_id: string;
   readonly id: string | number;
 }
 
@@ -78,7 +77,7 @@ export interface ReadStreamOptions<R extends StreamRow> {
   /**
    * Reads the consumer's columns of the page's events: `ids` is a subquery
    * giving their `id`s. It runs in the read's transaction (use `db`), so it sees
-   * the same snapshot.
+   * the same snapshot. An event it leaves out is passed over, not read again.
    */
   readonly select: (db: Kysely<Database>, ids: RawBuilder<unknown>) => Promise<R[]>;
 }
@@ -126,9 +125,11 @@ export async function readEventStream<R extends StreamRow>(db: Kysely<Database>,
               from jsonb_to_recordset(${toJson(ended)}::jsonb) as p(tx_id text, id bigint)
               cross join lateral (select e.id, e.tx_id from events e where e.tx_id = p.tx_id::xid8 and e.id > p.id and ${filter}
                                   order by e.id limit ${limit}) x)`;
-      const ids = sql`select page.id from (${page}) page order by page.tx_id, page.id limit ${limit}`;
-      const selected = await options.select(trx, ids);
-      return pageOf(after, plan, sortByPosition(selected), limit);
+      const { rows: positions } = await sql<Position>`
+        select page.id::text as id, page.tx_id::text as tx_id from (${page}) page order by page.tx_id, page.id limit ${limit}`.execute(trx);
+      const ids = sql`select jsonb_array_elements_text(${toJson(positions.map((r) => r.id))}::jsonb)::bigint`;
+      const selected = positions.length === 0 ? [] : await options.select(trx, ids);
+      return pageOf(after, plan, positions, new Map(selected.map((r) => [String(r.id), r])), limit);
     });
 }
 
@@ -182,7 +183,19 @@ function planRead(after: EventCursor, snapshot: Snapshot, maxPending: number): R
   return { ended, running, runningAfter, bound };
 }
 
-function pageOf<R extends StreamRow>(after: EventCursor, plan: ReadPlan, rows: readonly R[], limit: number): StreamPage<R> {
+/** Where an event of the page is in the stream. */
+interface Position {
+  readonly id: string;
+  readonly tx_id: string;
+}
+
+function pageOf<R extends StreamRow>(
+  after: EventCursor,
+  plan: ReadPlan,
+  positions: readonly Position[],
+  selected: ReadonlyMap<string, R>,
+  limit: number,
+): StreamPage<R> {
   const position = BigInt(after.txId);
   let txId = after.txId;
   let id = after.id;
@@ -191,16 +204,16 @@ function pageOf<R extends StreamRow>(after: EventCursor, plan: ReadPlan, rows: r
   let passed = 0; // how many of plan.runningAfter lie below the position
   let pending = pendingOf(plan.running, owed, plan.runningAfter, passed);
   const entries: StreamEntry<R>[] = [];
-  for (const row of rows) {
-    const x = BigInt(row.tx_id);
+  for (const at of positions) {
+    const x = BigInt(at.tx_id);
     let changed = false;
     if (x < position) {
       // An event of an ended pending transaction (those are all below the position).
-      owed.set(row.tx_id, Number(row.id));
+      owed.set(at.tx_id, Number(at.id));
       changed = true;
     } else {
-      txId = row.tx_id;
-      id = Number(row.id);
+      txId = at.tx_id;
+      id = Number(at.id);
       while (passed < plan.runningAfter.length && plan.runningAfter[passed]! < x) {
         passed++;
         changed = true;
@@ -214,10 +227,11 @@ function pageOf<R extends StreamRow>(after: EventCursor, plan: ReadPlan, rows: r
       }
     }
     if (changed) pending = pendingOf(plan.running, owed, plan.runningAfter, passed);
-    entries.push({ row, after: { txId, id, pending } });
+    const row = selected.get(at.id);
+    if (row) entries.push({ row, after: { txId, id, pending } });
   }
   // A page that is not full holds every visible event: the ended transactions have been read to their end.
-  if (rows.length < limit && owed.size > 0) {
+  if (positions.length < limit && owed.size > 0) {
     owed.clear();
     pending = pendingOf(plan.running, owed, plan.runningAfter, passed);
   }
@@ -233,10 +247,6 @@ function pendingOf(
   const out: PendingTransaction[] = [...running, ...[...owed].map(([txId, id]) => ({ txId, id }))];
   for (let i = 0; i < passed; i++) out.push({ txId: runningAfter[i]!.toString(), id: 0 });
   return out.sort((a, b) => compareBigint(BigInt(a.txId), BigInt(b.txId)));
-}
-
-function sortByPosition<R extends StreamRow>(rows: readonly R[]): R[] {
-  return [...rows].sort((a, b) => compareBigint(BigInt(a.tx_id), BigInt(b.tx_id)) || compareBigint(BigInt(a.id), BigInt(b.id)));
 }
 
 function compareBigint(a: bigint, b: bigint): number {

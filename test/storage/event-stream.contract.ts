@@ -111,6 +111,29 @@ export function eventStreamContract(name: string, open: () => Promise<EventStrea
       expect((await readIds(db, second.cursor, 5)).ids).toEqual([]);
     });
 
+    it("passes over an event the consumer's select leaves out, without taking the page for the last one", async () => {
+      const a = await commitEvents(db, ["skip", "2", "3"]);
+      const b = await commitEvents(db, ["4"]);
+      const start: EventCursor = { txId: b.txId, id: b.ids[0]!, pending: [{ txId: a.txId, id: 0 }] };
+      const read = (after: EventCursor) =>
+        readEventStream(db, {
+          after,
+          limit: 2,
+          select: async (trx, ids) =>
+            (
+              await sql<{ id: string; partition_key: string }>`
+                select e.id, e.partition_key from events e where e.id in (${ids}) and e.partition_key <> 'skip'`.execute(trx)
+            ).rows,
+        });
+      const first = await read(start);
+      expect(first.entries.map((e) => e.row.partition_key)).toEqual(["2"]);
+      // Two events were read: `a` may have more, so it stays pending.
+      expect(first.end).toEqual({ ...start, pending: [{ txId: a.txId, id: a.ids[1] }] });
+      const second = await read(first.end);
+      expect(second.entries.map((e) => e.row.partition_key)).toEqual(["3"]);
+      expect(second.end).toEqual({ ...start, pending: [] });
+    });
+
     it("drops a pending transaction that ended without events: rolled back, or one that wrote none", async () => {
       let rolledBack = "";
       await db
