@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       });
     }
     await new PgEventStore(db).reportEvents(events, now);
-    // Events are read once no older transaction in the cluster is open (see events.tx_id): tick until they are.
+    // Tick until the events are read.
     let incremental = await task.tick(new Date(now.getTime() + 2_000));
     for (let i = 1; i < 100 && (incremental?.events ?? 0) === 0; i++) {
       await sleep(20);

@@ -278,7 +278,7 @@ CREATE TABLE public.events (
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
 COMMENT ON TABLE public.events IS 'The asset event stream (materialisations, observations, external reports, check results). Append-only.';
-COMMENT ON COLUMN public.events.tx_id IS 'Inserting transaction. Ids are assigned before commit, so a plain id cursor can skip late commits; consumers read in (tx_id, id) order below pg_snapshot_xmin(pg_current_snapshot()).';
+COMMENT ON COLUMN public.events.tx_id IS 'Inserting transaction. Ids are assigned before commit, so a plain id cursor can skip late commits; consumers read in (tx_id, id) order and keep the transactions still running below their position as pending, to read once they end.';
 ALTER TABLE public.events ADD CONSTRAINT events_kind_check CHECK ((kind = ANY (ARRAY['materialization'::text, 'observation'::text, 'external'::text, 'check_result'::text, 'planned'::text, 'failure'::text, 'wipe'::text])));
 ALTER TABLE public.events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 CREATE INDEX events_asset_kind_idx ON public.events USING btree (asset_key, kind, id DESC);

@@ -1,9 +1,6 @@
-/** Where the automation loop is in the event stream: events are read in (txId, id) order. */
-export interface EventCursor {
-  /** Inserting transaction (xid8 as text); "0" before the first event. */
-  readonly txId: string;
-  readonly id: number;
-}
+import type { EventCursor } from "./event-stream.js";
+
+export type { EventCursor, PendingTransaction } from "./event-stream.js";
 
 export interface AutomationLease {
   readonly acquired: boolean;
@@ -23,6 +20,12 @@ export interface StreamEvent {
   readonly runId: string | null;
   /** A `check_result` event (a blocking check's verdict on the partition's latest materialisation): passed or not. */
   readonly checkPassed?: boolean;
+}
+
+export interface EventPage {
+  readonly events: readonly StreamEvent[];
+  /** Where the next read starts (it moves even when `events` is empty: ended transactions leave its pending list). */
+  readonly cursor: EventCursor;
 }
 
 export interface PartitionRef {
@@ -80,10 +83,11 @@ export interface AutomationStore {
   /** Gives the lease up (a reconciler stopping), so another one takes over at once. */
   releaseLease(owner: string): Promise<void>;
   /**
-   * Events after the cursor in (txId, id) order, only from transactions that
-   * no running transaction precedes, so a late commit is never skipped.
+   * Up to `limit` events after the cursor (see readEventStream: each committed
+   * event once, whatever transaction is still open, a late commit included),
+   * and the cursor past them.
    */
-  readEvents(after: EventCursor, limit: number): Promise<StreamEvent[]>;
+  readEvents(after: EventCursor, limit: number): Promise<EventPage>;
   /** Materialised and failed partitions of every asset. */
   partitionStates(): Promise<PartitionStates>;
   /** Partitions with a step in an active run, per asset. */

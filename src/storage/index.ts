@@ -124,6 +124,8 @@ export type {
   AutomationStore,
   AutomationLease,
   EventCursor,
+  EventPage,
+  PendingTransaction,
   StreamEvent,
   PartitionRef,
   StalePartition,
@@ -133,6 +135,9 @@ export type {
   ListEvaluationsOptions,
   TickCommit,
 } from "./automation-store.js";
+// The event stream's cursor, shared by automation and OpenLineage emission.
+export { MAX_PENDING_TRANSACTIONS, STREAM_START, parseEventCursor, readEventStream } from "./event-stream.js";
+export type { ReadStreamOptions, StreamEntry, StreamPage, StreamRow } from "./event-stream.js";
 // OpenLineage emission: a leased cursor over step outcomes.
 export { PgOpenLineageStore } from "./pg-openlineage-store.js";
 export type {
@@ -141,7 +146,10 @@ export type {
   LineageEventRecord,
   LineageLease,
   LineageLiveStep,
+  LineagePage,
+  LineagePartial,
   LineageStepRecord,
+  LineageStreamEntry,
   LineageTry,
   LineageTryMark,
   OpenLineageStore,

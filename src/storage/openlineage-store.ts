@@ -1,12 +1,19 @@
-import type { EventCursor } from "./automation-store.js";
+import type { EventCursor } from "./event-stream.js";
 
 /**
- * Where OpenLineage emission stands: past the event (txId, id) when `done`,
- * else `sent` of the OpenLineage events that event yields were delivered.
+ * Where OpenLineage emission stands: every stream entry up to `stream` is
+ * sent, but `partial`, of which only the first `sent` OpenLineage events were.
  */
-export interface LineageCursor extends EventCursor {
+export interface LineageCursor {
+  readonly stream: EventCursor;
+  readonly partial: LineagePartial | null;
+}
+
+/** A stream entry (by its event) delivered in part: it is read again, ahead of the stream, and the rest sent. */
+export interface LineagePartial {
+  readonly txId: string;
+  readonly id: number;
   readonly sent: number;
-  readonly done: boolean;
 }
 
 /**
@@ -65,6 +72,18 @@ export interface LineageDatasetRecord {
 /** An entry of the event stream the emitter reports, in (txId, eventId) order. */
 export type LineageEventRecord = LineageStepRecord | LineageDatasetRecord;
 
+/** A stream entry, and the stream cursor once it is sent (with every entry before it in the page). */
+export interface LineageStreamEntry {
+  readonly record: LineageEventRecord;
+  readonly after: EventCursor;
+}
+
+export interface LineagePage {
+  readonly entries: readonly LineageStreamEntry[];
+  /** The stream cursor after the whole page (see readEventStream). */
+  readonly end: EventCursor;
+}
+
 /**
  * A step still in flight (or one that ended without an outcome event: skipped
  * or removed) with its started tries, for START events before the step ends.
@@ -97,11 +116,12 @@ export interface OpenLineageStore {
   /** Takes or renews the lease (free, ours, or expired); SKIP LOCKED, so a busy row means "not now". */
   acquireLease(owner: string, now: Date, ttlMs: number): Promise<LineageLease>;
   /**
-   * Step outcomes, observations and external reports after the cursor
-   * (including the cursor's event when it is not done), in commit order, below
-   * every transaction still open.
+   * Step outcomes, observations and external reports after the cursor (see
+   * readEventStream: each committed one once, whatever transaction is still
+   * open, a late commit included): the partial entry first when there is one,
+   * then up to `limit` entries in all.
    */
-  readEvents(after: LineageCursor, limit: number): Promise<LineageEventRecord[]>;
+  readEvents(after: LineageCursor, limit: number): Promise<LineagePage>;
   /**
    * Up to `limit` steps, in id order, that have a try to report before their
    * outcome: in flight (scheduled … deferred) with a try started or ended that

@@ -4,6 +4,7 @@ import type {
   AutomationStore,
   EvaluationRow,
   EventCursor,
+  EventPage,
   ListEvaluationsOptions,
   PartitionRef,
   PartitionStates,
@@ -13,6 +14,7 @@ import type {
 } from "./automation-store.js";
 import { releaseCursorLease, takeCursorLease } from "./cursor-lease.js";
 import type { Database } from "./database.js";
+import { parseEventCursor, readEventStream, STREAM_START, type PendingTransaction } from "./event-stream.js";
 import { toJson } from "./json.js";
 
 const CURSOR = "automation";
@@ -21,6 +23,8 @@ interface CursorValue {
   tick: number;
   txId: string;
   id: number;
+  /** Absent in cursors written before the stream kept pending transactions. */
+  pending?: readonly PendingTransaction[];
   owner?: string | null;
   until?: string | null;
 }
@@ -36,36 +40,40 @@ export class PgAutomationStore implements AutomationStore {
   }
 
   async acquireLease(owner: string, now: Date, ttlMs: number): Promise<AutomationLease> {
-    const initial: CursorValue = { tick: 1, txId: "0", id: 0 };
+    const initial: CursorValue = { tick: 1, ...STREAM_START };
     // SKIP LOCKED: while another reconciler commits a tick, this one simply skips automation for this pass.
     const row = await takeCursorLease<CursorValue>(this.#db, CURSOR, initial, owner, now, ttlMs);
-    if (!row) return { acquired: false, tick: 0, cursor: { txId: "0", id: 0 }, continued: false };
+    if (!row) return { acquired: false, tick: 0, cursor: STREAM_START, continued: false };
     const continued = row.previousOwner === owner && row.previousUntil !== null && new Date(row.previousUntil) >= now;
-    return { acquired: true, tick: Number(row.value.tick), cursor: { txId: String(row.value.txId), id: Number(row.value.id) }, continued };
+    return { acquired: true, tick: Number(row.value.tick), cursor: parseEventCursor(row.value), continued };
   }
 
   async releaseLease(owner: string): Promise<void> {
     await releaseCursorLease(this.#db, CURSOR, owner);
   }
 
-  async readEvents(after: EventCursor, limit: number): Promise<StreamEvent[]> {
-    const { rows } = await sql<{
-      id: string;
-      tx_id: string;
-      kind: string;
-      asset_key: string;
-      partition_key: string;
-      run_id: string | null;
-      check_passed: boolean | null;
-    }>`
-      select id, tx_id::text as tx_id, kind, asset_key, partition_key, run_id,
-             case when kind = 'check_result' then (metadata->>'passed')::boolean end as check_passed
-      from events
-      where (tx_id, id) > (${after.txId}::xid8, ${after.id}::bigint)
-        and tx_id < pg_snapshot_xmin(pg_current_snapshot())
-      order by tx_id, id
-      limit ${limit}`.execute(this.#db);
-    return rows.map((r) => ({
+  async readEvents(after: EventCursor, limit: number): Promise<EventPage> {
+    const page = await readEventStream(this.#db, {
+      after,
+      limit,
+      select: async (trx, ids) =>
+        (
+          await sql<{
+            id: string;
+            tx_id: string;
+            kind: string;
+            asset_key: string;
+            partition_key: string;
+            run_id: string | null;
+            check_passed: boolean | null;
+          }>`
+            select id, tx_id::text as tx_id, kind, asset_key, partition_key, run_id,
+                   case when kind = 'check_result' then (metadata->>'passed')::boolean end as check_passed
+            from events
+            where id in (${ids})`.execute(trx)
+        ).rows,
+    });
+    const events = page.entries.map(({ row: r }): StreamEvent => ({
       id: Number(r.id),
       txId: r.tx_id,
       kind: r.kind,
@@ -74,6 +82,7 @@ export class PgAutomationStore implements AutomationStore {
       runId: r.run_id,
       ...(r.check_passed === null ? {} : { checkPassed: r.check_passed }),
     }));
+    return { events, cursor: page.end };
   }
 
   async partitionStates(): Promise<PartitionStates> {
@@ -195,7 +204,8 @@ export class PgAutomationStore implements AutomationStore {
           from jsonb_to_recordset(${toJson(evaluations)}::jsonb)
             as x(asset_key text, partition_subset text, decision text, condition text, reasons jsonb, run_id uuid)`.execute(trx);
       }
-      const next: CursorValue = { ...value, tick: commit.tick + 1, txId: commit.cursor.txId, id: commit.cursor.id };
+      const { txId, id, pending } = commit.cursor;
+      const next: CursorValue = { ...value, tick: commit.tick + 1, txId, id, pending };
       await sql`update cursors set value = ${toJson(next)}::jsonb, updated_at = ${now} where name = ${CURSOR}`.execute(trx);
       return true;
     });

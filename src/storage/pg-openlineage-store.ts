@@ -1,26 +1,43 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type RawBuilder } from "kysely";
 import { releaseCursorLease, takeCursorLease } from "./cursor-lease.js";
 import type { Database } from "./database.js";
+import { parseEventCursor, readEventStream, STREAM_START, type PendingTransaction } from "./event-stream.js";
 import { toJson } from "./json.js";
 import type {
   LineageCursor,
   LineageEventRecord,
   LineageLease,
   LineageLiveStep,
+  LineagePage,
+  LineagePartial,
+  LineageStreamEntry,
   LineageTry,
   LineageTryMark,
   OpenLineageStore,
 } from "./openlineage-store.js";
 
 const CURSOR = "openlineage";
-const START: LineageCursor = { txId: "0", id: 0, sent: 0, done: true };
+const START: LineageCursor = { stream: STREAM_START, partial: null };
 
-interface CursorValue extends LineageCursor {
+/** The stream cursor's fields, the partial entry, the lease and the marks. */
+interface CursorValue {
+  readonly txId: string;
+  readonly id: number;
+  /** Absent in cursors written before the stream kept pending transactions. */
+  readonly pending?: readonly PendingTransaction[];
+  readonly partial?: LineagePartial | null;
+  /** Cursors written before `partial`: the entry at (txId, id) was sent in part (its first `sent`) unless `done`. */
+  readonly sent?: number;
+  readonly done?: boolean;
   readonly owner: string | null;
   readonly until: string | null;
   /** The marks, compactly: [stepId, tryNumber, ended ? 1 : 0]. Absent in cursors written before marks existed. */
   readonly tries?: readonly (readonly [number, number, number])[];
 }
+
+// Step outcomes (materialisations and failures written by a step), observations and external reports.
+const LINEAGE_EVENTS = sql<boolean>`((e.kind in ('materialization', 'failure') and e.step_id is not null and e.run_id is not null)
+                                     or e.kind in ('observation', 'external'))`;
 
 type TryJson = { tryNumber: number; state: string; startedAt: string | null; endedAt: string | null; errorMessage: string | null };
 
@@ -64,12 +81,13 @@ export class PgOpenLineageStore implements OpenLineageStore {
   }
 
   async acquireLease(owner: string, now: Date, ttlMs: number): Promise<LineageLease> {
-    const row = await takeCursorLease<CursorValue>(this.#db, CURSOR, START, owner, now, ttlMs);
+    const initial: CursorValue = { ...STREAM_START, partial: null, owner: null, until: null };
+    const row = await takeCursorLease<CursorValue>(this.#db, CURSOR, initial, owner, now, ttlMs);
     if (!row) return { acquired: false, cursor: START, marks: [] };
     const v = row.value;
     return {
       acquired: true,
-      cursor: { txId: String(v.txId), id: Number(v.id), sent: Number(v.sent), done: v.done === true },
+      cursor: { stream: parseEventCursor(v), partial: partialOf(v) },
       marks: (v.tries ?? []).map(([stepId, tryNumber, ended]) => ({
         stepId: Number(stepId),
         tryNumber: Number(tryNumber),
@@ -78,12 +96,24 @@ export class PgOpenLineageStore implements OpenLineageStore {
     };
   }
 
-  async readEvents(after: LineageCursor, limit: number): Promise<LineageEventRecord[]> {
-    // Steps' outcomes (materialisations and failures written by a step), observations and external
-    // reports; ordered by (tx_id, id) below the oldest open transaction, so a late commit is never skipped.
-    const position = after.done
-      ? sql`(e.tx_id, e.id) > (${after.txId}::xid8, ${after.id}::bigint)`
-      : sql`(e.tx_id, e.id) >= (${after.txId}::xid8, ${after.id}::bigint)`;
+  async readEvents(after: LineageCursor, limit: number): Promise<LineagePage> {
+    // The entry sent in part comes first, so that the emitter's next delivery completes it; the stream after it
+    // fills the rest of the batch.
+    const partial = after.partial ? await this.#records(this.#db, sql`e.id = ${after.partial.id}`) : [];
+    const page = await readEventStream(this.#db, {
+      after: after.stream,
+      limit: Math.max(1, limit - partial.length),
+      filter: LINEAGE_EVENTS,
+      select: (trx, ids) => this.#records(trx, sql`e.id in (${ids})`),
+    });
+    const entries: LineageStreamEntry[] = [
+      ...partial.map((r) => ({ record: toRecord(r), after: after.stream })),
+      ...page.entries.map((entry) => ({ record: toRecord(entry.row), after: entry.after })),
+    ];
+    return { entries, end: page.end };
+  }
+
+  async #records(db: Kysely<Database>, which: RawBuilder<boolean>): Promise<EventRow[]> {
     const { rows } = await sql<EventRow>`
       select e.id, e.tx_id::text as tx_id, e.kind, e.asset_key, e.partition_key, e.run_id, e.step_id, e.try_number, e.created_at,
              r.job_name, r.cancel_requested_at is not null as canceled, e.metadata->'error'->>'message' as error_message,
@@ -96,13 +126,9 @@ export class PgOpenLineageStore implements OpenLineageStore {
                                         order by i.upstream_asset_key, i.upstream_partition_key)
                        from event_inputs i where i.event_id = e.id), '[]') as inputs
       from events e left join runs r on r.id = e.run_id
-      where ${position}
-        and e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-        and ((e.kind in ('materialization', 'failure') and e.step_id is not null and e.run_id is not null)
-             or e.kind in ('observation', 'external'))
-      order by e.tx_id, e.id
-      limit ${limit}`.execute(this.#db);
-    return rows.map(toRecord);
+      where ${which} and ${LINEAGE_EVENTS}
+      order by e.tx_id, e.id`.execute(db);
+    return rows;
   }
 
   async readLiveSteps(marks: readonly LineageTryMark[], limit: number): Promise<LineageLiveStep[]> {
@@ -152,7 +178,8 @@ export class PgOpenLineageStore implements OpenLineageStore {
 
   async advance(owner: string, cursor: LineageCursor, marks: readonly LineageTryMark[], now: Date, ttlMs: number): Promise<boolean> {
     const next: CursorValue = {
-      ...cursor,
+      ...cursor.stream,
+      partial: cursor.partial,
       tries: marks.map((m) => [m.stepId, m.tryNumber, m.ended ? 1 : 0] as const),
       owner,
       until: new Date(now.getTime() + ttlMs).toISOString(),
@@ -165,6 +192,13 @@ export class PgOpenLineageStore implements OpenLineageStore {
   async releaseLease(owner: string): Promise<void> {
     await releaseCursorLease(this.#db, CURSOR, owner);
   }
+}
+
+function partialOf(v: CursorValue): LineagePartial | null {
+  if (v.partial) return { txId: String(v.partial.txId), id: Number(v.partial.id), sent: Number(v.partial.sent) };
+  // Written before `partial`: (txId, id) was the position, and the entry there was sent in part unless done.
+  if (v.done === false) return { txId: String(v.txId), id: Number(v.id), sent: Number(v.sent ?? 0) };
+  return null;
 }
 
 function toRecord(r: EventRow): LineageEventRecord {

@@ -84,7 +84,7 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
       t0,
     );
     let clock = t0.getTime();
-    // Events become readable once no older transaction in the cluster is open: tick until the request is there.
+    // Tick until the request is there.
     for (let i = 0; i < 200; i++) {
       await task.tick(new Date((clock += 10)));
       if ((await store.listEvaluations({ assetKey: "why/clean", limit: 10 })).some((r) => r.decision === "requested")) break;

@@ -186,8 +186,7 @@ describePostgres("execution: asset checks", () => {
       owner: "checks-test",
       minIntervalMs: 0,
     });
-    // Events become visible to automation once every older transaction of the cluster has ended: tick until the
-    // good day is requested, then a few more times (the failed day must never be).
+    // Tick until the good day is requested, then a few more times (the failed day must never be).
     const requestedDays = async () =>
       (
         await sql<{ partition_key: string }>`select partition_key from steps where asset_key = 'ca/clean' order by 1`.execute(h!.db)

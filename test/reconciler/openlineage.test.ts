@@ -1,7 +1,9 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveSettings } from "../../src/cli/settings.js";
 import { TributaryError } from "../../src/errors/index.js";
@@ -16,10 +18,11 @@ import {
   type LineageDatasetEvent,
   type LineageEvent,
   type LineageSink,
+  type OpenLineageEvent,
 } from "../../src/reconciler/index.js";
 import { PgEventStore, PgOpenLineageStore, type LineageLiveStep } from "../../src/storage/index.js";
 import { Harness } from "../execution/harness.js";
-import { describePostgres } from "../support/pg.js";
+import { createScratchDatabase, describePostgres } from "../support/pg.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
 
 const NAMESPACE = "tributary://test";
@@ -483,6 +486,74 @@ describePostgres("openlineage: run events from real runs", () => {
       },
     ]);
     expect(sent.every((e) => !("run" in e) && !("eventType" in e))).toBe(true);
+  });
+  it("sends past a transaction open elsewhere, and a late commit of ours once, also when an entry was sent in part", async () => {
+    const harness = (h = await Harness.create({ files: { "lineage.ts": DEFS }, start: false }));
+    const other = await createScratchDatabase();
+    const clients: pg.Client[] = [];
+    const session = async (url: string) => {
+      const client = new pg.Client({ connectionString: url });
+      clients.push(client);
+      await client.connect();
+      await client.query("begin");
+      await client.query("select pg_current_xact_id()");
+      return client;
+    };
+    // Takes one event per send, then fails: every step outcome is sent in part first.
+    const sent: OpenLineageEvent[] = [];
+    const sink: LineageSink = {
+      description: "one at a time",
+      send: async (events) => {
+        sent.push(events[0]!);
+        return events.length > 1 ? { delivered: 1, error: new Error("one at a time") } : { delivered: 1 };
+      },
+    };
+    const emitter = () =>
+      new OpenLineageTask({ store: new PgOpenLineageStore(harness.db), sink, namespace: NAMESPACE, owner: "ol", batch: 3, log: () => {} });
+    const names = () => sent.map((e) => ("eventType" in e ? `${e.eventType} ${e.job.name}@${e.run.runId}` : `dataset ${e.dataset.name}`));
+    try {
+      await session(other.url); // an idle psql in another database
+      const late = await session(harness.url); // a long transaction of ours, older than what follows
+      // A step outcome (no run row needed): a START and a COMPLETE, two events of one entry.
+      await late.query(
+        "insert into events (kind, asset_key, partition_key, run_id, step_id, try_number) values ('materialization', 'lin/raw', '2025-01-01', $1, 1, 1)",
+        [randomUUID()],
+      );
+      await harness.db.transaction().execute(async (trx) => {
+        await sql`insert into events (kind, asset_key, partition_key, run_id, step_id, try_number)
+                  values ('materialization', 'lin/raw', '2025-01-02', ${randomUUID()}, 2, 1)`.execute(trx);
+      });
+      const first = emitter();
+      // The committed outcome's START; its COMPLETE is owed.
+      await first.deliver();
+      expect(names().map((e) => e.split("@")[0])).toEqual(["START lin/raw"]);
+      await late.query("commit");
+      await new PgEventStore(harness.db).reportEvents(
+        [{ assetKey: "lin/broken", partitionKey: "", kind: "external", metadata: {} }],
+        new Date(),
+      );
+      for (let i = 0; i < 10 && sent.length < 5; i++) await first.deliver();
+      const events = names();
+      expect(events).toHaveLength(5);
+      expect(new Set(events).size).toBe(5);
+      // Step 2 (sent in part) is completed first, then step 1 (committed late), then the report.
+      expect(events.map((e) => e.split("@")[0])).toEqual([
+        "START lin/raw",
+        "COMPLETE lin/raw",
+        "START lin/raw",
+        "COMPLETE lin/raw",
+        "dataset lin/broken",
+      ]);
+      expect(events[0]!.split("@")[1]).toBe(events[1]!.split("@")[1]);
+      expect(events[2]!.split("@")[1]).toBe(events[3]!.split("@")[1]);
+      // A restarted emitter has nothing left to send.
+      await first.stop();
+      expect(await emitter().deliver()).toBe(0);
+      expect(sent).toHaveLength(5);
+    } finally {
+      for (const c of clients) await c.end().catch(() => undefined);
+      await other.drop();
+    }
   });
 });
 

@@ -138,9 +138,8 @@ export class AutomationTask implements ReconcilerTask {
     const full = reload || nowMs - this.#lastFull >= (o.fullEvaluationMs ?? 60_000) || (this.#nextDueAt !== null && now >= this.#nextDueAt);
 
     // --- the event stream ----------------------------------------------------
-    const events = await this.#readEvents(lease.cursor);
+    const { events, cursor } = await this.#readEvents(lease.cursor);
     const touched = applyEvents(events, c, graph, space);
-    const cursor: EventCursor = events.length ? { txId: events.at(-1)!.txId, id: events.at(-1)!.id } : lease.cursor;
     phase("events");
 
     // Upstream changes become pending updates of the automated assets downstream.
@@ -342,17 +341,25 @@ export class AutomationTask implements ReconcilerTask {
     return { version, dynamicSignature, materialized, failed, states, written };
   }
 
-  async #readEvents(after: EventCursor): Promise<StreamEvent[]> {
+  /**
+   * The events after the cursor, page by page, and the cursor past them. What
+   * is done with them needs only the stream's order (see readEventStream): one
+   * transaction's events in id order, and a transaction that began after
+   * another committed after it — a check result after the materialisation it
+   * judges, a wipe after what it wipes. Pending updates and staleness are
+   * settled against partition_status and lineage, not against event order.
+   */
+  async #readEvents(after: EventCursor): Promise<{ events: StreamEvent[]; cursor: EventCursor }> {
     const max = this.options.maxEventsPerTick ?? 50_000;
-    const out: StreamEvent[] = [];
+    const events: StreamEvent[] = [];
     let cursor = after;
-    while (out.length < max) {
-      const page = await this.options.store.readEvents(cursor, Math.min(EVENT_PAGE, max - out.length));
-      out.push(...page);
-      if (page.length < EVENT_PAGE) break;
-      cursor = { txId: page.at(-1)!.txId, id: page.at(-1)!.id };
+    while (events.length < max) {
+      const page = await this.options.store.readEvents(cursor, Math.min(EVENT_PAGE, max - events.length));
+      events.push(...page.events);
+      cursor = page.cursor;
+      if (page.events.length < EVENT_PAGE) break;
     }
-    return out;
+    return { events, cursor };
   }
 
   /** Settles pending upstream updates: which of them are still behind an upstream (and why). */

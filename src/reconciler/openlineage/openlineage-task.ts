@@ -1,4 +1,4 @@
-import type { LineageCursor, LineageEventRecord, LineageLiveStep, LineageTryMark, OpenLineageStore } from "../../storage/index.js";
+import type { EventCursor, LineageCursor, LineageLiveStep, LineagePage, LineageTryMark, OpenLineageStore } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
 import { isStepRecord, liveStepEvents, recordEvents, tryKey, type OpenLineageEvent } from "./lineage-events.js";
 import type { LineageSink } from "./lineage-sink.js";
@@ -116,11 +116,11 @@ export class OpenLineageTask implements ReconcilerTask {
       if (steps.length < batch || !result.complete) break;
     }
     for (;;) {
-      const records = await o.store.readEvents(state.cursor, batch);
-      const result = await this.#send(positioned(records, state, o.namespace), state);
+      const page = await o.store.readEvents(state.cursor, batch);
+      const result = await this.#send(positioned(page, state, o.namespace), state);
       if (result === undefined) return sent;
       sent += result.delivered;
-      if (records.length < batch || !result.complete) return sent;
+      if (page.entries.length < batch || !result.complete) return sent;
     }
   }
 
@@ -191,33 +191,54 @@ function live(steps: readonly LineageLiveStep[], state: EmitState, namespace: st
 }
 
 /**
- * The events of `records` not yet delivered. Positions count every event a
- * record yields (so a cursor within a record means the same whatever was sent
- * ahead of it); STARTs and ends its tries' marks show as sent are skipped.
- * Reaching a step outcome's last event drops its tries' marks.
+ * The events of the page's entries not yet delivered. Positions count every
+ * event an entry yields (so a cursor within an entry means the same whatever
+ * was sent ahead of it); STARTs and ends its tries' marks show as sent are
+ * skipped. Reaching a step outcome's last event drops its tries' marks. Order
+ * is the stream's (see readEventStream): what the emitter needs of it is that
+ * a step's outcomes come in the order they were recorded (one transaction
+ * each, a retry's after the try before), which also puts each try's START
+ * before its end.
  */
-function positioned(records: readonly LineageEventRecord[], state: EmitState, namespace: string): Positioned[] {
+function positioned(page: LineagePage, state: EmitState, namespace: string): Positioned[] {
   const out: Positioned[] = [];
-  const cursor = state.cursor;
-  for (const r of records) {
+  const partial = state.cursor.partial;
+  for (const { record: r, after } of page.entries) {
     const events = recordEvents(r, namespace);
-    const atCursor = r.txId === cursor.txId && r.eventId === cursor.id;
-    const skip = atCursor ? (cursor.done ? events.length : cursor.sent) : 0;
+    const atPartial = partial !== null && r.txId === partial.txId && r.eventId === partial.id;
+    const skip = Math.min(atPartial ? partial.sent : 0, events.length);
     for (let i = skip; i < events.length; i++) {
       const p = events[i]!;
-      const position: LineageCursor = { txId: r.txId, id: r.eventId, sent: i + 1, done: i + 1 === events.length };
+      const done = i + 1 === events.length;
+      const position: LineageCursor = { stream: after, partial: done ? null : { txId: r.txId, id: r.eventId, sent: i + 1 } };
       const mark = p.try ? state.marks.get(tryKey(p.try.stepId, p.try.tryNumber)) : undefined;
       const sentAhead = p.try !== undefined && mark !== undefined && (p.try.phase === "start" || mark);
       out.push({
         event: sentAhead ? undefined : p.event,
         settle: (s) => {
           s.cursor = position;
-          if (position.done && isStepRecord(r)) forget(s, r.stepId, r.tries);
+          if (done && isStepRecord(r)) forget(s, r.stepId, r.tries);
         },
       });
     }
+    // An entry with nothing (left) to send is simply passed.
+    if (skip === events.length) out.push({ event: undefined, settle: (s) => void (s.cursor = { stream: after, partial: null }) });
+  }
+  // Past the whole page: pending transactions that ended without (more) entries leave the cursor too.
+  const last = out.length > 0 ? page.entries.at(-1)!.after : state.cursor.stream;
+  if (!sameStream(last, page.end) || (out.length === 0 && state.cursor.partial !== null)) {
+    out.push({ event: undefined, settle: (s) => void (s.cursor = { stream: page.end, partial: null }) });
   }
   return out;
+}
+
+function sameStream(a: EventCursor, b: EventCursor): boolean {
+  return (
+    a.txId === b.txId &&
+    a.id === b.id &&
+    a.pending.length === b.pending.length &&
+    a.pending.every((p, i) => p.txId === b.pending[i]!.txId && p.id === b.pending[i]!.id)
+  );
 }
 
 function forget(state: EmitState, stepId: number, tries: readonly { readonly tryNumber: number }[]): void {
