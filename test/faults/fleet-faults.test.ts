@@ -29,7 +29,14 @@ describePostgres("faults: Redis, the API server and the workers", () => {
     const ended = Date.now();
     const progressAfterS = await fleet.progressAfter(ended, "f/fleet");
     const succeeded = await fleet.waitForRuns(runs);
-    report({ scenario: "redis stopped, back empty", runsSucceeded: succeeded, runs: runs.length, stepsRunTwice: await fleet.stepsRunTwice(runs), progressAfterS, faultS: (ended - started) / 1000 });
+    report({
+      scenario: "redis stopped, back empty",
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
     expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     expect(fleet.exited()).toEqual([]);
     expect(fleet.output("worker")).toMatch(/redis is unreachable/);
@@ -45,7 +52,14 @@ describePostgres("faults: Redis, the API server and the workers", () => {
     const ended = Date.now();
     const progressAfterS = await fleet.progressAfter(ended, "f/fleet");
     const succeeded = await fleet.waitForRuns(runs);
-    report({ scenario: "api killed, restarted", runsSucceeded: succeeded, runs: runs.length, stepsRunTwice: await fleet.stepsRunTwice(runs), progressAfterS, faultS: (ended - started) / 1000 });
+    report({
+      scenario: "api killed, restarted",
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
     expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     expect(fleet.output("worker")).toMatch(/api is unreachable/);
     expect(fleet.output("worker")).toMatch(/api answers again after/);
@@ -60,7 +74,14 @@ describePostgres("faults: Redis, the API server and the workers", () => {
     const ended = Date.now();
     const progressAfterS = await fleet.progressAfter(ended, "f/fleet");
     const succeeded = await fleet.waitForRuns(runs);
-    report({ scenario: "worker killed", runsSucceeded: succeeded, runs: runs.length, stepsRunTwice: await fleet.stepsRunTwice(runs), progressAfterS, faultS: (ended - started) / 1000 });
+    report({
+      scenario: "worker killed",
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
     expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
   });
 });

@@ -100,7 +100,12 @@ export class Fleet {
     await mkdir(fleet.landingDir);
     await writeFile(path.join(dir, "defs", "faults.ts"), DEFS(fleet.ledgerFile, fleet.landingDir));
     await fleet.startProc("api");
-    await Promise.all([fleet.startProc("reconciler-1"), fleet.startProc("reconciler-2"), fleet.startProc("triggerer"), fleet.startProc("worker")]);
+    await Promise.all([
+      fleet.startProc("reconciler-1"),
+      fleet.startProc("reconciler-2"),
+      fleet.startProc("triggerer"),
+      fleet.startProc("worker"),
+    ]);
     return fleet;
   }
 
@@ -147,7 +152,9 @@ export class Fleet {
 
   /** The processes that ended although nobody stopped them, with their output. */
   exited(): string[] {
-    return [...this.procs].filter(([, p]) => p.exitCode !== null || p.signalCode !== null).map(([n, p]) => `${n} (${p.exitCode ?? p.signalCode}):\n${p.output()}`);
+    return [...this.procs]
+      .filter(([, p]) => p.exitCode !== null || p.signalCode !== null)
+      .map(([n, p]) => `${n} (${p.exitCode ?? p.signalCode}):\n${p.output()}`);
   }
 
   output(name: string): string {
@@ -182,7 +189,11 @@ export class Fleet {
   }
 
   async runStatuses(ids: readonly string[]): Promise<Map<string, string>> {
-    const rows = await this.pg.query<{ id: string; status: string }>("select id::text, status from runs where id = any($1::uuid[])", [ids], "tributary");
+    const rows = await this.pg.query<{ id: string; status: string }>(
+      "select id::text, status from runs where id = any($1::uuid[])",
+      [ids],
+      "tributary",
+    );
     return new Map(rows.map((r) => [r.id, r.status]));
   }
 

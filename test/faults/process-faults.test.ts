@@ -23,7 +23,14 @@ describePostgres("faults: reconcilers and the triggerer", () => {
     const ended = Date.now();
     const progressAfterS = await fleet.progressAfter(ended, "f/local");
     const succeeded = await fleet.waitForRuns(runs);
-    report({ scenario: "one of two reconcilers killed", runsSucceeded: succeeded, runs: runs.length, stepsRunTwice: await fleet.stepsRunTwice(runs), progressAfterS, faultS: (ended - started) / 1000 });
+    report({
+      scenario: "one of two reconcilers killed",
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
     expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     await fleet.startProc("reconciler-1");
   });
@@ -48,7 +55,14 @@ describePostgres("faults: reconcilers and the triggerer", () => {
     const ended = Date.now();
     const progressAfterS = await fleet.progressAfter(ended, "f/landing");
     const succeeded = await fleet.waitForRuns(runs);
-    report({ scenario: `triggerer killed holding ${TRIGGERS} triggers`, runsSucceeded: succeeded, runs: runs.length, stepsRunTwice: await fleet.stepsRunTwice(runs), progressAfterS, faultS: (ended - started) / 1000 });
+    report({
+      scenario: `triggerer killed holding ${TRIGGERS} triggers`,
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
     expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     expect(await fleet.stepsRunTwice(runs)).toBe(0);
   });
