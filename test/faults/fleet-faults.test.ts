@@ -65,6 +65,18 @@ describePostgres("faults: Redis, the API server and the workers", () => {
     expect(fleet.output("worker")).toMatch(/api answers again after/);
   });
 
+  it("a worker started before the API waits for it instead of exiting", async () => {
+    await fleet.kill("worker");
+    await fleet.kill("api");
+    const worker = fleet.startProc("worker");
+    await fleet.until(async () => /api is unreachable/.test(fleet.output("worker")), "the worker to say the API is away");
+    await fleet.startProc("api");
+    await worker;
+    expect(fleet.output("worker")).toMatch(/api answers again after/);
+    const run = await fleet.launch({ assetKeys: ["f/fleet"], partition: "p00" });
+    expect(await fleet.waitForRuns([run])).toBe(1);
+  });
+
   it("a worker killed mid-step: its steps are re-run elsewhere without using the user's retries", async () => {
     const runs = [await fleet.launch({ assetKeys: ["f/fleet"], allPartitions: true })];
     await fleet.until(async () => (await fleetLines(runs[0]!)) >= 3, "the fleet run to be under way");
