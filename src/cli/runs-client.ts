@@ -261,6 +261,7 @@ function toStep(s: Wire, runId: string): StepView {
       endedAt: date(t.endedAt),
       durationMs: (t.durationMs as number | null) ?? null,
       error: t.error ?? null,
+      failureClass: t.failureClass === "INFRASTRUCTURE" ? "infrastructure" : t.failureClass === "USER" ? "user" : null,
       logRef: (t.logRef as string | null) ?? null,
     })),
   };

@@ -1,5 +1,5 @@
 import type { AuditEntry } from "./audit-trail.js";
-import type { SerializedError } from "../errors/index.js";
+import type { FailureClass, SerializedError } from "../errors/index.js";
 import type { StepSettings } from "../graph/index.js";
 import type { PartitionState, RunOrigin, RunStatus, StepState } from "./database.js";
 
@@ -129,7 +129,11 @@ export type StepCompletion = {
       readonly codeVersion: string | null;
       readonly inputs: readonly LineageInput[];
     }
-  | { readonly outcome: "failed"; readonly error: SerializedError; readonly retryable: boolean }
+  /**
+   * The try failed. `failureClass` says whose fault it was: a `user` failure is retried under the asset's retry
+   * policy, an `infrastructure` one under the infrastructure budget, without using up the asset's retries.
+   */
+  | { readonly outcome: "failed"; readonly error: SerializedError; readonly retryable: boolean; readonly failureClass: FailureClass }
   | { readonly outcome: "skipped"; readonly reason: string }
   /** The asset left the definitions while the run was open. */
   | { readonly outcome: "removed"; readonly reason: string }
@@ -154,7 +158,7 @@ export type StepCompletion = {
   /**
    * The executor gave the try back before it started (it was closing): the
    * step is handed out again, and the try does not count against its retry
-   * policy. Had it started after all, it counts as a retryable failure.
+   * policy. Had it started after all, it is an infrastructure failure.
    */
   | { readonly outcome: "released"; readonly error: SerializedError }
   /**
@@ -261,6 +265,8 @@ export interface StepTryRecord {
   readonly endedAt: Date | null;
   readonly durationMs: number | null;
   readonly error: unknown;
+  /** Whose fault the try's failure was; null for a try that did not fail. */
+  readonly failureClass: FailureClass | null;
   readonly logRef: string | null;
 }
 

@@ -325,6 +325,32 @@ describePostgres("execution API (/execution/v1)", () => {
     expect(await rows(dispatch.stepId)).toEqual(before);
   });
 
+  it("a finish says whose fault a failure was: an infrastructure failure re-runs a step with no retries; one without a class is the user's", async () => {
+    const failedBody = (extra: Record<string, unknown>) =>
+      finishBody({
+        kind: "failed",
+        error: { name: "TributaryError", code: "LOST", message: "the worker's host went away" },
+        retryable: true,
+        ...extra,
+      });
+    const classOf = async (stepId: number) =>
+      (
+        await sql<{ state: string; failure_class: string | null }>`
+          select s.state, t.failure_class from steps s join step_tries t on t.step_id = s.id where s.id = ${stepId}`.execute(h.db)
+      ).rows;
+    const lost = await launchAndClaim("x/solo");
+    expect((await post(tryUrl(lost.dispatch, "finish"), lost.dispatch.token, failedBody({ failureClass: "infrastructure" }))).status).toBe(
+      200,
+    );
+    expect(await classOf(lost.dispatch.stepId)).toEqual([{ state: "up_for_retry", failure_class: "infrastructure" }]);
+    // A worker from before failure classes sends none: its failure counts as the user's, as it did then.
+    const older = await launchAndClaim("x/solo");
+    expect((await post(tryUrl(older.dispatch, "finish"), older.dispatch.token, failedBody({}))).status).toBe(200);
+    expect(await classOf(older.dispatch.stepId)).toEqual([{ state: "failed", failure_class: "user" }]);
+    // Out of the way of the tests below, which claim whatever is runnable.
+    await h.runs.requestCancel(lost.runId, new Date());
+  });
+
   it("after a zombie reassignment the old try's finish is 409 (dropped by the client) and the new try wins", async () => {
     const { runId, dispatch: first } = await launchAndClaim("x/flaky");
     const rejected: { stepId: number; tryNumber: number; code: string }[] = [];
@@ -511,6 +537,11 @@ describePostgres("execution API (/execution/v1)", () => {
       ["finish", finishBody({ kind: "bogus" }), "body.outcome.kind"],
       ["finish", finishBody({ kind: "success", outputJson: "{not json", sizeBytes: 9 }), "body.outcome.outputJson"],
       ["finish", finishBody({ kind: "failed", error: { name: "E", message: "m" }, retryable: false }), "body.outcome.error.code"],
+      [
+        "finish",
+        finishBody({ kind: "failed", error: { name: "E", code: "C", message: "m" }, retryable: true, failureClass: "ours" }),
+        "body.outcome.failureClass",
+      ],
       ["finish", finishBody({ kind: "expanded", count: 3, itemsJson: "[1,2]", labels: null }), "body.outcome.count"],
       ["finish", { ...finishBody({ kind: "skipped", reason: "r" }), endedAt: 12 }, "body.endedAt"],
       [

@@ -244,6 +244,7 @@ describePostgres("execution: two reconcilers, one database", () => {
             logRef: null,
             outcome: "failed",
             retryable: false,
+            failureClass: "user",
             error: { name: "Error", code: "STEP_FAILED", message: "boom" },
           },
         ],

@@ -37,7 +37,8 @@ export async function housekeeping(
     (n) => n > 0,
   );
 
-  // Zombies: running steps nobody has heard from. Their try fails (retryable).
+  // Zombies: running steps nobody has heard from. Their try fails as an infrastructure failure: the worker or its
+  // host is gone, whatever the step's code was doing (it may have run to the end and not been able to say so).
   const zombies = await chore(
     async (trx) => {
       const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
@@ -54,6 +55,7 @@ export async function housekeeping(
             logRef: null,
             outcome: "failed",
             retryable: true,
+            failureClass: "infrastructure",
             error: {
               name: "ZombieStep",
               code: "STEP_ZOMBIE",
@@ -72,8 +74,8 @@ export async function housekeeping(
     () => false, // completeIn notifies
   );
 
-  // Handed out but never started (the executor lost it): hand it out again;
-  // such a try does not count against the retry policy.
+  // Handed out but never started (the executor or the queue lost it): hand it out again. The try is an
+  // infrastructure failure that uses up neither budget: nothing of the step's code ran.
   const requeued = await chore(
     async (trx) => {
       const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
@@ -85,7 +87,7 @@ export async function housekeeping(
           message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
         };
         await sql`
-          update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb
+          update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(err)}::jsonb, failure_class = 'infrastructure'
           from jsonb_to_recordset(${toJson(stuck.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
             as x(step_id bigint, try_number int)
           where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
