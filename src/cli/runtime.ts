@@ -45,12 +45,13 @@ import {
   type DefinitionStore,
   type OutputStore,
   type PauseTarget,
+  type RunDecisions,
   type RunStore,
 } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
-import { RUN_DECISIONS } from "../planner/index.js";
+import { runDecisions } from "../planner/index.js";
 import { Authenticator, RequestAccess, type AccessScope, type AssetOwnership, type Guard } from "../access/index.js";
 
 /** The pieces every in-process command shares: the database, its stores, the catalog. */
@@ -59,6 +60,8 @@ export interface Runtime {
   readonly database: DatabaseHandle;
   readonly definitions: PgDefinitionStore;
   readonly runs: PgRunStore;
+  /** The planner's decisions the stores apply (trigger rules, retries with the configured infrastructure budget). */
+  readonly decisions: RunDecisions;
   /** Backfills: launched through the API, advanced by the reconciler's backfill task. */
   readonly backfills: PgBackfillStore;
   /** Stored alerts: written by the run store and the reconciler's alerts task, listed by the API. */
@@ -112,7 +115,8 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     throw err;
   }
   const definitions = new PgDefinitionStore(database.db);
-  const runs = new PgRunStore(database.db, RUN_DECISIONS);
+  const decisions = runDecisions(settings.infrastructureRetry);
+  const runs = new PgRunStore(database.db, decisions);
   const backfills = new PgBackfillStore(database.db);
   const alerts = new PgAlertStore(database.db);
   const graphs = new GraphCache(definitions);
@@ -137,6 +141,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     database,
     definitions,
     runs,
+    decisions,
     backfills,
     alerts,
     graphs,
