@@ -149,7 +149,8 @@ export class Reconciler {
         queuedTimeoutMs: this.options.queuedTimeoutMs ?? 300_000,
       });
       for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
-      if (hk.zombies > 0) this.log("warn", `${hk.zombies} zombie step(s) failed (no heartbeat)`);
+      if (hk.zombies > 0)
+        this.log("warn", `${hk.zombies} zombie step(s): their tries failed (no heartbeat from their worker), an infrastructure failure`);
     }
     for (const task of this.options.tasks ?? []) {
       const taskStarted = performance.now();
