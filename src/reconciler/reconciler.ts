@@ -150,7 +150,10 @@ export class Reconciler {
       });
       for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
       if (hk.zombies > 0)
-        this.log("warn", `${hk.zombies} zombie step(s): their tries failed (no heartbeat from their worker), an infrastructure failure`);
+        this.log(
+          "warn",
+          `${hk.zombies} zombie step(s) failed (no heartbeat from their worker): infrastructure failures, which do not use up retries`,
+        );
     }
     for (const task of this.options.tasks ?? []) {
       const taskStarted = performance.now();
