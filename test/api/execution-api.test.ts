@@ -12,6 +12,7 @@ import type { StepDispatch, StepResult } from "../../src/execution/index.js";
 import { asset } from "../../src/index.js";
 import { buildDispatch } from "../../src/execution/index.js";
 import { PgTryTokenStore, type ClaimedStep } from "../../src/storage/index.js";
+import { freePort } from "../cli/run-cli.js";
 import { Harness, sleep } from "../execution/harness.js";
 import { describePostgres } from "../support/pg.js";
 import { apiServicesOn } from "../support/api-services.js";
@@ -680,6 +681,24 @@ describe("HttpExecutionBackend batch calls", () => {
     const err = await client.heartbeat(tries(3)).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 400, message: expect.stringContaining("body.pid") });
     expect(paths).toEqual(["/execution/v1/batch/heartbeat", ...[1, 2, 3].map((id) => `/execution/v1/tries/${id}/1/heartbeat`)]);
+  });
+
+  it("an execution API that cannot be reached fails the inputs as an infrastructure failure, naming the server", async () => {
+    const port = freePort(); // nothing listens there
+    const client = new HttpExecutionBackend({ url: `http://127.0.0.1:${port}`, shipLogs: false, attempts: 2, backoffMs: 1, log: () => {} });
+    const inputs = await client.loadInputs([dispatchOf(1)]);
+    expect(inputs.get(1)).toMatchObject({
+      ok: false,
+      failureClass: "infrastructure",
+      error: { code: "EXECUTION_API_UNREACHABLE", message: expect.stringContaining(`127.0.0.1:${port}`) },
+    });
+    // A server from before failure classes answers an inputs failure without one: the step's, as it was then.
+    const older = clientWith(async (_url, init) => {
+      const { tries } = JSON.parse(String(init!.body)) as { tries: { stepId: number; tryNumber: number }[] };
+      const error = { name: "TributaryError", code: "UPSTREAM_NOT_MATERIALIZED", message: "x/up has not been materialised" };
+      return Response.json({ results: tries.map((t) => ({ ...t, status: 200, value: { ok: false, error } })) });
+    });
+    expect((await older.loadInputs([dispatchOf(2)])).get(2)).toMatchObject({ ok: false, failureClass: "user" });
   });
 
   it("falls back to the per-try routes against a server without the batch routes", async () => {
