@@ -11,9 +11,11 @@ export interface StepDispatch {
   /** 1-based; counts across retries and clears. */
   readonly tryNumber: number;
   /**
-   * The last try the step may reach: a retryable failure of an earlier try is
-   * retried (onRetry), of this one it is final (onFailure). Absent: the
-   * asset's `retries.max + 1`, right for a step never cleared.
+   * The last try the step may reach: a retryable user failure of an earlier
+   * try is retried (onRetry), of this one it is final (onFailure). An
+   * infrastructure failure does not count: it runs again on its own budget,
+   * and the last try moves one later. Absent: the asset's `retries.max + 1`,
+   * right for a step never cleared nor lost to the infrastructure.
    */
   readonly lastTry?: number;
   readonly assetKey: string;

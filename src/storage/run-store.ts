@@ -44,7 +44,10 @@ export interface ClaimedStep {
   readonly executor: string;
   readonly queue: string | null;
   readonly timeoutMs: number | null;
-  /** The last try number the step may reach: a failure of this try is not retried. */
+  /**
+   * The last try number the step may reach: a user failure of this try is not retried (an infrastructure failure
+   * runs again on its own budget, and moves it one later).
+   */
   readonly lastTry: number;
   readonly snapshotVersion: number;
   /** The step's fired triggers, oldest first (empty unless it deferred). */
