@@ -491,12 +491,15 @@ CREATE TABLE public.step_tries (
     log_ref text,
     token_hash text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    token_expires_at timestamp with time zone
+    token_expires_at timestamp with time zone,
+    failure_class text
 );
 COMMENT ON TABLE public.step_tries IS 'Every try of every step; rows are never updated after the try ends.';
 COMMENT ON COLUMN public.step_tries.token_hash IS 'Hash of the execution-API token scoped to this try (the token itself is never stored).';
 COMMENT ON COLUMN public.step_tries.token_expires_at IS 'When the try''s execution-API token stops being accepted; each authenticated start or heartbeat moves it forward.';
+COMMENT ON COLUMN public.step_tries.failure_class IS 'Set when the try failed: ''user'' (its code threw, timed out, returned something bad, a check failed) or ''infrastructure'' (lost worker, unreachable API or store, hand-back, queued timeout). Null for tries that did not fail.';
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_duration_ms_check CHECK ((duration_ms >= 0));
+ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_failure_class_check CHECK ((failure_class = ANY (ARRAY['user'::text, 'infrastructure'::text])));
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_pkey PRIMARY KEY (id);
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'scheduled'::text, 'queued'::text, 'running'::text, 'success'::text, 'failed'::text, 'skipped'::text, 'up_for_retry'::text, 'up_for_reschedule'::text, 'deferred'::text, 'upstream_failed'::text, 'removed'::text])));
 ALTER TABLE public.step_tries ADD CONSTRAINT step_tries_step_id_fkey FOREIGN KEY (step_id) REFERENCES steps(id) ON DELETE CASCADE;
@@ -544,13 +547,14 @@ CREATE TABLE public.steps (
     map_label text,
     map_count integer,
     map_open integer,
-    map_inputs jsonb
+    map_inputs jsonb,
+    infrastructure_failures integer DEFAULT 0 NOT NULL
 );
 COMMENT ON TABLE public.steps IS 'One (asset, partition[, map index]) inside a run: Airflow''s task instance. Clearing sets state back to pending; try_number keeps counting.';
 COMMENT ON COLUMN public.steps.pool IS 'Pool name; not a foreign key, so deleting a pool never blocks or cascades into history.';
 COMMENT ON COLUMN public.steps.next_retry_at IS 'When an up_for_retry or up_for_reschedule step becomes scheduled again.';
 COMMENT ON COLUMN public.steps.scheduled_at IS 'When the step last became runnable: dispatch latency = queued_at - scheduled_at.';
-COMMENT ON COLUMN public.steps.tries_before IS 'Tries that do not count against the retry policy: those before the last clear, and hand-outs that never started.';
+COMMENT ON COLUMN public.steps.tries_before IS 'Tries that do not count against the retry policy: those before the last clear, hand-outs that never started, and infrastructure failures that were re-run.';
 COMMENT ON COLUMN public.steps.max_concurrency IS 'The asset''s maxConcurrency when the run was planned.';
 COMMENT ON COLUMN public.steps.depth IS 'Longest upstream path within the run. Among equal priorities deeper steps go first, so chains finish (and hand off) quickly instead of waiting behind every root.';
 COMMENT ON COLUMN public.steps.wait_started_at IS 'Reschedule-mode waits: when the current wait began (its timeout counts from here).';
@@ -560,7 +564,9 @@ COMMENT ON COLUMN public.steps.map_label IS 'A mapped step''s readable label, wh
 COMMENT ON COLUMN public.steps.map_count IS 'Set on an expanded step (map_index -1): how many mapped steps it expanded into; it then waits for them and gathers their outputs. Null: not expanded.';
 COMMENT ON COLUMN public.steps.map_open IS 'An expanded step: its mapped steps that have not ended. Each completion of mapped steps decrements it (under the expanded step''s row lock); the step is judged when it reaches 0 or a mapped step fails, never by counting them all on every completion.';
 COMMENT ON COLUMN public.steps.map_inputs IS 'An expanded step''s lineage and code version at expansion, recorded with the gathered materialisation.';
+COMMENT ON COLUMN public.steps.infrastructure_failures IS 'Infrastructure failures re-run since the step was last cleared: the part of the infrastructure retry budget it used. Such tries also count in tries_before, so they never use up the asset''s retries.';
 ALTER TABLE public.steps ADD CONSTRAINT steps_depth_check CHECK ((depth >= 0));
+ALTER TABLE public.steps ADD CONSTRAINT steps_infrastructure_failures_check CHECK ((infrastructure_failures >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_count_check CHECK ((map_count >= 0));
 ALTER TABLE public.steps ADD CONSTRAINT steps_map_index_check CHECK ((map_index >= '-1'::integer));
 ALTER TABLE public.steps ADD CONSTRAINT steps_max_concurrency_check CHECK ((max_concurrency > 0));

@@ -16,7 +16,6 @@ import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerSto
 import { logOutagesOnce, reportOutages } from "../health/index.js";
 import { startTriggerer } from "./triggerer-start.js";
 import type { Runtime } from "./runtime.js";
-import { RUN_DECISIONS } from "../planner/index.js";
 
 /** The reconciler's default: steps queued this long without starting are handed out again. */
 const DEFAULT_QUEUED_TIMEOUT_MS = 300_000;
@@ -142,7 +141,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     ? new ObservationsTask({ store: new PgObservationStore(runtime.database.db), graphs: runtime.graphs, definitions: runtime.definitions })
     : undefined;
   // Waits past their timeout end even when no triggerer runs (any reconciler or triggerer may end them; it is idempotent).
-  const triggerStore = new PgTriggerStore(runtime.database.db, RUN_DECISIONS);
+  const triggerStore = new PgTriggerStore(runtime.database.db, runtime.decisions);
   const waitTimeouts = {
     name: "wait-timeouts",
     run: async (now: Date) => {

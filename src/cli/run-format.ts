@@ -1,5 +1,6 @@
 // How runs read for people: a run with its steps as a table, status colours, durations.
 import pc from "picocolors";
+import type { FailureClass } from "../errors/index.js";
 import type { RunSummary } from "../storage/index.js";
 import { table } from "./output.js";
 import type { RunView, StepView } from "./runs-client.js";
@@ -25,6 +26,15 @@ export function printRun(run: RunView): void {
       ]),
     )}\n`,
   );
+  const failedTries = inPlanOrder(run.steps).flatMap((s) =>
+    s.tries
+      .filter((t) => t.state === "failed")
+      .map((t) => [stepName(s), s.partitionKey || "-", String(t.tryNumber), failureClassLabel(t.failureClass), errorLine(t.error) ?? ""]),
+  );
+  if (failedTries.length > 0) {
+    // Whose fault each failure was: only the user's count against the asset's retries.
+    process.stdout.write(`failed tries:\n${table(["asset", "partition", "try", "failure", "error"], failedTries)}\n`);
+  }
   const now = new Date();
   for (const s of run.steps) {
     if (s.state !== "deferred" || !s.waitingFor) continue;
@@ -73,6 +83,12 @@ export function colorStatus(s: string): string {
   if (s === "failed" || s === "upstream_failed") return pc.red(s);
   if (s === "running" || s === "queued") return pc.cyan(s);
   return pc.yellow(s);
+}
+
+/** `user` or `infrastructure` (in yellow: it did not use up the asset's retries); `-` for a try recorded without one. */
+export function failureClassLabel(failureClass: FailureClass | null): string {
+  if (failureClass === "infrastructure") return pc.yellow("infrastructure");
+  return failureClass ?? "-";
 }
 
 function errorLine(error: unknown): string | undefined {

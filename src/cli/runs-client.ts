@@ -134,7 +134,7 @@ const RUN_FIELDS = `id status origin definitionsVersion jobName priority tags st
   createdAt startedAt endedAt cancelRequestedAt planVersion`;
 const STEP_FIELDS = `id assetKey partitionKey mapIndex mapLabel mapCount checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt
   endedAt nextRetryAt workerId skipReason error upstreamStepIds
-  tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error logRef }
+  tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error failureClass logRef }
   waitingFor { ${TRIGGER_FIELDS} }`;
 
 type Wire = Record<string, unknown>;
@@ -261,6 +261,7 @@ function toStep(s: Wire, runId: string): StepView {
       endedAt: date(t.endedAt),
       durationMs: (t.durationMs as number | null) ?? null,
       error: t.error ?? null,
+      failureClass: t.failureClass === "INFRASTRUCTURE" ? "infrastructure" : t.failureClass === "USER" ? "user" : null,
       logRef: (t.logRef as string | null) ?? null,
     })),
   };

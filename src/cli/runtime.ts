@@ -46,12 +46,13 @@ import {
   type DefinitionStore,
   type OutputStore,
   type PauseTarget,
+  type RunDecisions,
   type RunStore,
 } from "../storage/index.js";
 import { syncDefinitions } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
-import { RUN_DECISIONS } from "../planner/index.js";
+import { runDecisions } from "../planner/index.js";
 import { Authenticator, RequestAccess, type AccessScope, type AssetOwnership, type Guard } from "../access/index.js";
 import { backoffDelayMs, DependencyHealth, isConnectionError, RECONNECT_BACKOFF } from "../health/index.js";
 
@@ -61,6 +62,8 @@ export interface Runtime {
   readonly database: DatabaseHandle;
   readonly definitions: PgDefinitionStore;
   readonly runs: PgRunStore;
+  /** The planner's decisions the stores apply (trigger rules, retries with the configured infrastructure budget). */
+  readonly decisions: RunDecisions;
   /** Backfills: launched through the API, advanced by the reconciler's backfill task. */
   readonly backfills: PgBackfillStore;
   /** Stored alerts: written by the run store and the reconciler's alerts task, listed by the API. */
@@ -115,7 +118,8 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     : await openMigrated(settings, health);
   health.register("postgres", () => sql`select 1`.execute(database.db));
   const definitions = new PgDefinitionStore(database.db);
-  const runs = new PgRunStore(database.db, RUN_DECISIONS);
+  const decisions = runDecisions(settings.infrastructureRetry);
+  const runs = new PgRunStore(database.db, decisions);
   const backfills = new PgBackfillStore(database.db);
   const alerts = new PgAlertStore(database.db);
   const graphs = new GraphCache(definitions);
@@ -140,6 +144,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     database,
     definitions,
     runs,
+    decisions,
     backfills,
     alerts,
     graphs,

@@ -10,6 +10,7 @@ import {
   type AlertsConfig,
   type OpenLineageConfig,
 } from "../reconciler/config/index.js";
+import { DEFAULT_INFRASTRUCTURE_RETRY_POLICY, type InfrastructureRetryPolicy } from "../planner/index.js";
 import { parseDuration } from "../sdk/index.js";
 import { DEFAULT_SERVER_URL } from "./server-identity.js";
 // Type only: the storage module (pg, kysely, the AWS SDK) would slow every command's start.
@@ -59,6 +60,12 @@ export interface Settings {
   http: HttpSettings;
   /** Sign-in through an OpenID Connect provider (TRIBUTARY_OIDC_*); absent unless TRIBUTARY_OIDC_ISSUER is set. */
   oidc?: OidcSettings;
+  /**
+   * Re-runs of a step after infrastructure failures, which never count against the asset's `retries`:
+   * TRIBUTARY_INFRASTRUCTURE_RETRIES (default 5), TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY (the first one's delay,
+   * default 2s; it grows exponentially, jittered) and TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY (default 1m).
+   */
+  infrastructureRetry: InfrastructureRetryPolicy;
 }
 
 export interface HttpSettings {
@@ -126,6 +133,24 @@ const count = (min: number) =>
     .transform(Number)
     .refine((n) => n >= min && n <= 1_000_000, `must be between ${min} and 1000000`);
 
+/** A duration as an environment variable gives it: `90s`, `5m`, `250ms`, or a number of milliseconds; at most a day. */
+const envDuration = (example: string) =>
+  z.string().transform((value, ctx) => {
+    const text = value.trim();
+    let ms: number;
+    try {
+      ms = parseDuration(/^\d+$/.test(text) ? Number(text) : text, "");
+    } catch {
+      ctx.addIssue({ code: "custom", message: `"${value}" is not a duration; write e.g. ${example}, or a number of milliseconds` });
+      return z.NEVER;
+    }
+    if (ms > 86_400_000) {
+      ctx.addIssue({ code: "custom", message: `"${value}" is more than a day (1d)` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
 /** An OpenID Connect provider users sign in with (the authorization code flow). */
 export interface OidcSettings {
   /** The provider's issuer URL; its discovery document is at <issuer>/.well-known/openid-configuration. */
@@ -185,6 +210,14 @@ const envSchema = z.object({
   TRIBUTARY_TRUST_PROXY: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
   TRIBUTARY_MUTATIONS_PER_MINUTE: count(0).optional(),
   TRIBUTARY_MUTATION_BURST: count(1).optional(),
+  TRIBUTARY_INFRASTRUCTURE_RETRIES: z
+    .string()
+    .regex(/^\d+$/, "must be a whole number (re-runs of a step after infrastructure failures; 0: none)")
+    .transform(Number)
+    .refine((n) => n <= 1000, "must be at most 1000")
+    .optional(),
+  TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY: envDuration("2s").optional(),
+  TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: envDuration("1m").optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -202,6 +235,9 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     TRIBUTARY_TRUST_PROXY: env.TRIBUTARY_TRUST_PROXY || undefined,
     TRIBUTARY_MUTATIONS_PER_MINUTE: env.TRIBUTARY_MUTATIONS_PER_MINUTE || undefined,
     TRIBUTARY_MUTATION_BURST: env.TRIBUTARY_MUTATION_BURST || undefined,
+    TRIBUTARY_INFRASTRUCTURE_RETRIES: env.TRIBUTARY_INFRASTRUCTURE_RETRIES || undefined,
+    TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY || undefined,
+    TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -245,10 +281,34 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
           : { perMinute: parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE ?? 60, burst: parsedEnv.data.TRIBUTARY_MUTATION_BURST ?? 30 },
       mutationRateSet: parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE !== undefined,
     },
+    infrastructureRetry: infrastructureRetry(parsedEnv.data),
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
     ...optionalOidc(env),
   };
+}
+
+/** The infrastructure retry budget; a cap below the first delay names both variables. */
+function infrastructureRetry(env: {
+  TRIBUTARY_INFRASTRUCTURE_RETRIES?: number | undefined;
+  TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY?: number | undefined;
+  TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY?: number | undefined;
+}): InfrastructureRetryPolicy {
+  const d = DEFAULT_INFRASTRUCTURE_RETRY_POLICY;
+  const policy = {
+    max: env.TRIBUTARY_INFRASTRUCTURE_RETRIES ?? d.max,
+    delayMs: env.TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY ?? d.delayMs,
+    maxDelayMs: env.TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY ?? d.maxDelayMs,
+  };
+  if (policy.maxDelayMs < policy.delayMs) {
+    const given = (set: boolean) => (set ? "" : ", the default");
+    throw new InputError(
+      `environment variable TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY (${policy.maxDelayMs} ms${given(env.TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY !== undefined)}) ` +
+        `is shorter than TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY (${policy.delayMs} ms${given(env.TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY !== undefined)}): ` +
+        `the cap on the delay must be at least the first delay`,
+    );
+  }
+  return policy;
 }
 
 // OIDC sign-in: every setting is checked at startup, naming the variable.

@@ -4,7 +4,6 @@ import { builtInTriggers, envSqlConnections, pgMaterializedLookup } from "../tri
 import { Triggerer, TriggerKindProcess } from "../triggerer/index.js";
 import type { Runtime } from "./runtime.js";
 import { reportOutages } from "../health/index.js";
-import { RUN_DECISIONS } from "../planner/index.js";
 
 export interface StartTriggererOptions {
   readonly concurrency?: number;
@@ -56,7 +55,7 @@ export async function startTriggerer(runtime: Runtime, options: StartTriggererOp
 
   await loadKinds();
   const triggerer = new Triggerer({
-    store: new PgTriggerStore(runtime.database.db, RUN_DECISIONS),
+    store: new PgTriggerStore(runtime.database.db, runtime.decisions),
     registry: () => (kinds ? { ...builtIns, ...kinds.registry } : builtIns),
     listen: (channel, handler) => runtime.database.listen(channel, handler),
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),

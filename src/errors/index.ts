@@ -14,3 +14,5 @@ export {
 } from "./tributary-error.js";
 export type { ErrorLocation, SerializedError } from "./tributary-error.js";
 export { MASKED_CREDENTIAL, maskCredentials } from "./credential-mask.js";
+export { FAILURE_CLASSES } from "./failure-class.js";
+export type { FailureClass } from "./failure-class.js";

@@ -1,4 +1,4 @@
-import type { SerializedError } from "../errors/index.js";
+import type { FailureClass, SerializedError } from "../errors/index.js";
 import type { HandedOutTry, StepStart } from "../storage/index.js";
 
 /**
@@ -11,9 +11,11 @@ export interface StepDispatch {
   /** 1-based; counts across retries and clears. */
   readonly tryNumber: number;
   /**
-   * The last try the step may reach: a retryable failure of an earlier try is
-   * retried (onRetry), of this one it is final (onFailure). Absent: the
-   * asset's `retries.max + 1`, right for a step never cleared.
+   * The last try the step may reach: a retryable user failure of an earlier
+   * try is retried (onRetry), of this one it is final (onFailure). An
+   * infrastructure failure does not count: it runs again on its own budget,
+   * and the last try moves one later. Absent: the asset's `retries.max + 1`,
+   * right for a step never cleared nor lost to the infrastructure.
    */
   readonly lastTry?: number;
   readonly assetKey: string;
@@ -81,7 +83,14 @@ export type StepStarted = StepStart;
 
 export type StepOutcome =
   | { readonly kind: "success"; readonly outputJson: string; readonly sizeBytes: number }
-  | { readonly kind: "failed"; readonly error: SerializedError; readonly retryable: boolean }
+  /**
+   * The try failed. `failureClass` says whose fault: `user` when the asset's code threw, ran past its own timeout,
+   * called process.exit, ran its process out of memory, or returned something that cannot be stored;
+   * `infrastructure` when the try ended for a reason outside that code (its worker was stopped, killed from outside
+   * or lost, the backend, execution API or output store could not be reached). Only user failures count against
+   * the asset's `retries`.
+   */
+  | { readonly kind: "failed"; readonly error: SerializedError; readonly retryable: boolean; readonly failureClass: FailureClass }
   | { readonly kind: "skipped"; readonly reason: string }
   /** ctx.defer / waitFor deferrable: the try ends, the step waits on a trigger without a slot. */
   | { readonly kind: "deferred"; readonly trigger: DeferRequest }
@@ -109,7 +118,12 @@ export interface StepResult {
 
 /** Inputs of one step: per dependency name, the upstream output (or an array of them, in partition order). */
 export type StepInputs =
-  { readonly ok: true; readonly inputs: Readonly<Record<string, unknown>> } | { readonly ok: false; readonly error: SerializedError };
+  | { readonly ok: true; readonly inputs: Readonly<Record<string, unknown>> }
+  /**
+   * The inputs cannot be read: `user` when the step's own definition is at fault (an upstream it reads was never
+   * materialised), `infrastructure` when the store holding them could not be reached. The try then fails unstarted.
+   */
+  | { readonly ok: false; readonly error: SerializedError; readonly failureClass: FailureClass };
 
 /**
  * What an executor needs from the rest of Tributary. The local executor gets

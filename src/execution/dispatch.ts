@@ -107,6 +107,8 @@ export async function dispatchClaims(
         logRef: null,
         outcome: "failed",
         retryable: false,
+        // The definitions cannot be made into a dispatch (see buildDispatch): every try would fail the same way.
+        failureClass: "user",
         error: serializeError(err),
       });
     }

@@ -145,9 +145,12 @@ export class HttpExecutionBackend implements ExecutionBackend {
     const out = new Map<number, StepInputs>();
     steps.forEach((s, i) => {
       const outcome = outcomes[i]!;
-      if (outcome.ok) out.set(s.stepId, outcome.value as StepInputs);
-      else if (outcome.error instanceof ExecutionApiCallError) out.set(s.stepId, { ok: false, error: serializeError(outcome.error) });
-      else throw outcome.error;
+      if (outcome.ok) out.set(s.stepId, withFailureClass(outcome.value as StepInputs));
+      // The execution API could not be reached, or refused the try (it was reassigned, its token expired): nothing
+      // the step did.
+      else if (outcome.error instanceof ExecutionApiCallError) {
+        out.set(s.stepId, { ok: false, error: serializeError(outcome.error), failureClass: "infrastructure" });
+      } else throw outcome.error;
     });
     return out;
   }
@@ -459,6 +462,11 @@ export class HttpExecutionBackend implements ExecutionBackend {
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
+}
+
+/** A server from before failure classes answers inputs it cannot read without one: such failures were the step's. */
+function withFailureClass(inputs: StepInputs): StepInputs {
+  return inputs.ok || inputs.failureClass ? inputs : { ok: false, error: inputs.error, failureClass: "user" };
 }
 
 function missingToken(s: TryRef): ExecutionApiCallError {

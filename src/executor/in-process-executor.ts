@@ -122,6 +122,7 @@ class InProcessLane implements Lane {
       kind: "failed",
       error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
       retryable: true,
+      failureClass: "user",
     });
   }
 

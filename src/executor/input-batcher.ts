@@ -1,4 +1,4 @@
-import { TributaryError, serializeError, type SerializedError } from "../errors/index.js";
+import { TributaryError, serializeError, type FailureClass, type SerializedError } from "../errors/index.js";
 import type { ExecutionBackend, StepInputs } from "../execution/index.js";
 import { describeTry, serializedStepError, STEP_ERROR_CODES, stepError } from "./step-errors.js";
 import type { StepEntry } from "./step-entry.js";
@@ -6,8 +6,8 @@ import type { StepEntry } from "./step-entry.js";
 export interface InputBatcherEvents {
   /** The step's inputs are there: it may be queued for a lane. */
   loaded(entry: StepEntry, inputs: Readonly<Record<string, unknown>>): void;
-  /** Its inputs could not be loaded; the try can run again. */
-  failed(entry: StepEntry, error: SerializedError): void;
+  /** Its inputs could not be loaded; the try can run again. `failureClass`: whose fault that is. */
+  failed(entry: StepEntry, error: SerializedError, failureClass: FailureClass): void;
   /** A batch came back and every step in it was loaded or failed. */
   settled(): void;
 }
@@ -55,7 +55,8 @@ export class InputBatcher {
                 `${describeTry(entry.dispatch)}: loading its inputs failed: ${err instanceof Error ? err.message : String(err)}`,
                 err,
               );
-        this.events.failed(entry, serializeError(error));
+        // The backend itself could not answer (the database or the execution API unreachable, after its retries).
+        this.events.failed(entry, serializeError(error), "infrastructure");
       }
       return;
     }
@@ -70,9 +71,10 @@ export class InputBatcher {
             entry.dispatch,
             `${describeTry(entry.dispatch)}: the backend returned no inputs for step ${entry.dispatch.stepId}`,
           ),
+          "infrastructure",
         );
       } else if (!result.ok) {
-        this.events.failed(entry, result.error);
+        this.events.failed(entry, result.error, result.failureClass);
       } else {
         this.events.loaded(entry, result.inputs);
       }

@@ -13,8 +13,9 @@ export interface LocalExecutorOptions {
    * Steps one process runs at once. Default 4: most steps wait on I/O
    * (databases, HTTP, object storage), so a few share a process well. The
    * price: a crash or out-of-memory kill ends every step in that process
-   * (they fail as retryable and run again), and CPU-bound steps slow each
-   * other down. Set 1 for heavy steps.
+   * (a crash or running out of the heap counts as a user failure of each of
+   * them, since no one can tell which step caused it), and CPU-bound steps
+   * slow each other down. Set 1 for heavy steps.
    */
   readonly concurrencyPerProcess?: number;
   /** Heap limit of each process (--max-old-space-size). Default 1024. */
@@ -200,10 +201,11 @@ export class LocalExecutor implements Executor {
       this.scheduleRespawn(delay);
       return;
     }
-    const { code, message } = describeExit(exit, this.memoryMb);
+    const { code, message, failureClass } = describeExit(exit, this.memoryMb);
     this.scheduler.laneLost(worker, (d) => ({
       error: serializedStepError(code, d, `${describeTry(d)}: ${message}; this try can run again`),
       retryable: true,
+      failureClass,
     }));
     // A retiring or already-replaced worker is not replaced; laneLost replaces live ones.
     this.forget(worker);

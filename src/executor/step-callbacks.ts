@@ -32,7 +32,9 @@ export function callbackFor(
   }
   if (outcome.kind !== "failed") return undefined;
   const failure = toFailure(outcome.error);
-  const lastTry = d.lastTry ?? run.retriesMax + 1;
+  // An infrastructure failure runs again on a budget of its own and does not count: the last try moves one later.
+  const infrastructure = outcome.failureClass === "infrastructure";
+  const lastTry = (d.lastTry ?? run.retriesMax + 1) + (infrastructure ? 1 : 0);
   if (outcome.retryable && d.tryNumber < lastTry) {
     const fn = cb.onRetry;
     return fn && { name: "onRetry", call: (ctx) => fn(ctx, failure, Object.freeze({ nextTry: d.tryNumber + 1, lastTry })) };

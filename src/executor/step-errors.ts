@@ -1,4 +1,11 @@
-import { serializeError, TributaryError, UserCodeError, type ErrorLocation, type SerializedError } from "../errors/index.js";
+import {
+  serializeError,
+  TributaryError,
+  UserCodeError,
+  type ErrorLocation,
+  type FailureClass,
+  type SerializedError,
+} from "../errors/index.js";
 import type { StepDispatch } from "../execution/index.js";
 
 /**
@@ -41,6 +48,14 @@ export const STEP_ERROR_CODES = {
   /** `submit()` after `close()`. */
   executorClosed: "EXECUTOR_CLOSED",
 } as const;
+
+/**
+ * Whose fault a try is that the executor stopped with this error: a timeout or a cancel is the step's own (its
+ * `timeout`, its run); the executor closing under it is not.
+ */
+export function stopFailureClass(reason: { readonly code: string }): FailureClass {
+  return reason.code === STEP_ERROR_CODES.closed ? "infrastructure" : "user";
+}
 
 type TryIdentity = Pick<StepDispatch, "assetKey" | "partitionKey" | "runId" | "tryNumber">;
 

@@ -6,8 +6,9 @@ import type { ActiveTry } from "./step-runtime.js";
 
 // What a try's return value becomes: an output stored as JSON within the size limit, or a fan-out's checked items.
 
+/** A failure of the step's own code (or of what it returned): the user's, counted against the asset's retries. */
 export function failed(err: unknown, retryable: boolean): StepOutcome {
-  return { kind: "failed", error: serializeError(err), retryable };
+  return { kind: "failed", error: serializeError(err), retryable, failureClass: "user" };
 }
 
 export function serializeOutput(d: StepDispatch, value: unknown): StepOutcome {

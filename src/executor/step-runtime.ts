@@ -12,7 +12,7 @@ import {
   type Expansion,
 } from "../sdk/index.js";
 import type { MaterializedLookup } from "../trigger-checks/index.js";
-import { describeTry, STEP_ERROR_CODES, stepError, withoutStack, wrapUserError } from "./step-errors.js";
+import { describeTry, STEP_ERROR_CODES, stepError, stopFailureClass, withoutStack, wrapUserError } from "./step-errors.js";
 import { runStepCallbacks } from "./step-callbacks.js";
 import { StepLog, type LogLevel } from "./step-log.js";
 import type { StepDispatch, StepOutcome } from "../execution/index.js";
@@ -213,7 +213,12 @@ export class StepRuntime {
       const reason: unknown = signal.reason;
       if (!(reason instanceof TributaryError)) return failed(reason, true);
       // A timeout, cancel or close: the executor's own error, whose stack says nothing about the step.
-      return { kind: "failed", error: withoutStack(reason), retryable: reason.code !== STEP_ERROR_CODES.canceled };
+      return {
+        kind: "failed",
+        error: withoutStack(reason),
+        retryable: reason.code !== STEP_ERROR_CODES.canceled,
+        failureClass: stopFailureClass(reason),
+      };
     }
     if (active.skipReason !== undefined) return { kind: "skipped", reason: active.skipReason };
     if (active.exitError) return failed(active.exitError, true);

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { TributaryError, type SerializedError } from "../errors/index.js";
+import { TributaryError, type FailureClass, type SerializedError } from "../errors/index.js";
 import type { ExecutionBackend, StepDispatch, StepOutcome } from "../execution/index.js";
 import { BatchReporter } from "./batch-reporter.js";
 import { FifoQueue } from "./fifo-queue.js";
@@ -16,6 +16,7 @@ import {
   serializedStepError,
   STEP_ERROR_CODES,
   stepError,
+  stopFailureClass,
   timeoutError,
   withKillNote,
   withoutStack,
@@ -68,7 +69,7 @@ export class StepScheduler {
         entry.state = "queued";
         this.queue.push(entry);
       },
-      failed: (entry, error) => this.finishUnstarted(entry, error, true, "loading the step's inputs failed"),
+      failed: (entry, error, failureClass) => this.finishUnstarted(entry, error, true, failureClass, "loading the step's inputs failed"),
       settled: () => this.pump(),
     });
     this.reporter = new BatchReporter(backend, {
@@ -136,6 +137,8 @@ export class StepScheduler {
         this.report(entry, {
           kind: "failed",
           retryable: false,
+          // Handed out twice: the orchestrator's doing, not the step's.
+          failureClass: "infrastructure",
           error: withoutStack(
             stepError(
               STEP_ERROR_CODES.duplicate,
@@ -166,7 +169,7 @@ export class StepScheduler {
     for (const dispatch of steps) {
       const error = closedBeforeStartError(dispatch);
       appendStepLog(dispatch.logRef, "error", `step handed back: ${error.message}`, { code: error.code });
-      this.report(newStepEntry(dispatch), { kind: "failed", error, retryable: true });
+      this.report(newStepEntry(dispatch), { kind: "failed", error, retryable: true, failureClass: "infrastructure" });
     }
   }
 
@@ -176,7 +179,7 @@ export class StepScheduler {
       if (!entry || entry.state === "done") continue;
       const error = canceledError(entry.dispatch, reason);
       if (entry.state === "running") this.stop(entry, error);
-      else this.finishUnstarted(entry, withoutStack(error), false, "step canceled before it started");
+      else this.finishUnstarted(entry, withoutStack(error), false, "user", "step canceled before it started");
     }
   }
 
@@ -205,20 +208,27 @@ export class StepScheduler {
 
   /**
    * A lane is gone (its process exited, or was killed). Its steps fail;
-   * `failureOf` says how each one's failure reads.
+   * `failureOf` says how each one's failure reads, and whose fault it is.
    */
-  laneLost(lane: Lane, failureOf: (dispatch: StepDispatch) => { error: SerializedError; retryable: boolean }): void {
+  laneLost(
+    lane: Lane,
+    failureOf: (dispatch: StepDispatch) => { error: SerializedError; retryable: boolean; failureClass: FailureClass },
+  ): void {
     const onLane = this.lanes.remove(lane);
     if (!onLane) return;
     for (const entry of onLane) {
       if (entry.state !== "running") continue;
       // A step that was being stopped itself (canceled, timed out) ends for its own reason,
       // not as a bystander of the kill: a canceled step stays STEP_CANCELED and is not retried.
-      const { error, retryable } = entry.stopping
-        ? { error: withoutStack(entry.stopping), retryable: entry.stopping.code !== STEP_ERROR_CODES.canceled }
+      const { error, retryable, failureClass } = entry.stopping
+        ? {
+            error: withoutStack(entry.stopping),
+            retryable: entry.stopping.code !== STEP_ERROR_CODES.canceled,
+            failureClass: stopFailureClass(entry.stopping),
+          }
         : failureOf(entry.dispatch);
       appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
-      this.complete(entry, { kind: "failed", error, retryable }, Date.now());
+      this.complete(entry, { kind: "failed", error, retryable, failureClass }, Date.now());
     }
     this.options.onLaneLost?.(lane);
     this.pump();
@@ -227,7 +237,9 @@ export class StepScheduler {
   /** Fails every step that has not reached a lane (no worker can start). */
   failWaiting(error: (dispatch: StepDispatch) => SerializedError): void {
     for (const entry of [...this.entries.values()]) {
-      if (entry.state === "queued") this.finishUnstarted(entry, error(entry.dispatch), true, "step failed before it started");
+      if (entry.state === "queued") {
+        this.finishUnstarted(entry, error(entry.dispatch), true, "infrastructure", "step failed before it started");
+      }
     }
   }
 
@@ -241,7 +253,13 @@ export class StepScheduler {
     this.closing = true;
     for (const entry of [...this.entries.values()]) {
       if (entry.state === "loading" || entry.state === "queued") {
-        this.finishUnstarted(entry, closedBeforeStartError(entry.dispatch), true, "step dropped: the executor closed before it started");
+        this.finishUnstarted(
+          entry,
+          closedBeforeStartError(entry.dispatch),
+          true,
+          "infrastructure",
+          "step dropped: the executor closed before it started",
+        );
       }
     }
     if (this.running > 0) {
@@ -267,7 +285,7 @@ export class StepScheduler {
         if (entry.lane?.endsBy === "kill") lanesToKill.add(entry.lane);
         else entry.lane?.abandon(entry.dispatch.stepId);
         appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
-        this.complete(entry, { kind: "failed", error: withoutStack(error), retryable: true }, Date.now());
+        this.complete(entry, { kind: "failed", error: withoutStack(error), retryable: true, failureClass: "infrastructure" }, Date.now());
       }
       for (const lane of lanesToKill) lane.kill();
     }
@@ -327,17 +345,19 @@ export class StepScheduler {
       entry.graceTimer = undefined;
       if (entry.state !== "running") return;
       const retryable = reason.code !== STEP_ERROR_CODES.canceled;
+      const failureClass = stopFailureClass(reason);
       const error = withKillNote(withoutStack(reason), this.options.killGraceMs, lane.endsBy === "kill" ? "killed" : "abandoned");
       appendStepLog(entry.dispatch.logRef, "error", `step failed: ${error.message}`, { code: error.code });
       if (lane.endsBy === "abandon") {
         lane.abandon(entry.dispatch.stepId);
-        this.complete(entry, { kind: "failed", error, retryable }, Date.now());
+        this.complete(entry, { kind: "failed", error, retryable, failureClass }, Date.now());
         return;
       }
       // Everything else in that process dies with it: say why, and let it run again.
       const why =
         reason.code === STEP_ERROR_CODES.timeout ? `exceeded its timeout of ${formatMs(entry.dispatch.timeoutMs ?? 0)}` : "was canceled";
-      this.complete(entry, { kind: "failed", error, retryable }, Date.now());
+      this.complete(entry, { kind: "failed", error, retryable, failureClass }, Date.now());
+      // The others in that process are bystanders: their tries end for a reason that is not theirs.
       this.laneLost(lane, (other) => ({
         error: serializedStepError(
           STEP_ERROR_CODES.killed,
@@ -347,14 +367,15 @@ export class StepScheduler {
             `this try can run again`,
         ),
         retryable: true,
+        failureClass: "infrastructure",
       }));
       lane.kill();
     }, this.options.killGraceMs);
   }
 
-  private finishUnstarted(entry: StepEntry, error: SerializedError, retryable: boolean, note: string): void {
+  private finishUnstarted(entry: StepEntry, error: SerializedError, retryable: boolean, failureClass: FailureClass, note: string): void {
     appendStepLog(entry.dispatch.logRef, "error", `${note}: ${error.message}`, { code: error.code });
-    this.complete(entry, { kind: "failed", error, retryable }, Date.now());
+    this.complete(entry, { kind: "failed", error, retryable, failureClass }, Date.now());
   }
 
   private complete(entry: StepEntry, outcome: StepOutcome, endedAt: number): void {

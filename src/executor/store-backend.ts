@@ -126,7 +126,8 @@ export class StoreExecutionBackend implements ExecutionBackend {
         });
         wanted.set(step.stepId, { asset, reads });
       } catch (err) {
-        out.set(step.stepId, { ok: false, error: serializeError(err) });
+        // The step's asset or one it reads is not in the definitions (or cannot map its partitions).
+        out.set(step.stepId, { ok: false, error: serializeError(err), failureClass: "user" });
       }
     }
     // 2. One query for every upstream partition of the batch.
@@ -172,7 +173,10 @@ export class StoreExecutionBackend implements ExecutionBackend {
         });
         out.set(step.stepId, { ok: true, inputs });
       } catch (err) {
-        out.set(step.stepId, { ok: false, error: serializeError(err) });
+        // An upstream never materialised is the run's own doing; an output store that cannot give an input back is not.
+        if (err instanceof OutputStoreFailure)
+          out.set(step.stepId, { ok: false, error: serializeError(err.error), failureClass: "infrastructure" });
+        else out.set(step.stepId, { ok: false, error: serializeError(err), failureClass: "user" });
       }
     }
     return out;
@@ -249,7 +253,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
     if (o.kind === "failed") {
       // Dropped unstarted because the executor was closing: not the step's doing, so it is handed out again.
       if (r.startedAt === null && o.error.code === STEP_ERROR_CODES.closed) return { ...base, outcome: "released", error: o.error };
-      return { ...base, outcome: "failed", error: o.error, retryable: o.retryable };
+      return { ...base, outcome: "failed", error: o.error, retryable: o.retryable, failureClass: o.failureClass };
     }
     if (o.kind === "skipped") return { ...base, outcome: "skipped", reason: o.reason };
     const flight = this.inFlight.get(tryKey(r.stepId, r.tryNumber));
@@ -259,6 +263,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
           ...base,
           outcome: "failed",
           retryable: false,
+          failureClass: "user",
           error: serializeError(
             new TributaryError(
               "CHECK_RESULT_INVALID",
@@ -299,7 +304,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
           "MAP_TOO_MANY_ITEMS",
           `asset "${flight?.assetKey ?? "?"}": the fan-out has ${o.count} items, over its limit of ${max}`,
         );
-        return { ...base, outcome: "failed", retryable: false, error: serializeError(error) };
+        return { ...base, outcome: "failed", retryable: false, failureClass: "user", error: serializeError(error) };
       }
       // No item: nothing to map, and downstream reads an empty array, materialised here like any output.
       if (o.count > 0) {
@@ -326,6 +331,8 @@ export class StoreExecutionBackend implements ExecutionBackend {
         ...base,
         outcome: "failed",
         retryable: false,
+        // What the function returned: it fails the same way on every try until the asset returns less.
+        failureClass: "user",
         error: serializeError(
           new StorageError(
             "OUTPUT_TOO_LARGE",
@@ -340,7 +347,8 @@ export class StoreExecutionBackend implements ExecutionBackend {
         const ref = await this.options.outputStore.put(`outputs/${r.runId}/${r.stepId}-${r.tryNumber}.json`, outputJson);
         output = { ref, sizeBytes };
       } catch (err) {
-        return { ...base, outcome: "failed", retryable: true, error: serializeError(err) };
+        // The function did its work; the output store could not keep its value.
+        return { ...base, outcome: "failed", retryable: true, failureClass: "infrastructure", error: serializeError(err) };
       }
     }
     return {
@@ -363,15 +371,28 @@ export class StoreExecutionBackend implements ExecutionBackend {
     if (rec.ref === null) return rec.inline;
     if (cache.has(rec.ref)) return cache.get(rec.ref);
     if (!this.options.outputStore) {
-      throw new StorageError(
-        "OUTPUT_STORE_MISSING",
-        `output ${rec.ref} lives in object storage, but no large-output store is configured (${OUTPUT_STORE_SETTING})`,
+      throw new OutputStoreFailure(
+        new StorageError(
+          "OUTPUT_STORE_MISSING",
+          `output ${rec.ref} lives in object storage, but no large-output store is configured (${OUTPUT_STORE_SETTING})`,
+        ),
       );
     }
-    const value = JSON.parse(await this.options.outputStore.get(rec.ref)) as unknown;
+    let text: string;
+    try {
+      text = await this.options.outputStore.get(rec.ref);
+    } catch (err) {
+      throw new OutputStoreFailure(err);
+    }
+    const value = JSON.parse(text) as unknown;
     cache.set(rec.ref, value);
     return value;
   }
+}
+
+/** An input the output store could not give back (unreachable, or not configured here): not the step's failure. */
+class OutputStoreFailure {
+  constructor(readonly error: unknown) {}
 }
 
 interface InFlight {

@@ -257,6 +257,7 @@ class TransactionalLane implements Lane {
       kind: "failed",
       error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
       retryable: true,
+      failureClass: "user",
     });
   }
 
@@ -284,7 +285,8 @@ class TransactionalLane implements Lane {
           d,
           `${describeTry(d)}: recording its start failed: ${(err as Error)?.message ?? String(err)}; this try can run again`,
         );
-        this.scheduler.finished(this, d.stepId, d.tryNumber, { kind: "failed", error, retryable: true }, startedAt, Date.now());
+        const outcome: StepOutcome = { kind: "failed", error, retryable: true, failureClass: "infrastructure" };
+        this.scheduler.finished(this, d.stepId, d.tryNumber, outcome, startedAt, Date.now());
       }
       return;
     }
@@ -355,7 +357,13 @@ class TransactionalLane implements Lane {
           `${describeTry(d)}: its transaction did not commit: ${(err as Error)?.message ?? String(err)}; this try can run again`,
           err,
         );
-        report = { kind: "failed", error: withoutStack(error), retryable: true };
+        // Not the function's doing, unless it left the transaction aborted (it caught a failed query and went on).
+        report = {
+          kind: "failed",
+          error: withoutStack(error),
+          retryable: true,
+          failureClass: leftAborted(err) ? "user" : "infrastructure",
+        };
       }
     } finally {
       this.running.delete(d.stepId);
@@ -379,7 +387,12 @@ class TransactionalLane implements Lane {
 
   /** A stale try: the backend drops what it kept of it since loadInputs (building a failure's completion writes nothing). */
   private async forget(d: StepDispatch): Promise<void> {
-    const outcome: StepOutcome = { kind: "failed", error: serializedStepError(TRANSACTION_FAILED, d, "stale try"), retryable: false };
+    const outcome: StepOutcome = {
+      kind: "failed",
+      error: serializedStepError(TRANSACTION_FAILED, d, "stale try"),
+      retryable: false,
+      failureClass: "infrastructure",
+    };
     await this.backend.completionOf(this.resultOf(d, outcome, Date.now(), Date.now())).catch(() => undefined);
   }
 
@@ -438,7 +451,15 @@ class RefusingLane implements Lane {
           `for the step's length. Use executor "local" for this asset in embedded mode`,
       );
       queueMicrotask(() =>
-        this.scheduler.finished(this, d.stepId, d.tryNumber, { kind: "failed", error, retryable: false }, Date.now(), Date.now()),
+        this.scheduler.finished(
+          this,
+          d.stepId,
+          d.tryNumber,
+          // The asset asks for an executor this setup cannot give it: its definition must change.
+          { kind: "failed", error, retryable: false, failureClass: "user" },
+          Date.now(),
+          Date.now(),
+        ),
       );
     }
   }
@@ -481,9 +502,19 @@ async function point(name: string): Promise<void> {
 
 /** The outcome to report for a completion that rolls the try back (the store backend turned it into a failure). */
 function outcomeOf(completion: StepCompletion): StepOutcome {
-  if (completion.outcome === "failed") return { kind: "failed", error: completion.error, retryable: completion.retryable };
+  if (completion.outcome === "failed") {
+    return { kind: "failed", error: completion.error, retryable: completion.retryable, failureClass: completion.failureClass };
+  }
   const error: SerializedError = serializeError(
     new TributaryError(TRANSACTION_FAILED, `unexpected completion "${completion.outcome}" of a committing try`),
   );
-  return { kind: "failed", error, retryable: true };
+  return { kind: "failed", error, retryable: true, failureClass: "infrastructure" };
+}
+
+/** Postgres's "current transaction is aborted" (25P02), anywhere in an error's causes. */
+function leftAborted(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: unknown }).code === "25P02") return true;
+  }
+  return false;
 }

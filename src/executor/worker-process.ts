@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
-import { serializeError, type TributaryError } from "../errors/index.js";
+import { serializeError, type FailureClass, type TributaryError } from "../errors/index.js";
 import type { Lane, LaneStep } from "./lane.js";
 import type { StepOutcome } from "../execution/index.js";
 import type { FromWorker, HostCall, ToWorker } from "./worker-protocol.js";
@@ -188,14 +188,32 @@ export class WorkerProcess implements Lane {
   }
 }
 
-/** Why a worker process ended, as the error its steps report. */
-export function describeExit(exit: WorkerExit, memoryMb: number): { code: "WORKER_OUT_OF_MEMORY" | "WORKER_EXITED"; message: string } {
+/**
+ * Signals that come from outside a process: an operator, a container runtime stopping or evicting it, a host
+ * shutting down — or the kernel's out-of-memory killer, which cannot be told apart from them (a SIGKILL says
+ * nothing of who sent it) and picks its victim by size across the whole host.
+ */
+const EXTERNAL_SIGNALS: ReadonlySet<string> = new Set(["SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"]);
+
+/**
+ * Why a worker process ended, as the error its steps report, and whose fault that is. Its own heap limit, a fault
+ * the process raised itself (SIGSEGV, SIGABRT… from native code a step loaded) or an exit it made are the user's:
+ * the process runs nothing but the steps' code, and the same try would end the same way again. A signal from
+ * outside (see EXTERNAL_SIGNALS) is infrastructure: the steps did nothing wrong that anyone can tell, and they run
+ * again on the infrastructure budget, which is bounded, so a step that reliably draws the kernel's OOM killer still
+ * fails after it, naming the signal.
+ */
+export function describeExit(
+  exit: WorkerExit,
+  memoryMb: number,
+): { code: "WORKER_OUT_OF_MEMORY" | "WORKER_EXITED"; message: string; failureClass: FailureClass } {
   if (/heap out of memory|Reached heap limit|Allocation failed|out of memory/i.test(exit.stderr)) {
     return {
       code: "WORKER_OUT_OF_MEMORY",
       message:
         `its worker process ran out of memory (heap limit ${memoryMb} MB) and died. A step in that process ` +
         `used too much memory: process data in chunks, or raise memoryMb for the local executor`,
+      failureClass: "user",
     };
   }
   const how =
@@ -203,7 +221,11 @@ export function describeExit(exit: WorkerExit, memoryMb: number): { code: "WORKE
       ? `was killed by ${exit.signal}${exit.signal === "SIGKILL" ? " (possibly by the operating system's out-of-memory killer)" : ""}`
       : `exited with code ${exit.code}`;
   const tail = lastLines(exit.stderr, 5);
-  return { code: "WORKER_EXITED", message: `its worker process ${how}${tail ? `; its last output: ${tail}` : ""}` };
+  return {
+    code: "WORKER_EXITED",
+    message: `its worker process ${how}${tail ? `; its last output: ${tail}` : ""}`,
+    failureClass: exit.signal !== null && EXTERNAL_SIGNALS.has(exit.signal) ? "infrastructure" : "user",
+  };
 }
 
 function lastLines(text: string, n: number): string {

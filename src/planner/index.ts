@@ -12,7 +12,16 @@ export { serializePlan, parsePlan, PLAN_FORMAT } from "./serialize-plan.js";
 export type { SerializedPlan, SerializedStep } from "./serialize-plan.js";
 export { evaluateTriggerRule, countUpstreamStates } from "./trigger-rules.js";
 export type { UpstreamCounts, TriggerDecision } from "../sdk/index.js";
-export { retryDelayMs, shouldRetry, maxTries, DEFAULT_MAX_RETRY_DELAY_MS } from "./retry.js";
+export {
+  retryDelayMs,
+  shouldRetry,
+  maxTries,
+  decideRetry,
+  checkInfrastructureRetryPolicy,
+  DEFAULT_MAX_RETRY_DELAY_MS,
+  DEFAULT_INFRASTRUCTURE_RETRY_POLICY,
+} from "./retry.js";
+export type { FailedTry, RetryDecision, InfrastructureRetryPolicy } from "./retry.js";
 export { STEP_STATES, TERMINAL_STEP_STATES, STEP_TRANSITIONS, isTerminal, canTransition } from "./step-states.js";
 export type { StepState } from "./step-states.js";
 export { deriveRunState } from "./run-state.js";
@@ -28,4 +37,4 @@ export type { AssetSubsets } from "./backfill-chunks.js";
 export { serializeLayout, parseLayout, layoutVersion } from "./backfill-layout.js";
 export type { BackfillLayout, SerializedBackfillLayout } from "./backfill-layout.js";
 // The decisions the run store's transactions apply (storage's RunDecisions), made here.
-export { RUN_DECISIONS } from "./run-decisions.js";
+export { RUN_DECISIONS, runDecisions } from "./run-decisions.js";

@@ -1,4 +1,4 @@
-import { InputError } from "../errors/index.js";
+import { InputError, type FailureClass } from "../errors/index.js";
 import type { RetryPolicySpec } from "../sdk/index.js";
 
 /**
@@ -70,4 +70,87 @@ export function shouldRetry(policy: RetryPolicySpec, tryNumber: number, triesBef
 /** The last try number a step may reach: `triesBefore + max + 1` (the `steps.max_tries` column). */
 export function maxTries(policy: RetryPolicySpec, triesBefore = 0): number {
   return triesBefore + policy.max + 1;
+}
+
+/**
+ * The re-runs a step gets after infrastructure failures (a lost worker, an unreachable API or store, a worker
+ * handing the step back as it stops), whatever its asset's `retries`: at most `max` per step, counted from its last
+ * clear, the n-th after (2^n − 1) × `delayMs`, at most `maxDelayMs`, jittered over [0.5, 1] × that so that steps
+ * a lost worker dropped together do not come back together.
+ */
+export interface InfrastructureRetryPolicy {
+  readonly max: number;
+  readonly delayMs: number;
+  readonly maxDelayMs: number;
+}
+
+/** 5 re-runs, after about 2 s, 6 s, 14 s, 30 s and 1 min (each jittered down to half of that). */
+export const DEFAULT_INFRASTRUCTURE_RETRY_POLICY: InfrastructureRetryPolicy = Object.freeze({ max: 5, delayMs: 2_000, maxDelayMs: 60_000 });
+
+/** A try that just failed, as the retry decision sees it. */
+export interface FailedTry {
+  /** 1-based; counts across retries and clears. */
+  readonly tryNumber: number;
+  readonly failureClass: FailureClass;
+  /** False for a failure that would fail the same way on every try (e.g. a return value that is too large). */
+  readonly retryable: boolean;
+  /** The asset's `retries`; null for a step that has none (a check's step). */
+  readonly policy: RetryPolicySpec | null;
+  /**
+   * Tries that do not count against `policy`: those before the step was last cleared, hand-outs that never started,
+   * and infrastructure failures that were re-run.
+   */
+  readonly triesBefore: number;
+  /** Infrastructure failures of the step since its last clear that were re-run; this one not included. */
+  readonly infrastructureFailures: number;
+  /** Its run is being canceled. */
+  readonly canceled: boolean;
+}
+
+export type RetryDecision =
+  /** Runs again after `delayMs`; `budget` is what the failed try used up (the asset's retries, or the infrastructure budget). */
+  | { readonly retry: true; readonly delayMs: number; readonly budget: FailureClass }
+  | { readonly retry: false; readonly why: "canceled" | "not_retryable" | "retries_spent" }
+  /** An infrastructure failure with the budget spent: `max` re-runs were made already. */
+  | { readonly retry: false; readonly why: "infrastructure_retries_spent"; readonly max: number };
+
+/**
+ * Whether and when a failed try's step runs again. A user failure is governed by the asset's `retries` alone,
+ * counted without the tries in `triesBefore`; an infrastructure failure by `infrastructure` alone, so it never uses
+ * up a user retry. Nothing runs again in a run being canceled, nor after a failure that is not retryable.
+ *
+ * @example decideRetry({ tryNumber: 1, failureClass: "infrastructure", retryable: true, policy: null, triesBefore: 0, infrastructureFailures: 0, canceled: false }, DEFAULT_INFRASTRUCTURE_RETRY_POLICY, () => 1); // { retry: true, delayMs: 2000, budget: "infrastructure" }
+ */
+export function decideRetry(failed: FailedTry, infrastructure: InfrastructureRetryPolicy, random: () => number): RetryDecision {
+  if (failed.canceled) return { retry: false, why: "canceled" };
+  if (!failed.retryable) return { retry: false, why: "not_retryable" };
+  if (failed.failureClass === "infrastructure") {
+    const n = failed.infrastructureFailures + 1;
+    if (n > infrastructure.max) return { retry: false, why: "infrastructure_retries_spent", max: infrastructure.max };
+    const backoff: RetryPolicySpec = {
+      max: infrastructure.max,
+      delayMs: infrastructure.delayMs,
+      backoff: "exponential",
+      maxDelayMs: infrastructure.maxDelayMs,
+      jitter: true,
+    };
+    return { retry: true, delayMs: retryDelayMs(backoff, n, random), budget: "infrastructure" };
+  }
+  const policy = failed.policy;
+  if (policy === null || !shouldRetry(policy, failed.tryNumber, failed.triesBefore)) return { retry: false, why: "retries_spent" };
+  return { retry: true, delayMs: retryDelayMs(policy, failed.tryNumber - failed.triesBefore, random), budget: "user" };
+}
+
+/** The policy, if it is one: whole, non-negative numbers, the cap no smaller than the first delay. */
+export function checkInfrastructureRetryPolicy(policy: InfrastructureRetryPolicy): InfrastructureRetryPolicy {
+  const whole = (n: number) => Number.isSafeInteger(n) && n >= 0;
+  const bad = !whole(policy.max)
+    ? `max must be a whole number >= 0, got ${policy.max}`
+    : !whole(policy.delayMs)
+      ? `delayMs must be a whole number of milliseconds >= 0, got ${policy.delayMs}`
+      : !whole(policy.maxDelayMs) || policy.maxDelayMs < policy.delayMs
+        ? `maxDelayMs must be a whole number of milliseconds no smaller than delayMs (${policy.delayMs}), got ${policy.maxDelayMs}`
+        : undefined;
+  if (bad) throw new InputError(`infrastructure retry policy: ${bad}`, { code: "INFRASTRUCTURE_RETRY_POLICY_INVALID" });
+  return Object.freeze({ max: policy.max, delayMs: policy.delayMs, maxDelayMs: policy.maxDelayMs });
 }

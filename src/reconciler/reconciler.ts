@@ -158,7 +158,11 @@ export class Reconciler {
         queuedTimeoutMs: this.options.queuedTimeoutMs ?? 300_000,
       });
       for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
-      if (hk.zombies > 0) this.log("warn", `${hk.zombies} zombie step(s) failed (no heartbeat)`);
+      if (hk.zombies > 0)
+        this.log(
+          "warn",
+          `${hk.zombies} zombie step(s) failed (no heartbeat from their worker): infrastructure failures, which do not use up retries`,
+        );
     }
     const sinceLostCheck = now.getTime() - this.lastLostTriesCheck;
     const lostInterval = this.options.lostTriesIntervalMs ?? LOST_TRIES_INTERVAL_MS;

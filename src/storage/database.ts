@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
+import type { FailureClass } from "../errors/index.js";
 import type { AccessTables } from "./access-tables.js";
 import type { JsonText, JsonValue } from "./json.js";
 
@@ -205,6 +206,8 @@ export interface StepsTable {
   map_open: number | null;
   /** An expanded step's lineage and code version at expansion, for the gathered materialisation. */
   map_inputs: NullableJson;
+  /** Infrastructure failures re-run since the step was last cleared (they count in tries_before too). */
+  infrastructure_failures: Generated<number>;
 }
 
 export interface StepDepsTable {
@@ -232,6 +235,8 @@ export interface StepTriesTable {
   token_hash: string | null;
   created_at: GeneratedTimestamp;
   token_expires_at: NullableTimestamp;
+  /** Whose fault the try's failure was; null for a try that did not fail. */
+  failure_class: FailureClass | null;
 }
 
 export interface EventsTable {

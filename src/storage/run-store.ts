@@ -1,6 +1,6 @@
 import type { HandedOutTry } from "./runs/requeue.js";
 import type { AuditEntry } from "./audit-trail.js";
-import type { SerializedError } from "../errors/index.js";
+import type { FailureClass, SerializedError } from "../errors/index.js";
 import type { StepSettings } from "../graph/index.js";
 import type { PartitionState, RunOrigin, RunStatus, StepState } from "./database.js";
 
@@ -45,7 +45,10 @@ export interface ClaimedStep {
   readonly executor: string;
   readonly queue: string | null;
   readonly timeoutMs: number | null;
-  /** The last try number the step may reach: a failure of this try is not retried. */
+  /**
+   * The last try number the step may reach: a user failure of this try is not retried (an infrastructure failure
+   * runs again on its own budget, and moves it one later).
+   */
   readonly lastTry: number;
   readonly snapshotVersion: number;
   /** The step's fired triggers, oldest first (empty unless it deferred). */
@@ -130,7 +133,11 @@ export type StepCompletion = {
       readonly codeVersion: string | null;
       readonly inputs: readonly LineageInput[];
     }
-  | { readonly outcome: "failed"; readonly error: SerializedError; readonly retryable: boolean }
+  /**
+   * The try failed. `failureClass` says whose fault it was: a `user` failure is retried under the asset's retry
+   * policy, an `infrastructure` one under the infrastructure budget, without using up the asset's retries.
+   */
+  | { readonly outcome: "failed"; readonly error: SerializedError; readonly retryable: boolean; readonly failureClass: FailureClass }
   | { readonly outcome: "skipped"; readonly reason: string }
   /** The asset left the definitions while the run was open. */
   | { readonly outcome: "removed"; readonly reason: string }
@@ -155,7 +162,7 @@ export type StepCompletion = {
   /**
    * The executor gave the try back before it started (it was closing): the
    * step is handed out again, and the try does not count against its retry
-   * policy. Had it started after all, it counts as a retryable failure.
+   * policy. Had it started after all, it is an infrastructure failure.
    */
   | { readonly outcome: "released"; readonly error: SerializedError }
   /**
@@ -262,6 +269,8 @@ export interface StepTryRecord {
   readonly endedAt: Date | null;
   readonly durationMs: number | null;
   readonly error: unknown;
+  /** Whose fault the try's failure was; null for a try that did not fail. */
+  readonly failureClass: FailureClass | null;
   readonly logRef: string | null;
 }
 

@@ -12,6 +12,7 @@ import type { StepDispatch, StepResult } from "../../src/execution/index.js";
 import { asset } from "../../src/index.js";
 import { buildDispatch } from "../../src/execution/index.js";
 import { PgTryTokenStore, type ClaimedStep } from "../../src/storage/index.js";
+import { freePort } from "../cli/run-cli.js";
 import { Harness, sleep } from "../execution/harness.js";
 import { describePostgres } from "../support/pg.js";
 import { apiServicesOn } from "../support/api-services.js";
@@ -325,6 +326,32 @@ describePostgres("execution API (/execution/v1)", () => {
     expect(await rows(dispatch.stepId)).toEqual(before);
   });
 
+  it("a finish says whose fault a failure was: an infrastructure failure re-runs a step with no retries; one without a class is the user's", async () => {
+    const failedBody = (extra: Record<string, unknown>) =>
+      finishBody({
+        kind: "failed",
+        error: { name: "TributaryError", code: "LOST", message: "the worker's host went away" },
+        retryable: true,
+        ...extra,
+      });
+    const classOf = async (stepId: number) =>
+      (
+        await sql<{ state: string; failure_class: string | null }>`
+          select s.state, t.failure_class from steps s join step_tries t on t.step_id = s.id where s.id = ${stepId}`.execute(h.db)
+      ).rows;
+    const lost = await launchAndClaim("x/solo");
+    expect((await post(tryUrl(lost.dispatch, "finish"), lost.dispatch.token, failedBody({ failureClass: "infrastructure" }))).status).toBe(
+      200,
+    );
+    expect(await classOf(lost.dispatch.stepId)).toEqual([{ state: "up_for_retry", failure_class: "infrastructure" }]);
+    // A worker from before failure classes sends none: its failure counts as the user's, as it did then.
+    const older = await launchAndClaim("x/solo");
+    expect((await post(tryUrl(older.dispatch, "finish"), older.dispatch.token, failedBody({}))).status).toBe(200);
+    expect(await classOf(older.dispatch.stepId)).toEqual([{ state: "failed", failure_class: "user" }]);
+    // Out of the way of the tests below, which claim whatever is runnable.
+    await h.runs.requestCancel(lost.runId, new Date());
+  });
+
   it("after a zombie reassignment the old try's finish is 409 (dropped by the client) and the new try wins", async () => {
     const { runId, dispatch: first } = await launchAndClaim("x/flaky");
     const rejected: { stepId: number; tryNumber: number; code: string }[] = [];
@@ -511,6 +538,11 @@ describePostgres("execution API (/execution/v1)", () => {
       ["finish", finishBody({ kind: "bogus" }), "body.outcome.kind"],
       ["finish", finishBody({ kind: "success", outputJson: "{not json", sizeBytes: 9 }), "body.outcome.outputJson"],
       ["finish", finishBody({ kind: "failed", error: { name: "E", message: "m" }, retryable: false }), "body.outcome.error.code"],
+      [
+        "finish",
+        finishBody({ kind: "failed", error: { name: "E", code: "C", message: "m" }, retryable: true, failureClass: "ours" }),
+        "body.outcome.failureClass",
+      ],
       ["finish", finishBody({ kind: "expanded", count: 3, itemsJson: "[1,2]", labels: null }), "body.outcome.count"],
       ["finish", { ...finishBody({ kind: "skipped", reason: "r" }), endedAt: 12 }, "body.endedAt"],
       [
@@ -649,6 +681,24 @@ describe("HttpExecutionBackend batch calls", () => {
     const err = await client.heartbeat(tries(3)).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 400, message: expect.stringContaining("body.pid") });
     expect(paths).toEqual(["/execution/v1/batch/heartbeat", ...[1, 2, 3].map((id) => `/execution/v1/tries/${id}/1/heartbeat`)]);
+  });
+
+  it("an execution API that cannot be reached fails the inputs as an infrastructure failure, naming the server", async () => {
+    const port = freePort(); // nothing listens there
+    const client = new HttpExecutionBackend({ url: `http://127.0.0.1:${port}`, shipLogs: false, attempts: 2, backoffMs: 1, log: () => {} });
+    const inputs = await client.loadInputs([dispatchOf(1)]);
+    expect(inputs.get(1)).toMatchObject({
+      ok: false,
+      failureClass: "infrastructure",
+      error: { code: "EXECUTION_API_UNREACHABLE", message: expect.stringContaining(`127.0.0.1:${port}`) },
+    });
+    // A server from before failure classes answers an inputs failure without one: the step's, as it was then.
+    const older = clientWith(async (_url, init) => {
+      const { tries } = JSON.parse(String(init!.body)) as { tries: { stepId: number; tryNumber: number }[] };
+      const error = { name: "TributaryError", code: "UPSTREAM_NOT_MATERIALIZED", message: "x/up has not been materialised" };
+      return Response.json({ results: tries.map((t) => ({ ...t, status: 200, value: { ok: false, error } })) });
+    });
+    expect((await older.loadInputs([dispatchOf(2)])).get(2)).toMatchObject({ ok: false, failureClass: "user" });
   });
 
   it("falls back to the per-try routes against a server without the batch routes", async () => {

@@ -141,11 +141,13 @@ describePostgres("execution: two reconcilers, one database", () => {
     expect(rows[0]).toEqual({ outputs: 2000, distinct_steps: 2000, events: 2000 });
     // A step has more than one try only when the dead reconciler had it: its earlier tries failed as zombies
     // (running) or were handed out again (queued, never started).
-    const retried = await sql<{ code: string | null; state: string; n: number }>`
-      select t.error->>'code' as code, t.state, count(*)::int as n from step_tries t
-      where t.run_id = ${runId} and t.state <> 'success' group by 1, 2 order by 1`.execute(h.db);
+    const retried = await sql<{ code: string | null; state: string; failure_class: string | null; n: number }>`
+      select t.error->>'code' as code, t.state, t.failure_class, count(*)::int as n from step_tries t
+      where t.run_id = ${runId} and t.state <> 'success' group by 1, 2, 3 order by 1`.execute(h.db);
     expect(retried.rows.length).toBeGreaterThan(0);
     for (const r of retried.rows) expect(["STEP_ZOMBIE", "STEP_QUEUED_TIMEOUT"]).toContain(r.code);
+    // Lost with the reconciler: never the steps' own failures.
+    for (const r of retried.rows) expect(r.failure_class).toBe("infrastructure");
     const lost = retried.rows.reduce((n, r) => n + r.n, 0);
     expect(lost).toBeLessThanOrEqual(32);
     // No try was dispatched twice: every (step, try) ran at most once, anywhere.
@@ -286,6 +288,7 @@ describePostgres("execution: two reconcilers, one database", () => {
             logRef: null,
             outcome: "failed",
             retryable: false,
+            failureClass: "user",
             error: { name: "Error", code: "STEP_FAILED", message: "boom" },
           },
         ],

@@ -6,7 +6,7 @@ import { afterEach, expect, it } from "vitest";
 import { BullmqExecutor } from "../../src/executor/bullmq-executor.js";
 import { Reconciler } from "../../src/reconciler/index.js";
 import { PgTryTokenStore } from "../../src/storage/index.js";
-import { CLI_COMMAND_BUDGET_MS, cliBudget, freePort, startCli } from "../cli/run-cli.js";
+import { CLI_COMMAND_BUDGET_MS, cliBudget, freePort, runCli, startCli } from "../cli/run-cli.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-services.js";
@@ -30,6 +30,12 @@ export const total = asset({ key: "q/total", executor: "bullmq", deps: { fleet: 
 export const gpu = asset({ key: "q/gpu", executor: "bullmq", queue: "gpu" }, async () => "on a gpu");
 export const slow = asset({ key: "q/slow", executor: "bullmq", retries: { max: 2, delay: 0 } }, async (ctx) => {
   ran("slow try " + ctx.tryNumber);
+  await new Promise((r) => setTimeout(r, 2500));
+  return ctx.tryNumber;
+});
+// No retries: only a failure of its own code would fail it.
+export const once = asset({ key: "q/once", executor: "bullmq" }, async (ctx) => {
+  ran("once try " + ctx.tryNumber);
   await new Promise((r) => setTimeout(r, 2500));
   return ctx.tryNumber;
 });
@@ -204,23 +210,33 @@ describePostgres("the BullMQ executor and tributary worker", () => {
   );
 
   it(
-    "SIGKILL: the dead worker's step is noticed by its missing heartbeat and retried on another",
+    "SIGKILL: the dead worker's step is noticed by its missing heartbeat and run again on another, though it has no retries",
     async () => {
       const { ranFile } = await setUp({ zombieAfterMs: 7_000 }); // over the workers' 5 s heartbeat
       const a = await startWorker([], { TRIBUTARY_TEST_RAN: ranFile });
-      const runId = await h!.launch(["q/slow"]);
-      await h!.until(async () => (await ranLines(ranFile)).includes("slow try 1"), 30_000, "the slow step to start");
+      const runId = await h!.launch(["q/once"]);
+      await h!.until(async () => (await ranLines(ranFile)).includes("once try 1"), 30_000, "the step to start");
       a.kill("SIGKILL");
       await startWorker([], { TRIBUTARY_TEST_RAN: ranFile });
       const run = await h!.waitForRun(runId, 60_000);
+      // The worker's death is not the step's failure: it ran again on the infrastructure budget, its retries (0) untouched.
       expect(run.status, JSON.stringify(run.steps[0]!.tries)).toBe("success");
-      expect(run.steps[0]!.tries.map((t) => [t.tryNumber, t.state])).toEqual([
-        [1, "failed"],
-        [2, "success"],
+      expect(run.steps[0]!.tries.map((t) => [t.tryNumber, t.state, t.failureClass])).toEqual([
+        [1, "failed", "infrastructure"],
+        [2, "success", null],
       ]);
       expect((run.steps[0]!.tries[0]!.error as { code: string }).code).toBe("STEP_ZOMBIE");
+      // The code of try 1 had run (at least once, here partly) before its worker died.
+      expect((await ranLines(ranFile)).filter((l) => l.startsWith("once try"))).toEqual(["once try 1", "once try 2"]);
+
+      // What people see: `tributary run` through the API server lists the lost try as an infrastructure failure.
+      const shown = await runCli(["run", runId, "--url", api!.url], { env: { DATABASE_URL: "" } });
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(/^run \S+: success/);
+      expect(shown.stdout).toContain("failed tries:");
+      expect(shown.stdout).toMatch(/q\/once\s+-\s+1\s+infrastructure\s+\[STEP_ZOMBIE\] no heartbeat from worker/);
     },
-    cliBudget(3),
+    cliBudget(4),
   );
 
   it(

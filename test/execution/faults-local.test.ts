@@ -29,8 +29,8 @@ export const exits = asset({ key: "f/exits" }, async () => {
   process.exit(2);
 });
 
-// First try: announce and wait to be killed; later tries succeed.
-export const victim = asset({ key: "f/victim", retries: { max: 1, delay: 0 } }, async (ctx) => {
+// First try: announce and wait to be killed; later tries succeed. No retries: being killed is not its failure.
+export const victim = asset({ key: "f/victim" }, async (ctx) => {
   const marker = new URL("./victim.started", import.meta.url);
   if (!existsSync(marker)) {
     writeFileSync(marker, String(process.pid));
@@ -42,6 +42,7 @@ export const victim = asset({ key: "f/victim", retries: { max: 1, delay: 0 } }, 
 
 interface TryRow {
   state: string;
+  failure_class: string | null;
   error: { code?: string; message?: string; cause?: { message?: string; stack?: string }; stack?: string } | null;
   pid: number | null;
   worker_id: string | null;
@@ -65,7 +66,7 @@ describePostgres("execution: faults in user code on the local executor", () => {
     async function runOne(key: string): Promise<{ status: string; tries: TryRow[] }> {
       const run = await h.waitForRun(await h.launch([key]), 45_000);
       const { rows } = await sql<TryRow>`
-        select state, error, pid, worker_id from step_tries where run_id = ${run.id} order by try_number`.execute(h.db);
+        select state, error, failure_class, pid, worker_id from step_tries where run_id = ${run.id} order by try_number`.execute(h.db);
       return { status: run.status, tries: rows };
     }
 
@@ -75,6 +76,7 @@ describePostgres("execution: faults in user code on the local executor", () => {
       expect(tries).toHaveLength(1);
       const e = tries[0]!.error!;
       expect(e.code).toBe("USER_CODE_ERROR");
+      expect(tries[0]!.failure_class).toBe("user");
       expect(e.message).toContain("kaboom from user code");
       expect(e.cause?.message).toBe("kaboom from user code");
       expect(e.cause?.stack).toMatch(/faults\.ts:\d+/);
@@ -99,12 +101,16 @@ describePostgres("execution: faults in user code on the local executor", () => {
       const { status, tries } = await runOne("f/hangs");
       expect(status).toBe("failed");
       expect(tries[0]!.error).toMatchObject({ code: "STEP_TIMEOUT", message: expect.stringContaining("timeout of 1 s") });
+      expect(tries[0]!.failure_class).toBe("user");
     });
 
     it("fails a function that exhausts its process's memory", async () => {
       const { status, tries } = await runOne("f/hog");
       expect(status).toBe("failed");
       expect(tries[0]!.error).toMatchObject({ code: "WORKER_OUT_OF_MEMORY" });
+      // Its process's own heap limit: the step's code used too much memory, so it is not run again.
+      expect(tries).toHaveLength(1);
+      expect(tries[0]!.failure_class).toBe("user");
     });
 
     it("fails a function that calls process.exit, and the worker lives on", async () => {
@@ -115,7 +121,7 @@ describePostgres("execution: faults in user code on the local executor", () => {
       expect(() => process.kill(tries[0]!.pid!, 0)).not.toThrow();
     });
 
-    it("retries a step whose worker process was SIGKILLed mid-step, and it succeeds", async () => {
+    it("runs a step whose worker process was SIGKILLed mid-step again, though it has no retries, and it succeeds", async () => {
       const runId = await h.launch(["f/victim"]);
       const running = await h.until(
         async () => {
@@ -130,8 +136,13 @@ describePostgres("execution: faults in user code on the local executor", () => {
       const run = await h.waitForRun(runId, 30_000);
       expect(run.status).toBe("success");
       const { rows } = await sql<TryRow & { try_number: number }>`
-        select try_number, state, error, pid, worker_id from step_tries where run_id = ${runId} order by try_number`.execute(h.db);
-      expect(rows.map((r) => r.state)).toEqual(["failed", "success"]);
+        select try_number, state, error, failure_class, pid, worker_id from step_tries where run_id = ${runId} order by try_number`.execute(
+        h.db,
+      );
+      expect(rows.map((r) => [r.state, r.failure_class])).toEqual([
+        ["failed", "infrastructure"],
+        ["success", null],
+      ]);
       expect(rows[0]!.error).toMatchObject({ code: "WORKER_EXITED", message: expect.stringContaining("SIGKILL") });
       expect(rows[1]!.pid).not.toBe(running);
       const out = await sql<{ inline_value: { tryNumber: number } }>`select inline_value from outputs where run_id = ${runId}`.execute(

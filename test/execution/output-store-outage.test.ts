@@ -11,10 +11,11 @@ import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 
 // Large outputs go to an S3-compatible server (s3rver, in this process). While it is unreachable, writing an
-// output fails the try with a clear, retryable error; the retry writes it once the server is back.
+// output (or reading one as an input) fails the try with a clear error, as an infrastructure failure: the step runs
+// again (it has no retries of its own) and gets through once the server is back.
 const DEFS = `
 import { asset } from "tributary";
-export const big = asset({ key: "s3/big", retries: { max: 3, delay: "1500ms" } }, async () => ({ blob: "x".repeat(80 * 1024) }));
+export const big = asset({ key: "s3/big" }, async () => ({ blob: "x".repeat(80 * 1024) }));
 export const reader = asset({ key: "s3/reader", deps: { big } }, async (_ctx, { big }) => big.blob.length);
 `;
 const BUCKET = "tributary-outputs";
@@ -31,7 +32,7 @@ describePostgres("execution: the S3 output store unreachable while an output is 
     h = server = dir = undefined;
   });
 
-  it("fails the try naming the store, retries, and writes the output once the server is back", async () => {
+  it("fails the try naming the store, as an infrastructure failure, runs it again and writes (then reads) the output once the server is back", async () => {
     dir = await mkdtemp(path.join(tmpdir(), "tributary-s3-outage-"));
     const port = freePort();
     const start = async () => {
@@ -54,8 +55,8 @@ describePostgres("execution: the S3 output store unreachable while an output is 
     const runId = await h.launch(["s3/big", "s3/reader"]);
     const failedTry = await h.until(
       async () => {
-        const { rows } = await sql<{ error: { code: string; message: string } }>`
-        select t.error from step_tries t join steps s on s.id = t.step_id
+        const { rows } = await sql<{ error: { code: string; message: string }; failure_class: string }>`
+        select t.error, t.failure_class from step_tries t join steps s on s.id = t.step_id
         where s.run_id = ${runId} and s.asset_key = 's3/big' and t.state = 'failed' limit 1`.execute(h!.db);
         return rows[0];
       },
@@ -64,6 +65,7 @@ describePostgres("execution: the S3 output store unreachable while an output is 
     );
     expect(failedTry.error.code).toBe("OUTPUT_STORE_UNREACHABLE");
     expect(failedTry.error.message).toContain(`127.0.0.1:${port}`);
+    expect(failedTry.failure_class).toBe("infrastructure");
 
     await start(); // back (its files were kept: the bucket is still there)
     const run = await h.waitForRun(runId, 60_000);
@@ -78,5 +80,26 @@ describePostgres("execution: the S3 output store unreachable while an output is 
     const reader = await sql<{ v: unknown }>`select o.inline_value as v from outputs o join steps s on s.id = o.step_id
                                              where s.run_id = ${runId} and s.asset_key = 's3/reader'`.execute(h.db);
     expect(reader.rows[0]!.v).toBe(80 * 1024);
+
+    // Down again while a reader reads that output: its try fails before its function runs, the store's failure too.
+    await server!.close();
+    const again = await h.launch(["s3/reader"]);
+    const readFailed = await h.until(
+      async () => {
+        const { rows } = await sql<{ error: { code: string }; failure_class: string; started_at: Date | null }>`
+        select t.error, t.failure_class, t.started_at from step_tries t where t.run_id = ${again} and t.state = 'failed' limit 1`.execute(
+          h!.db,
+        );
+        return rows[0];
+      },
+      30_000,
+      "the reader's first try to fail",
+    );
+    expect(readFailed.error.code).toBe("OUTPUT_STORE_UNREACHABLE");
+    expect(readFailed.failure_class).toBe("infrastructure");
+    expect(readFailed.started_at).toBeNull();
+    await start();
+    const reread = await h.waitForRun(again, 60_000);
+    expect(reread.status, await h.describe([again])).toBe("success");
   });
 });

@@ -211,6 +211,7 @@ export function executorContract(name: string, make: MakeExecutor): void {
           message: 'asset "t/throws" partition "2025-03-01" (run run-7, try 2) failed: bad rows in the feed',
           location: { assetKey: "t/throws", partitionKey: "2025-03-01" },
           retryable: true,
+          failureClass: "user",
         });
         expect(error.cause).toMatchObject({ name: "TypeError", message: "bad rows in the feed" });
         expect(error.cause?.stack).toContain("bad rows in the feed");
@@ -249,7 +250,8 @@ export function executorContract(name: string, make: MakeExecutor): void {
         const result = await run(step);
         expect(Date.now() - began).toBeGreaterThanOrEqual(280);
         const error = errorOf(result);
-        expect(error).toMatchObject({ code: "STEP_TIMEOUT", retryable: true });
+        // Its own `timeout`: the user's failure.
+        expect(error).toMatchObject({ code: "STEP_TIMEOUT", retryable: true, failureClass: "user" });
         expect(error.message).toContain('asset "t/waits" (run run-1, try 1) exceeded its timeout of 300 ms');
         const log = await readLog(step.logRef);
         expect(log).toContain('INFO signal aborted {"code":"STEP_TIMEOUT"}');
@@ -391,8 +393,13 @@ export function executorContract(name: string, make: MakeExecutor): void {
         backend.inputs.set(step.stepId, {
           ok: false,
           error: { name: "TributaryError", code: "OUTPUT_MISSING", message: "upstream output of t/up is gone" },
+          failureClass: "user",
         });
-        expect(errorOf(await run(step))).toMatchObject({ code: "OUTPUT_MISSING", message: "upstream output of t/up is gone" });
+        expect(errorOf(await run(step))).toMatchObject({
+          code: "OUTPUT_MISSING",
+          message: "upstream output of t/up is gone",
+          failureClass: "user",
+        });
         expect(await readLog(step.logRef)).toContain("upstream output of t/up is gone");
 
         backend.loadInputsError = new Error("database is down");
@@ -401,7 +408,8 @@ export function executorContract(name: string, make: MakeExecutor): void {
           executor.submit([a, b]);
           const results = await backend.waitFor([a.stepId, b.stepId]);
           for (const r of results) {
-            expect(errorOf(r)).toMatchObject({ code: "STEP_INPUTS_FAILED", retryable: true });
+            // The backend itself could not answer: not the step's failure.
+            expect(errorOf(r)).toMatchObject({ code: "STEP_INPUTS_FAILED", retryable: true, failureClass: "infrastructure" });
             expect(errorOf(r).message).toContain("loading its inputs failed: database is down");
             expect(r.startedAt).toBeNull();
           }
@@ -416,7 +424,7 @@ export function executorContract(name: string, make: MakeExecutor): void {
         await waitUntil(() => backend.startedEvent(step.stepId) !== undefined, 10_000, "the step to start");
         executor.cancel([step.stepId], "canceled by alice");
         const error = errorOf(await backend.result(step.stepId));
-        expect(error).toMatchObject({ code: "STEP_CANCELED", retryable: false });
+        expect(error).toMatchObject({ code: "STEP_CANCELED", retryable: false, failureClass: "user" });
         expect(error.message).toBe('asset "t/waits" (run run-1, try 1) was canceled: canceled by alice');
         expect(await readLog(step.logRef)).toContain('signal aborted {"code":"STEP_CANCELED"}');
       });
@@ -505,10 +513,15 @@ export function executorContract(name: string, make: MakeExecutor): void {
         await executor.close({ graceMs: 600 });
         expect(Date.now() - began).toBeLessThan(5_000);
         expect(backend.results.get(quick.stepId)?.outcome).toMatchObject({ kind: "success", outputJson: '"slept"' });
-        expect(errorOf(backend.results.get(stuck.stepId)!)).toMatchObject({ code: "EXECUTOR_CLOSED", retryable: true });
+        // Stopped or dropped because the executor closed: infrastructure failures, which do not use up retries.
+        expect(errorOf(backend.results.get(stuck.stepId)!)).toMatchObject({
+          code: "EXECUTOR_CLOSED",
+          retryable: true,
+          failureClass: "infrastructure",
+        });
         expect(errorOf(backend.results.get(stuck.stepId)!).message).toContain("still running when the executor closed");
         const dropped = backend.results.get(queued.stepId)!;
-        expect(errorOf(dropped)).toMatchObject({ code: "EXECUTOR_CLOSED", retryable: true });
+        expect(errorOf(dropped)).toMatchObject({ code: "EXECUTOR_CLOSED", retryable: true, failureClass: "infrastructure" });
         expect(dropped.startedAt).toBeNull();
         expect(executor.freeSlots()).toBe(0);
         expect(() => executor.submit([d("noop", "t/noop")])).toThrow(/closed/);

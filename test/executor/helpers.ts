@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { SerializedError } from "../../src/errors/index.js";
+import type { FailureClass, SerializedError } from "../../src/errors/index.js";
 import type { ExecutionBackend, InputsRequest, StepDispatch, StepInputs, StepResult, StepStarted } from "../../src/execution/index.js";
 
 /** The SDK by absolute path: definitions that work both in worker processes and in vitest's own process. */
@@ -146,9 +146,9 @@ export class FakeBackend implements ExecutionBackend {
 }
 
 /** The error of a failed result (throws when it did not fail). */
-export function errorOf(result: StepResult): SerializedError & { retryable: boolean } {
+export function errorOf(result: StepResult): SerializedError & { retryable: boolean; failureClass: FailureClass } {
   if (result.outcome.kind !== "failed") throw new Error(`expected a failed step, got ${JSON.stringify(result.outcome)}`);
-  return { ...result.outcome.error, retryable: result.outcome.retryable };
+  return { ...result.outcome.error, retryable: result.outcome.retryable, failureClass: result.outcome.failureClass };
 }
 
 /** True while a process with this pid exists. */

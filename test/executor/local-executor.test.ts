@@ -116,11 +116,12 @@ describe("LocalExecutor", () => {
     executor.submit([neighbour, spinning]);
     const [spun, hung] = await backend.waitFor([spinning.stepId, neighbour.stepId]);
     const timeout = errorOf(spun!);
-    expect(timeout).toMatchObject({ code: "STEP_TIMEOUT", retryable: true });
+    expect(timeout).toMatchObject({ code: "STEP_TIMEOUT", retryable: true, failureClass: "user" });
     expect(timeout.message).toContain("exceeded its timeout of 300 ms");
     expect(timeout.message).toContain("so its worker process was killed");
     const killed = errorOf(hung!);
-    expect(killed).toMatchObject({ code: "WORKER_KILLED", retryable: true });
+    // A bystander of another step's overrun: not its own failure.
+    expect(killed).toMatchObject({ code: "WORKER_KILLED", retryable: true, failureClass: "infrastructure" });
     expect(killed.message).toContain(`because step ${spinning.stepId} (asset "w/busy" (run run-1, try 1)) exceeded its timeout of 300 ms`);
     // Whatever the steps logged before the kill is on disk.
     expect(await readLog(spinning.logRef)).toContain("INFO about to spin");
@@ -143,7 +144,11 @@ describe("LocalExecutor", () => {
     const error = errorOf(await backend.result(hog.stepId, 60_000));
     expect(["WORKER_OUT_OF_MEMORY", "WORKER_EXITED"]).toContain(error.code);
     expect(error.retryable).toBe(true);
-    if (error.code === "WORKER_OUT_OF_MEMORY") expect(error.message).toContain("heap limit 64 MB");
+    if (error.code === "WORKER_OUT_OF_MEMORY") {
+      expect(error.message).toContain("heap limit 64 MB");
+      // Its own heap limit: the step's code used too much memory.
+      expect(error.failureClass).toBe("user");
+    }
     const next = d("pid", "w/pid");
     executor.submit([next]);
     expect((await backend.result(next.stepId, 60_000)).outcome.kind).toBe("success");
@@ -211,7 +216,8 @@ describe("LocalExecutor", () => {
     const pid = backend.startedEvent(step.stepId)!.pid;
     process.kill(pid, "SIGKILL");
     const error = errorOf(await backend.result(step.stepId));
-    expect(error).toMatchObject({ code: "WORKER_EXITED", retryable: true });
+    // A signal from outside the process: nothing the step did that anyone can tell.
+    expect(error).toMatchObject({ code: "WORKER_EXITED", retryable: true, failureClass: "infrastructure" });
     expect(error.message).toContain("its worker process was killed by SIGKILL");
     await waitUntil(() => executor.workerProcesses().some((w) => w.ready && w.pid !== pid), 30_000, "a replacement");
     const next = d("pid", "w/pid");
@@ -228,7 +234,7 @@ describe("LocalExecutor", () => {
     const pid = backend.startedEvent(step.stepId)!.pid;
     executor.cancel([step.stepId], "run canceled by bob");
     const error = errorOf(await backend.result(step.stepId));
-    expect(error).toMatchObject({ code: "STEP_CANCELED", retryable: false });
+    expect(error).toMatchObject({ code: "STEP_CANCELED", retryable: false, failureClass: "user" });
     expect(error.message).toContain("was canceled: run canceled by bob");
     expect(error.message).toContain("so its worker process was killed");
     await waitUntil(() => !isAlive(pid), 5_000, "the process to be gone");

@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import type { RetryPolicySpec } from "../../src/index.js";
-import { DEFAULT_MAX_RETRY_DELAY_MS, maxTries, retryDelayMs, shouldRetry } from "../../src/planner/index.js";
+import {
+  decideRetry,
+  DEFAULT_INFRASTRUCTURE_RETRY_POLICY,
+  DEFAULT_MAX_RETRY_DELAY_MS,
+  maxTries,
+  retryDelayMs,
+  runDecisions,
+  shouldRetry,
+  type FailedTry,
+  type InfrastructureRetryPolicy,
+} from "../../src/planner/index.js";
 
 const policy = (overrides: Partial<RetryPolicySpec>): RetryPolicySpec => ({
   max: 3,
@@ -72,5 +82,91 @@ describe("shouldRetry", () => {
     expect(shouldRetry(p, 3, 2)).toBe(true); // try 3 is the first after clearing at try 2
     expect(shouldRetry(p, 4, 2)).toBe(false);
     expect(maxTries(p, 2)).toBe(4);
+  });
+});
+
+describe("decideRetry", () => {
+  const infra: InfrastructureRetryPolicy = { max: 3, delayMs: 2000, maxDelayMs: 10_000 };
+  const failed = (overrides: Partial<FailedTry>): FailedTry => ({
+    tryNumber: 1,
+    failureClass: "user",
+    retryable: true,
+    policy: policy({ max: 0 }),
+    triesBefore: 0,
+    infrastructureFailures: 0,
+    canceled: false,
+    ...overrides,
+  });
+  const top = () => 1; // jitter keeps the whole delay
+
+  it("re-runs an infrastructure failure of a step with no retries, on the infrastructure budget", () => {
+    expect(decideRetry(failed({ failureClass: "infrastructure" }), infra, top)).toEqual({
+      retry: true,
+      delayMs: 2000,
+      budget: "infrastructure",
+    });
+  });
+
+  it("backs infrastructure re-runs off exponentially, jittered, up to the cap", () => {
+    const delays = [0, 1, 2].map((n) => decideRetry(failed({ failureClass: "infrastructure", infrastructureFailures: n }), infra, top));
+    expect(delays.map((d) => (d.retry ? d.delayMs : null))).toEqual([2000, 6000, 10_000]);
+    const low = decideRetry(failed({ failureClass: "infrastructure", infrastructureFailures: 1 }), infra, () => 0);
+    expect(low).toEqual({ retry: true, delayMs: 3000, budget: "infrastructure" });
+  });
+
+  it("fails an infrastructure failure once the budget is spent, saying how large it was", () => {
+    expect(decideRetry(failed({ failureClass: "infrastructure", infrastructureFailures: 3 }), infra, top)).toEqual({
+      retry: false,
+      why: "infrastructure_retries_spent",
+      max: 3,
+    });
+    expect(decideRetry(failed({ failureClass: "infrastructure" }), { ...infra, max: 0 }, top)).toMatchObject({
+      retry: false,
+      why: "infrastructure_retries_spent",
+    });
+  });
+
+  it("governs a user failure by the asset's retries alone, however many infrastructure failures came before", () => {
+    // retries: 1. Try 1 was lost to infrastructure (re-run, so it does not count: triesBefore 1); try 2 is the
+    // user's first failure and gets its retry; try 3 is the user's second and is final.
+    const p = policy({ max: 1, delayMs: 500 });
+    expect(decideRetry(failed({ policy: p, tryNumber: 2, triesBefore: 1, infrastructureFailures: 1 }), infra, top)).toEqual({
+      retry: true,
+      delayMs: 500,
+      budget: "user",
+    });
+    expect(decideRetry(failed({ policy: p, tryNumber: 3, triesBefore: 1, infrastructureFailures: 1 }), infra, top)).toEqual({
+      retry: false,
+      why: "retries_spent",
+    });
+    // Its backoff counts the user's failures only: the second user failure waits as a second.
+    const growing = policy({ max: 3, delayMs: 1000, backoff: "exponential" });
+    expect(decideRetry(failed({ policy: growing, tryNumber: 4, triesBefore: 2 }), infra, top)).toMatchObject({ delayMs: 3000 });
+    // A spent infrastructure budget does not touch the user's.
+    expect(decideRetry(failed({ policy: p, tryNumber: 7, triesBefore: 6, infrastructureFailures: 6 }), infra, top)).toMatchObject({
+      retry: true,
+      budget: "user",
+    });
+  });
+
+  it("never re-runs a canceled run's step or a failure that is not retryable, whatever its class", () => {
+    for (const failureClass of ["user", "infrastructure"] as const) {
+      expect(decideRetry(failed({ failureClass, canceled: true }), infra, top)).toEqual({ retry: false, why: "canceled" });
+      expect(decideRetry(failed({ failureClass, retryable: false }), infra, top)).toEqual({ retry: false, why: "not_retryable" });
+    }
+  });
+
+  it("fails a user failure of a step without a retry policy (a check's step)", () => {
+    expect(decideRetry(failed({ policy: null }), infra, top)).toEqual({ retry: false, why: "retries_spent" });
+    expect(decideRetry(failed({ policy: null, failureClass: "infrastructure" }), infra, top)).toMatchObject({ retry: true });
+  });
+
+  it("runDecisions takes the infrastructure policy, defaulting to 5 re-runs from 2 s up to 1 min, and refuses a bad one", () => {
+    expect(DEFAULT_INFRASTRUCTURE_RETRY_POLICY).toEqual({ max: 5, delayMs: 2000, maxDelayMs: 60_000 });
+    const fifth = failed({ failureClass: "infrastructure", infrastructureFailures: 4 });
+    expect(runDecisions().retry(fifth, top)).toEqual({ retry: true, delayMs: 60_000, budget: "infrastructure" });
+    expect(runDecisions({ max: 1, delayMs: 10, maxDelayMs: 10 }).retry(fifth, top)).toMatchObject({ retry: false });
+    expect(() => runDecisions({ max: -1, delayMs: 0, maxDelayMs: 0 })).toThrowError(/max must be a whole number >= 0/);
+    expect(() => runDecisions({ max: 1, delayMs: 5000, maxDelayMs: 1000 })).toThrowError(/maxDelayMs must be .* no smaller than delayMs/);
   });
 });

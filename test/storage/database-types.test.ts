@@ -290,6 +290,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     token_hash: "null",
     created_at: "not null",
     token_expires_at: "null",
+    failure_class: "null",
   },
   steps: {
     id: "not null",
@@ -331,6 +332,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     map_count: "null",
     map_open: "null",
     map_inputs: "null",
+    infrastructure_failures: "not null",
   },
   triggers: {
     id: "not null",

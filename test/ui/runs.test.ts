@@ -29,6 +29,11 @@ export const many = asset({ key: "ui/many", partitions: daily({ start: "2025-01-
 export const broken = asset({ key: "ui/broken" }, async () => {
   throw new Error("this step always fails");
 });
+// Its first try's worker process is killed from outside (as the kernel's OOM killer or an evicting host would).
+export const killed = asset({ key: "ui/killed" }, async (ctx) => {
+  if (ctx.tryNumber === 1) process.kill(process.pid, "SIGKILL");
+  return "survived";
+});
 `;
 
 interface RunInfo {
@@ -149,6 +154,32 @@ describeBrowser("UI runs and run page", () => {
       "try 1's log",
     );
     expect(await page.getByTestId("step-error").first().textContent()).toContain("the first try fails");
+    expect(await page.getByTestId("failure-class").first().textContent()).toBe("user failure");
+    expect(await page.getByTestId("try-1").getAttribute("data-failure-class")).toBe("user");
+    expectNoProblems(problems);
+    await page.context().close();
+  });
+
+  it("says a try lost to infrastructure was not the user's: the step ran again with no retries and succeeded", async () => {
+    const id = await launch("ui/killed");
+    const run = await ended(id);
+    expect(run.status).toBe("success");
+    expect(run.steps[0]!.tries.map((t) => t.state)).toEqual(["failed", "success"]);
+
+    const { page, problems } = await openPage(ui.browser, ui.dev.url);
+    await page.goto(`/runs/${id}?step=${run.steps[0]!.id}`);
+    const first = page.getByTestId("try-1");
+    await first.waitFor();
+    expect(await first.textContent()).toBe("1: failed (infrastructure)");
+    expect(await first.getAttribute("data-failure-class")).toBe("infrastructure");
+    await first.click();
+    await page.waitForURL(/try=1/);
+    const error = page.getByTestId("step-error").first();
+    await error.waitFor();
+    expect(await error.textContent()).toContain("killed by SIGKILL");
+    const tag = error.getByTestId("failure-class");
+    expect(await tag.textContent()).toBe("infrastructure failure");
+    expect(await tag.getAttribute("title")).toContain("does not count against the asset's retries");
     expectNoProblems(problems);
     await page.context().close();
   });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { SerializedError } from "../../errors/index.js";
+import { FAILURE_CLASSES, type SerializedError } from "../../errors/index.js";
 import type { DeferRequest, StepOutcome } from "../../execution/index.js";
 import { MAX_DYNAMIC_KEYS_PER_CALL } from "../commands/add-dynamic-partitions.js";
 
@@ -48,7 +48,13 @@ const deferRequest: z.ZodType<DeferRequest> = z.object({
 
 const outcome: z.ZodType<StepOutcome> = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("success"), outputJson: jsonText("JSON text"), sizeBytes: z.number().int().min(0) }),
-  z.object({ kind: z.literal("failed"), error: serializedError, retryable: z.boolean() }),
+  // A worker from before failure classes reports none: its failures count as the user's, as they did then.
+  z.object({
+    kind: z.literal("failed"),
+    error: serializedError,
+    retryable: z.boolean(),
+    failureClass: z.enum(FAILURE_CLASSES).default("user"),
+  }),
   z.object({ kind: z.literal("skipped"), reason: z.string().max(MAX_TEXT) }),
   z.object({ kind: z.literal("deferred"), trigger: deferRequest }),
   z.object({ kind: z.literal("rescheduled"), nextCheckAt: z.number().int().min(0), waitStartedAt: z.number().int().min(0) }),

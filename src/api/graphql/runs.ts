@@ -18,6 +18,23 @@ import { dimensionsInput, PartitionDimensionInput } from "./dimension-input.js";
 const RUN_STATUSES = ["queued", "running", "success", "failed", "canceled"] as const;
 const RunStatusEnum = builder.enumType("RunStatus", { values: RUN_STATUSES });
 
+const FailureClassEnum = builder.enumType("FailureClass", {
+  description: "Whose fault a failed try was; only user failures count against an asset's retries",
+  values: {
+    USER: {
+      value: "user",
+      description: "The asset's code threw, ran past its own timeout, returned something that cannot be stored, or a check failed",
+    },
+    INFRASTRUCTURE: {
+      value: "infrastructure",
+      description:
+        "The try ended for a reason outside the asset's code (its worker was lost, stopped or killed from outside; the execution API, " +
+        "the database or the output store could not be reached; the job was lost before it started): it is re-run on the " +
+        "infrastructure retry budget (TRIBUTARY_INFRASTRUCTURE_RETRIES)",
+    },
+  } as const,
+});
+
 const StepTryRef = builder.objectRef<StepTryRecord>("StepTry").implement({
   description: "One try of a step; every try is kept",
   fields: (t) => ({
@@ -31,6 +48,12 @@ const StepTryRef = builder.objectRef<StepTryRecord>("StepTry").implement({
     endedAt: t.field({ type: "DateTime", nullable: true, resolve: (r) => r.endedAt }),
     durationMs: t.float({ nullable: true, resolve: (r) => r.durationMs }),
     error: t.field({ type: "JSON", nullable: true, resolve: (r) => r.error }),
+    failureClass: t.field({
+      type: FailureClassEnum,
+      nullable: true,
+      description: "Whose fault the try's failure was; null for a try that did not fail",
+      resolve: (r) => r.failureClass,
+    }),
     logRef: t.exposeString("logRef", { nullable: true }),
   }),
 });

@@ -130,8 +130,9 @@ export async function clearMappedStep(
                        error = null, skip_reason = null, ended_at = null, next_retry_at = null, heartbeat_at = null,
                        updated_at = ${now},
                        -- Its expanded step only gathers again (no try of its own); the others run again, with a
-                       -- fresh retry budget, and an expanded step among them fans out again.
+                       -- fresh retry budget (and infrastructure budget), and an expanded step among them fans out again.
                        tries_before = case when id = ${Number(parent!.id)}::bigint then tries_before else try_number end,
+                       infrastructure_failures = case when id = ${Number(parent!.id)}::bigint then infrastructure_failures else 0 end,
                        started_at = case when id = ${Number(parent!.id)}::bigint then started_at end,
                        worker_id = case when id = ${Number(parent!.id)}::bigint then worker_id end,
                        map_count = case when id = ${Number(parent!.id)}::bigint then map_count end,

@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { SerializedError } from "../../errors/index.js";
+import type { FailureClass, SerializedError } from "../../errors/index.js";
 import { notifyIn } from "../database-handle.js";
 import type { StepState } from "../database.js";
 import { toJson } from "../json.js";
@@ -43,14 +43,14 @@ export async function completeIn(
 ): Promise<CompletionSummary> {
   const ids = [...new Set(completions.map((c) => c.stepId))].sort((a, b) => a - b);
   const locked = await sql<LockedStep>`
-    select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
+    select s.id, s.run_id, s.state, s.try_number, s.tries_before, s.infrastructure_failures, s.retry_policy, s.pool, s.pool_slots, s.asset_key,
            s.partition_key, s.map_index, s.check_name, (r.cancel_requested_at is not null) as cancel_requested
     from steps s join runs r on r.id = s.run_id
     where s.id = any(${ids}::bigint[]) order by s.id for no key update of s`.execute(trx);
   const byId = new Map(locked.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
 
   const ignored: { stepId: number; tryNumber: number; reason: string }[] = [];
-  const applied: { c: StepCompletion; step: LockedStep; state: StepState; nextRetryAt: Date | null; wasActive: boolean }[] = [];
+  const applied: Applied[] = [];
   const claimedTwice = new Set<number>();
   for (const c of completions) {
     const step = byId.get(c.stepId);
@@ -72,6 +72,8 @@ export async function completeIn(
     claimedTwice.add(c.stepId);
     let state: StepState;
     let nextRetryAt: Date | null = null;
+    let infrastructureRerun = false;
+    let stepError: SerializedError | undefined;
     if (c.outcome === "success") state = "success";
     else if (c.outcome === "deferred") state = "deferred";
     else if (c.outcome === "rescheduled") {
@@ -83,22 +85,35 @@ export async function completeIn(
     // Fanned out: the step waits for its mapped steps (created below), then gathers their outputs.
     else if (c.outcome === "expanded") state = "pending";
     else if (c.outcome === "released" && step.state === "queued") state = "scheduled";
-    else ({ state, nextRetryAt } = retryOrFail(step, c.tryNumber, c.outcome === "released" || c.retryable, now, random, decisions));
-    applied.push({ c, step, state, nextRetryAt, wasActive: ACTIVE.includes(step.state) });
+    else {
+      // Failed, or released after it started (the executor stopped while the try ran): an infrastructure failure.
+      ({ state, nextRetryAt, infrastructureRerun, stepError } = retryOrFail(
+        step,
+        c.outcome === "released"
+          ? { tryNumber: c.tryNumber, retryable: true, failureClass: "infrastructure", error: c.error }
+          : { tryNumber: c.tryNumber, retryable: c.retryable, failureClass: c.failureClass, error: c.error },
+        now,
+        random,
+        decisions,
+      ));
+    }
+    applied.push({ c, step, state, nextRetryAt, wasActive: ACTIVE.includes(step.state), infrastructureRerun, stepError });
   }
   if (applied.length === 0) return { applied: 0, ignored, scheduled: 0, finishedRuns: [], claimed: [] };
 
   // Before the steps are updated: a second update of a row this transaction already updated re-checks its
   // foreign key, which would lock the run (KEY SHARE) ahead of the pools and deadlock with claims.
   const triggerOf = await createStepTriggers(trx, applied, now);
-  const stepUpdates = applied.map(({ c, step, state, nextRetryAt }) => ({
+  const stepUpdates = applied.map(({ c, step, state, nextRetryAt, infrastructureRerun, stepError }) => ({
     id: c.stepId,
     state,
     ended_at: WAITING_AGAIN.includes(state) ? null : c.endedAt.toISOString(),
     next_retry_at: nextRetryAt?.toISOString() ?? null,
-    error: errorOf(c, step),
-    // Released unstarted, deferred or rescheduled: the try does not count against the retry policy.
-    released: state === "scheduled" || state === "deferred" || state === "up_for_reschedule",
+    error: stepError ?? errorOf(c, step),
+    // Released unstarted, deferred, rescheduled, or an infrastructure failure re-run on its own budget: the try does
+    // not count against the retry policy.
+    not_counted: state === "scheduled" || state === "deferred" || state === "up_for_reschedule" || infrastructureRerun,
+    infrastructure_rerun: infrastructureRerun,
     wait_started_at: c.outcome === "rescheduled" ? c.waitStartedAt.toISOString() : null,
     trigger_id: triggerOf.get(c.stepId) ?? null,
     skip_reason: c.outcome === "skipped" || c.outcome === "removed" ? c.reason : null,
@@ -112,13 +127,15 @@ export async function completeIn(
     update steps set state = x.state, ended_at = x.ended_at, next_retry_at = x.next_retry_at, error = x.error,
                      skip_reason = x.skip_reason, worker_id = coalesce(x.worker_id, steps.worker_id),
                      started_at = coalesce(steps.started_at, x.started_at), heartbeat_at = null, updated_at = ${now},
-                     tries_before = steps.tries_before + (case when x.released then 1 else 0 end),
+                     tries_before = steps.tries_before + (case when x.not_counted then 1 else 0 end),
+                     infrastructure_failures = steps.infrastructure_failures + (case when x.infrastructure_rerun then 1 else 0 end),
                      scheduled_at = case when x.state = 'scheduled' then ${now}::timestamptz else steps.scheduled_at end,
                      wait_started_at = x.wait_started_at, trigger_id = coalesce(x.trigger_id, steps.trigger_id),
                      map_count = coalesce(x.map_count, steps.map_count), map_open = coalesce(x.map_open, steps.map_open),
                      map_inputs = coalesce(x.map_inputs, steps.map_inputs)
     from jsonb_to_recordset(${toJson(stepUpdates)}::jsonb)
-      as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, released boolean,
+      as x(id bigint, state text, ended_at timestamptz, next_retry_at timestamptz, error jsonb, not_counted boolean,
+           infrastructure_rerun boolean,
            skip_reason text, worker_id text, started_at timestamptz, wait_started_at timestamptz, trigger_id bigint,
            map_count int, map_open int, map_inputs jsonb)
     where steps.id = x.id`.execute(trx);
@@ -141,6 +158,7 @@ export async function completeIn(
       ended_at: c.endedAt.toISOString(),
       started_at: c.startedAt?.toISOString() ?? null,
       error: errorOf(c, step),
+      failure_class: failureClassOf(c, state),
       log_ref: c.logRef,
       worker_id: c.workerId,
       hostname: c.hostname ?? null,
@@ -149,11 +167,11 @@ export async function completeIn(
   await sql`
     update step_tries t set state = x.state, ended_at = x.ended_at, started_at = coalesce(t.started_at, x.started_at),
            duration_ms = greatest(0, (extract(epoch from (x.ended_at - coalesce(t.started_at, x.started_at, x.ended_at))) * 1000)::bigint),
-           error = x.error, log_ref = coalesce(x.log_ref, t.log_ref), worker_id = coalesce(t.worker_id, x.worker_id),
-           hostname = coalesce(t.hostname, x.hostname), pid = coalesce(t.pid, x.pid)
+           error = x.error, failure_class = x.failure_class, log_ref = coalesce(x.log_ref, t.log_ref),
+           worker_id = coalesce(t.worker_id, x.worker_id), hostname = coalesce(t.hostname, x.hostname), pid = coalesce(t.pid, x.pid)
     from jsonb_to_recordset(${toJson(tryUpdates)}::jsonb)
       as x(step_id bigint, try_number int, state text, ended_at timestamptz, started_at timestamptz, error jsonb,
-           log_ref text, worker_id text, hostname text, pid int)
+           failure_class text, log_ref text, worker_id text, hostname text, pid int)
     where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);
 
   await recordMaterializations(trx, applied, now);
@@ -239,6 +257,25 @@ export async function completeIn(
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.
   await notifyIn(trx, WAKE_CHANNEL, "steps");
   return { applied: applied.length, ignored, scheduled: scheduled.length + expansion.scheduled.length, finishedRuns, claimed };
+}
+
+interface Applied {
+  c: StepCompletion;
+  step: LockedStep;
+  state: StepState;
+  nextRetryAt: Date | null;
+  wasActive: boolean;
+  infrastructureRerun: boolean;
+  /** The step's error when it is not the try's (see RetryOutcome.stepError). */
+  stepError: SerializedError | undefined;
+}
+
+/** Whose fault the try's failure was (a released try was handed back by an executor that stopped); null when it did not fail. */
+function failureClassOf(c: StepCompletion, state: StepState): FailureClass | null {
+  if (c.outcome === "failed") return c.failureClass;
+  if (c.outcome === "released") return "infrastructure";
+  if (c.outcome === "check" && state === "failed") return "user";
+  return null;
 }
 
 export function errorOf(c: StepCompletion, step: LockedStep): SerializedError | null {

@@ -36,7 +36,8 @@ export async function housekeeping(
     (n) => n > 0,
   );
 
-  // Zombies: running steps nobody has heard from. Their try fails (retryable).
+  // Zombies: running steps nobody has heard from. Their try fails as an infrastructure failure: the worker or its
+  // host is gone, whatever the step's code was doing (it may have run to the end and not been able to say so).
   const zombies = await chore(
     async (trx) => {
       const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
@@ -53,6 +54,7 @@ export async function housekeeping(
             logRef: null,
             outcome: "failed",
             retryable: true,
+            failureClass: "infrastructure",
             error: {
               name: "ZombieStep",
               code: "STEP_ZOMBIE",
@@ -71,8 +73,8 @@ export async function housekeeping(
     () => false, // completeIn notifies
   );
 
-  // Handed out but never started (the executor lost it): hand it out again;
-  // such a try does not count against the retry policy.
+  // Handed out but never started (the executor or the queue lost it): hand it out again. The try is an
+  // infrastructure failure that uses up neither budget: nothing of the step's code ran.
   const requeued = await chore(
     async (trx) => {
       const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);

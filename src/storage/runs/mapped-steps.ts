@@ -80,6 +80,7 @@ export async function expandSteps(
   if (reuse.length > 0) {
     await sql`
       update steps set state = 'scheduled', map_item = x.item, map_label = x.label, tries_before = steps.try_number,
+                       infrastructure_failures = 0,
                        error = null, skip_reason = null, ended_at = null, next_retry_at = null, started_at = null,
                        worker_id = null, heartbeat_at = null, scheduled_at = ${now}, updated_at = ${now}
       from jsonb_to_recordset(${toJson(reuse)}::jsonb) as x(id bigint, item jsonb, label text)

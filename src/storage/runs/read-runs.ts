@@ -33,6 +33,7 @@ export async function getRun(db: Kysely<Database>, runId: string): Promise<RunDe
       endedAt: t.ended_at,
       durationMs: t.duration_ms,
       error: t.error,
+      failureClass: t.failure_class,
       logRef: t.log_ref,
     });
     triesByStep.set(t.step_id, list);

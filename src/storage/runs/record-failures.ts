@@ -1,21 +1,34 @@
 import { sql } from "kysely";
+import type { SerializedError } from "../../errors/index.js";
 import { toJson } from "../json.js";
 import type { StepCompletion } from "../run-store.js";
 import { upsertPartitionStatus } from "./partition-status.js";
 import type { LockedStep, Trx } from "./step-rows.js";
 
-export async function recordFailures(trx: Trx, failed: readonly { c: StepCompletion; step: LockedStep }[], now: Date): Promise<void> {
+/**
+ * Steps that failed for good: a failure event, an alert and the partition's status. `stepError`: the step's error
+ * when it is not the try's own (the infrastructure retry budget is spent).
+ */
+export async function recordFailures(
+  trx: Trx,
+  failed: readonly { c: StepCompletion; step: LockedStep; stepError?: SerializedError | undefined }[],
+  now: Date,
+): Promise<void> {
   if (failed.length === 0) return;
-  const rows = failed.map(({ c, step }) => ({
-    asset_key: step.asset_key,
-    partition_key: step.partition_key,
-    run_id: step.run_id,
-    step_id: step.id,
-    try_number: c.tryNumber,
-    metadata: { error: c.outcome === "failed" || c.outcome === "released" ? { code: c.error.code, message: c.error.message } : null },
-    // A step of a canceled run failing is what the user asked for, not news.
-    alert: !step.cancel_requested,
-  }));
+  const rows = failed.map(({ c, step, stepError }) => {
+    const error = stepError ?? (c.outcome === "failed" || c.outcome === "released" ? c.error : null);
+    const failureClass = c.outcome === "failed" ? c.failureClass : c.outcome === "released" ? "infrastructure" : "user";
+    return {
+      asset_key: step.asset_key,
+      partition_key: step.partition_key,
+      run_id: step.run_id,
+      step_id: step.id,
+      try_number: c.tryNumber,
+      metadata: { error: error ? { code: error.code, message: error.message } : null, failureClass },
+      // A step of a canceled run failing is what the user asked for, not news.
+      alert: !step.cancel_requested,
+    };
+  });
   // The failure event and the alert (routed by the asset's owner) in one
   // statement; cause_key makes a second report of the same try a no-op.
   await sql`
@@ -30,7 +43,8 @@ export async function recordFailures(trx: Trx, failed: readonly { c: StepComplet
     select 'step_failed:' || x.step_id || ':' || x.try_number, 'step_failed', x.asset_key, nullif(x.partition_key, ''),
            x.run_id, a.owner,
            jsonb_build_object('asset', x.asset_key, 'partition', nullif(x.partition_key, ''), 'run', x.run_id,
-                              'step', x.step_id, 'try', x.try_number, 'error', x.metadata->'error'),
+                              'step', x.step_id, 'try', x.try_number, 'error', x.metadata->'error',
+                              'failureClass', x.metadata->'failureClass'),
            ${now}, ${now}
     from x left join assets a on a.key = x.asset_key
     where x.alert

@@ -17,7 +17,7 @@ import type { Trx } from "./step-rows.js";
 export async function requeuedIn(trx: Trx, steps: readonly RequeuedStep[], now: Date, error: SerializedError): Promise<void> {
   if (steps.length === 0) return;
   await sql`
-    update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(error)}::jsonb
+    update step_tries t set state = 'failed', ended_at = ${now}, error = ${toJson(error)}::jsonb, failure_class = 'infrastructure'
     from jsonb_to_recordset(${toJson(steps.map((r) => ({ step_id: r.id, try_number: r.try_number })))}::jsonb)
       as x(step_id bigint, try_number int)
     where t.step_id = x.step_id and t.try_number = x.try_number`.execute(trx);

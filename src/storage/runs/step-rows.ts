@@ -21,6 +21,7 @@ export interface LockedStep {
   state: StepState;
   try_number: number;
   tries_before: number;
+  infrastructure_failures: number;
   retry_policy: RetryPolicySpec | null;
   pool: string;
   pool_slots: number;

@@ -23,7 +23,9 @@ export async function lockDeferredSteps(trx: Trx, triggers: readonly Ending[]): 
   return rows.map((r) => ({ id: Number(r.id), tryNumber: r.try_number, assetKey: r.asset_key, partitionKey: r.partition_key }));
 }
 
-export type DeferredEnd = { outcome: "failed"; error: SerializedError; retryable: false } | { outcome: "skipped"; reason: string };
+/** A wait that timed out or cannot be checked (its trigger's arguments, its kind): the step's own doing, never retried. */
+export type DeferredEnd =
+  { outcome: "failed"; error: SerializedError; retryable: false; failureClass: "user" } | { outcome: "skipped"; reason: string };
 
 /**
  * Ends the still-deferred steps of these triggers through the same completion

@@ -32,7 +32,7 @@ export async function expireIn(trx: Trx, decisions: RunDecisions, now: Date, lim
     }
     failedSteps.push(step.id);
     const error: SerializedError = { name: "TriggerTimeoutError", code: "TRIGGER_TIMED_OUT", message, location: stepLocation(step) };
-    return { outcome: "failed", error, retryable: false };
+    return { outcome: "failed", error, retryable: false, failureClass: "user" };
   });
   return { timedOut: rows.map((r) => Number(r.id)), failedSteps, skippedSteps };
 }

@@ -160,7 +160,7 @@ async function fail(
       message: `${describeStep(step)} cannot wait on its "${trigger.kind}" trigger (id ${trigger.id}): ${trigger.error.message}`,
       location: { ...trigger.error.location, ...stepLocation(step) },
     };
-    return { outcome: "failed", error, retryable: false };
+    return { outcome: "failed", error, retryable: false, failureClass: "user" };
   });
   return failedSteps;
 }

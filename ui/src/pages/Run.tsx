@@ -24,7 +24,11 @@ interface StepTry {
   endedAt: string | null;
   durationMs: number | null;
   error: unknown;
+  /** Whose fault the try's failure was; null when it did not fail. */
+  failureClass: FailureClass | null;
 }
+
+type FailureClass = "USER" | "INFRASTRUCTURE";
 
 interface Step extends GanttStep {
   checkName: string | null;
@@ -81,7 +85,7 @@ const RUN_QUERY = `query Run($id: String!) {
     steps {
       id assetKey partitionKey mapIndex mapLabel mapCount checkName state tryNumber maxTries pool priority scheduledAt queuedAt startedAt endedAt nextRetryAt
       workerId skipReason error
-      tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error }
+      tries { tryNumber state workerId hostname pid queuedAt startedAt endedAt durationMs error failureClass }
       waitingFor { id kind status args timeoutAt nextCheckAt lastResult }
     }
   }
@@ -314,7 +318,7 @@ function StepDetails({
           <Link href={`/triggers?id=${step.waitingFor.id}`}>trigger</Link>
         </div>
       ) : null}
-      {step.error ? <StepError error={step.error} /> : null}
+      {step.error ? <StepError error={step.error} failureClass={step.state === "failed" ? (latest?.failureClass ?? null) : null} /> : null}
 
       {tries.length === 0 ? (
         <p className="muted">It has not run yet, so it has no log.</p>
@@ -329,13 +333,17 @@ function StepDetails({
                 className={t === chosen ? "primary" : ""}
                 onClick={() => onTry(t.tryNumber)}
                 data-testid={`try-${t.tryNumber}`}
-                title={`${t.state}, ${formatDuration(t.durationMs ?? undefined)}`}
+                title={`${t.state}${t.failureClass ? ` (${FAILURE_CLASS_TEXT[t.failureClass].label})` : ""}, ${formatDuration(t.durationMs ?? undefined)}`}
+                {...(t.failureClass ? { "data-failure-class": t.failureClass.toLowerCase() } : {})}
               >
                 {t.tryNumber}: {t.state.replace(/_/g, " ")}
+                {t.failureClass === "INFRASTRUCTURE" ? " (infrastructure)" : ""}
               </button>
             ))}
           </div>
-          {chosen && chosen !== latest && chosen.error ? <StepError error={chosen.error} title={`Try ${chosen.tryNumber} failed`} /> : null}
+          {chosen && chosen !== latest && chosen.error ? (
+            <StepError error={chosen.error} title={`Try ${chosen.tryNumber} failed`} failureClass={chosen.failureClass} />
+          ) : null}
           {chosen ? <LogView key={`${step.id}:${chosen.tryNumber}`} runId={runId} stepId={step.id} tryNumber={chosen.tryNumber} /> : null}
         </>
       )}
@@ -343,8 +351,24 @@ function StepDetails({
   );
 }
 
-/** A serialized step error: its code and message, the stack folded away, the cause (if any) below. */
-function StepError({ error, title }: { error: unknown; title?: string }) {
+const FAILURE_CLASS_TEXT: Record<FailureClass, { label: string; explain: string }> = {
+  USER: {
+    label: "user failure",
+    explain: "The asset's code failed (it threw, timed out or returned something bad): this counts against its retries",
+  },
+  INFRASTRUCTURE: {
+    label: "infrastructure failure",
+    explain:
+      "The try ended for a reason outside the asset's code (a lost or stopped worker, an unreachable API, database or store): " +
+      "it is re-run on the infrastructure retry budget and does not count against the asset's retries",
+  },
+};
+
+/**
+ * A serialized step error: its code and message, the stack folded away, the cause (if any) below; with the
+ * failure's class, whose fault it was.
+ */
+function StepError({ error, title, failureClass }: { error: unknown; title?: string; failureClass?: FailureClass | null }) {
   const e = (typeof error === "object" && error !== null ? error : { message: String(error) }) as {
     name?: string;
     code?: string;
@@ -356,6 +380,15 @@ function StepError({ error, title }: { error: unknown; title?: string }) {
     <div className="error step-error" data-testid="step-error">
       <strong>{title ?? "Error"}</strong>
       {e.code ? <code className="code">{e.code}</code> : null}
+      {failureClass ? (
+        <span
+          className={`failure-class failure-class-${failureClass.toLowerCase()}`}
+          data-testid="failure-class"
+          title={FAILURE_CLASS_TEXT[failureClass].explain}
+        >
+          {FAILURE_CLASS_TEXT[failureClass].label}
+        </span>
+      ) : null}
       <div>
         {e.name && e.name !== "Error" ? `${e.name}: ` : ""}
         {e.message ?? JSON.stringify(error)}
