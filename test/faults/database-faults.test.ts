@@ -52,6 +52,36 @@ describePostgres("faults: the database", () => {
     });
   });
 
+  it("the object store unreachable: the steps that could not save their output run again once it is back", async () => {
+    const runs = [await fleet.launch({ assetKeys: ["f/big"], allPartitions: true })];
+    await fleet.until(async () => (await fleet.ledger()).filter((l) => l.run === runs[0]).length >= 2, "the run to be under way");
+    const started = Date.now();
+    await fleet.objects.stop();
+    await new Promise((r) => setTimeout(r, FAULT_MS.objectStoreDown));
+    await fleet.objects.start();
+    const ended = Date.now();
+    const progressAfterS = await fleet.progressAfter(ended, "f/big");
+    const succeeded = await fleet.waitForRuns(runs);
+    report({
+      scenario: "object store unreachable",
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await fleet.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
+    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
+    const failed = await fleet.pg.query<{ code: string; failure_class: string }>(
+      "select distinct t.error->>'code' as code, t.failure_class from step_tries t where t.run_id = $1::uuid and t.state = 'failed'",
+      [runs[0]],
+      "tributary",
+    );
+    expect(
+      failed.every((f) => f.failure_class === "infrastructure"),
+      JSON.stringify(failed),
+    ).toBe(true);
+  });
+
   it("a transaction held open in another database does not hold back dataset-driven automation", async () => {
     await fleet.pg.query("create database analyst");
     const stranger = new pg.Client({ connectionString: fleet.pg.url("analyst") });

@@ -5,7 +5,60 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CLI_COMMAND_BUDGET_MS, eventually, freePort, startCli } from "../cli/run-cli.js";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import S3rver from "s3rver";
 import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from "../support/private-services.js";
+
+const BUCKET = "tributary-outputs";
+
+/** An S3-compatible object store in this process (s3rver), which a scenario stops and starts on the same port. */
+export class ObjectStore {
+  #server: S3rver | undefined;
+  private constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  static async start(dir: string): Promise<ObjectStore> {
+    const store = new ObjectStore(freePort(), dir);
+    await store.start();
+    const client = new S3Client({
+      endpoint: store.endpoint,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    });
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    client.destroy();
+    return store;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** What the fleet's processes are told: outputs over the inline limit go here. */
+  get env(): Record<string, string> {
+    return {
+      TRIBUTARY_S3_BUCKET: BUCKET,
+      TRIBUTARY_S3_ENDPOINT: this.endpoint,
+      TRIBUTARY_S3_FORCE_PATH_STYLE: "true",
+      TRIBUTARY_S3_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "S3RVER",
+      AWS_SECRET_ACCESS_KEY: "S3RVER",
+    };
+  }
+
+  async start(): Promise<void> {
+    this.#server = new S3rver({ address: "127.0.0.1", port: this.port, silent: true, directory: this.dir });
+    await this.#server.run();
+  }
+
+  async stop(): Promise<void> {
+    await this.#server?.close().catch(() => undefined);
+    this.#server = undefined;
+  }
+}
 
 /**
  * How long each fault lasts. `npm run faults` sets TRIBUTARY_FAULTS=full for the durations the reliability figures
@@ -16,6 +69,7 @@ export const FAULT_MS = {
   redisDown: FULL ? 30_000 : 8_000,
   apiDown: FULL ? 20_000 : 8_000,
   openTransaction: FULL ? 600_000 : 15_000,
+  objectStoreDown: FULL ? 30_000 : 8_000,
 };
 /** Partitions of each asset a scenario's run materialises, and how long each step sleeps. */
 export const PARTITIONS = 24;
@@ -41,6 +95,12 @@ export const total = asset({ key: "f/total", deps: { local: dep(local, allPartit
 export const downstream = asset({ key: "f/downstream", deps: { total }, automation: eager() }, async (ctx, { total }) => {
   ran(ctx);
   return total;
+});
+// Outputs over the inline limit: written to the object store.
+export const big = asset({ key: "f/big", partitions: keys }, async (ctx) => {
+  ran(ctx);
+  await new Promise((r) => setTimeout(r, ${STEP_MS}));
+  return { blob: "x".repeat(80 * 1024) };
 });
 export const landing = asset({ key: "f/landing", partitions: many }, async (ctx) => {
   const file = await ctx.defer(fileExists(${JSON.stringify(landing)} + "/{partition}.csv"), { timeout: "1h", interval: "1s" });
@@ -76,6 +136,7 @@ export class Fleet {
   private constructor(
     readonly pg: PrivatePostgres,
     readonly redis: PrivateRedis,
+    readonly objects: ObjectStore,
     readonly dir: string,
     readonly apiPort: number,
   ) {}
@@ -95,7 +156,8 @@ export class Fleet {
   static async start(): Promise<Fleet> {
     const [pg, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()]);
     const dir = await mkdtemp(path.join(tmpdir(), "tributary-faults-"));
-    const fleet = new Fleet(pg, redis, dir, freePort());
+    await mkdir(path.join(dir, "objects"));
+    const fleet = new Fleet(pg, redis, await ObjectStore.start(path.join(dir, "objects")), dir, freePort());
     await mkdir(path.join(dir, "defs"));
     await mkdir(fleet.landingDir);
     await writeFile(path.join(dir, "defs", "faults.ts"), DEFS(fleet.ledgerFile, fleet.landingDir));
@@ -111,7 +173,7 @@ export class Fleet {
 
   /** Starts (or starts again) one of the fleet's processes; resolves once it says it is running. */
   async startProc(name: string): Promise<Proc> {
-    const env = { DATABASE_URL: this.pg.url(), REDIS_URL: this.redis.url, NO_COLOR: "1" };
+    const env = { DATABASE_URL: this.pg.url(), REDIS_URL: this.redis.url, NO_COLOR: "1", ...this.objects.env };
     const common = ["--definitions", path.join(this.dir, "defs"), "--data-dir", path.join(this.dir, name)];
     const kind = name.replace(/-\d+$/, "");
     const args: Record<string, string[]> = {
@@ -262,6 +324,7 @@ export class Fleet {
   async stop(): Promise<void> {
     for (const name of this.procs.keys()) await this.kill(name);
     await this.redis.stop();
+    await this.objects.stop();
     await this.pg.destroy();
     await rm(this.dir, { recursive: true, force: true });
   }
