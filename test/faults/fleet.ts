@@ -4,9 +4,9 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLI_COMMAND_BUDGET_MS, eventually, freePort, startCli } from "../cli/run-cli.js";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
+import { CLI_COMMAND_BUDGET_MS, eventually, freePort, startCli } from "../cli/run-cli.js";
 import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from "../support/private-services.js";
 
 const BUCKET = "tributary-outputs";
