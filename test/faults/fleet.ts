@@ -61,10 +61,10 @@ export class ObjectStore {
 }
 
 /**
- * How long each fault lasts. `npm run faults` sets TRIBUTARY_FAULTS=full for the durations the reliability figures
+ * How long each fault lasts. `npm run faults` sets TRIBUTARY_FAULT_SUITE=full for the durations the reliability figures
  * are recorded with; inside `npm test` they are shorter, so the suite stays within the test run's budget.
  */
-export const FULL = process.env.TRIBUTARY_FAULTS === "full";
+export const FULL = process.env.TRIBUTARY_FAULT_SUITE === "full";
 export const FAULT_MS = {
   redisDown: FULL ? 30_000 : 8_000,
   apiDown: FULL ? 20_000 : 8_000,
@@ -192,14 +192,12 @@ export class Fleet {
     };
     const proc = startCli([...args[kind]!, ...common], { env: kind === "worker" ? { ...env, DATABASE_URL: "" } : env });
     this.procs.set(name, proc);
-    await eventually(
-      async () => {
-        if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}`);
-        return ready[kind]!.test(proc.output()) ? true : undefined;
-      },
+    const state = await eventually(
+      async () => (proc.exitCode !== null ? "exited" : ready[kind]!.test(proc.output()) ? "ready" : undefined),
       CLI_COMMAND_BUDGET_MS,
       () => `${name} to start:\n${proc.output()}`,
     );
+    if (state === "exited") throw new Error(`${name} exited with ${proc.exitCode} before it was ready:\n${proc.output()}`);
     return proc;
   }
 
