@@ -16,6 +16,8 @@ const madeDirs = new Set<string>();
 export class StepLog {
   private fd: number | undefined;
   private closed = false;
+  /** The first write that failed while the try ran (a full disk, a removed directory): the try cannot keep its log. */
+  writeError: Error | undefined;
   /** The try's secret values: masked in every line this log writes, including lines written after close(). */
   readonly redactor: Redactor;
 
@@ -40,7 +42,9 @@ export class StepLog {
       }
       writeSync(this.fd, line);
     } catch (err) {
-      // A log that cannot be written must not fail the step; say so where an operator looks.
+      // Said where an operator looks, with the line itself, so nothing is lost; a try that ran while its log could
+      // not be written does not count as done (see StepRuntime), and runs again.
+      if (!this.closed) this.writeError ??= err as Error;
       process.stderr.write(`tributary: cannot write step log ${this.file}: ${(err as Error).message}\n${line}`);
     }
   }

@@ -169,8 +169,9 @@ export class StepRuntime {
    * (nor hold the step past its timeout). A try already ended (abandoned)
    * runs none.
    */
-  private finish(active: ActiveTry, outcome: StepOutcome): void {
+  private finish(active: ActiveTry, ran: StepOutcome): void {
     if (active.ended) return;
+    const outcome = withUnwritableLog(active.log, ran);
     active.settle(outcome);
     const def = active.definition;
     if (!def || (!def.callbacks.onSuccess && !def.callbacks.onFailure && !def.callbacks.onRetry)) return;
@@ -356,6 +357,30 @@ function assetExports(namespace: Record<string, unknown>): string {
     .map((name) => `"${name}"`)
     .join(", ");
 }
+
+/**
+ * A try whose log could not be written (the logs directory full or gone) is not kept as done: it fails as an
+ * infrastructure failure naming the file and the cause, and runs again on the infrastructure budget, so a step's
+ * history never silently misses what it logged. A try that failed anyway keeps its own failure.
+ */
+function withUnwritableLog(log: StepLog, outcome: StepOutcome): StepOutcome {
+  if (!log.writeError || outcome.kind === "failed") return outcome;
+  return {
+    kind: "failed",
+    retryable: true,
+    failureClass: "infrastructure",
+    error: {
+      name: "StepLogUnwritable",
+      code: STEP_LOG_UNWRITABLE,
+      message:
+        `the step's log ${log.file} could not be written (${log.writeError.message}); the try is not kept and runs again: ` +
+        `free space in the logs directory (its lines were written to the worker's standard error meanwhile)`,
+    },
+  };
+}
+
+/** See withUnwritableLog. */
+export const STEP_LOG_UNWRITABLE = "STEP_LOG_UNWRITABLE";
 
 function writeOutcome(log: StepLog, outcome: StepOutcome): void {
   if (outcome.kind === "skipped") log.write("info", `step skipped: ${outcome.reason}`);
