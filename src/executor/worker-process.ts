@@ -6,10 +6,13 @@ import type { Lane, LaneStep } from "./lane.js";
 import type { StepOutcome } from "../execution/index.js";
 import type { FromWorker, HostCall, ToWorker } from "./worker-protocol.js";
 
-// Plain JS: registers tsx, then runs worker-child.ts.
-const ENTRY = fileURLToPath(new URL("./worker-entry.mjs", import.meta.url));
-/** What definitions files import as `tributary`: this checkout's SDK. */
-const SDK_URL = new URL("../index.ts", import.meta.url).href;
+const PRECOMPILED = import.meta.precompiled;
+// From the sources, plain JS that registers tsx, then runs worker-child.ts. Precompiled, worker-child.ts compiled,
+// with source maps so that stack traces name the sources as they do through tsx.
+const ENTRY = fileURLToPath(PRECOMPILED ? new URL("worker-child.mjs", PRECOMPILED) : new URL("./worker-entry.mjs", import.meta.url));
+const NODE_FLAGS = PRECOMPILED ? ["--enable-source-maps"] : [];
+/** What definitions files import as `tributary`: this checkout's SDK, the instance the worker's code uses. */
+const SDK_URL = PRECOMPILED ? new URL("index.mjs", PRECOMPILED).href : new URL("../index.ts", import.meta.url).href;
 const STDERR_TAIL_BYTES = 16 * 1024;
 /** How long a child may take to start (tsx and the SDK) before it counts as broken. */
 const START_LIMIT_MS = 60_000;
@@ -67,7 +70,7 @@ export class WorkerProcess implements Lane {
     this.capacity = options.capacity;
     this.proc = fork(ENTRY, [SDK_URL, options.definitionsDir ?? ""], {
       // Explicit, so the parent's own flags (a tsx loader, inspector) are not inherited.
-      execArgv: [`--max-old-space-size=${options.memoryMb}`],
+      execArgv: [...NODE_FLAGS, `--max-old-space-size=${options.memoryMb}`],
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",
     });
