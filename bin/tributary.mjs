@@ -2,21 +2,20 @@
 // Runs the CLI precompiled (dist/cli) when it was built from the sources as they are now, otherwise the TypeScript
 // sources through tsx, so a checkout works without a build step and an edit takes effect at once.
 // TRIBUTARY_RUN_SOURCES=1 runs the sources whatever dist/cli holds; TRIBUTARY_DEBUG_START=1 says which ran and why.
-import { precompiledCli } from "./precompiled.mjs";
+import { precompiled } from "../src/precompiled.mjs";
 
-const root = new URL("../", import.meta.url);
-const choice = process.env.TRIBUTARY_RUN_SOURCES === "1" ? { stale: "TRIBUTARY_RUN_SOURCES=1" } : precompiledCli(root);
+const choice = precompiled();
 if (process.env.TRIBUTARY_DEBUG_START === "1") {
   process.stderr.write(
-    "entry" in choice
+    "dir" in choice
       ? "tributary: running the precompiled CLI (dist/cli)\n"
       : `tributary: running the sources through tsx: ${choice.stale}\n`,
   );
 }
-if ("entry" in choice) {
+if ("dir" in choice) {
   // Stack traces name the sources, as they do through tsx.
   process.setSourceMapsEnabled(true);
-  await import(choice.entry.href);
+  await import(new URL("main.mjs", choice.dir).href);
 } else {
   const { register } = await import("tsx/esm/api");
   register();
