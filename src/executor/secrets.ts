@@ -229,7 +229,6 @@ function joinAnd(parts: readonly string[]): string {
  * @example
  * import type { StepDispatch } from "../execution/index.js";
  * import type { Redactor } from "./step-log.js";
-import { allowTypeScriptImports } from "./typescript-imports.js";
  * // given redactor: Redactor, dispatch: StepDispatch
  * const resolver = new SecretResolver(await secretBackendFromEnv(process.env));
  * const password = await resolver.resolve("db_password", redactor, dispatch);
