@@ -10,7 +10,8 @@ const TS_FILES = ["**/*.ts", "**/*.tsx"];
 const JS_FILES = ["**/*.js", "**/*.mjs", "**/*.cjs"];
 
 export default defineConfig(
-  { ignores: ["node_modules/", "ui/dist/", "coverage/", "dist/", ".tributary/"] },
+  // tmp/: scratch space (gitignored) where suites write definitions while the linter may be running beside them.
+  { ignores: ["node_modules/", "ui/dist/", "coverage/", "dist/", ".tributary/", "tmp/"] },
 
   js.configs.recommended,
   tseslint.configs.recommended,

@@ -2,10 +2,11 @@ import { register } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel } from "node:worker_threads";
+import { allowTypeScriptImports } from "./typescript-imports.js";
 import { importVersion } from "./versioned-import.js";
 
-/** What definitions files import as `tributary`: this checkout's SDK (as in worker processes). */
-const SDK_URL = new URL("../index.ts", import.meta.url).href;
+/** What definitions files import as `tributary`: this checkout's SDK, the instance this code uses (as in worker processes). */
+const SDK_URL = import.meta.precompiled ? new URL("index.mjs", import.meta.precompiled).href : new URL("../index.ts", import.meta.url).href;
 let hooks: { port: MessagePort; roots: Set<string>; nextId: number; acks: Map<number, () => void> } | undefined;
 type MessagePort = InstanceType<typeof MessageChannel>["port1"];
 
@@ -21,6 +22,8 @@ export function definitionsImporter(
   return async (file, codeHash) => {
     // The version the step was planned with; the file as it is only for snapshots that name no version.
     if (codeHash) return importVersion(file, codeHash);
+    // tsx's hooks first (ours run before theirs), and settled before the check, so two calls register ours once.
+    await allowTypeScriptImports();
     if (!hooks) {
       const { port1, port2 } = new MessageChannel();
       const roots = new Set(definitionsDir ? [rootUrl(definitionsDir)] : []);

@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import { InputError, TributaryError, type SerializedError } from "../errors/index.js";
 import { describeTry, STEP_ERROR_CODES, tryLocation } from "./step-errors.js";
 import type { Redactor } from "./step-log.js";
+import { allowTypeScriptImports } from "./typescript-imports.js";
 import type { StepDispatch } from "../execution/index.js";
 
 /** A directory with one file per secret (Docker and Kubernetes secrets mounts). */
@@ -326,6 +327,7 @@ export async function loadSecretBackend(file: string): Promise<SecretBackend> {
   if (!exists(resolved)) throw invalid("does not exist; point the variable at a module file (.mjs, .js)");
   let mod: Record<string, unknown>;
   try {
+    await allowTypeScriptImports();
     mod = (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
   } catch (cause) {
     throw invalid(`cannot be imported: ${cause instanceof Error ? cause.message : String(cause)}`, cause);

@@ -1,16 +1,18 @@
-// The body of a LocalExecutor worker child process (after worker-entry.mjs
-// registered tsx). Long-lived: it runs every step the parent sends, several
-// at once, until the parent disconnects. It never decides to give up on a
-// step; the parent owns timeouts and kills.
+// The body of a LocalExecutor worker child process: after worker-entry.mjs
+// registered tsx, or precompiled (dist/cli/worker-child.mjs, started as it
+// is). Long-lived: it runs every step the parent sends, several at once,
+// until the parent disconnects. It never decides to give up on a step; the
+// parent owns timeouts and kills.
 import { register } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { MessageChannel } from "node:worker_threads";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { TributaryError } from "../errors/index.js";
 import { deepFreeze } from "../sdk/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
-import { secretBackendFromEnv, SecretResolver } from "./secrets.js";
+import { secretBackendFromEnv, SECRETS_BACKEND_ENV, SecretResolver } from "./secrets.js";
 import { StepRuntime, tryStorage } from "./step-runtime.js";
+import { allowTypeScriptImports } from "./typescript-imports.js";
 import type { FromWorker, HostCall, ToWorker, WorkerEvent } from "./worker-protocol.js";
 
 const sdkUrl = process.argv[2];
@@ -25,25 +27,37 @@ const roots = new Set<string>();
 const rootUrl = (dir: string): string => pathToFileURL(dir).href.replace(/\/?$/, "/");
 if (definitionsDir) roots.add(rootUrl(definitionsDir));
 
-const { port1, port2 } = new MessageChannel();
-register(new URL("./worker-hooks.mjs", import.meta.url).href, {
-  parentURL: import.meta.url,
-  data: { sdkUrl, roots: [...roots], port: port2 },
-  transferList: [port2],
-});
-port1.unref();
-
 let nextRootId = 0;
 const rootAcks = new Map<number, () => void>();
-port1.on("message", (message: { type: string; id: number }) => {
-  if (message.type === "root-added") {
-    rootAcks.get(message.id)?.();
-    rootAcks.delete(message.id);
-  }
-});
+let hooks: Promise<MessagePort> | undefined;
+
+/**
+ * The worker's module hooks (worker-hooks.mjs), registered before the first definitions file is imported as it is,
+ * after tsx's. Files compiled by the loader (steps with a code version) need neither.
+ */
+function moduleHooks(): Promise<MessagePort> {
+  hooks ??= allowTypeScriptImports().then(() => {
+    const { port1, port2 } = new MessageChannel();
+    register(new URL("./worker-hooks.mjs", import.meta.url).href, {
+      parentURL: import.meta.url,
+      data: { sdkUrl, roots: [...roots], port: port2 },
+      transferList: [port2],
+    });
+    port1.unref();
+    port1.on("message", (message: { type: string; id: number }) => {
+      if (message.type === "root-added") {
+        rootAcks.get(message.id)?.();
+        rootAcks.delete(message.id);
+      }
+    });
+    return port1;
+  });
+  return hooks;
+}
 
 /** Makes sure the hooks treat the file's directory as definitions (ES modules, `tributary` resolved). */
 async function ensureRoot(file: string): Promise<void> {
+  const port1 = await moduleHooks();
   const fileUrl = pathToFileURL(file).href;
   for (const root of roots) if (fileUrl.startsWith(root)) return;
   const url = rootUrl(path.dirname(file));
@@ -99,6 +113,8 @@ function callParent(call: HostCall): Promise<unknown> {
 }
 
 // The secrets backends the settings name (environment, TRIBUTARY_SECRETS_DIR, TRIBUTARY_SECRETS_BACKEND), once per process.
+// A backend module is a user's file like a definitions file: it gets the same hooks (`tributary`, TypeScript).
+if (process.env[SECRETS_BACKEND_ENV]) await moduleHooks();
 const secrets = new SecretResolver(await secretBackendFromEnv(process.env));
 const runtime = new StepRuntime({
   secrets,

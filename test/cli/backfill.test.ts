@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { eventually, freePort, runCli, startCli } from "./run-cli.js";
 
 let dataDir: string;
@@ -9,7 +10,8 @@ let defsDir: string;
 let markers: string;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-backfill-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-cli-backfill-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-backfill-defs-"));
   markers = await mkdtemp(path.join(tmpdir(), "tributary-cli-backfill-markers-"));
   await writeFile(
@@ -120,7 +122,7 @@ describe("tributary backfill (in-process, no server)", () => {
   }, 240_000);
 
   it("through a running `tributary dev`: launched over GraphQL, advanced by its reconciler, followed to the end", async () => {
-    const devData = await mkdtemp(path.join(tmpdir(), "tributary-cli-backfill-dev-"));
+    const devData = (await seededDataDir("tributary-cli-backfill-dev-")).path;
     const port = freePort();
     const url = `http://127.0.0.1:${port}`;
     const dev = startCli(["dev", "--port", String(port), "--data-dir", devData, "--definitions", defsDir, "--processes", "1"]);

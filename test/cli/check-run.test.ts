@@ -4,6 +4,7 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPglite } from "../../src/storage/index.js";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { runCli } from "./run-cli.js";
 
 // No server listens on port 9: every command works in-process on the embedded database.
@@ -23,7 +24,8 @@ const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "-
 
 beforeAll(async () => {
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-check-run-defs-"));
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-check-run-data-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-check-run-data-")).path;
   await writeFile(path.join(defsDir, "orders.ts"), DEFS);
 });
 afterAll(async () => {

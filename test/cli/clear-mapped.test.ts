@@ -35,7 +35,7 @@ export const parsed = asset(
 );
 `,
   );
-  dev = await startDev({ dataDir, definitionsDir: defsDir });
+  dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
 }, 600_000);
 
 afterAll(async () => {

@@ -2,13 +2,15 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { runCli } from "./run-cli.js";
 
 let dataDir: string;
 let defsDir: string;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-clear-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-cli-clear-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-clear-defs-"));
   await writeFile(
     path.join(defsDir, "clear.ts"),

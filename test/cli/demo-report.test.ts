@@ -12,7 +12,7 @@ let dev: DevServer;
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), "tributary-demo-report-"));
   // No TRIBUTARY_DEMO_DATA: the demo must find the data directory by itself.
-  dev = await startDev({ dataDir, env: { TRIBUTARY_DEMO_DATA: "" } });
+  dev = await startDev({ dataDir, seed: true, env: { TRIBUTARY_DEMO_DATA: "" } });
 }, 600_000);
 afterAll(async () => {
   await dev?.stop();

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seedDataDir } from "../support/data-dir-template.js";
 import { eventually, freePort, graphqlAt, ROOT, runCli, startCli } from "./run-cli.js";
 
 // The demo's source asset as `npm start` shows it: the partner's files are
@@ -102,6 +103,8 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
 `,
       );
       await writeFile(path.join(landing, `${day(2)}.json`), "{}");
+      // A migrated embedded database to start from: the timeouts are the subject, not a first start.
+      await seedDataDir(path.join(root, "data"));
       const port = freePort();
       const dev = startCli([
         "dev",
@@ -134,7 +137,7 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
             const counts = r.data?.asset.partitionStatus.counts;
             return counts && counts.timedOut === 2 && counts.materialized === 1 ? r.data!.asset.partitionStatus : undefined;
           },
-          // A fresh data directory: dev's start (minutes on a loaded machine) is part of the wait.
+          // Dev's start (minutes on a loaded machine) is part of the wait.
           300_000,
           () => `two timed-out partitions and one observed\n${dev.output()}`,
         );

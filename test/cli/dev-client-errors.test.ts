@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seedDataDir } from "../support/data-dir-template.js";
 import { eventually, graphqlAt, startCli } from "./run-cli.js";
 
 // How `tributary dev` logs a client's mistakes: one info line each, no stack trace (those are for its own bugs).
@@ -14,8 +15,9 @@ beforeAll(async () => {
     path.join(dir, "days.ts"),
     `import { asset, daily } from "tributary";\nexport const day = asset({ key: "log/day", partitions: daily({ start: "2025-01-01" }) }, async (ctx) => ctx.partition.key);\n`,
   );
+  // A migrated embedded database to start from: what the test is about comes after a first start.
+  await seedDataDir(path.join(dir, "data"));
   const child = startCli(["dev", "--port", "0", "--definitions", dir, "--data-dir", path.join(dir, "data"), "--processes", "1"]);
-  // A first start creates the embedded database: minutes on a loaded machine.
   const port = await eventually(
     async () => {
       if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);

@@ -31,7 +31,7 @@ afterAll(async () => {
 
 describe("tributary dev after a definitions file changes", () => {
   it("runs the edited function body, and a new asset of the edited file, without a restart", async () => {
-    dev = await startDev({ dataDir, definitionsDir: defsDir });
+    dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
     const version = async (): Promise<number> =>
       (await graphqlAt<{ definitionsVersion: { version: number } }>(dev!.port, "{ definitionsVersion { version } }")).data!
         .definitionsVersion.version;

@@ -87,7 +87,7 @@ beforeAll(async () => {
   // A trailing-window reader of an unpartitioned upstream: a mapping problem of map/down.ts caused by map/up.ts.
   await writeFile(path.join(defsDir, "map/up.ts"), unpartitioned("map/up"));
   await writeFile(path.join(defsDir, "map/down.ts"), MAP_DOWN);
-  dev = await startDev({ dataDir, definitionsDir: defsDir });
+  dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
 }, 300_000);
 
 afterAll(async () => {

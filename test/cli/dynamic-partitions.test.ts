@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { eventually, freePort, graphqlAt, runCli, startCli } from "./run-cli.js";
 
 // addDynamicPartitions through a real `tributary dev` server.
@@ -9,7 +10,8 @@ let dataDir: string;
 let defsDir: string;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-dyn-data-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-dyn-data-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-dyn-defs-"));
   await writeFile(
     path.join(defsDir, "customers.ts"),

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { eventually, freePort, startCli } from "./run-cli.js";
 
 // Asset.partitionStatus and the status of listed partitions through a real `tributary dev` server (embedded database).
@@ -74,7 +75,8 @@ async function statusOf(key: string): Promise<AssetStatus["asset"]> {
 const nodeOf = (a: AssetStatus["asset"], key: string) => a.partitions.nodes.find((n) => n.key === key)!;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-ps-data-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-ps-data-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-ps-defs-"));
   await writeFile(path.join(defsDir, "ps.ts"), defs("d1"));
   port = freePort();

@@ -2,6 +2,7 @@ import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { ROOT, runCli } from "./run-cli.js";
 
 // No server listens on port 9: every command works in-process on the embedded database.
@@ -9,7 +10,8 @@ const NO_SERVER = ["--url", "http://127.0.0.1:9"];
 let dataDir: string;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-report-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-report-")).path;
 });
 afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
@@ -57,7 +59,7 @@ describe("materialising on top of reported upstream partitions", () => {
     // The demo definitions: revenue_7d takes upstream days without a stored value (an external producer wrote
     // them: they reach the asset as null).
     defs = await mkdtemp(path.join(tmpdir(), "tributary-report-defs-"));
-    dir = await mkdtemp(path.join(tmpdir(), "tributary-report-data-"));
+    dir = (await seededDataDir("tributary-report-data-")).path;
     await cp(path.join(ROOT, "asset-definitions"), defs, { recursive: true });
   });
   afterAll(async () => {

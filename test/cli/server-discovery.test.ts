@@ -28,7 +28,7 @@ beforeAll(async () => {
     path.join(defsDir, "one.ts"),
     `import { asset, daily } from "tributary";\nexport const one = asset({ key: "disc/one", partitions: daily({ start: "2025-01-01" }) }, async (ctx) => ctx.partition.key);\n`,
   );
-  dev = await startDev({ dataDir, definitionsDir: defsDir });
+  dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
   const launched = await runCli(["materialize", "disc/one", "--partition", "2025-01-01", "--wait", "--json", "--url", dev.url], {
     cwd: project,
   });

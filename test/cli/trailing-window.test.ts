@@ -1,7 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededDataDir } from "../support/data-dir-template.js";
 import { runCli } from "./run-cli.js";
 
 // No server listens on port 9: every command works in-process on the embedded database.
@@ -9,7 +9,8 @@ const NO_SERVER = ["--url", "http://127.0.0.1:9"];
 let dataDir: string;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-trailing-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  dataDir = (await seededDataDir("tributary-trailing-")).path;
 });
 afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });

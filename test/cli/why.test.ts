@@ -275,7 +275,7 @@ describe("automationEvaluations and tributary why through a running server", () 
     const dataDir = await mkdtemp(path.join(tmpdir(), "tributary-why-dev-"));
     tempDirs.push(defsDir, dataDir);
     await writeFile(path.join(defsDir, "live.ts"), LIVE_DEFS);
-    dev = await startDev({ dataDir, definitionsDir: defsDir });
+    dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
   }, 120_000);
   afterAll(async () => {
     await dev?.stop();

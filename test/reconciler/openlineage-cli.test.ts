@@ -3,12 +3,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LineageEvent } from "../../src/reconciler/index.js";
+import { seedDataDir } from "../support/data-dir-template.js";
 import { runCli } from "../cli/run-cli.js";
 
 let dir: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tributary-ol-cli-"));
+  // A migrated embedded database to start from: what the tests are about comes after a first start.
+  await seedDataDir(path.join(dir, "data"));
   await writeFile(
     path.join(dir, "lineage.ts"),
     `import { asset, daily } from "tributary";

@@ -1,5 +1,8 @@
 // vitest globalSetup: checks Postgres and Redis once per run, builds the
 // migrated template database that test files clone, and provides the results.
+// Also makes sure of the migrated embedded database that suites copy into the
+// data directories of the commands they run: built here once, not by the
+// first two suites that want it at the same moment.
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
@@ -14,12 +17,13 @@ import {
   redactDatabaseUrl,
   withAdminClient,
 } from "../../src/storage/index.js";
+import { ensureDataDirTemplate } from "./data-dir-template.js";
 import { isCi, testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { PostgresContext, RedisContext } from "./provided-context.js";
 import { STALE_TEST_DATABASE_MS, testDatabaseCreatedAt } from "./test-database-names.js";
 
 export default async function setup(project: TestProject): Promise<void> {
-  const [postgres, redis] = await Promise.all([preparePostgres(), checkRedis()]);
+  const [postgres, redis] = await Promise.all([preparePostgres(), checkRedis(), ensureDataDirTemplate()]);
   project.provide("postgres", postgres);
   project.provide("redis", redis);
 }

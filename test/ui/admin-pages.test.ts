@@ -38,7 +38,7 @@ describeBrowser("UI: pools, definitions, triggers, audit", () => {
     await writeFile(path.join(definitionsDir, "good.ts"), GOOD);
     await writeFile(path.join(definitionsDir, "broken.ts"), SYNTAX_ERROR);
     await writeFile(path.join(definitionsDir, "invalid.ts"), INVALID);
-    [dev, browser] = await Promise.all([startDev({ dataDir: path.join(dir, "data"), definitionsDir }), openBrowser()]);
+    [dev, browser] = await Promise.all([startDev({ dataDir: path.join(dir, "data"), seed: true, definitionsDir }), openBrowser()]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -81,9 +81,10 @@ export interface UiSession {
 /**
  * For a browser suite: in beforeAll a temp directory, `tributary dev` and Chromium; in afterAll all three go.
  * The server loads `files` (written to a definitions directory) or, without them, the demo; it runs on Postgres
- * at `databaseUrl()` when given, else on an embedded database in the temp directory (as `npm start` does).
+ * at `databaseUrl()` when given, else on an embedded database in the temp directory: a copy of the migrated one, or
+ * with `firstStart` one it creates as a first `npm start` does.
  */
-export function useUi(options: { files?: Record<string, string>; databaseUrl?: () => string } = {}): UiSession {
+export function useUi(options: { files?: Record<string, string>; databaseUrl?: () => string; firstStart?: boolean } = {}): UiSession {
   let state: { dir: string; dev: DevServer; browser: Browser } | undefined;
   beforeAll(async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "tributary-ui-"));
@@ -95,7 +96,7 @@ export function useUi(options: { files?: Record<string, string>; databaseUrl?: (
     }
     const [dev, browser] = await Promise.all([
       startDev({
-        ...(options.databaseUrl ? { databaseUrl: options.databaseUrl() } : { dataDir: path.join(dir, "data") }),
+        ...(options.databaseUrl ? { databaseUrl: options.databaseUrl() } : { dataDir: path.join(dir, "data"), seed: !options.firstStart }),
         ...(definitionsDir ? { definitionsDir } : {}),
       }),
       openBrowser(),

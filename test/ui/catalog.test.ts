@@ -63,7 +63,7 @@ describeBrowser("UI: asset catalog", () => {
     const definitionsDir = path.join(dir, "definitions");
     await mkdir(definitionsDir);
     await writeFile(path.join(definitionsDir, "assets.ts"), DEFINITIONS);
-    [dev, browser] = await Promise.all([startDev({ dataDir: path.join(dir, "data"), definitionsDir }), openBrowser()]);
+    [dev, browser] = await Promise.all([startDev({ dataDir: path.join(dir, "data"), seed: true, definitionsDir }), openBrowser()]);
     await expect(run({ assetKeys: ["ingest/users"] })).resolves.toBe("success");
     await expect(run({ assetKeys: ["marts/broken"] })).resolves.toBe("failed");
     // The report reads events' partition; events is materialised again after, so the report's partition is stale.

@@ -4,6 +4,7 @@ import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { eventually, startCli } from "../cli/run-cli.js";
+import { seedDataDir } from "../support/data-dir-template.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage } from "./browser.js";
 
 // Right after `tributary dev` starts, its definitions may still be importing: the UI says so rather than
@@ -31,10 +32,11 @@ export const one = asset({ key: "slow/one" }, async () => 1);
 export const two = asset({ key: "slow/two", deps: { one } }, async (_ctx, { one }) => one + 1);
 `,
     );
+    // A migrated embedded database to start from: what the test is about comes after a first start.
+    await seedDataDir(path.join(dir, "data"));
     const child = startCli(["dev", "--port", "0", "--definitions", defs, "--data-dir", path.join(dir, "data"), "--processes", "1"]);
     dev = child;
     browser = await openBrowser();
-    // A first start creates the embedded database: minutes on a loaded machine.
     const port = await eventually(
       async () => {
         if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);

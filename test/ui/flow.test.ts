@@ -7,7 +7,7 @@ import { describeBrowser, expectNoProblems, openPage, screenshot, useUi } from "
 // end; one of its runs with the Gantt chart and a step's log. The screenshots in the README come from here
 // (SCREENSHOTS=1 npx vitest run test/ui/flow.test.ts).
 describeBrowser("UI: the first-day flow on the demo", () => {
-  const ui = useUi();
+  const ui = useUi({ firstStart: true });
 
   it("graph → asset → select partitions → backfill → completed → run Gantt and logs", async () => {
     const { page, problems } = await openPage(ui.browser, ui.dev.url);
