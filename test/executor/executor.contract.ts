@@ -500,6 +500,10 @@ export function executorContract(name: string, make: MakeExecutor): void {
         const backend = new FakeBackend();
         const executor = make(backend, { capacity: 2, killGraceMs: 1_000, heartbeatIntervalMs: 5_000 });
         await executor.ready?.();
+        // The definitions are imported before the clock starts: the grace period is about the steps, not the import.
+        const warmUp = d("noop", "t/noop");
+        executor.submit([warmUp]);
+        await waitUntil(() => backend.results.has(warmUp.stepId), 30_000, "the warm-up step to finish");
         const quick = d("sleeps", "t/sleeps");
         const stuck = d("ignoresSignal", "t/ignores_signal");
         const queued = d("noop", "t/noop");
