@@ -54,6 +54,8 @@ export class BullmqStepWorker {
   private subscriber: Redis | undefined;
   /** Each submitted try, until its result is reported. */
   private readonly running = new Map<string, () => void>();
+  /** Tries whose result is being reported now: they have ended. */
+  private readonly reporting = new Set<string>();
   private readonly slotWaiters: (() => void)[] = [];
   private used = 0;
   /** The executor's slots: a job is taken only when one is free. */
@@ -72,10 +74,14 @@ export class BullmqStepWorker {
       addDynamicPartitions: (name, keys) => inner.addDynamicPartitions(name, keys),
       materialized: (assetKey, partitionKey) => inner.materialized(assetKey, partitionKey),
       finished: async (results: readonly StepResult[]) => {
+        for (const r of results) this.reporting.add(`${r.stepId}:${r.tryNumber}`);
         try {
           await inner.finished(results, { freeSlots: 0 });
         } finally {
-          for (const r of results) this.settle(`${r.stepId}:${r.tryNumber}`);
+          for (const r of results) {
+            this.reporting.delete(`${r.stepId}:${r.tryNumber}`);
+            this.settle(`${r.stepId}:${r.tryNumber}`);
+          }
         }
         return [];
       },
@@ -140,6 +146,18 @@ export class BullmqStepWorker {
   /** Aborts these steps (the server refused their tries: reassigned, ended, or their token expired). */
   cancel(stepIds: readonly number[], reason: string): void {
     this.executor.cancel(stepIds, reason);
+  }
+
+  /**
+   * Aborts try `tryNumber` of a step if it is still running here. A refusal about a try that already ended (its
+   * result was being reported), or about an older try of a step that runs here again as a newer try (it was handed
+   * out again while this worker could not reach the server), stops nothing: the newer try is not the one refused.
+   */
+  cancelTry(stepId: number, tryNumber: number, reason: string): void {
+    const key = `${stepId}:${tryNumber}`;
+    if (!this.running.has(key) || this.reporting.has(key)) return;
+    for (const other of this.running.keys()) if (other !== key && other.startsWith(`${stepId}:`)) return;
+    this.executor.cancel([stepId], reason);
   }
 
   /** Steps this worker is running now. */

@@ -160,14 +160,20 @@ export class Fleet {
     const fleet = new Fleet(pg, redis, await ObjectStore.start(path.join(dir, "objects")), dir, freePort());
     await mkdir(path.join(dir, "defs"));
     await mkdir(fleet.landingDir);
-    await writeFile(path.join(dir, "defs", "faults.ts"), DEFS(fleet.ledgerFile, fleet.landingDir));
-    await fleet.startProc("api");
-    await Promise.all([
-      fleet.startProc("reconciler-1"),
-      fleet.startProc("reconciler-2"),
-      fleet.startProc("triggerer"),
-      fleet.startProc("worker"),
-    ]);
+    try {
+      await writeFile(path.join(dir, "defs", "faults.ts"), DEFS(fleet.ledgerFile, fleet.landingDir));
+      await fleet.startProc("api");
+      await Promise.all([
+        fleet.startProc("reconciler-1"),
+        fleet.startProc("reconciler-2"),
+        fleet.startProc("triggerer"),
+        fleet.startProc("worker"),
+      ]);
+    } catch (err) {
+      // A fleet that could not start leaves no cluster, server or process behind.
+      await fleet.stop();
+      throw err;
+    }
     return fleet;
   }
 

@@ -40,7 +40,9 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
   const name = `${hostname()}:${process.pid}`;
   let worker: BullmqStepWorker | undefined;
   const health = new DependencyHealth({ log });
-  const { backend, close } = await workerBackend(settings, log, health, (stepId, reason) => worker?.cancel([stepId], reason));
+  const { backend, close } = await workerBackend(settings, log, health, (stepId, tryNumber, reason) =>
+    worker?.cancelTry(stepId, tryNumber, reason),
+  );
   worker = new BullmqStepWorker({
     redisUrl: settings.redisUrl,
     ...(settings.redisPrefix ? { prefix: settings.redisPrefix } : {}),
@@ -76,7 +78,7 @@ async function workerBackend(
   settings: Settings,
   log: (level: "info" | "warn" | "error", message: string) => void,
   health: DependencyHealth,
-  stop: (stepId: number, reason: string) => void,
+  stop: (stepId: number, tryNumber: number, reason: string) => void,
 ): Promise<{ backend: ExecutionBackend; close(): Promise<void> }> {
   if (settings.databaseUrl) {
     const runtime = await openRuntime(settings, { health });
@@ -104,7 +106,7 @@ async function workerBackend(
   const backend = new HttpExecutionBackend({
     url: settings.serverUrl,
     health,
-    onTryRejected: (step, error) => stop(step.stepId, `the server refused try ${step.tryNumber}: ${error.message}`),
+    onTryRejected: (step, error) => stop(step.stepId, step.tryNumber, `the server refused try ${step.tryNumber}: ${error.message}`),
     log: (message) => log("warn", message),
   });
   log("info", `reporting through the execution API at ${settings.serverUrl}`);
