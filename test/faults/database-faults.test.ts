@@ -14,26 +14,17 @@ describePostgres("faults: the database", () => {
     await fleet?.stop();
   });
 
-  /** A run of local and fleet steps that is under way when `fault` strikes; the figures of the scenario. */
+  /** A run of local and fleet steps under way when `fault` strikes, and one launched right after it. */
   async function underFault(scenario: string, fault: () => Promise<void>): Promise<void> {
-    const runs = [await fleet.launch({ assetKeys: ["f/local", "f/fleet"], allPartitions: true })];
-    await fleet.until(async () => (await fleet.ledger()).filter((l) => l.run === runs[0]).length >= 4, "the run to be under way");
-    const started = Date.now();
-    await fault();
-    const ended = Date.now();
-    runs.push(await fleet.launch({ assetKeys: ["f/local"], partition: "p00" }));
-    const progressAfterS = await fleet.progressAfter(ended);
-    const succeeded = await fleet.waitForRuns(runs);
-    const r = {
+    await fleet.underFault({
       scenario,
-      runsSucceeded: succeeded,
-      runs: runs.length,
-      stepsRunTwice: await fleet.stepsRunTwice(runs),
-      progressAfterS,
-      faultS: (ended - started) / 1000,
-    };
-    report(r);
-    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
+      launch: { assetKeys: ["f/local", "f/fleet"], allPartitions: true },
+      underWay: 4,
+      fault: async () => {
+        await fault();
+        return [await fleet.launch({ assetKeys: ["f/local"], partition: "p00" })];
+      },
+    });
     expect(fleet.exited()).toEqual([]);
   }
 
@@ -53,24 +44,17 @@ describePostgres("faults: the database", () => {
   });
 
   it("the object store unreachable: the steps that could not save their output run again once it is back", async () => {
-    const runs = [await fleet.launch({ assetKeys: ["f/big"], allPartitions: true })];
-    await fleet.until(async () => (await fleet.ledger()).filter((l) => l.run === runs[0]).length >= 2, "the run to be under way");
-    const started = Date.now();
-    await fleet.objects.stop();
-    await new Promise((r) => setTimeout(r, FAULT_MS.objectStoreDown));
-    await fleet.objects.start();
-    const ended = Date.now();
-    const progressAfterS = await fleet.progressAfter(ended, "f/big");
-    const succeeded = await fleet.waitForRuns(runs);
-    report({
+    const runs = await fleet.underFault({
       scenario: "object store unreachable",
-      runsSucceeded: succeeded,
-      runs: runs.length,
-      stepsRunTwice: await fleet.stepsRunTwice(runs),
-      progressAfterS,
-      faultS: (ended - started) / 1000,
+      launch: { assetKeys: ["f/big"], allPartitions: true },
+      underWay: 2,
+      progressOf: "f/big",
+      fault: async () => {
+        await fleet.objects.stop();
+        await new Promise((r) => setTimeout(r, FAULT_MS.objectStoreDown));
+        await fleet.objects.start();
+      },
     });
-    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     const failed = await fleet.pg.query<{ code: string; failure_class: string }>(
       "select distinct t.error->>'code' as code, t.failure_class from step_tries t where t.run_id = $1::uuid and t.state = 'failed'",
       [runs[0]],

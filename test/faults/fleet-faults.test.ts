@@ -2,7 +2,7 @@
 // a worker killed mid-step. Every run ends `success` with the default `retries: 0`.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { describePostgres } from "../support/pg.js";
-import { FAULT_MS, Fleet, report } from "./fleet.js";
+import { FAULT_MS, Fleet } from "./fleet.js";
 
 describePostgres("faults: Redis, the API server and the workers", () => {
   let fleet: Fleet;
@@ -13,54 +13,39 @@ describePostgres("faults: Redis, the API server and the workers", () => {
     await fleet?.stop();
   });
 
-  const fleetLines = async (run: string) => (await fleet.ledger()).filter((l) => l.run === run).length;
-
   it("Redis stopped and back empty: the lost jobs are handed out again within seconds; local steps never wait for it", async () => {
-    const runs = [await fleet.launch({ assetKeys: ["f/fleet"], allPartitions: true })];
-    await fleet.until(async () => (await fleetLines(runs[0]!)) >= 3, "the fleet run to be under way");
-    const started = Date.now();
-    await fleet.redis.stop();
-    // During the outage, a local step is not held up by the steps stuck in the lost queue.
-    const local = await fleet.launch({ assetKeys: ["f/local"], partition: "p00" });
-    runs.push(local);
-    expect(await fleet.waitForRuns([local])).toBe(1);
-    await new Promise((r) => setTimeout(r, Math.max(0, started + FAULT_MS.redisDown - Date.now())));
-    await fleet.redis.start();
-    const ended = Date.now();
-    const progressAfterS = await fleet.progressAfter(ended, "f/fleet");
-    const succeeded = await fleet.waitForRuns(runs);
-    report({
+    await fleet.underFault({
       scenario: "redis stopped, back empty",
-      runsSucceeded: succeeded,
-      runs: runs.length,
-      stepsRunTwice: await fleet.stepsRunTwice(runs),
-      progressAfterS,
-      faultS: (ended - started) / 1000,
+      launch: { assetKeys: ["f/fleet"], allPartitions: true },
+      underWay: 3,
+      progressOf: "f/fleet",
+      fault: async () => {
+        const started = Date.now();
+        await fleet.redis.stop();
+        // During the outage, a local step is not held up by the steps stuck in the lost queue.
+        const local = await fleet.launch({ assetKeys: ["f/local"], partition: "p00" });
+        expect(await fleet.waitForRuns([local])).toBe(1);
+        await new Promise((r) => setTimeout(r, Math.max(0, started + FAULT_MS.redisDown - Date.now())));
+        await fleet.redis.start();
+        return [local];
+      },
     });
-    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     expect(fleet.exited()).toEqual([]);
     expect(fleet.output("worker")).toMatch(/redis is unreachable/);
   });
 
   it("the API server killed and back later: the worker waits for it, its steps finish", async () => {
-    const runs = [await fleet.launch({ assetKeys: ["f/fleet"], allPartitions: true })];
-    await fleet.until(async () => (await fleetLines(runs[0]!)) >= 3, "the fleet run to be under way");
-    const started = Date.now();
-    await fleet.kill("api");
-    await new Promise((r) => setTimeout(r, FAULT_MS.apiDown));
-    await fleet.startProc("api");
-    const ended = Date.now();
-    const progressAfterS = await fleet.progressAfter(ended, "f/fleet");
-    const succeeded = await fleet.waitForRuns(runs);
-    report({
+    await fleet.underFault({
       scenario: "api killed, restarted",
-      runsSucceeded: succeeded,
-      runs: runs.length,
-      stepsRunTwice: await fleet.stepsRunTwice(runs),
-      progressAfterS,
-      faultS: (ended - started) / 1000,
+      launch: { assetKeys: ["f/fleet"], allPartitions: true },
+      underWay: 3,
+      progressOf: "f/fleet",
+      fault: async () => {
+        await fleet.kill("api");
+        await new Promise((r) => setTimeout(r, FAULT_MS.apiDown));
+        await fleet.startProc("api");
+      },
     });
-    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     expect(fleet.output("worker")).toMatch(/api is unreachable/);
     expect(fleet.output("worker")).toMatch(/api answers again after/);
   });
@@ -78,22 +63,15 @@ describePostgres("faults: Redis, the API server and the workers", () => {
   });
 
   it("a worker killed mid-step: its steps are re-run elsewhere without using the user's retries", async () => {
-    const runs = [await fleet.launch({ assetKeys: ["f/fleet"], allPartitions: true })];
-    await fleet.until(async () => (await fleetLines(runs[0]!)) >= 3, "the fleet run to be under way");
-    const started = Date.now();
-    await fleet.kill("worker");
-    await fleet.startProc("worker");
-    const ended = Date.now();
-    const progressAfterS = await fleet.progressAfter(ended, "f/fleet");
-    const succeeded = await fleet.waitForRuns(runs);
-    report({
+    await fleet.underFault({
       scenario: "worker killed",
-      runsSucceeded: succeeded,
-      runs: runs.length,
-      stepsRunTwice: await fleet.stepsRunTwice(runs),
-      progressAfterS,
-      faultS: (ended - started) / 1000,
+      launch: { assetKeys: ["f/fleet"], allPartitions: true },
+      underWay: 3,
+      progressOf: "f/fleet",
+      fault: async () => {
+        await fleet.kill("worker");
+        await fleet.startProc("worker");
+      },
     });
-    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
   });
 });

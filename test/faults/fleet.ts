@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
+import { expect } from "vitest";
 import { CLI_COMMAND_BUDGET_MS, eventually, freePort, startCli } from "../cli/run-cli.js";
 import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from "../support/private-services.js";
 
@@ -323,6 +324,40 @@ export class Fleet {
       () => `a step to finish after the fault; processes that exited: ${this.exited().join("\n") || "none"}`,
     );
     return Math.max(0, (at.getTime() - since) / 1000);
+  }
+
+  /**
+   * One scenario: launches `launch`, waits until its user code ran `underWay` times, runs `fault` (which may launch
+   * runs of its own and return them), then measures the time from the fault's end to a step (of `progressOf`, or any)
+   * finishing, waits for every run, prints the figures and expects every run to have succeeded. Returns the runs.
+   */
+  async underFault(options: {
+    readonly scenario: string;
+    readonly launch: Record<string, unknown>;
+    readonly underWay: number;
+    readonly fault: () => Promise<readonly string[] | void>;
+    readonly progressOf?: string;
+  }): Promise<string[]> {
+    const runs = [await this.launch(options.launch)];
+    await this.until(
+      async () => (await this.ledger()).filter((l) => l.run === runs[0]).length >= options.underWay,
+      "the run to be under way",
+    );
+    const started = Date.now();
+    runs.push(...((await options.fault()) ?? []));
+    const ended = Date.now();
+    const progressAfterS = await this.progressAfter(ended, options.progressOf);
+    const succeeded = await this.waitForRuns(runs);
+    report({
+      scenario: options.scenario,
+      runsSucceeded: succeeded,
+      runs: runs.length,
+      stepsRunTwice: await this.stepsRunTwice(runs),
+      progressAfterS,
+      faultS: (ended - started) / 1000,
+    });
+    expect(succeeded, await this.failures(runs)).toBe(runs.length);
+    return runs;
   }
 
   async stop(): Promise<void> {

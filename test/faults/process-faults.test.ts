@@ -16,22 +16,13 @@ describePostgres("faults: reconcilers and the triggerer", () => {
   });
 
   it("one of two reconcilers killed mid-burst: the other finishes its steps", async () => {
-    const runs = [await fleet.launch({ assetKeys: ["f/local"], allPartitions: true })];
-    await fleet.until(async () => (await fleet.ledger()).filter((l) => l.run === runs[0]).length >= 4, "the burst to be under way");
-    const started = Date.now();
-    await fleet.kill("reconciler-1");
-    const ended = Date.now();
-    const progressAfterS = await fleet.progressAfter(ended, "f/local");
-    const succeeded = await fleet.waitForRuns(runs);
-    report({
+    await fleet.underFault({
       scenario: "one of two reconcilers killed",
-      runsSucceeded: succeeded,
-      runs: runs.length,
-      stepsRunTwice: await fleet.stepsRunTwice(runs),
-      progressAfterS,
-      faultS: (ended - started) / 1000,
+      launch: { assetKeys: ["f/local"], allPartitions: true },
+      underWay: 4,
+      progressOf: "f/local",
+      fault: () => fleet.kill("reconciler-1"),
     });
-    expect(succeeded, await fleet.failures(runs)).toBe(runs.length);
     await fleet.startProc("reconciler-1");
   });
 

@@ -5,7 +5,7 @@ import { PgAccessStore, recordAudit } from "../../src/storage/index.js";
 import { storeDefinitions } from "../api/graphql-fixture.js";
 import { seedAccess } from "../support/access-seed.js";
 import { useTestDatabase } from "../support/pg.js";
-import { describeBrowser, expectNoProblems, openPage, screenshot, useSignedInUi } from "./browser.js";
+import { describeBrowser, expectNoProblems, graphqlFrom, openPage, screenshot, signedIn, submitSignIn, useSignedInUi } from "./browser.js";
 
 // The audit trail in the UI of a server that controls access (`tributary api` over Postgres): an admin reads what
 // was done (a refused sign-in, a launch from the UI, a service account's report through its token, a refusal),
@@ -63,35 +63,6 @@ describeBrowser("UI audit trail", () => {
     },
   });
 
-  async function submitSignIn(page: Page, name: string, password: string): Promise<void> {
-    await page.getByTestId("sign-in-page").waitFor();
-    await page.getByTestId("sign-in-username").fill(name);
-    await page.getByTestId("sign-in-password").fill(password);
-    await page.getByTestId("sign-in-submit").click();
-  }
-
-  async function signedIn(name: string, path: string) {
-    const opened = await openPage(ui.browser, ui.dev.url);
-    await opened.page.goto(path);
-    await submitSignIn(opened.page, name, PASSWORD);
-    await expect.poll(() => opened.page.getByTestId("caller-name").textContent()).toBe(name);
-    return opened;
-  }
-
-  const graphqlFrom = (page: Page, query: string, variables: Record<string, unknown> = {}) =>
-    page.evaluate(
-      async ({ query, variables }) => {
-        const res = await fetch("/graphql", {
-          method: "POST",
-          credentials: "same-origin",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ query, variables }),
-        });
-        return { status: res.status, body: (await res.json()) as { errors?: { extensions?: { code?: string } }[] } };
-      },
-      { query, variables },
-    );
-
   /** The rows the page shows, top to bottom. */
   const rowsOf = (page: Page) =>
     page.getByTestId("audit-row").evaluateAll((rows) =>
@@ -120,7 +91,7 @@ describeBrowser("UI audit trail", () => {
     await attempt.page.context().close();
 
     // The admin launches a run from the asset page.
-    const admin = await signedIn("admin", "/assets/sales/orders");
+    const admin = await signedIn(ui, "admin", PASSWORD, "/assets/sales/orders");
     await admin.page.getByTestId("materialise").click();
     const result = admin.page.getByTestId("action-result");
     await result.waitFor();
@@ -135,7 +106,7 @@ describeBrowser("UI audit trail", () => {
     expect(reported.status, await reported.clone().text()).toBe(200);
 
     // A viewer's launch, sent anyway, is refused.
-    const viewer = await signedIn("vera", "/assets");
+    const viewer = await signedIn(ui, "vera", PASSWORD, "/assets");
     const refused = await graphqlFrom(viewer.page, `mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id } }`, {
       input: { assetKeys: ["sales/orders"] },
     });
@@ -174,7 +145,7 @@ describeBrowser("UI audit trail", () => {
   });
 
   it("narrows the list by outcome and user in the URL, keeps it on a reload, and loads older records", async () => {
-    const { page, problems } = await signedIn("admin", "/audit");
+    const { page, problems } = await signedIn(ui, "admin", PASSWORD, "/audit");
     await page.getByTestId("audit-table").waitFor();
 
     await page.getByTestId("filter-outcome").selectOption("failed");
@@ -217,7 +188,7 @@ describeBrowser("UI audit trail", () => {
   });
 
   it("tells a viewer the audit trail is for admins, offers no link to it, and the API refuses them", async () => {
-    const { page, problems } = await signedIn("vera", "/assets");
+    const { page, problems } = await signedIn(ui, "vera", PASSWORD, "/assets");
     await page.getByRole("link", { name: "Runs", exact: true }).waitFor();
     expect(await page.getByRole("link", { name: "Audit", exact: true }).count()).toBe(0);
 

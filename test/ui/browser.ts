@@ -164,3 +164,43 @@ export function useSignedInUi(options: {
     },
   };
 }
+
+/** Fills the sign-in form on `page` (which must show it) and submits it. */
+export async function submitSignIn(page: Page, name: string, password: string): Promise<void> {
+  await page.getByTestId("sign-in-page").waitFor();
+  await page.getByTestId("sign-in-username").fill(name);
+  await page.getByTestId("sign-in-password").fill(password);
+  await page.getByTestId("sign-in-submit").click();
+}
+
+/** A new browser context of `ui` at `path`, signed in as `name` with `password`. */
+export async function signedIn(ui: UiSession, name: string, password: string, path: string): Promise<{ page: Page; problems: string[] }> {
+  const opened = await openPage(ui.browser, ui.dev.url);
+  await opened.page.goto(path);
+  await submitSignIn(opened.page, name, password);
+  await expect.poll(() => opened.page.getByTestId("caller-name").textContent()).toBe(name);
+  return opened;
+}
+
+/** A GraphQL request sent from the page, with its session cookie, as the UI sends them. */
+export function graphqlFrom(
+  page: Page,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<{ status: number; body: { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] } }> {
+  return page.evaluate(
+    async ({ query, variables }) => {
+      const res = await fetch("/graphql", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query, variables }),
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] },
+      };
+    },
+    { query, variables },
+  );
+}

@@ -1,9 +1,8 @@
-import type { Page } from "playwright-core";
 import { expect, it } from "vitest";
 import { storeDefinitions } from "../api/graphql-fixture.js";
 import { seedAccess } from "../support/access-seed.js";
 import { useTestDatabase } from "../support/pg.js";
-import { describeBrowser, expectNoProblems, openPage, screenshot, useSignedInUi } from "./browser.js";
+import { describeBrowser, expectNoProblems, graphqlFrom, openPage, screenshot, signedIn, submitSignIn, useSignedInUi } from "./browser.js";
 
 // Signing in to the UI of a server that controls access (`tributary api` over Postgres, with seeded teams and
 // users): the password form and its refusals, the header's caller, actions offered only to those who may take them
@@ -40,41 +39,6 @@ describeBrowser("UI sign-in", () => {
       });
     },
   });
-
-  /** Fills the sign-in form on `page` (which must show it) and submits it. */
-  async function submitSignIn(page: Page, name: string, password: string): Promise<void> {
-    await page.getByTestId("sign-in-page").waitFor();
-    await page.getByTestId("sign-in-username").fill(name);
-    await page.getByTestId("sign-in-password").fill(password);
-    await page.getByTestId("sign-in-submit").click();
-  }
-
-  /** A new browser context at `path`, signed in as `name`. */
-  async function signedIn(name: string, path: string) {
-    const opened = await openPage(ui.browser, ui.dev.url);
-    await opened.page.goto(path);
-    await submitSignIn(opened.page, name, PASSWORD);
-    await expect.poll(() => opened.page.getByTestId("caller-name").textContent()).toBe(name);
-    return opened;
-  }
-
-  /** A GraphQL request sent from the page, with its session cookie, as the UI sends them. */
-  const graphqlFrom = (page: Page, query: string, variables: Record<string, unknown> = {}) =>
-    page.evaluate(
-      async ({ query, variables }) => {
-        const res = await fetch("/graphql", {
-          method: "POST",
-          credentials: "same-origin",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ query, variables }),
-        });
-        return {
-          status: res.status,
-          body: (await res.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] },
-        };
-      },
-      { query, variables },
-    );
 
   it("asks for a sign-in, refuses a wrong password, then shows the catalog and who is signed in", async () => {
     const { page, problems } = await openPage(ui.browser, ui.dev.url);
@@ -120,7 +84,7 @@ describeBrowser("UI sign-in", () => {
 
   it("offers Materialise and Cancel to an operator of the asset's team only; the API refuses the others", async () => {
     // A viewer of the team: the page, not the actions.
-    const viewer = await signedIn("vera", ORDERS_PAGE);
+    const viewer = await signedIn(ui, "vera", PASSWORD, ORDERS_PAGE);
     await viewer.page.getByTestId("asset-status").waitFor();
     await viewer.page.getByTestId("read-only").waitFor();
     expect(await viewer.page.getByTestId("materialise").count()).toBe(0);
@@ -128,7 +92,7 @@ describeBrowser("UI sign-in", () => {
     await screenshot(viewer.page, "asset-viewer");
 
     // An operator of the team: Materialise, and a run it may cancel.
-    const operator = await signedIn("olga", ORDERS_PAGE);
+    const operator = await signedIn(ui, "olga", PASSWORD, ORDERS_PAGE);
     expect(new URL(operator.page.url()).pathname).toBe(ORDERS_PAGE); // back on the page wanted
     await operator.page.getByTestId("materialise").click();
     const result = operator.page.getByTestId("action-result");
@@ -139,7 +103,7 @@ describeBrowser("UI sign-in", () => {
     expectNoProblems(operator.problems.filter((p) => !p.includes("401")));
 
     // An operator of another team: neither button; and a launch sent anyway from its session is refused.
-    const other = await signedIn("finn", ORDERS_PAGE);
+    const other = await signedIn(ui, "finn", PASSWORD, ORDERS_PAGE);
     await other.page.getByTestId("read-only").waitFor();
     expect(await other.page.getByTestId("materialise").count()).toBe(0);
     const refused = await graphqlFrom(other.page, `mutation ($input: LaunchRunInput!) { launchRun(input: $input) { id } }`, {
@@ -158,7 +122,7 @@ describeBrowser("UI sign-in", () => {
     await other.page.goto("/pools");
     await other.page.getByTestId("pools-table").waitFor();
     expect(await other.page.getByTestId("pool-edit").count()).toBe(0);
-    const admin = await signedIn("admin", "/pools");
+    const admin = await signedIn(ui, "admin", PASSWORD, "/pools");
     await admin.page.getByTestId("pool-edit").first().waitFor();
     expect(await admin.page.getByTestId("caller-roles").textContent()).toBe("admin");
 
@@ -166,7 +130,7 @@ describeBrowser("UI sign-in", () => {
   });
 
   it("signs out: the sign-in page shows again and the old session cookie no longer works", async () => {
-    const { page } = await signedIn("olga", "/runs");
+    const { page } = await signedIn(ui, "olga", PASSWORD, "/runs");
     const session = (await page.context().cookies()).find((c) => c.name === "tributary_session")!.value;
     const me = () =>
       fetch(`${ui.dev.url}/graphql`, {
