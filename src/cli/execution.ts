@@ -28,6 +28,8 @@ export interface ExecutionOptions {
   readonly concurrencyPerProcess?: number;
   readonly zombieAfterMs?: number;
   readonly queuedTimeoutMs?: number;
+  /** Queued steps of a reconciler silent this long are handed out again (default 30 s). */
+  readonly presumedDeadAfterMs?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
   /** Evaluate automation conditions (dev and reconciler; not the in-process run of a one-off command). */
   readonly automation?: boolean;
@@ -50,13 +52,16 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     ? { ...givenOptions, log: logOutagesOnce(runtime.health, "postgres", givenOptions.log) }
     : givenOptions;
   const dirs = { definitionsDir: runtime.settings.definitionsDir, logsDir: runtime.logsDir };
+  // The reconciler holds the steps its in-process executors claim until they start (see ClaimHolder).
+  const reconcilerId = `reconciler-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const localInProcess = !(options.localSteps === "workers" && runtime.settings.redisUrl);
   const logError = (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`);
   const backend = new StoreExecutionBackend({
     runs: runtime.runs,
     definitions: runtime.definitions,
     graphs: runtime.graphs,
     outputStore: runtime.outputStore,
-    followUp: { executor: "local", dirs },
+    followUp: { executor: "local", dirs, holder: reconcilerId },
   });
   const executor = new LocalExecutor(backend, {
     processes: options.processes ?? os.availableParallelism(),
@@ -72,7 +77,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       definitions: runtime.definitions,
       graphs: runtime.graphs,
       outputStore: runtime.outputStore,
-      followUp: { executor: "transactional", dirs },
+      followUp: { executor: "transactional", dirs, holder: reconcilerId },
     }),
     {
       database: runtime.database,
@@ -160,6 +165,8 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       })
     : undefined;
   const reconciler = new Reconciler({
+    id: reconcilerId,
+    holds: localInProcess ? ["local", "transactional"] : ["transactional"],
     store: runtime.runs,
     database: runtime.database,
     graphs: runtime.graphs,
@@ -169,6 +176,9 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     logsDir: runtime.logsDir,
     ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
     ...(options.queuedTimeoutMs ? { queuedTimeoutMs: options.queuedTimeoutMs } : {}),
+    ...(options.presumedDeadAfterMs
+      ? { holderDeadAfterMs: options.presumedDeadAfterMs, heartbeatIntervalMs: Math.min(5_000, options.presumedDeadAfterMs / 4) }
+      : {}),
     ...(options.log ? { log: options.log } : {}),
     health: runtime.health,
     ...(options.onPass ? { onPass: options.onPass } : {}),

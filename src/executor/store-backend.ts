@@ -44,6 +44,8 @@ export interface StoreBackendOptions {
   readonly followUp?: {
     readonly executor: string;
     readonly dirs: DispatchDirs;
+    /** The reconciler in whose process the executor runs: the steps claimed are held by it until they start. */
+    readonly holder?: string;
   };
 }
 
@@ -199,7 +201,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
       completions,
       this.clock(),
       Math.random,
-      followUp && limit > 0 ? { executor: followUp.executor, limit } : undefined,
+      followUp && limit > 0 ? { executor: followUp.executor, limit, ...(followUp.holder ? { holder: followUp.holder } : {}) } : undefined,
     );
     for (const r of results) this.inFlight.delete(tryKey(r.stepId, r.tryNumber));
     this.options.onCompleted?.(results);

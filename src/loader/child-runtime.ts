@@ -31,7 +31,8 @@ export interface ChildRuntime {
  */
 export async function childRuntime(): Promise<ChildRuntime> {
   const dir = await cacheDir();
-  const manifest = path.join(dir, "runtime-sources.json");
+  // One manifest per checkout: installs shared by several checkouts must not read each other's sources.
+  const manifest = path.join(dir, `runtime-sources-${createHash("sha256").update(SRC_DIR).digest("hex").slice(0, 12)}.json`);
   // The sources the last build read: if none changed, its bundle is current.
   const sources = await readFile(manifest, "utf8")
     .then((text) => JSON.parse(text) as unknown)

@@ -22,6 +22,16 @@ export interface ReconcilerOptions {
   readonly queuedTimeoutMs?: number;
   /** How often tries handed out and not started are checked against executors that can lose them (default 5 s). */
   readonly lostTriesIntervalMs?: number;
+  /**
+   * Executor kinds that start their steps in this process (local, transactional). Their claimed steps are held by
+   * this reconciler until they start, and it heartbeats (`component_heartbeats`) so that, if it dies, another
+   * reconciler hands them out again after `holderDeadAfterMs` instead of the queued timeout.
+   */
+  readonly holds?: readonly string[];
+  /** A reconciler silent this long is presumed dead and the steps it holds are handed out again (default 30 s). */
+  readonly holderDeadAfterMs?: number;
+  /** How often this reconciler heartbeats (default 5 s; keep it well under holderDeadAfterMs). */
+  readonly heartbeatIntervalMs?: number;
   /** Most steps claimed per transaction (default 512). */
   readonly claimBatch?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
@@ -73,6 +83,8 @@ export class Reconciler {
   private unlisten: (() => Promise<void>) | undefined;
   private lastHousekeeping = 0;
   private lastLostTriesCheck = 0;
+  private lastHeartbeat = 0;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
   private currentPass: Promise<void> = Promise.resolve();
   private consecutiveErrors = 0;
 
@@ -86,6 +98,13 @@ export class Reconciler {
     if (this.running) return;
     this.running = true;
     this.unlisten = await this.options.database.listen(WAKE_CHANNEL, () => this.wake());
+    // Passes heartbeat too; the timer keeps the heartbeat fresh through a long pass.
+    const interval = this.options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
+    this.heartbeatTimer = setInterval(() => {
+      if (this.lastHeartbeat > 0 && Date.now() - this.lastHeartbeat >= interval)
+        void this.heartbeat().catch((err: unknown) => this.failed("reconciler heartbeat failed", err));
+    }, interval);
+    this.heartbeatTimer.unref();
     this.wake();
   }
 
@@ -104,8 +123,15 @@ export class Reconciler {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    clearInterval(this.heartbeatTimer);
     await this.unlisten?.();
     await this.currentPass;
+    // What it still holds is handed out again by the others at once, not after holderDeadAfterMs.
+    if (this.lastHeartbeat > 0) {
+      await this.options.store
+        .holderStopped(this.id)
+        .catch((err: unknown) => this.failed("the reconciler's heartbeat row was not removed", err));
+    }
   }
 
   private async loop(): Promise<void> {
@@ -148,6 +174,9 @@ export class Reconciler {
   /** The pass itself; returns the number of steps claimed. */
   private async passOnce(timings: { name: string; durationMs: number; failed: boolean }[]): Promise<number> {
     const now = this.clock();
+    // Before anything is claimed: a step held by a reconciler without a heartbeat row is taken to be lost.
+    const sinceHeartbeat = Date.now() - this.lastHeartbeat;
+    if (sinceHeartbeat >= (this.options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS) || sinceHeartbeat < 0) await this.heartbeat();
     const sinceHousekeeping = now.getTime() - this.lastHousekeeping;
     // A clock that went backwards (NTP step, injected clock) must not pause housekeeping until it catches up.
     if (sinceHousekeeping >= (this.options.housekeepingIntervalMs ?? 1_000) || sinceHousekeeping < 0) {
@@ -156,7 +185,13 @@ export class Reconciler {
         now,
         zombieAfterMs: this.options.zombieAfterMs ?? 60_000,
         queuedTimeoutMs: this.options.queuedTimeoutMs ?? 300_000,
+        holderDeadAfterMs: this.options.holderDeadAfterMs ?? HOLDER_DEAD_AFTER_MS,
       });
+      if (hk.holderLost > 0)
+        this.log(
+          "warn",
+          `${hk.holderLost} queued step(s) of a reconciler that is gone handed out again: infrastructure failures, which do not use up retries`,
+        );
       for (const a of hk.toAbort) this.options.executors[a.executor]?.cancel([a.stepId], "run canceled");
       if (hk.zombies > 0)
         this.log(
@@ -215,6 +250,11 @@ export class Reconciler {
     }
   }
 
+  private async heartbeat(): Promise<void> {
+    await this.options.store.holderAlive({ id: this.id, hostname: os.hostname(), pid: process.pid });
+    this.lastHeartbeat = Date.now();
+  }
+
   /** A lost database goes to the health view (said once per outage); anything else is logged with its stack. */
   private failed(what: string, err: unknown): void {
     if (this.options.health && isConnectionError(err)) this.options.health.failed("postgres", err);
@@ -230,6 +270,7 @@ export class Reconciler {
         now: this.clock(),
         capacity,
         limit: this.options.claimBatch ?? 512,
+        ...(this.options.holds?.length ? { holder: { id: this.id, kinds: this.options.holds } } : {}),
       });
       if (claims.length === 0) return dispatched;
       dispatched += claims.length;
@@ -249,6 +290,9 @@ export class Reconciler {
   }
 }
 
+/** See ReconcilerOptions.heartbeatIntervalMs and holderDeadAfterMs. */
+const HEARTBEAT_INTERVAL_MS = 5_000;
+const HOLDER_DEAD_AFTER_MS = 30_000;
 /** See ReconcilerOptions.lostTriesIntervalMs. */
 const LOST_TRIES_INTERVAL_MS = 5_000;
 /** Most handed-out tries checked per executor and pass. */

@@ -72,6 +72,19 @@ export interface ClaimOptions {
   readonly agingShare?: number;
   /** Slots given to a pool that a step names but nobody created. */
   readonly defaultPoolSlots?: number;
+  /** The process that starts claimed steps of these kinds itself: see ClaimHolder. */
+  readonly holder?: ClaimHolder;
+}
+
+/**
+ * A reconciler whose in-process executors (local, transactional) start the steps it claims. Until a step starts,
+ * its try is recorded as held by the reconciler (`steps.worker_id`); if the reconciler stops heartbeating
+ * (`component_heartbeats`), any reconciler hands the try out again instead of waiting for the queued timeout.
+ */
+export interface ClaimHolder {
+  readonly id: string;
+  /** Executor kinds that run in the holder's process; steps of other kinds (queues) are not held. */
+  readonly kinds: readonly string[];
 }
 
 export interface StepStart {
@@ -216,6 +229,8 @@ export interface FollowUp {
   /** Most steps to hand out (the executor's free slots). */
   readonly limit: number;
   readonly defaultPoolSlots?: number;
+  /** The reconciler in whose process the executor runs: the steps claimed are held by it (see ClaimHolder). */
+  readonly holder?: string;
 }
 
 export interface HousekeepingOptions {
@@ -224,6 +239,11 @@ export interface HousekeepingOptions {
   readonly zombieAfterMs: number;
   /** Queued steps not started within this are handed out again. */
   readonly queuedTimeoutMs: number;
+  /**
+   * Queued steps held by a reconciler whose heartbeat is older than this (or that stopped) are handed out again
+   * (see ClaimHolder); without it they wait for the queued timeout.
+   */
+  readonly holderDeadAfterMs?: number;
   readonly random?: () => number;
 }
 
@@ -231,6 +251,8 @@ export interface HousekeepingResult {
   readonly retriesDue: number;
   readonly zombies: number;
   readonly requeued: number;
+  /** Queued steps handed out again because the reconciler holding them is gone. */
+  readonly holderLost: number;
   readonly runsStarted: number;
   /** Active steps of canceled runs that their executors must abort. */
   readonly toAbort: readonly { readonly stepId: number; readonly executor: string }[];
@@ -349,6 +371,10 @@ export interface RunStore {
    * do not count against the retry policy, giving back their pool slots. Returns how many were still queued.
    */
   requeueLost(tries: readonly { readonly stepId: number; readonly tryNumber: number }[], now: Date, reason: string): Promise<number>;
+  /** Says this reconciler is alive (`component_heartbeats`): the steps it holds stay its own (see ClaimHolder). */
+  holderAlive(holder: { readonly id: string; readonly hostname: string; readonly pid: number }): Promise<void>;
+  /** This reconciler stopped: the steps it still holds are handed out again by the next housekeeping. */
+  holderStopped(id: string): Promise<void>;
   requestCancel(runId: string, now: Date, audit?: AuditEntry): Promise<RunSummary>;
   /**
    * Clears one mapped step inside its run: it runs again (with a fresh retry budget), and the steps after it

@@ -186,7 +186,7 @@ export class Fleet {
     const args: Record<string, string[]> = {
       api: ["api", "--insecure-no-auth", "--port", String(this.apiPort)],
       // A dead reconciler's steps: running ones are noticed by their heartbeat, queued ones by the queued timeout.
-      reconciler: ["reconciler", "--processes", "1", "--zombie-after", "10s", "--queued-timeout", "20s"],
+      reconciler: ["reconciler", "--processes", "1", "--zombie-after", "10s", "--queued-timeout", "60s", "--presumed-dead-after", "8s"],
       triggerer: ["triggerer", "--lease", "10s"],
       // The worker reports through the API: it has no database credentials.
       worker: ["worker", "--url", this.apiUrl, "--processes", "1"],

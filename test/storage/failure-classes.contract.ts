@@ -193,7 +193,7 @@ export function failureClassContract(name: string, setup: (infrastructure: Infra
       // Each try keeps its own error; the asset's 3 retries were never touched.
       const run = await parts.runs.getRun(runId);
       expect(run?.status).toBe("failed");
-      expect(run!.steps[0]!.tries.map((t) => [(t.error as SerializedError).code, t.failureClass])).toEqual([
+      expect(run!.steps[0]!.tries.map((t) => [(t.error as unknown as SerializedError).code, t.failureClass])).toEqual([
         ["LOST_1", "infrastructure"],
         ["LOST_2", "infrastructure"],
         ["LOST_3", "infrastructure"],
@@ -258,6 +258,85 @@ export function failureClassContract(name: string, setup: (infrastructure: Infra
       expect(await startTry(stepId, at(401))).toBe(2);
       await parts.runs.completeSteps([success(stepId, 2, at(402))], at(402));
       expect((await stepRow(stepId)).state).toBe("success");
+    });
+
+    describe("steps held by a reconciler", () => {
+      const HOLDER_DEAD_AFTER_MS = 30_000;
+      const sweep = (now: Date) =>
+        parts.runs.housekeeping({
+          now,
+          zombieAfterMs: ZOMBIE_AFTER_MS,
+          queuedTimeoutMs: QUEUED_TIMEOUT_MS,
+          holderDeadAfterMs: HOLDER_DEAD_AFTER_MS,
+          random: top,
+        });
+      const holdBy = async (id: string, now: Date) => {
+        await parts.runs.holderAlive({ id, hostname: "h", pid: 7 });
+        return parts.runs.claimRunnable({ now, capacity: { local: 10, bullmq: 10 }, limit: 10, holder: { id, kinds: ["local"] } });
+      };
+      const silence = (id: string) =>
+        sql`update component_heartbeats set heartbeat_at = now() - interval '31 seconds' where id = ${id}`.execute(parts.db);
+      const activeSteps = async (runId: string) =>
+        (await parts.db.selectFrom("runs").select("steps_active").where("id", "=", runId).executeTakeFirstOrThrow()).steps_active;
+
+      it("hands a queued step out again once its reconciler stops heartbeating, using up neither budget", async () => {
+        await use({ max: 0, delayMs: 0, maxDelayMs: 0 });
+        const { runId, stepId } = await oneStepRun(retries(0));
+        expect((await holdBy("r-1", at(0))).map((c) => c.stepId)).toEqual([stepId]);
+        expect((await stepRow(stepId)).worker_id).toBe("r-1");
+        // Alive: its step stays queued, however long it has been.
+        expect((await sweep(at(20))).holderLost).toBe(0);
+        await silence("r-1");
+        expect((await sweep(at(40))).holderLost).toBe(1);
+        const step = await stepRow(stepId);
+        expect([step.state, step.infrastructure_failures, step.tries_before]).toEqual(["scheduled", 0, 1]);
+        expect(await activeSteps(runId)).toBe(0);
+        const tried = await parts.db
+          .selectFrom("step_tries")
+          .select(["state", "failure_class", "error"])
+          .where("step_id", "=", stepId)
+          .execute();
+        expect(tried.map((t) => [t.state, t.failure_class, (t.error as unknown as SerializedError).code])).toEqual([
+          ["failed", "infrastructure", "STEP_RECONCILER_LOST"],
+        ]);
+        expect((tried[0]!.error as unknown as SerializedError).message).toContain("reconciler r-1");
+        // The next try runs, and the run succeeds although the budget is 0 and retries are 0.
+        expect(await startTry(stepId, at(41))).toBe(2);
+        await parts.runs.completeSteps([success(stepId, 2, at(42))], at(42));
+        expect((await stepRow(stepId)).state).toBe("success");
+      });
+
+      it("hands out at once what a reconciler that stopped still held", async () => {
+        const { stepId } = await oneStepRun(retries(0));
+        await holdBy("r-2", at(0));
+        await parts.runs.holderStopped("r-2");
+        expect((await sweep(at(1))).holderLost).toBe(1);
+        expect((await stepRow(stepId)).state).toBe("scheduled");
+      });
+
+      it("leaves alone steps that started, and queued steps nobody holds (a queue has them)", async () => {
+        const started = await oneStepRun(retries(0));
+        await holdBy("r-3", at(0));
+        await parts.runs.markStarted(
+          [{ stepId: started.stepId, tryNumber: 1, workerId: "local:h:7", hostname: "h", pid: 7, startedAt: at(0) }],
+          at(0),
+        );
+        const queued = await oneStepRun(retries(0));
+        await parts.runs.claimRunnable({ now: at(1), capacity: { local: 10 }, limit: 10 });
+        expect((await stepRow(queued.stepId)).worker_id).toBeNull();
+        await silence("r-3");
+        expect((await sweep(at(40))).holderLost).toBe(0);
+        expect([(await stepRow(started.stepId)).state, (await stepRow(queued.stepId)).state]).toEqual(["running", "queued"]);
+      });
+
+      it("moves a lost step once when two reconcilers sweep at the same time", async () => {
+        const { stepId } = await oneStepRun(retries(0));
+        await holdBy("r-4", at(0));
+        await silence("r-4");
+        const [a, b] = await Promise.all([sweep(at(40)), sweep(at(40))]);
+        expect(a.holderLost + b.holderLost).toBe(1);
+        expect(await tryClasses(stepId)).toEqual([[1, "failed", "infrastructure"]]);
+      });
     });
 
     it("gives a cleared mapped step a fresh infrastructure budget, as it gets fresh retries", async () => {

@@ -24,6 +24,13 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
   const zombieAfterMs = durationMs(opts.zombieAfter, "--zombie-after");
   const queuedTimeoutMs = durationMs(opts.queuedTimeout, "--queued-timeout");
+  const presumedDeadAfterMs = durationMs(opts.presumedDeadAfter, "--presumed-dead-after");
+  if (presumedDeadAfterMs !== undefined && presumedDeadAfterMs < 2_000) {
+    throw new InputError(
+      `--presumed-dead-after: "${opts.presumedDeadAfter}" is shorter than 2s; a live reconciler heartbeats every few seconds and would be presumed dead`,
+      { code: "CLI_USAGE", location: { field: "--presumed-dead-after" } },
+    );
+  }
   const metricsPort = metricsPortOf(opts.metricsPort, process.env[METRICS_PORT_ENV]);
   if (opts.localSteps !== "processes" && opts.localSteps !== "workers") {
     throw new InputError(`--local-steps: "${opts.localSteps}" is neither "processes" nor "workers"`, {
@@ -74,6 +81,7 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
     ...(concurrencyPerProcess ? { concurrencyPerProcess } : {}),
     ...(zombieAfterMs ? { zombieAfterMs } : {}),
     ...(queuedTimeoutMs ? { queuedTimeoutMs } : {}),
+    ...(presumedDeadAfterMs ? { presumedDeadAfterMs } : {}),
     localSteps: opts.localSteps,
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} ${message}`),
   });

@@ -7,6 +7,7 @@ export interface ReconcilerCommandOptions {
   watch?: boolean;
   zombieAfter?: string;
   queuedTimeout?: string;
+  presumedDeadAfter?: string;
   metricsPort?: string;
   metricsHost: string;
   localSteps: string;
@@ -21,6 +22,11 @@ export function registerReconciler(program: Command): void {
     .option("--watch", "reload the definitions when a file changes")
     .option("--zombie-after <duration>", "fail (and retry) running steps without a heartbeat for this long", "60s")
     .option("--queued-timeout <duration>", "hand out again steps not started this long after being queued", "5m")
+    .option(
+      "--presumed-dead-after <duration>",
+      "hand out again the steps another reconciler claimed and had not started when it stopped heartbeating this long (at least 2s)",
+      "30s",
+    )
     .option(
       "--metrics-port <port>",
       "serve this reconciler's /metrics (pass and task durations, process metrics), /healthz and /readyz on this port " +

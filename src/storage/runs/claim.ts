@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { ClaimedStep } from "../run-store.js";
+import type { ClaimHolder, ClaimedStep } from "../run-store.js";
 import { lockPools } from "./pools.js";
 import { lockRuns } from "./run-counters.js";
 import { handOutSteps, selectCandidates, type Candidate } from "./sql/claim-runnable.js";
@@ -15,6 +15,7 @@ export interface ClaimScope {
   readonly defaultPoolSlots: number;
   /** Claim only among these steps (the follow-up claim of a completion). */
   readonly onlyIds?: readonly number[];
+  readonly holder?: ClaimHolder;
 }
 
 /**
@@ -56,7 +57,7 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
   );
 
   // Hand them out: state, try row, pool slots and run counters in one statement.
-  const rows = await handOutSteps(trx, admitted, now);
+  const rows = await handOutSteps(trx, admitted, now, o.holder);
   const steps = rows
     .map((r): ClaimedStep => ({
       stepId: Number(r.id),

@@ -251,6 +251,7 @@ export async function completeIn(
       now,
       defaultPoolSlots: followUp.defaultPoolSlots ?? 16,
       onlyIds: followUpIds,
+      ...(followUp.holder ? { holder: { id: followUp.holder, kinds: [followUp.executor] } } : {}),
     }));
   }
   const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now, expansion.adjust);

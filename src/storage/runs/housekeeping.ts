@@ -9,7 +9,15 @@ import { startRun } from "./create-run.js";
 import { releaseDeferredPoolSlotsIn } from "./pools.js";
 import { requeuedIn } from "./requeue.js";
 import { lockRuns } from "./run-counters.js";
-import { cancelUnneededWaits, lockQueuedRuns, lockZombies, requeueUnstarted, scheduleDueRetries } from "./sql/housekeeping-batches.js";
+import {
+  cancelUnneededWaits,
+  lockQueuedRuns,
+  lockZombies,
+  requeueHeldByGone,
+  requeueUnstarted,
+  scheduleDueRetries,
+  type RequeuedStep,
+} from "./sql/housekeeping-batches.js";
 import type { Trx } from "./step-rows.js";
 
 export async function housekeeping(
@@ -89,6 +97,29 @@ export async function housekeeping(
     (n) => n > 0,
   );
 
+  // Held by a reconciler that died (or stopped) before starting them: hand them out again now, not at the queued
+  // timeout. Like a queued timeout, nothing of the step's code ran, so neither budget is used.
+  const deadAfterMs = options.holderDeadAfterMs;
+  const holderLost =
+    deadAfterMs === undefined
+      ? 0
+      : await chore(
+          async (trx) => {
+            const lost = await requeueHeldByGone(trx, deadAfterMs, now);
+            const byHolder = new Map<string, RequeuedStep[]>();
+            for (const s of lost) byHolder.set(s.holder, [...(byHolder.get(s.holder) ?? []), s]);
+            for (const [holder, steps] of byHolder) {
+              await requeuedIn(trx, steps, now, {
+                name: "HolderLost",
+                code: "STEP_RECONCILER_LOST",
+                message: `reconciler ${holder}, which claimed it to start it in its own process, stopped or has not heartbeated for ${Math.round(deadAfterMs / 1000)} s; handed out again`,
+              });
+            }
+            return lost.length;
+          },
+          (n) => n > 0,
+        );
+
   // Runs waiting for their job's maxActiveRuns.
   const runsStarted = await chore(
     async (trx) => {
@@ -157,5 +188,5 @@ export async function housekeeping(
     () => false,
   );
 
-  return { retriesDue, zombies, requeued, runsStarted, toAbort, runsCanceled };
+  return { retriesDue, zombies, requeued, holderLost, runsStarted, toAbort, runsCanceled };
 }

@@ -25,7 +25,7 @@ import { clearMappedStep } from "./clear-mapped-step.js";
 import { completeIn, completeStepsIn } from "./complete.js";
 import { insertRun } from "./create-run.js";
 import { housekeeping } from "./housekeeping.js";
-import { handedOutBefore, requeueLost, type HandedOutTry } from "./requeue.js";
+import { handedOutBefore, holderAlive, holderStopped, requeueLost, type HandedOutTry } from "./requeue.js";
 import { materializedKeys, partitionKeysWithStatus } from "./partition-status.js";
 import { latestOutputs } from "./read-outputs.js";
 import { getRun, getRunSummary, listRuns } from "./read-runs.js";
@@ -118,7 +118,15 @@ export class PgRunStore implements RunStore {
     const kindNames = kinds.map(([k]) => k);
     const now = options.now;
     return this.#db.transaction().execute(async (trx) => {
-      const claimed = await claimIn(trx, { kindNames, capacity, limit, agingLimit, now, defaultPoolSlots: options.defaultPoolSlots ?? 16 });
+      const claimed = await claimIn(trx, {
+        kindNames,
+        capacity,
+        limit,
+        agingLimit,
+        now,
+        defaultPoolSlots: options.defaultPoolSlots ?? 16,
+        ...(options.holder ? { holder: options.holder } : {}),
+      });
       // Only claims that found work earn (or spend) the aging share.
       if (claimed.foundWork) this.#agingCredit = credit - agingLimit;
       return claimed.steps;
@@ -165,6 +173,14 @@ export class PgRunStore implements RunStore {
 
   requeueLost(tries: readonly { readonly stepId: number; readonly tryNumber: number }[], now: Date, reason: string): Promise<number> {
     return requeueLost(this.#db, tries, now, reason);
+  }
+
+  holderAlive(holder: { readonly id: string; readonly hostname: string; readonly pid: number }): Promise<void> {
+    return holderAlive(this.#db, holder);
+  }
+
+  holderStopped(id: string): Promise<void> {
+    return holderStopped(this.#db, id);
   }
 
   // ── reads for data passing and planning ─────────────────────────────────

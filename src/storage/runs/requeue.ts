@@ -74,3 +74,20 @@ export async function requeueLost(
     return moved.length;
   });
 }
+
+/** Records that this reconciler is alive now (by the database's clock). */
+export async function holderAlive(
+  db: Kysely<Database>,
+  holder: { readonly id: string; readonly hostname: string; readonly pid: number },
+): Promise<void> {
+  await db
+    .insertInto("component_heartbeats")
+    .values({ id: holder.id, kind: "reconciler", hostname: holder.hostname, pid: holder.pid })
+    .onConflict((oc) => oc.column("id").doUpdateSet({ heartbeat_at: sql<Date>`now()` }))
+    .execute();
+}
+
+/** Removes this reconciler's heartbeat: what it still holds is handed out again by the next housekeeping. */
+export async function holderStopped(db: Kysely<Database>, id: string): Promise<void> {
+  await db.deleteFrom("component_heartbeats").where("id", "=", id).where("kind", "=", "reconciler").execute();
+}

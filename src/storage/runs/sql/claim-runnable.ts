@@ -80,12 +80,21 @@ export interface HandedOut {
   map_label: string | null;
 }
 
-/** Hands out the admitted steps: state, try row, pool slots and run counters in one statement. */
-export async function handOutSteps(trx: Trx, admitted: readonly number[], now: Date): Promise<HandedOut[]> {
+/**
+ * Hands out the admitted steps: state, try row, pool slots and run counters in one statement. Steps of the
+ * holder's kinds are recorded as held by it (`worker_id`) until they start.
+ */
+export async function handOutSteps(
+  trx: Trx,
+  admitted: readonly number[],
+  now: Date,
+  holder: { readonly id: string; readonly kinds: readonly string[] } | undefined,
+): Promise<HandedOut[]> {
   const { rows } = await sql<HandedOut>`
     with upd as (
       update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
-                       error = null, worker_id = null, started_at = null, ended_at = null, heartbeat_at = null
+                       error = null, started_at = null, ended_at = null, heartbeat_at = null,
+                       worker_id = case when executor = any(${[...(holder?.kinds ?? [])]}::text[]) then ${holder?.id ?? null}::text end
       where id = any(${[...admitted]}::bigint[]) and state = 'scheduled'
       returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots,
                 max_tries + tries_before as last_try, trigger_id, wait_started_at, check_name, map_item, map_label

@@ -38,6 +38,24 @@ export async function requeueUnstarted(trx: Trx, queuedBefore: Date, now: Date):
   return rows;
 }
 
+/**
+ * Queued steps held by a reconciler (`worker_id`, see ClaimHolder) that has not heartbeated within `deadAfterMs`
+ * by the database's clock, or that stopped, scheduled again. Returns the steps moved.
+ */
+export async function requeueHeldByGone(trx: Trx, deadAfterMs: number, now: Date): Promise<(RequeuedStep & { holder: string })[]> {
+  const { rows } = await sql<RequeuedStep & { holder: string }>`
+    update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
+    where id in (select s.id from steps s
+                 where s.state = 'queued' and s.worker_id is not null
+                   and not exists (select 1 from component_heartbeats h
+                                   where h.id = s.worker_id and h.kind = 'reconciler'
+                                     and h.heartbeat_at > now() - make_interval(secs => ${deadAfterMs / 1000}::float8))
+                 order by s.id limit ${HOUSEKEEPING_BATCH}::int for no key update of s skip locked)
+      and state = 'queued'
+    returning id, run_id, try_number, pool, pool_slots, worker_id as holder`.execute(trx);
+  return rows;
+}
+
 /** A step that was handed out again: what the pools and run counters give back. */
 export interface RequeuedStep {
   readonly id: number;
