@@ -54,7 +54,6 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
   const dirs = { definitionsDir: runtime.settings.definitionsDir, logsDir: runtime.logsDir };
   // The reconciler holds the steps its in-process executors claim until they start (see ClaimHolder).
   const reconcilerId = `reconciler-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const localInProcess = !(options.localSteps === "workers" && runtime.settings.redisUrl);
   const logError = (err: unknown, what: string) => options.log?.("error", `${what}: ${(err as Error)?.message ?? String(err)}`);
   const backend = new StoreExecutionBackend({
     runs: runtime.runs,
@@ -164,21 +163,20 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
         ...(options.log ? { log: options.log } : {}),
       })
     : undefined;
+  // With localSteps "workers", `local` steps go to the fleet too (the local executor then runs nothing).
+  const localSteps = options.localSteps === "workers" && bullmq ? bullmq : executor;
   const reconciler = new Reconciler({
     id: reconcilerId,
-    holds: localInProcess ? ["local", "transactional"] : ["transactional"],
+    holds: localSteps === executor ? ["local", "transactional"] : ["transactional"],
     store: runtime.runs,
     database: runtime.database,
     graphs: runtime.graphs,
-    // With localSteps "workers", `local` steps go to the fleet too (the local executor then runs nothing).
-    executors: { local: options.localSteps === "workers" && bullmq ? bullmq : executor, transactional, ...(bullmq ? { bullmq } : {}) },
+    executors: { local: localSteps, transactional, ...(bullmq ? { bullmq } : {}) },
     definitionsDir: runtime.settings.definitionsDir,
     logsDir: runtime.logsDir,
     ...(options.zombieAfterMs ? { zombieAfterMs: options.zombieAfterMs } : {}),
     ...(options.queuedTimeoutMs ? { queuedTimeoutMs: options.queuedTimeoutMs } : {}),
-    ...(options.presumedDeadAfterMs
-      ? { holderDeadAfterMs: options.presumedDeadAfterMs, heartbeatIntervalMs: Math.min(5_000, options.presumedDeadAfterMs / 4) }
-      : {}),
+    ...(options.presumedDeadAfterMs ? { holderDeadAfterMs: options.presumedDeadAfterMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     health: runtime.health,
     ...(options.onPass ? { onPass: options.onPass } : {}),

@@ -28,10 +28,11 @@ export interface ReconcilerOptions {
    * reconciler hands them out again after `holderDeadAfterMs` instead of the queued timeout.
    */
   readonly holds?: readonly string[];
-  /** A reconciler silent this long is presumed dead and the steps it holds are handed out again (default 30 s). */
+  /**
+   * A reconciler silent this long is presumed dead and the steps it holds are handed out again (default 30 s). It
+   * heartbeats every 5 s, or every quarter of this when that is shorter.
+   */
   readonly holderDeadAfterMs?: number;
-  /** How often this reconciler heartbeats (default 5 s; keep it well under holderDeadAfterMs). */
-  readonly heartbeatIntervalMs?: number;
   /** Most steps claimed per transaction (default 512). */
   readonly claimBatch?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
@@ -87,10 +88,12 @@ export class Reconciler {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private currentPass: Promise<void> = Promise.resolve();
   private consecutiveErrors = 0;
+  private readonly heartbeatIntervalMs: number;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.id = options.id ?? `reconciler-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.clock = options.clock ?? (() => new Date());
+    this.heartbeatIntervalMs = Math.min(HEARTBEAT_INTERVAL_MS, (options.holderDeadAfterMs ?? HOLDER_DEAD_AFTER_MS) / 4);
     this.log = options.log ?? ((level, message) => process.stderr.write(`[${level}] ${message}\n`));
   }
 
@@ -98,12 +101,10 @@ export class Reconciler {
     if (this.running) return;
     this.running = true;
     this.unlisten = await this.options.database.listen(WAKE_CHANNEL, () => this.wake());
-    // Passes heartbeat too; the timer keeps the heartbeat fresh through a long pass.
-    const interval = this.options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
+    // Passes heartbeat too (the first one before it claims anything); the timer keeps it fresh through a long pass.
     this.heartbeatTimer = setInterval(() => {
-      if (this.lastHeartbeat > 0 && Date.now() - this.lastHeartbeat >= interval)
-        void this.heartbeat().catch((err: unknown) => this.failed("reconciler heartbeat failed", err));
-    }, interval);
+      if (this.lastHeartbeat > 0) void this.heartbeatIfDue().catch((err: unknown) => this.failed("reconciler heartbeat failed", err));
+    }, this.heartbeatIntervalMs);
     this.heartbeatTimer.unref();
     this.wake();
   }
@@ -175,8 +176,7 @@ export class Reconciler {
   private async passOnce(timings: { name: string; durationMs: number; failed: boolean }[]): Promise<number> {
     const now = this.clock();
     // Before anything is claimed: a step held by a reconciler without a heartbeat row is taken to be lost.
-    const sinceHeartbeat = Date.now() - this.lastHeartbeat;
-    if (sinceHeartbeat >= (this.options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS) || sinceHeartbeat < 0) await this.heartbeat();
+    await this.heartbeatIfDue();
     const sinceHousekeeping = now.getTime() - this.lastHousekeeping;
     // A clock that went backwards (NTP step, injected clock) must not pause housekeeping until it catches up.
     if (sinceHousekeeping >= (this.options.housekeepingIntervalMs ?? 1_000) || sinceHousekeeping < 0) {
@@ -250,7 +250,9 @@ export class Reconciler {
     }
   }
 
-  private async heartbeat(): Promise<void> {
+  private async heartbeatIfDue(): Promise<void> {
+    const since = Date.now() - this.lastHeartbeat;
+    if (since < this.heartbeatIntervalMs && since >= 0) return;
     await this.options.store.holderAlive({ id: this.id, hostname: os.hostname(), pid: process.pid });
     this.lastHeartbeat = Date.now();
   }
@@ -290,7 +292,7 @@ export class Reconciler {
   }
 }
 
-/** See ReconcilerOptions.heartbeatIntervalMs and holderDeadAfterMs. */
+/** See ReconcilerOptions.holderDeadAfterMs. */
 const HEARTBEAT_INTERVAL_MS = 5_000;
 const HOLDER_DEAD_AFTER_MS = 30_000;
 /** See ReconcilerOptions.lostTriesIntervalMs. */

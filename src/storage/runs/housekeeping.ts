@@ -107,7 +107,11 @@ export async function housekeeping(
           async (trx) => {
             const lost = await requeueHeldByGone(trx, deadAfterMs, now);
             const byHolder = new Map<string, RequeuedStep[]>();
-            for (const s of lost) byHolder.set(s.holder, [...(byHolder.get(s.holder) ?? []), s]);
+            for (const s of lost) {
+              const steps = byHolder.get(s.holder);
+              if (steps) steps.push(s);
+              else byHolder.set(s.holder, [s]);
+            }
             for (const [holder, steps] of byHolder) {
               await requeuedIn(trx, steps, now, {
                 name: "HolderLost",

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import type { RunStatus } from "../../database.js";
-import type { FiredTrigger } from "../../run-store.js";
+import type { ClaimHolder, FiredTrigger } from "../../run-store.js";
 import type { Trx } from "../step-rows.js";
 
 // The claim's raw statements: the candidate pick is a SKIP LOCKED batch ranked by subqueries, and the hand-out
@@ -88,7 +88,7 @@ export async function handOutSteps(
   trx: Trx,
   admitted: readonly number[],
   now: Date,
-  holder: { readonly id: string; readonly kinds: readonly string[] } | undefined,
+  holder: ClaimHolder | undefined,
 ): Promise<HandedOut[]> {
   const { rows } = await sql<HandedOut>`
     with upd as (
