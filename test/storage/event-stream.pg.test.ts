@@ -1,7 +1,8 @@
 import { sql } from "kysely";
 import pg from "pg";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 import {
+  migrate,
   openPostgres,
   PgAutomationStore,
   PgOpenLineageStore,
@@ -9,7 +10,8 @@ import {
   type EventCursor,
   type PostgresHandle,
 } from "../../src/storage/index.js";
-import { createScratchDatabase, describePostgres, useTestDatabase } from "../support/pg.js";
+import { describePostgres } from "../support/pg.js";
+import { startPrivatePostgres, type PrivatePostgres } from "../support/private-services.js";
 import { resetDatabase } from "../support/reset.js";
 import { commitEvents, eventStreamContract, readIds, readToEnd } from "./event-stream.contract.js";
 
@@ -35,6 +37,47 @@ async function insertIn(client: pg.Client, key: string): Promise<number> {
 async function holdsXmin(db: PostgresHandle["db"], xid: string): Promise<boolean> {
   const { rows } = await sql<{ held: boolean }>`select pg_snapshot_xmin(pg_current_snapshot()) <= ${xid}::xid8 as held`.execute(db);
   return rows[0]!.held;
+}
+
+/**
+ * A migrated database on a cluster of this file's own. The stream keeps the cluster's running transactions pending,
+ * so on the shared cluster the transactions of suites running beside this one would show up in its cursors.
+ */
+function usePrivateCluster(): {
+  readonly url: string;
+  readonly db: PostgresHandle["db"];
+  scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }>;
+} {
+  let cluster: PrivatePostgres | undefined;
+  let handle: PostgresHandle | undefined;
+  let scratch = 0;
+  beforeAll(async () => {
+    cluster = await startPrivatePostgres();
+    handle = await openPostgres({ kind: "postgres", url: cluster.url() });
+    await migrate(handle.db);
+  }, 180_000);
+  afterAll(async () => {
+    await handle?.close();
+    await cluster?.destroy();
+  });
+  const started = () => {
+    if (!cluster || !handle) throw new Error("usePrivateCluster(): the cluster runs only from beforeAll to afterAll");
+    return { cluster, handle };
+  };
+  return {
+    get url() {
+      return started().cluster.url();
+    },
+    get db() {
+      return started().handle.db;
+    },
+    async scratchDatabase() {
+      const { cluster } = started();
+      const name = `scratch_${++scratch}`;
+      await cluster.query(`create database ${name}`);
+      return { url: cluster.url(name), drop: async () => void (await cluster.query(`drop database ${name} with (force)`)) };
+    },
+  };
 }
 
 const pendingIds = (cursor: EventCursor) => cursor.pending.map((p) => p.txId);
@@ -106,7 +149,7 @@ async function interleave(
 }
 
 describePostgres("the event stream on Postgres", () => {
-  const database = useTestDatabase();
+  const database = usePrivateCluster();
   const clients: pg.Client[] = [];
   const handles: PostgresHandle[] = [];
   const drops: (() => Promise<void>)[] = [];
@@ -125,7 +168,7 @@ describePostgres("the event stream on Postgres", () => {
   });
 
   it("a transaction open in another database of the cluster holds nothing back; its commit changes nothing", async () => {
-    const other = await createScratchDatabase();
+    const other = await database.scratchDatabase();
     drops.push(other.drop);
     const idle = await openTransaction(other.url);
     clients.push(idle.client);
@@ -296,7 +339,7 @@ describePostgres("the event stream on Postgres", () => {
   });
 
   it("OpenLineage reads past a transaction open in another database too", async () => {
-    const other = await createScratchDatabase();
+    const other = await database.scratchDatabase();
     drops.push(other.drop);
     const idle = await openTransaction(other.url);
     clients.push(idle.client);
