@@ -5,8 +5,7 @@ import path from "node:path";
 import type { Kysely } from "kysely";
 import { launchRun } from "../src/api/index.js";
 // The CLI has no index module: these are the one way in to how `check` and `dev` store a load and build the API's context.
-import { syncDefinitions } from "../src/cli/definitions-sync.js";
-import type { Runtime } from "../src/cli/runtime.js";
+import { syncDefinitions, type Runtime } from "../src/cli/index.js";
 import { LocalExecutor, StoreExecutionBackend } from "../src/executor/index.js";
 import { GraphCache, PgDefinitionStore, PgRunStore, type Database } from "../src/storage/index.js";
 import { sleep, type BenchScope } from "./_setup.js";
@@ -56,7 +55,7 @@ export async function storeBenchGraph(db: Kysely<Database>, dir: string, source:
  * `dir` as its definitions and data directory; closed with the scope. Loaded on demand: only the API benchmark needs it.
  */
 export async function openBenchRuntime(scope: BenchScope, url: string, dir: string): Promise<Runtime> {
-  const [{ openRuntime }, { resolveSettings }] = await Promise.all([import("../src/cli/runtime.js"), import("../src/cli/settings.js")]);
+  const { openRuntime, resolveSettings } = await import("../src/cli/index.js");
   const runtime = await openRuntime(resolveSettings({ definitions: dir, dataDir: dir }, { DATABASE_URL: url }));
   scope.onClose(() => runtime.close());
   return runtime;

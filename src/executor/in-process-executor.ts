@@ -4,8 +4,9 @@ import type { TributaryError } from "../errors/index.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime } from "./step-runtime.js";
 import type { Lane, LaneStep } from "./lane.js";
+import { ScheduledExecutor } from "./scheduled-executor.js";
 import { StepScheduler } from "./step-scheduler.js";
-import type { ExecutionBackend, Executor, StepDispatch } from "../execution/index.js";
+import type { ExecutionBackend, Executor } from "../execution/index.js";
 
 export interface InProcessExecutorOptions {
   /** Where ctx.secrets.get looks; default: environment variables. */
@@ -41,13 +42,14 @@ export interface InProcessExecutorOptions {
  * executor.submit([dispatch]);   // backend.finished receives the result
  * await executor.close();
  */
-export class InProcessExecutor implements Executor {
+export class InProcessExecutor extends ScheduledExecutor implements Executor {
   readonly kind = "in-process";
-  private readonly scheduler: StepScheduler;
+  protected readonly scheduler: StepScheduler;
   private readonly undo: (() => void)[];
   private closing: Promise<void> | undefined;
 
   constructor(backend: ExecutionBackend, options: InProcessExecutorOptions = {}) {
+    super();
     const concurrency = options.concurrency ?? 16;
     this.scheduler = new StepScheduler(backend, {
       capacity: concurrency,
@@ -66,22 +68,6 @@ export class InProcessExecutor implements Executor {
     });
     this.scheduler.addLane(new InProcessLane(runtime, concurrency, this.scheduler));
     this.undo = [captureConsole(), guardProcessExit("exit").undo];
-  }
-
-  freeSlots(): number {
-    return this.scheduler.freeSlots();
-  }
-
-  submit(steps: readonly StepDispatch[]): void {
-    this.scheduler.submit(steps);
-  }
-
-  cancel(stepIds: readonly number[], reason: string): void {
-    this.scheduler.cancel(stepIds, reason);
-  }
-
-  get reportCalls(): { readonly started: number; readonly finished: number } {
-    return this.scheduler.reportCalls;
   }
 
   close(options: { graceMs?: number } = {}): Promise<void> {

@@ -1,8 +1,9 @@
 import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
 import { describeTry, serializedStepError, STEP_ERROR_CODES } from "./step-errors.js";
+import { ScheduledExecutor } from "./scheduled-executor.js";
 import { StepScheduler } from "./step-scheduler.js";
-import type { ExecutionBackend, Executor, StepDispatch } from "../execution/index.js";
+import type { ExecutionBackend, Executor } from "../execution/index.js";
 import { describeExit, WorkerProcess, type WorkerExit } from "./worker-process.js";
 import type { HostCall } from "./worker-protocol.js";
 
@@ -60,9 +61,9 @@ const SHUTDOWN_GRACE_MS = 2_000;
  * executor.submit(steps);              // results arrive through backend.finished
  * await executor.close({ graceMs: 10_000 });
  */
-export class LocalExecutor implements Executor {
+export class LocalExecutor extends ScheduledExecutor implements Executor {
   readonly kind = "local";
-  private readonly scheduler: StepScheduler;
+  protected readonly scheduler: StepScheduler;
   private readonly workers = new Set<WorkerProcess>();
   /** Processes taken out of service (killed, retired) that may not have exited yet: close() waits for them. */
   private readonly exiting = new Set<Promise<void>>();
@@ -80,6 +81,7 @@ export class LocalExecutor implements Executor {
     private readonly backend: ExecutionBackend,
     options: LocalExecutorOptions = {},
   ) {
+    super();
     this.processes = positive(options.processes ?? availableParallelism(), "processes");
     this.concurrency = positive(options.concurrencyPerProcess ?? 4, "concurrencyPerProcess");
     this.memoryMb = positive(options.memoryMb ?? 1024, "memoryMb");
@@ -96,18 +98,6 @@ export class LocalExecutor implements Executor {
       onLaneLost: (lane) => this.replace(lane as WorkerProcess),
     });
     for (let i = 0; i < this.processes; i++) this.spawn();
-  }
-
-  freeSlots(): number {
-    return this.scheduler.freeSlots();
-  }
-
-  submit(steps: readonly StepDispatch[]): void {
-    this.scheduler.submit(steps);
-  }
-
-  cancel(stepIds: readonly number[], reason: string): void {
-    this.scheduler.cancel(stepIds, reason);
   }
 
   /** Resolves once every worker process is started (steps submitted earlier simply wait for them). */
@@ -132,11 +122,6 @@ export class LocalExecutor implements Executor {
   /** The live worker processes and how many steps each runs. */
   workerProcesses(): { workerId: string; pid: number; ready: boolean; running: number }[] {
     return [...this.workers].map((w) => ({ workerId: w.workerId, pid: w.pid, ready: w.ready, running: this.scheduler.loadOf(w) }));
-  }
-
-  /** Backend calls made for started/finished reports so far. */
-  get reportCalls(): { readonly started: number; readonly finished: number } {
-    return this.scheduler.reportCalls;
   }
 
   close(options: { graceMs?: number } = {}): Promise<void> {

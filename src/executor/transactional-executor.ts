@@ -9,6 +9,7 @@ import { describeTry, serializedStepError, stepError, withoutStack } from "./ste
 import { StepRuntime, type TryEnd } from "./step-runtime.js";
 import { definitionsImporter } from "./definitions-importer.js";
 import type { Lane, LaneStep } from "./lane.js";
+import { ScheduledExecutor } from "./scheduled-executor.js";
 import { StepScheduler } from "./step-scheduler.js";
 import type { StoreExecutionBackend } from "./store-backend.js";
 import type { ExecutionBackend, Executor, StepDispatch, StepOutcome, StepResult, StepStarted } from "../execution/index.js";
@@ -103,13 +104,14 @@ const KEEPING: ReadonlySet<StepCompletion["outcome"]> = new Set(["success", "che
  * const executor = new TransactionalExecutor(backend, { database, runs });
  * new Reconciler({ ...options, executors: { local, transactional: executor } });
  */
-export class TransactionalExecutor implements Executor {
+export class TransactionalExecutor extends ScheduledExecutor implements Executor {
   readonly kind = "transactional";
-  private readonly scheduler: StepScheduler;
+  protected readonly scheduler: StepScheduler;
   private readonly undo: (() => void)[] = [];
   private closing: Promise<void> | undefined;
 
   constructor(backend: TransactionalBackend, options: TransactionalExecutorOptions) {
+    super();
     const concurrency = options.concurrency ?? 4;
     const prefetch = options.prefetch ?? concurrency;
     if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -143,18 +145,6 @@ export class TransactionalExecutor implements Executor {
         : new RefusingLane(concurrency, this.scheduler, workerId);
     this.scheduler.addLane(lane);
     if (lane instanceof TransactionalLane) this.undo.push(captureConsole(), guardProcessExit("exit").undo);
-  }
-
-  freeSlots(): number {
-    return this.scheduler.freeSlots();
-  }
-
-  submit(steps: readonly StepDispatch[]): void {
-    this.scheduler.submit(steps);
-  }
-
-  cancel(stepIds: readonly number[], reason: string): void {
-    this.scheduler.cancel(stepIds, reason);
   }
 
   close(options: { graceMs?: number } = {}): Promise<void> {

@@ -21,7 +21,8 @@ export {
   DEFAULT_MAX_RETRY_DELAY_MS,
   DEFAULT_INFRASTRUCTURE_RETRY_POLICY,
 } from "./retry.js";
-export type { FailedTry, RetryDecision, InfrastructureRetryPolicy } from "./retry.js";
+export type { InfrastructureRetryPolicy } from "./retry.js";
+export type { FailedTry, RetryDecision } from "../sdk/index.js";
 export { STEP_STATES, TERMINAL_STEP_STATES, STEP_TRANSITIONS, isTerminal, canTransition } from "./step-states.js";
 export type { StepState } from "./step-states.js";
 export { deriveRunState } from "./run-state.js";

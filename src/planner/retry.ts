@@ -1,5 +1,5 @@
-import { InputError, type FailureClass } from "../errors/index.js";
-import type { RetryPolicySpec } from "../sdk/index.js";
+import { InputError } from "../errors/index.js";
+import type { FailedTry, RetryDecision, RetryPolicySpec } from "../sdk/index.js";
 
 /**
  * The ceiling on a growing (linear or exponential) retry delay when the
@@ -86,33 +86,6 @@ export interface InfrastructureRetryPolicy {
 
 /** 5 re-runs, after about 2 s, 6 s, 14 s, 30 s and 1 min (each jittered down to half of that). */
 export const DEFAULT_INFRASTRUCTURE_RETRY_POLICY: InfrastructureRetryPolicy = Object.freeze({ max: 5, delayMs: 2_000, maxDelayMs: 60_000 });
-
-/** A try that just failed, as the retry decision sees it. */
-export interface FailedTry {
-  /** 1-based; counts across retries and clears. */
-  readonly tryNumber: number;
-  readonly failureClass: FailureClass;
-  /** False for a failure that would fail the same way on every try (e.g. a return value that is too large). */
-  readonly retryable: boolean;
-  /** The asset's `retries`; null for a step that has none (a check's step). */
-  readonly policy: RetryPolicySpec | null;
-  /**
-   * Tries that do not count against `policy`: those before the step was last cleared, hand-outs that never started,
-   * and infrastructure failures that were re-run.
-   */
-  readonly triesBefore: number;
-  /** Infrastructure failures of the step since its last clear that were re-run; this one not included. */
-  readonly infrastructureFailures: number;
-  /** Its run is being canceled. */
-  readonly canceled: boolean;
-}
-
-export type RetryDecision =
-  /** Runs again after `delayMs`; `budget` is what the failed try used up (the asset's retries, or the infrastructure budget). */
-  | { readonly retry: true; readonly delayMs: number; readonly budget: FailureClass }
-  | { readonly retry: false; readonly why: "canceled" | "not_retryable" | "retries_spent" }
-  /** An infrastructure failure with the budget spent: `max` re-runs were made already. */
-  | { readonly retry: false; readonly why: "infrastructure_retries_spent"; readonly max: number };
 
 /**
  * Whether and when a failed try's step runs again. A user failure is governed by the asset's `retries` alone,

@@ -2,11 +2,10 @@ import {
   checkInfrastructureRetryPolicy,
   decideRetry,
   DEFAULT_INFRASTRUCTURE_RETRY_POLICY,
-  type FailedTry,
   type InfrastructureRetryPolicy,
-  type RetryDecision,
 } from "./retry.js";
 import { evaluateTriggerRule } from "./trigger-rules.js";
+import type { FailedTry, RetryDecision } from "../sdk/index.js";
 
 /**
  * Trigger rules with Airflow's semantics, and retries — the asset's `retries` for user failures, `infrastructure`

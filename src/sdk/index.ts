@@ -70,6 +70,8 @@ export type {
   CheckSpec,
   DepSpec,
   RetryPolicySpec,
+  FailedTry,
+  RetryDecision,
   TriggerRule,
   TriggerDecision,
   UpstreamCounts,

@@ -1,3 +1,4 @@
+import type { FailureClass } from "../errors/index.js";
 import type { PartitionMappingSpec, PartitionsSpec } from "../partitions/index.js";
 import type { AutomationSpec } from "./automation.js";
 import type { JsonValue } from "./json.js";
@@ -51,6 +52,34 @@ export interface RetryPolicySpec {
   readonly maxDelayMs: number | null;
   readonly jitter: boolean;
 }
+
+/** A try that just failed, as the retry decision sees it. */
+export interface FailedTry {
+  /** 1-based; counts across retries and clears. */
+  readonly tryNumber: number;
+  readonly failureClass: FailureClass;
+  /** False for a failure that would fail the same way on every try (e.g. a return value that is too large). */
+  readonly retryable: boolean;
+  /** The asset's `retries`; null for a step that has none (a check's step). */
+  readonly policy: RetryPolicySpec | null;
+  /**
+   * Tries that do not count against `policy`: those before the step was last cleared, hand-outs that never started,
+   * and infrastructure failures that were re-run.
+   */
+  readonly triesBefore: number;
+  /** Infrastructure failures of the step since its last clear that were re-run; this one not included. */
+  readonly infrastructureFailures: number;
+  /** Its run is being canceled. */
+  readonly canceled: boolean;
+}
+
+/** Whether a failed try's step runs again. */
+export type RetryDecision =
+  /** Runs again after `delayMs`; `budget` is what the failed try used up (the asset's retries, or the infrastructure budget). */
+  | { readonly retry: true; readonly delayMs: number; readonly budget: FailureClass }
+  | { readonly retry: false; readonly why: "canceled" | "not_retryable" | "retries_spent" }
+  /** An infrastructure failure with the budget spent: `max` re-runs were made already. */
+  | { readonly retry: false; readonly why: "infrastructure_retries_spent"; readonly max: number };
 
 export interface DepSpec {
   /** The argument name the asset function receives the value under. */

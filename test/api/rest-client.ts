@@ -8,7 +8,7 @@ import { apiServicesOn } from "../support/api-services.js";
 import type { Harness } from "../execution/harness.js";
 
 // The REST tests' client: the API over a harness's real stores, every response checked against Airflow's own
-// OpenAPI document (test/api/rest-airflow-v1.json, the implemented paths of ../shared/contracts/airflow-rest-v1.yaml).
+// OpenAPI document (test/api/rest-airflow-v1.json, the implemented paths of Airflow's stable REST API v1).
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response bodies by path without narrowing each step
 export type Json = Record<string, unknown> & { [k: string]: any };

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 
-// The layering of STYLE.md, checked on every import in src/.
+// The layering of the modules (docs/architecture.md), checked on every import in src/.
 const SRC = path.resolve(import.meta.dirname, "../../src");
 
 type Module =

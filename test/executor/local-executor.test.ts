@@ -111,6 +111,10 @@ describe("LocalExecutor", () => {
     const backend = new FakeBackend();
     const executor = await start(backend);
     const [oldPid] = executor.workerProcesses().map((w) => w.pid);
+    // The definitions are imported before the clock starts: the 300 ms are the spinning step's, not a first import's.
+    const warmUp = d("pid", "w/pid");
+    executor.submit([warmUp]);
+    await backend.result(warmUp.stepId);
     const spinning = d("busy", "w/busy", { timeoutMs: 300 });
     const neighbour = d("hangs", "w/hangs");
     executor.submit([neighbour, spinning]);

@@ -29,7 +29,7 @@ describe("step states", () => {
     expect([...TERMINAL_STEP_STATES].sort()).toEqual(STEP_STATES.filter(isTerminal).sort());
   });
 
-  it("follows the lifecycle of DESIGN §3", () => {
+  it("follows the step lifecycle", () => {
     const path: StepState[] = [
       "pending",
       "scheduled",

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StorageError } from "../../src/errors/index.js";
 import { INLINE_OUTPUT_LIMIT_BYTES, LocalDirOutputStore, S3OutputStore, type OutputStore } from "../../src/storage/index.js";
 
-// One contract for every OutputStore (STYLE.md habit 3), then what only S3 has: endpoints, prefixes, settings.
+// One contract for every OutputStore, then what only S3 has: endpoints, prefixes, settings.
 
 const BUCKET = "tributary-outputs";
 // s3rver accepts exactly these credentials.
