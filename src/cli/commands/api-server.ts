@@ -4,9 +4,18 @@ import { sql } from "kysely";
 import { createApiApp, listenHostName, observabilityOf, type Observability } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { StoreExecutionBackend } from "../../executor/index.js";
-import { advertiseDataDirServer, PgAirflowQueryStore, PgStepTryStateStore, PgTryTokenStore, WAKE_CHANNEL } from "../../storage/index.js";
-import type { Runtime } from "../runtime.js";
+import {
+  advertiseDataDirServer,
+  PgAccessStore,
+  PgAirflowQueryStore,
+  PgStepTryStateStore,
+  PgTryTokenStore,
+  WAKE_CHANNEL,
+} from "../../storage/index.js";
+import { requireAdmin } from "../access-mode.js";
+import { openRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { embeddedDbDir, serverIdentity } from "../server-identity.js";
+import type { Settings } from "../settings.js";
 import { VERSION } from "../version.js";
 
 /** The HTTP server of `tributary dev` and `tributary api`, listening. */
@@ -17,6 +26,24 @@ export interface RunningApiServer {
   readonly observability: Observability;
   /** Stops listening and ends open connections (followed logs too). */
   close(): Promise<void>;
+}
+
+/**
+ * The runtime of a process that serves the API (`dev`, `api`). With access control on (`openAccess` false), it
+ * refuses to serve until an admin exists, and closes what it opened. Says which database it is on.
+ */
+export async function openServingRuntime(settings: Settings, options: RuntimeOptions, log: (message: string) => void): Promise<Runtime> {
+  const runtime = await openRuntime(settings, options);
+  if (!options.openAccess) {
+    try {
+      await requireAdmin(new PgAccessStore(runtime.database.db));
+    } catch (err) {
+      await runtime.close();
+      throw err;
+    }
+  }
+  log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
+  return runtime;
 }
 
 /** `--port`: a port number, 0–65535 (0: any free port). */

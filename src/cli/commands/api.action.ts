@@ -1,10 +1,9 @@
 import pc from "picocolors";
-import { PgAccessStore } from "../../storage/index.js";
-import { insecureWarning, requireAdmin, runsOpen } from "../access-mode.js";
-import { embeddedDbDir, openRuntime, processHealth } from "../runtime.js";
+import { insecureWarning, runsOpen } from "../access-mode.js";
+import { processHealth } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import type { ApiCommandOptions } from "./api.js";
-import { parsePort, startApiServer } from "./api-server.js";
+import { openServingRuntime, parsePort, startApiServer } from "./api-server.js";
 import { untilStopSignal } from "../../health/index.js";
 
 /**
@@ -18,17 +17,8 @@ export async function runApi(opts: ApiCommandOptions, globals: GlobalOptions): P
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
   const open = runsOpen("api", opts.host, { insecureNoAuth: opts.insecureNoAuth });
   const health = processHealth(log);
-  const runtime = await openRuntime(settings, { runsSteps: false, openAccess: open, health });
   if (open) log(pc.yellow(insecureWarning(opts.host)));
-  else {
-    try {
-      await requireAdmin(new PgAccessStore(runtime.database.db));
-    } catch (err) {
-      await runtime.close();
-      throw err;
-    }
-  }
-  log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
+  const runtime = await openServingRuntime(settings, { runsSteps: false, openAccess: open, health }, log);
   const server = await startApiServer(runtime, { port, host: opts.host });
   log(`serving the API at http://${opts.host}:${server.port} (GraphQL at /graphql, REST at /api/v1)`);
   const signal = await untilStopSignal();

@@ -1,14 +1,13 @@
 import pc from "picocolors";
-import { PgAccessStore } from "../../storage/index.js";
-import { insecureWarning, requireAdmin, runsOpen } from "../access-mode.js";
+import { insecureWarning, runsOpen } from "../access-mode.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
 import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
-import { embeddedDbDir, openRuntime, processHealth } from "../runtime.js";
+import { processHealth } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
-import { parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
+import { openServingRuntime, parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
 import { untilStopSignal } from "../../health/index.js";
 
 export interface DevOptions {
@@ -30,17 +29,8 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
 
   const open = runsOpen("dev", opts.host, opts);
   const health = processHealth(log);
-  const runtime = await openRuntime(settings, { openAccess: open, health });
   if (opts.insecureNoAuth) log(pc.yellow(insecureWarning(opts.host)));
-  if (!open) {
-    try {
-      await requireAdmin(new PgAccessStore(runtime.database.db));
-    } catch (err) {
-      await runtime.close();
-      throw err;
-    }
-  }
-  log(`database: ${runtime.database.kind === "pglite" ? `embedded (${embeddedDbDir(settings)})` : "postgres (DATABASE_URL)"}`);
+  const runtime = await openServingRuntime(settings, { openAccess: open, health }, log);
 
   // Until the first definitions load is stored, GraphQL waits rather than answering with an empty graph.
   // Meanwhile /readyz answers 503 and definitionsStatus says LOADING.
