@@ -1,4 +1,5 @@
 import { localGuard, type Guard } from "../../access/index.js";
+import type { PartitionRequest } from "./partition-request.js";
 import { planScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
@@ -16,7 +17,6 @@ import {
   plannedRun,
   planRun,
   resolveSelection,
-  type DimensionSlice,
   type MissingUpstream,
   type PartitionSelection,
   type PlannedRunOptions,
@@ -28,15 +28,8 @@ import { materializedSubsets, missingUpstreamError } from "./launch-run.js";
 
 const SAMPLE_SIZE = 5;
 
-export interface ClearPartitionsRequest {
+export interface ClearPartitionsRequest extends PartitionRequest {
   readonly assetKey: string;
-  /** One partition key… */
-  readonly partition?: string | undefined;
-  /** …or an inclusive range (either end may be omitted: the first / latest existing partition). */
-  readonly from?: string | undefined;
-  readonly to?: string | undefined;
-  /** …or keys or a range per dimension of a multi-partitioned asset (left out: all its keys), as their cross product. */
-  readonly dimensions?: readonly DimensionSlice[] | undefined;
   /** Also clear every downstream asset's partitions that read the cleared ones, transitively. */
   readonly downstream?: boolean | undefined;
   /** Keep only the selected partitions whose status is `failed` (without a selection: all failed partitions). */

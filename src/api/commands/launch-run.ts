@@ -1,32 +1,16 @@
 import { localGuard, type Guard } from "../../access/index.js";
+import type { PartitionRequest } from "./partition-request.js";
 import { planScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, PartitionSubset, UNPARTITIONED, type PartitionContext } from "../../partitions/index.js";
-import {
-  dimensionSliceKeys,
-  plannedRun,
-  planRun,
-  type DimensionSlice,
-  type PartitionSelection,
-  type RunPlan,
-} from "../../planner/index.js";
+import { dimensionSliceKeys, plannedRun, planRun, type PartitionSelection, type RunPlan } from "../../planner/index.js";
 import type { DefinitionStore, GraphCache, RunOrigin, RunStore } from "../../storage/index.js";
 
-export interface LaunchRunRequest {
+export interface LaunchRunRequest extends PartitionRequest {
   readonly assetKeys: readonly string[];
-  /** One partition key… */
-  readonly partition?: string | undefined;
-  /** …or an inclusive range (either end may be omitted: the first / latest existing partition). */
-  readonly from?: string | undefined;
-  readonly to?: string | undefined;
-  /** Every existing partition. */
+  /** …or every existing partition. */
   readonly allPartitions?: boolean | undefined;
-  /**
-   * …or, for a multi-partitioned asset, keys or a range per dimension (a dimension
-   * left out: all its keys); the run takes their cross product.
-   */
-  readonly dimensions?: readonly DimensionSlice[] | undefined;
   readonly includeUpstream?: boolean | undefined;
   /** At most this many steps of the run queued or running at once. */
   readonly maxActiveSteps?: number | undefined;
