@@ -28,7 +28,9 @@ type Status = {
 };
 
 describe("the demo's source asset under tributary dev", () => {
-  it("observes the partner's late files and runs their eager reader", async () => {
+  it("observes the partner's late files and runs their eager reader", { timeout: 300_000 }, async () => {
+    // A migrated embedded database to start from: the source and its reader are the subject, not a first start.
+    await seedDataDir(dataDir);
     const port = freePort();
     const env = { TRIBUTARY_DEMO_DATA: demoData };
     const dev = startCli(
@@ -43,7 +45,7 @@ describe("the demo's source asset under tributary dev", () => {
           const rates = steps.filter((s) => s.assetKey === "partner/delivery_rate" && s.state === "success");
           return rates.length >= 3 ? { steps, rates: rates.map((s) => s.partitionKey).sort() } : undefined;
         },
-        180_000,
+        240_000,
         () => `the delivery rate of three observed days\n${dev.output()}`,
       );
       // Exactly the days the stand-in delivered, each observed once its file landed.
