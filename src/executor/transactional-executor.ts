@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { sql, type KyselyPlugin } from "kysely";
 import { serializeError, TributaryError, type SerializedError } from "../errors/index.js";
+import { isConnectionError } from "../health/index.js";
 import type { DatabaseHandle, PgRunStore, StepCompletion } from "../storage/index.js";
 import { hit } from "./fault-points.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
@@ -336,9 +337,11 @@ class TransactionalLane implements Lane {
     } catch (err) {
       if (err instanceof Rollback) {
         report = err.outcome;
-      } else if (recording) {
+      } else if (recording && !isConnectionError(err)) {
         report = recording;
       } else {
+        // The transaction's connection was lost: whatever the function made of that (a failed query of ctx.tx is
+        // its error too), the try ended because of the database, not its code.
         // A fault, a lost connection, a failed COMMIT: nothing of the try is known to have committed. Should the
         // COMMIT have gone through after all, this report is stale and ignored: the committed try stays recorded.
         const error = stepError(

@@ -53,6 +53,14 @@ export const broken = asset({ key: "tx/broken", executor: "transactional" }, asy
   throw new Error("fails after its write");
 });
 
+// Writes, then its first try loses its session (as in a database restart): the try is the infrastructure's, and the
+// retry (with no retries of its own) applies the write once.
+export const severed = asset({ key: "tx/severed", executor: "transactional" }, async (ctx) => {
+  await ctx.tx.insertInto("tx_rows").values({ partition_key: "severed", try_number: ctx.tryNumber, pid: process.pid }).execute();
+  if (ctx.tryNumber === 1) await ctx.tx.selectNoFrom((eb) => eb.fn("pg_terminate_backend", [eb.fn("pg_backend_pid", [])]).as("t")).execute();
+  return "kept";
+});
+
 // Writes, then blocks in the database past its timeout: the query is canceled and the write rolled back.
 export const slow = asset({ key: "tx/slow", executor: "transactional", timeout: "1s" }, async (ctx) => {
   await ctx.tx.insertInto("tx_rows").values({ partition_key: "slow", try_number: ctx.tryNumber, pid: process.pid }).execute();
@@ -158,11 +166,12 @@ interface TryRow {
   worker_id: string | null;
   pid: number | null;
   error: { code?: string; message?: string } | null;
+  failure_class: string | null;
 }
 
 async function triesOf(h: Harness, runId: string): Promise<TryRow[]> {
   const { rows } = await sql<TryRow>`
-    select t.try_number, t.state, t.worker_id, t.pid, t.error from step_tries t where t.run_id = ${runId} order by t.try_number`.execute(
+    select t.try_number, t.state, t.worker_id, t.pid, t.error, t.failure_class from step_tries t where t.run_id = ${runId} order by t.try_number`.execute(
     h.db,
   );
   return rows;
@@ -232,6 +241,18 @@ describePostgres("execution: the transactional executor", () => {
       const tries = await triesOf(h, run.id);
       expect(tries.map((t) => t.state)).toEqual(["failed"]);
       expect(tries[0]!.error?.message).toContain("fails after its write");
+    });
+
+    it("a try whose session is lost while the function runs is an infrastructure failure; the retry applies the write once", async () => {
+      const run = await h.waitForRun(await h.launch(["tx/severed"]));
+      expect(run.status).toBe("success");
+      expect(await rowsOf(h, "severed")).toEqual([{ try_number: 2, pid: process.pid }]);
+      const tries = await triesOf(h, run.id);
+      expect(tries.map((t) => [t.try_number, t.state, t.failure_class])).toEqual([
+        [1, "failed", "infrastructure"],
+        [2, "success", null],
+      ]);
+      expect(tries[0]!.error?.code).toBe("TRANSACTION_FAILED");
     });
 
     it("refuses ctx.tx once the function has returned", async () => {

@@ -3,7 +3,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { describePostgres } from "../support/pg.js";
-import { FAULT_MS, Fleet, report } from "./fleet.js";
+import { FAULT_MS, Fleet, PARTITIONS, report } from "./fleet.js";
 
 describePostgres("faults: the database", () => {
   let fleet: Fleet;
@@ -14,11 +14,11 @@ describePostgres("faults: the database", () => {
     await fleet?.stop();
   });
 
-  /** A run of local and fleet steps under way when `fault` strikes, and one launched right after it. */
+  /** A run of local, fleet and transactional steps under way when `fault` strikes, and one launched right after it. */
   async function underFault(scenario: string, fault: () => Promise<void>): Promise<void> {
-    await fleet.underFault({
+    const [run] = await fleet.underFault({
       scenario,
-      launch: { assetKeys: ["f/local", "f/fleet"], allPartitions: true },
+      launch: { assetKeys: ["f/local", "f/fleet", "f/tx"], allPartitions: true },
       underWay: 4,
       fault: async () => {
         await fault();
@@ -26,11 +26,23 @@ describePostgres("faults: the database", () => {
       },
     });
     expect(fleet.exited()).toEqual([]);
+    // Every transactional step's writes committed, each exactly once; their code may have run again (a try whose
+    // connection went away rolled back), the other steps' did not.
+    expect(await fleet.committed([run!])).toBe(PARTITIONS);
+    expect(await fleet.stepsRunTwice([run!], ["f/tx"])).toBe(0);
   }
 
   it("Postgres restarted mid-run: every process stays up, reconnects and finishes the runs", async () => {
     await underFault("postgres restart", () => fleet.pg.restart());
     // Said once per outage, not per attempt.
+    for (const name of ["reconciler-1", "reconciler-2", "triggerer"]) {
+      expect(fleet.output(name)).toMatch(/postgres is unreachable/);
+      expect(fleet.output(name)).toMatch(/postgres answers again after/);
+    }
+  });
+
+  it("Postgres failed over to a promoted standby at the same address, read-only for a while first: the same", async () => {
+    await underFault("postgres failover", () => fleet.pg.failover({ readOnlyMs: FAULT_MS.readOnly }));
     for (const name of ["reconciler-1", "reconciler-2", "triggerer"]) {
       expect(fleet.output(name)).toMatch(/postgres is unreachable/);
       expect(fleet.output(name)).toMatch(/postgres answers again after/);

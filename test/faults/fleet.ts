@@ -71,6 +71,8 @@ export const FAULT_MS = {
   apiDown: FULL ? 20_000 : 8_000,
   openTransaction: FULL ? 600_000 : 15_000,
   objectStoreDown: FULL ? 30_000 : 8_000,
+  /** A failed-over database's standby, already at the primary's address, until it is promoted. */
+  readOnly: FULL ? 10_000 : 3_000,
 };
 /** Partitions of each asset a scenario's run materialises, and how long each step sleeps. */
 export const PARTITIONS = 24;
@@ -103,6 +105,13 @@ export const big = asset({ key: "f/big", partitions: keys }, async (ctx) => {
   await new Promise((r) => setTimeout(r, ${STEP_MS}));
   return { blob: "x".repeat(80 * 1024) };
 });
+// Exactly once: its row in tx_ledger commits with the step's success, or not at all.
+export const tx = asset({ key: "f/tx", partitions: keys, executor: "transactional" }, async (ctx) => {
+  ran(ctx);
+  await new Promise((r) => setTimeout(r, ${STEP_MS}));
+  await ctx.tx.insertInto("tx_ledger").values({ run: ctx.run.id, partition: ctx.partition.key, try: ctx.tryNumber }).execute();
+  return ctx.partition.key;
+});
 export const landing = asset({ key: "f/landing", partitions: many }, async (ctx) => {
   const file = await ctx.defer(fileExists(${JSON.stringify(landing)} + "/{partition}.csv"), { timeout: "1h", interval: "1s" });
   ran(ctx);
@@ -125,6 +134,8 @@ export interface FaultReport {
   readonly runs: number;
   /** Steps whose user code ran more than once (at-least-once where the docs say so). */
   readonly stepsRunTwice: number;
+  /** Transactional steps whose writes committed more than once (exactly once: always 0); left out without any. */
+  readonly committedTwice?: number;
   /** From the fault's end to the first step finishing after it, in seconds. */
   readonly progressAfterS: number;
   readonly faultS: number;
@@ -162,6 +173,8 @@ export class Fleet {
     await mkdir(path.join(dir, "defs"));
     await mkdir(fleet.landingDir);
     try {
+      // What transactional steps write, in the metadata database, through ctx.tx.
+      await pg.query("create table tx_ledger (run text not null, partition text not null, try int not null)", [], "tributary");
       await writeFile(path.join(dir, "defs", "faults.ts"), DEFS(fleet.ledgerFile, fleet.landingDir));
       await fleet.startProc("api");
       await Promise.all([
@@ -295,15 +308,35 @@ export class Fleet {
       .map((l) => JSON.parse(l) as LedgerLine);
   }
 
-  /** Steps of these runs whose user code ran more than once. */
-  async stepsRunTwice(ids: readonly string[]): Promise<number> {
+  /** Steps of these runs (of every asset but `except`) whose user code ran more than once. */
+  async stepsRunTwice(ids: readonly string[], except: readonly string[] = []): Promise<number> {
     const counts = new Map<string, number>();
     for (const l of await this.ledger()) {
-      if (!ids.includes(l.run)) continue;
+      if (!ids.includes(l.run) || except.includes(l.asset)) continue;
       const k = `${l.run}|${l.asset}|${l.partition}`;
       counts.set(k, (counts.get(k) ?? 0) + 1);
     }
     return [...counts.values()].filter((n) => n > 1).length;
+  }
+
+  /** Transactional steps of these runs whose writes through ctx.tx committed more than once (exactly once: none). */
+  async committedTwice(ids: readonly string[]): Promise<number> {
+    const rows = await this.pg.query<{ n: number }>(
+      `select count(*)::int as n from (select 1 from tx_ledger where run = any($1::text[]) group by run, partition having count(*) > 1) t`,
+      [ids],
+      "tributary",
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Transactional steps of these runs whose writes committed (once or more). */
+  async committed(ids: readonly string[]): Promise<number> {
+    const rows = await this.pg.query<{ n: number }>(
+      "select count(distinct (run, partition))::int as n from tx_ledger where run = any($1::text[])",
+      [ids],
+      "tributary",
+    );
+    return rows[0]?.n ?? 0;
   }
 
   /** Seconds from `since` to the first try (of `asset`, or any) that ended successfully after it (waits for one). */
@@ -348,15 +381,19 @@ export class Fleet {
     const ended = Date.now();
     const progressAfterS = await this.progressAfter(ended, options.progressOf);
     const succeeded = await this.waitForRuns(runs);
+    const transactional = (await this.committed(runs)) > 0;
+    const committedTwice = transactional ? await this.committedTwice(runs) : undefined;
     report({
       scenario: options.scenario,
       runsSucceeded: succeeded,
       runs: runs.length,
       stepsRunTwice: await this.stepsRunTwice(runs),
+      ...(committedTwice !== undefined ? { committedTwice } : {}),
       progressAfterS,
       faultS: (ended - started) / 1000,
     });
     expect(succeeded, await this.failures(runs)).toBe(runs.length);
+    expect(committedTwice ?? 0, "transactional steps whose writes committed twice").toBe(0);
     return runs;
   }
 

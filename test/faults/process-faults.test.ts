@@ -4,7 +4,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { describePostgres } from "../support/pg.js";
-import { Fleet, report, TRIGGERS } from "./fleet.js";
+import { Fleet, PARTITIONS, report, TRIGGERS } from "./fleet.js";
 
 describePostgres("faults: reconcilers and the triggerer", () => {
   let fleet: Fleet;
@@ -15,14 +15,15 @@ describePostgres("faults: reconcilers and the triggerer", () => {
     await fleet?.stop();
   });
 
-  it("one of two reconcilers killed mid-burst: the other finishes its steps", async () => {
-    await fleet.underFault({
+  it("one of two reconcilers killed mid-burst: the other finishes its steps, transactional ones committed once", async () => {
+    const [run] = await fleet.underFault({
       scenario: "one of two reconcilers killed",
-      launch: { assetKeys: ["f/local"], allPartitions: true },
+      launch: { assetKeys: ["f/local", "f/tx"], allPartitions: true },
       underWay: 4,
       progressOf: "f/local",
       fault: () => fleet.kill("reconciler-1"),
     });
+    expect(await fleet.committed([run!])).toBe(PARTITIONS);
     await fleet.startProc("reconciler-1");
   });
 

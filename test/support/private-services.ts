@@ -2,7 +2,7 @@
 // without touching the shared services. Postgres refuses to run as root: as root the cluster belongs to an
 // unprivileged system user created for it.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
+import { chmod, chown, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { existsSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -23,6 +23,13 @@ export interface PrivatePostgres {
   restart(): Promise<void>;
   stop(): Promise<void>;
   start(): Promise<void>;
+  /**
+   * A failover to a promoted standby at the same address, as a managed service or a floating address gives one: a
+   * streaming standby is made (pg_basebackup) and caught up, the primary is shut down cleanly (every commit reaches
+   * the standby), the standby takes over the primary's port still in recovery, so for `readOnlyMs` every write is
+   * refused as read-only (25006), and is then promoted. From then on the standby is this cluster.
+   */
+  failover(options: { readOnlyMs: number }): Promise<void>;
   /** Ends every session but this helper's own (pg_terminate_backend), in all databases. Returns how many. */
   terminateSessions(): Promise<number>;
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], database?: string): Promise<R[]>;
@@ -67,11 +74,15 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     const { stdout: gid } = await run("id", ["-g", CLUSTER_USER]);
     await chown(dir, Number(stdout.trim()), Number(gid.trim()));
   }
-  const data = path.join(dir, "data");
+  // The cluster's data directory: the standby's once a failover has promoted it.
+  let data = path.join(dir, "data");
   await asClusterUser(path.join(bin, "initdb"), ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
   const port = freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
-  const pgCtl = (...args: string[]) => asClusterUser(path.join(bin, "pg_ctl"), ["-D", data, "-l", path.join(dir, "server.log"), ...args]);
+  const optionsOn = (p: number) => `-p ${p} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  const options = optionsOn(port);
+  const pgCtlOn = (dataDir: string, ...args: string[]) =>
+    asClusterUser(path.join(bin, "pg_ctl"), ["-D", dataDir, "-l", path.join(dir, "server.log"), ...args]);
+  const pgCtl = (...args: string[]) => pgCtlOn(data, ...args);
   const url = (database = "tributary") => `postgres://postgres@127.0.0.1:${port}/${database}`;
   const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = [], database = "postgres"): Promise<R[]> => {
     const client = new pg.Client({ connectionString: url(database) });
@@ -97,6 +108,32 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     },
     restart: async () => {
       await pgCtl("-w", "-t", "120", "-m", "fast", "-o", options, "restart");
+    },
+    failover: async ({ readOnlyMs }) => {
+      const standby = path.join(dir, `standby-${Date.now()}`);
+      const standbyPort = freePort();
+      await asClusterUser(path.join(bin, "pg_basebackup"), [
+        ...["-D", standby, "-R", "-X", "stream", "-c", "fast", "--no-sync"],
+        ...["-h", "127.0.0.1", "-p", String(port), "-U", "postgres"],
+      ]);
+      await pgCtlOn(standby, "-w", "-t", "120", "-o", optionsOn(standbyPort), "start");
+      const streaming = async () =>
+        (await query<{ n: number }>("select count(*)::int as n from pg_stat_replication where state = 'streaming'"))[0]?.n === 1;
+      for (let i = 0; !(await streaming()); i++) {
+        if (i > 600) throw new Error("the standby did not start streaming from the primary");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // A clean shutdown sends the standby every last record before the primary exits.
+      await pgCtl("-w", "-t", "120", "-m", "fast", "stop");
+      await pgCtlOn(standby, "-w", "-t", "120", "-m", "fast", "stop");
+      // The standby takes the primary's address; with the primary gone it has nothing to stream from.
+      const autoConf = path.join(standby, "postgresql.auto.conf");
+      const conf = await readFile(autoConf, "utf8");
+      await writeFile(autoConf, conf.replace(/^primary_conninfo\b.*$/m, ""));
+      data = standby;
+      await start();
+      await new Promise((r) => setTimeout(r, readOnlyMs));
+      await pgCtl("-w", "-t", "120", "promote");
     },
     terminateSessions: async () => {
       const rows = await query<{ n: number }>(
