@@ -1,7 +1,10 @@
 // Postgres going away under a running deployment: restarted, every session killed, and a stranger's transaction
 // held open in another database of the cluster. Every run ends `success` with the default `retries: 0`.
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { freePort, startCli } from "../cli/run-cli.js";
 import { describePostgres } from "../support/pg.js";
 import { FAULT_MS, Fleet, PARTITIONS, report } from "./fleet.js";
 
@@ -54,6 +57,53 @@ describePostgres("faults: the database", () => {
       expect(await fleet.pg.terminateSessions()).toBeGreaterThan(0);
     });
   });
+
+  it(
+    "tributary dev on Postgres started before its database, and a definitions change made while it is away: both wait for it",
+    { timeout: 600_000 },
+    async () => {
+      // A database of its own on the cluster, so its definitions do not mix with the fleet's.
+      await fleet.pg.query("create database dev_outage");
+      const defs = path.join(fleet.dir, "dev-defs");
+      await mkdir(defs);
+      await writeFile(
+        path.join(defs, "first.ts"),
+        `import { asset } from "tributary";\nexport const first = asset({ key: "d/first" }, async () => 1);\n`,
+      );
+      await fleet.pg.stop();
+      const port = freePort();
+      const dev = startCli(
+        ["dev", "--port", String(port), "--definitions", defs, "--data-dir", path.join(fleet.dir, "dev-data"), "--processes", "1"],
+        {
+          env: { DATABASE_URL: fleet.pg.url("dev_outage"), NO_COLOR: "1" },
+        },
+      );
+      const storedKeys = async () =>
+        (await fleet.pg.query<{ key: string }>("select key from assets order by key", [], "dev_outage").catch(() => [])).map((r) => r.key);
+      try {
+        await fleet.until(async () => /postgres is unreachable/.test(dev.output()), "dev to say its database is away");
+        expect(dev.exitCode).toBeNull();
+        await fleet.pg.start();
+        await fleet.until(async () => /definitions loaded: 1 assets/.test(dev.output()), `dev to load its definitions:\n${dev.output()}`);
+        expect(await storedKeys()).toEqual(["d/first"]);
+
+        // The database goes away again; a file changes meanwhile; its load is stored once the database is back.
+        await fleet.pg.stop();
+        await writeFile(
+          path.join(defs, "second.ts"),
+          `import { asset } from "tributary";\nexport const second = asset({ key: "d/second" }, async () => 2);\n`,
+        );
+        await new Promise((r) => setTimeout(r, 3_000));
+        await fleet.pg.start();
+        await fleet.until(async () => (await storedKeys()).includes("d/second"), `dev to store the changed definitions:\n${dev.output()}`);
+        expect(dev.exitCode).toBeNull();
+      } finally {
+        dev.kill("SIGINT");
+        await new Promise((r) => (dev.exitCode !== null ? r(null) : dev.once("exit", r)));
+      }
+      expect(fleet.exited()).toEqual([]);
+    },
+  );
 
   it("the object store unreachable: the steps that could not save their output run again once it is back", async () => {
     const runs = await fleet.underFault({

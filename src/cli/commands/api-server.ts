@@ -13,7 +13,7 @@ import {
   WAKE_CHANNEL,
 } from "../../storage/index.js";
 import { requireAdmin } from "../access-mode.js";
-import { openRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { openRuntime, untilReachable, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { embeddedDbDir, serverIdentity } from "../server-identity.js";
 import type { Settings } from "../settings.js";
 import { VERSION } from "../version.js";
@@ -36,7 +36,8 @@ export async function openServingRuntime(settings: Settings, options: RuntimeOpt
   const runtime = await openRuntime(settings, options);
   if (!options.openAccess) {
     try {
-      await requireAdmin(new PgAccessStore(runtime.database.db));
+      const admins = new PgAccessStore(runtime.database.db);
+      await (options.health ? untilReachable(options.health, () => requireAdmin(admins)) : requireAdmin(admins));
     } catch (err) {
       await runtime.close();
       throw err;

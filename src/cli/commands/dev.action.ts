@@ -4,7 +4,7 @@ import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js"
 import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
-import { processHealth } from "../runtime.js";
+import { processHealth, untilReachable } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
 import { openServingRuntime, parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
@@ -43,10 +43,13 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   let triggerer: RunningTriggerer | undefined;
   const onChange = async (change: DefinitionsChange) => {
     if (!change.initial) void triggerer?.reloadKinds();
-    const saved = await persistLoad(runtime.definitions, change.result, {
-      ...(change.initial ? {} : { reloaded: change.reloaded }),
-      removed: change.removed,
-    });
+    // Stored once the database answers, however long it is away: a load is never dropped for an outage.
+    const saved = await untilReachable(health, () =>
+      persistLoad(runtime.definitions, change.result, {
+        ...(change.initial ? {} : { reloaded: change.reloaded }),
+        removed: change.removed,
+      }),
+    );
     runtime.catalog.loaded();
     const errors = change.result.files.filter((f) => f.status === "error");
     const problems = errors.length + change.result.problems.length;
@@ -60,7 +63,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   };
   const watcher = watchDefinitions(settings.definitionsDir, onChange, {
     timeoutMs: settings.loadTimeoutMs,
-    ...(await lastLoadFromStore(runtime.definitions)),
+    ...(await untilReachable(health, () => lastLoadFromStore(runtime.definitions))),
     onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
   });
   resolveInitialLoad(watcher.ready);

@@ -52,11 +52,14 @@ export async function runReconciler(opts: ReconcilerCommandOptions, globals: Glo
   const watcher = opts.watch
     ? watchDefinitions(
         settings.definitionsDir,
+        // Stored once the database answers, however long it is away: a load is never dropped for an outage.
         (change) =>
-          persistLoad(runtime.definitions, change.result, {
-            ...(change.initial ? {} : { reloaded: change.reloaded }),
-            removed: change.removed,
-          }).then(() => undefined),
+          untilReachable(health, () =>
+            persistLoad(runtime.definitions, change.result, {
+              ...(change.initial ? {} : { reloaded: change.reloaded }),
+              removed: change.removed,
+            }),
+          ).then(() => undefined),
         {
           timeoutMs: settings.loadTimeoutMs,
           ...(await untilReachable(health, () => lastLoadFromStore(runtime.definitions))),
