@@ -5,6 +5,7 @@ import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { StepRuntime } from "./step-runtime.js";
 import type { Lane, LaneStep } from "./lane.js";
 import { ScheduledExecutor } from "./scheduled-executor.js";
+import { ABANDONED } from "./step-outcomes.js";
 import { StepScheduler } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor } from "../execution/index.js";
 
@@ -103,13 +104,7 @@ class InProcessLane implements Lane {
   }
 
   abandon(stepId: number): void {
-    // The scheduler reports the failure; ending the try here only stops its log and frees the runtime's slot.
-    this.runtime.abandon(stepId, {
-      kind: "failed",
-      error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
-      retryable: true,
-      failureClass: "user",
-    });
+    this.runtime.abandon(stepId, ABANDONED);
   }
 
   kill(): void {

@@ -7,6 +7,17 @@ import type { ActiveTry } from "./step-runtime.js";
 // What a try's return value becomes: an output stored as JSON within the size limit, or a fan-out's checked items.
 
 /** A failure of the step's own code (or of what it returned): the user's, counted against the asset's retries. */
+/**
+ * What an in-process lane ends a try with when the scheduler gave up on it (it ignored its signal past the grace
+ * period): the scheduler has reported the failure itself; this only ends the try's log and frees its slot.
+ */
+export const ABANDONED: StepOutcome = Object.freeze({
+  kind: "failed",
+  error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
+  retryable: true,
+  failureClass: "user",
+});
+
 export function failed(err: unknown, retryable: boolean): StepOutcome {
   return { kind: "failed", error: serializeError(err), retryable, failureClass: "user" };
 }

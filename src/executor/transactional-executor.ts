@@ -11,6 +11,7 @@ import { StepRuntime, type TryEnd } from "./step-runtime.js";
 import { definitionsImporter } from "./definitions-importer.js";
 import type { Lane, LaneStep } from "./lane.js";
 import { ScheduledExecutor } from "./scheduled-executor.js";
+import { ABANDONED } from "./step-outcomes.js";
 import { StepScheduler } from "./step-scheduler.js";
 import type { StoreExecutionBackend } from "./store-backend.js";
 import type { ExecutionBackend, Executor, StepDispatch, StepOutcome, StepResult, StepStarted } from "../execution/index.js";
@@ -243,13 +244,8 @@ class TransactionalLane implements Lane {
   abandon(stepId: number): void {
     const r = this.running.get(stepId);
     if (r) r.abandoned = true;
-    // The runtime's try ends now (failed); its transaction rolls back as soon as the connection is free.
-    this.runtime.abandon(stepId, {
-      kind: "failed",
-      error: { name: "TributaryError", code: "ABANDONED", message: "abandoned" },
-      retryable: true,
-      failureClass: "user",
-    });
+    // The runtime's try ends now; its transaction rolls back as soon as the connection is free.
+    this.runtime.abandon(stepId, ABANDONED);
   }
 
   kill(): void {
