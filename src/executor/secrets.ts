@@ -378,3 +378,22 @@ export function redactSerializedError(error: SerializedError, redactor: Redactor
   if (cause !== undefined) out.cause = cause;
   return out;
 }
+
+/** The secret backends a worker process configures from its environment, loaded on first use (loading may import a module). */
+export class SettingsSecretBackend implements SecretBackend {
+  private loaded: SecretBackend | undefined;
+  private loading: Promise<SecretBackend> | undefined;
+
+  get name(): string {
+    return this.loaded?.name ?? "environment variables";
+  }
+
+  async get(name: string): Promise<string | undefined> {
+    this.loading ??= secretBackendFromEnv(process.env).then((backend) => (this.loaded = backend));
+    return (await this.loading).get(name);
+  }
+
+  describeLookup(name: string): string {
+    return this.loaded?.describeLookup?.(name) ?? this.name;
+  }
+}

@@ -5,7 +5,7 @@ import { isConnectionError } from "../health/index.js";
 import type { DatabaseHandle, PgRunStore, StepCompletion } from "../storage/index.js";
 import { hit } from "./fault-points.js";
 import { captureConsole, guardProcessExit } from "./process-guards.js";
-import { secretBackendFromEnv, SecretResolver, type SecretBackend } from "./secrets.js";
+import { SecretResolver, SettingsSecretBackend } from "./secrets.js";
 import { describeTry, serializedStepError, stepError, withoutStack } from "./step-errors.js";
 import { StepRuntime, type TryEnd } from "./step-runtime.js";
 import { definitionsImporter } from "./definitions-importer.js";
@@ -396,25 +396,6 @@ class TransactionalLane implements Lane {
       workerId: this.workerId,
       logRef: d.logRef,
     };
-  }
-}
-
-/** The secret backends a worker process configures from its environment, loaded on first use (loading may import a module). */
-class SettingsSecretBackend implements SecretBackend {
-  private loaded: SecretBackend | undefined;
-  private loading: Promise<SecretBackend> | undefined;
-
-  get name(): string {
-    return this.loaded?.name ?? "environment variables";
-  }
-
-  async get(name: string): Promise<string | undefined> {
-    this.loading ??= secretBackendFromEnv(process.env).then((backend) => (this.loaded = backend));
-    return (await this.loading).get(name);
-  }
-
-  describeLookup(name: string): string {
-    return this.loaded?.describeLookup?.(name) ?? this.name;
   }
 }
 
