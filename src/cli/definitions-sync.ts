@@ -120,11 +120,17 @@ export function problemsOfFiles(problems: readonly GraphProblem[]): Map<string, 
 }
 
 /** Loads every definitions file and persists the outcome. */
-export async function syncDefinitions(store: DefinitionStore, options: { dir: string; timeoutMs: number }): Promise<SyncOutcome> {
-  const { previousGood, previousOwners } = await lastLoadFromStore(store);
-  const result = await loadDefinitions({ dir: options.dir, timeoutMs: options.timeoutMs, previousGood, previousOwners });
+export async function syncDefinitions(
+  store: DefinitionStore | Promise<DefinitionStore>,
+  options: { dir: string; timeoutMs: number },
+): Promise<SyncOutcome> {
+  // A store still opening: the files are imported in their child processes meanwhile.
+  const previous = Promise.resolve(store).then(lastLoadFromStore);
+  previous.catch(() => undefined); // awaited by the load; a failure is reported from there
+  const result = await loadDefinitions({ dir: options.dir, timeoutMs: options.timeoutMs, previous });
+  const { previousGood } = await previous;
   const known = new Set(result.files.map((f) => f.file));
   const removed = [...previousGood.keys()].filter((f) => !known.has(f));
-  const saved = await persistLoad(store, result, { removed });
+  const saved = await persistLoad(await store, result, { removed });
   return { ...saved, result };
 }

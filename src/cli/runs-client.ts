@@ -53,12 +53,10 @@ export async function openInProcess(
   settings: Settings,
   options: { execute?: boolean; processes?: number } = {},
 ): Promise<{ runtime: Runtime; execution: Execution | undefined }> {
-  const { openRuntime } = await import("./runtime.js");
-  const runtime = await openRuntime(settings);
+  const { openRuntime, openWithCurrentDefinitions } = await import("./runtime.js");
+  if (!options.execute) return { runtime: await openRuntime(settings), execution: undefined };
+  const [{ runtime, sync }, { startExecution }] = await Promise.all([openWithCurrentDefinitions(settings), import("./execution.js")]);
   try {
-    if (!options.execute) return { runtime, execution: undefined };
-    const [{ syncDefinitions }, { startExecution }] = await Promise.all([import("./definitions-sync.js"), import("./execution.js")]);
-    const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
     for (const f of sync.result.files) {
       if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
     }

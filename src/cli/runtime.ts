@@ -49,7 +49,7 @@ import {
   type RunDecisions,
   type RunStore,
 } from "../storage/index.js";
-import { syncDefinitions } from "./definitions-sync.js";
+import { syncDefinitions, type SyncOutcome } from "./definitions-sync.js";
 import { embeddedDbDir } from "./server-identity.js";
 import type { Settings } from "./settings.js";
 import { runDecisions } from "../planner/index.js";
@@ -215,15 +215,36 @@ export async function untilReachable<T>(health: DependencyHealth, open: () => Pr
  * still count), runs `fn` with the API, and closes.
  */
 export async function withCurrentDefinitions<T>(settings: Settings, fn: (api: ApiServices, runtime: Runtime) => Promise<T>): Promise<T> {
-  const runtime = await openRuntime(settings);
+  const { runtime, sync } = await openWithCurrentDefinitions(settings);
   try {
-    const sync = await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
     for (const f of sync.result.files) {
       if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
     }
     return await fn(runtime.apiContext(), runtime);
   } finally {
     await runtime.close();
+  }
+}
+
+/**
+ * Opens the runtime and brings its stored definitions up to date with the directory, both at once: the files are
+ * imported in their child processes while the database starts. Closes what it opened if either fails.
+ */
+export async function openWithCurrentDefinitions(settings: Settings): Promise<{ runtime: Runtime; sync: SyncOutcome }> {
+  // Set before the definitions' child processes start: they inherit it (see openRuntime).
+  process.env[DATA_DIR_ENV] = settings.dataDir;
+  const opening = openRuntime(settings);
+  const syncing = syncDefinitions(
+    opening.then((r) => r.definitions),
+    { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs },
+  );
+  syncing.catch(() => undefined); // awaited below once the runtime is open; its error is reported from there
+  const runtime = await opening;
+  try {
+    return { runtime, sync: await syncing };
+  } catch (err) {
+    await runtime.close();
+    throw err;
   }
 }
 

@@ -40,6 +40,17 @@ export interface LoadDefinitionsOptions {
    * stays and the others are in error; without an entry, none is loaded.
    */
   readonly previousOwners?: ReadonlyMap<string, string>;
+  /**
+   * `previousGood` and `previousOwners` still being read (from storage that is starting): the files are imported
+   * meanwhile, and the snapshot is assembled once both are known. Given, it stands in for the two options.
+   */
+  readonly previous?: PromiseLike<PreviousLoad>;
+}
+
+/** What the last load left: see LoadDefinitionsOptions.previousGood and previousOwners. */
+export interface PreviousLoad {
+  readonly previousGood: ReadonlyMap<string, PreviousDefinitions>;
+  readonly previousOwners: ReadonlyMap<string, string>;
 }
 
 /** The outcome of importing one definitions file. */
@@ -97,12 +108,14 @@ export async function loadDefinitions(options: LoadDefinitionsOptions): Promise<
   const toLoad = only ? discovered.filter((f) => only.has(f)) : discovered;
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
   const files = await loadFiles(dir, toLoad, { ...options, concurrency });
-  const previousGood = options.previousGood ?? new Map<string, PreviousDefinitions>();
+  const { previousGood, previousOwners } = options.previous
+    ? await options.previous
+    : { previousGood: options.previousGood ?? new Map<string, PreviousDefinitions>(), previousOwners: options.previousOwners ?? new Map() };
   // Files not reloaded stand as they were at their last good load.
   const untouched = only
     ? discovered.filter((f) => !only.has(f) && previousGood.has(f)).map((f) => asFileDefinitions(f, previousGood.get(f)!))
     : [];
-  return assembleResult(dir, files, untouched, { previousGood, previousOwners: options.previousOwners ?? new Map() }, concurrency, started);
+  return assembleResult(dir, files, untouched, { previousGood, previousOwners }, concurrency, started);
 }
 
 /** The snapshot for a set of per-file results; shared by loadDefinitions and watch mode. */

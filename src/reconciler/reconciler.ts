@@ -88,6 +88,10 @@ export class Reconciler {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private currentPass: Promise<void> = Promise.resolve();
   private consecutiveErrors = 0;
+  /** The database was unreachable at the last attempt: the next pass starts the time limits' count again. */
+  private databaseAway = false;
+  /** When the database answered again after an outage (this reconciler's clock); see HousekeepingOptions. */
+  private reachableSince: Date | undefined;
   private readonly heartbeatIntervalMs: number;
 
   constructor(private readonly options: ReconcilerOptions) {
@@ -175,6 +179,10 @@ export class Reconciler {
   /** The pass itself; returns the number of steps claimed. */
   private async passOnce(timings: { name: string; durationMs: number; failed: boolean }[]): Promise<number> {
     const now = this.clock();
+    if (this.databaseAway) {
+      this.databaseAway = false;
+      this.reachableSince = now;
+    }
     // Before anything is claimed: a step held by a reconciler without a heartbeat row is taken to be lost.
     await this.heartbeatIfDue();
     const sinceHousekeeping = now.getTime() - this.lastHousekeeping;
@@ -186,6 +194,7 @@ export class Reconciler {
         zombieAfterMs: this.options.zombieAfterMs ?? 60_000,
         queuedTimeoutMs: this.options.queuedTimeoutMs ?? 300_000,
         holderDeadAfterMs: this.options.holderDeadAfterMs ?? HOLDER_DEAD_AFTER_MS,
+        ...(this.reachableSince ? { reachableSince: this.reachableSince } : {}),
       });
       if (hk.holderLost > 0)
         this.log(
@@ -259,6 +268,7 @@ export class Reconciler {
 
   /** A lost database goes to the health view (said once per outage); anything else is logged with its stack. */
   private failed(what: string, err: unknown): void {
+    if (isConnectionError(err)) this.databaseAway = true;
     if (this.options.health && isConnectionError(err)) this.options.health.failed("postgres", err);
     else this.log("error", `${what}: ${(err as Error)?.stack ?? String(err)}`);
   }

@@ -244,6 +244,12 @@ export interface HousekeepingOptions {
    * (see ClaimHolder); without it they wait for the queued timeout.
    */
   readonly holderDeadAfterMs?: number;
+  /**
+   * When the database became reachable again after an outage, as the caller saw it. A time limit above that has not
+   * passed since then is not applied: nobody could write a heartbeat or a start meanwhile, so a silence that the
+   * outage explains is not held against a live worker or reconciler.
+   */
+  readonly reachableSince?: Date;
   readonly random?: () => number;
 }
 

@@ -81,10 +81,16 @@ describePostgres("faults: the database", () => {
       const storedKeys = async () =>
         (await fleet.pg.query<{ key: string }>("select key from assets order by key", [], "dev_outage").catch(() => [])).map((r) => r.key);
       try {
-        await fleet.until(async () => /postgres is unreachable/.test(dev.output()), "dev to say its database is away");
+        await fleet.until(
+          async () => /postgres is unreachable/.test(dev.output()),
+          () => `dev to say its database is away:\n${dev.output()}`,
+        );
         expect(dev.exitCode).toBeNull();
         await fleet.pg.start();
-        await fleet.until(async () => /definitions loaded: 1 assets/.test(dev.output()), `dev to load its definitions:\n${dev.output()}`);
+        await fleet.until(
+          async () => /definitions loaded: 1 assets/.test(dev.output()),
+          () => `dev to load its definitions:\n${dev.output()}`,
+        );
         expect(await storedKeys()).toEqual(["d/first"]);
 
         // The database goes away again; a file changes meanwhile; its load is stored once the database is back.
@@ -95,7 +101,10 @@ describePostgres("faults: the database", () => {
         );
         await new Promise((r) => setTimeout(r, 3_000));
         await fleet.pg.start();
-        await fleet.until(async () => (await storedKeys()).includes("d/second"), `dev to store the changed definitions:\n${dev.output()}`);
+        await fleet.until(
+          async () => (await storedKeys()).includes("d/second"),
+          () => `dev to store the changed definitions:\n${dev.output()}`,
+        );
         expect(dev.exitCode).toBeNull();
       } finally {
         dev.kill("SIGINT");

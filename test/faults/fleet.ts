@@ -260,11 +260,11 @@ export class Fleet {
   }
 
   /** Polls `check` until it returns a value (a scenario's own conditions), naming what it waited for on failure. */
-  until<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 240_000): Promise<T> {
+  until<T>(check: () => Promise<T | undefined | false>, what: string | (() => string), timeoutMs = 240_000): Promise<T> {
     return eventually(
       async () => (await check()) || undefined,
       timeoutMs,
-      () => `${what}; processes that exited: ${this.exited().join("\n") || "none"}`,
+      () => `${typeof what === "function" ? what() : what}; processes that exited: ${this.exited().join("\n") || "none"}`,
     ) as Promise<T>;
   }
 

@@ -138,6 +138,21 @@ export function failureClassContract(name: string, setup: (infrastructure: Infra
       expect((step.tries[0]!.error as SerializedError).code).toBe("STEP_ZOMBIE");
     });
 
+    it("holds no silence against a worker that the database's own outage explains: a zombie only once the time has passed since it came back", async () => {
+      const { stepId } = await oneStepRun(retries(0));
+      await startTry(stepId, at(0));
+      // The database was away from 10 s to 200 s: no heartbeat could be written; it answers again at 200 s.
+      const back = { reachableSince: at(200) };
+      const hk = (now: Date) =>
+        parts.runs.housekeeping({ now, zombieAfterMs: ZOMBIE_AFTER_MS, queuedTimeoutMs: QUEUED_TIMEOUT_MS, random: top, ...back });
+      expect((await hk(at(200))).zombies).toBe(0);
+      expect((await hk(at(200 + ZOMBIE_AFTER_MS / 1000 - 1))).zombies).toBe(0);
+      expect((await stepRow(stepId)).state).toBe("running");
+      // Still silent a whole zombie timeout after the database came back: presumed dead.
+      expect((await hk(at(200 + ZOMBIE_AFTER_MS / 1000))).zombies).toBe(1);
+      expect(await tryClasses(stepId)).toEqual([[1, "failed", "infrastructure"]]);
+    });
+
     it("leaves a user failure after infrastructure failures to the asset's retries alone", async () => {
       const { runId, stepId } = await oneStepRun(retries(1, 5_000));
       // Try 1: lost to infrastructure (re-run after 2 s). Try 2: lost again (6 s).

@@ -79,14 +79,12 @@ type Range = { from: string | undefined; to: string | undefined; dimensions: Dim
 
 async function inProcess(settings: Settings, key: string, range: Range): Promise<Listing> {
   // Loaded only without a server: the database, loader and executor would slow every command's start.
-  const [{ openRuntime }, { syncDefinitions }, { PgPartitionStatusStore }] = await Promise.all([
+  const [{ openWithCurrentDefinitions }, { PgPartitionStatusStore }] = await Promise.all([
     import("../runtime.js"),
-    import("../definitions-sync.js"),
     import("../../storage/index.js"),
   ]);
-  const runtime = await openRuntime(settings);
+  const { runtime } = await openWithCurrentDefinitions(settings);
   try {
-    await syncDefinitions(runtime.definitions, { dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs });
     const { graph } = await runtime.catalog.current();
     const asset = graph.require(key);
     const statusStore = new PgPartitionStatusStore(runtime.database.db);

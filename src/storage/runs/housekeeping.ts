@@ -27,6 +27,8 @@ export async function housekeeping(
 ): Promise<HousekeepingResult> {
   const now = options.now;
   const random = options.random ?? Math.random;
+  /** Whether a silence of `ms` can be told apart from the outage the database just came back from. */
+  const outlived = (ms: number) => options.reachableSince === undefined || now.getTime() - options.reachableSince.getTime() >= ms;
   // Each chore commits on its own. One transaction for all of them would
   // hold steps, pools and runs from one chore while waiting for locks in
   // the next, and deadlock with claims and completions that take the same
@@ -46,62 +48,66 @@ export async function housekeeping(
 
   // Zombies: running steps nobody has heard from. Their try fails as an infrastructure failure: the worker or its
   // host is gone, whatever the step's code was doing (it may have run to the end and not been able to say so).
-  const zombies = await chore(
-    async (trx) => {
-      const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
-      const rows = await lockZombies(trx, zombieBefore);
-      if (rows.length > 0) {
-        await completeIn(
-          trx,
-          rows.map((z): StepCompletion => ({
-            stepId: Number(z.id),
-            tryNumber: z.try_number,
-            startedAt: null,
-            endedAt: now,
-            workerId: z.worker_id,
-            logRef: null,
-            outcome: "failed",
-            retryable: true,
-            failureClass: "infrastructure",
-            error: {
-              name: "ZombieStep",
-              code: "STEP_ZOMBIE",
-              message:
-                `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
-                `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
-            },
-          })),
-          now,
-          decisions,
-          random,
-        );
-      }
-      return rows.length;
-    },
-    () => false, // completeIn notifies
-  );
+  const zombies = !outlived(options.zombieAfterMs)
+    ? 0
+    : await chore(
+        async (trx) => {
+          const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
+          const rows = await lockZombies(trx, zombieBefore);
+          if (rows.length > 0) {
+            await completeIn(
+              trx,
+              rows.map((z): StepCompletion => ({
+                stepId: Number(z.id),
+                tryNumber: z.try_number,
+                startedAt: null,
+                endedAt: now,
+                workerId: z.worker_id,
+                logRef: null,
+                outcome: "failed",
+                retryable: true,
+                failureClass: "infrastructure",
+                error: {
+                  name: "ZombieStep",
+                  code: "STEP_ZOMBIE",
+                  message:
+                    `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
+                    `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
+                },
+              })),
+              now,
+              decisions,
+              random,
+            );
+          }
+          return rows.length;
+        },
+        () => false, // completeIn notifies
+      );
 
   // Handed out but never started (the executor or the queue lost it): hand it out again. The try is an
   // infrastructure failure that uses up neither budget: nothing of the step's code ran.
-  const requeued = await chore(
-    async (trx) => {
-      const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
-      const stuck = await requeueUnstarted(trx, queuedBefore, now);
-      await requeuedIn(trx, stuck, now, {
-        name: "QueuedTimeout",
-        code: "STEP_QUEUED_TIMEOUT",
-        message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
-      });
-      return stuck.length;
-    },
-    (n) => n > 0,
-  );
+  const requeued = !outlived(options.queuedTimeoutMs)
+    ? 0
+    : await chore(
+        async (trx) => {
+          const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
+          const stuck = await requeueUnstarted(trx, queuedBefore, now);
+          await requeuedIn(trx, stuck, now, {
+            name: "QueuedTimeout",
+            code: "STEP_QUEUED_TIMEOUT",
+            message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
+          });
+          return stuck.length;
+        },
+        (n) => n > 0,
+      );
 
   // Held by a reconciler that died (or stopped) before starting them: hand them out again now, not at the queued
   // timeout. Like a queued timeout, nothing of the step's code ran, so neither budget is used.
   const deadAfterMs = options.holderDeadAfterMs;
   const holderLost =
-    deadAfterMs === undefined
+    deadAfterMs === undefined || !outlived(deadAfterMs)
       ? 0
       : await chore(
           async (trx) => {
