@@ -1,24 +1,19 @@
-// W1–W3 from the Execution core issue: no-op steps on the local Postgres,
-// the local executor, one or two reconcilers. Prints one JSON object.
+// Tributary's execution workloads W1–W3 (bench/_workloads.ts) and W4 on the local Postgres with no-op steps, the
+// local executor and one or two reconcilers. Prints one JSON object.
 //
 //   npx tsx bench/execution.ts [--reconcilers 1|2] [--only w1,w2,w3,w4]
 //
-// W1 chain: 2 000 independent 3-step chains (assets a → b → c, 2 000 static
-//    partitions, identity mapping): steps/s end to end, and the hand-off latency
-//    from an upstream step's end to its downstream step's start (p50, p99).
-// W2 fan-out/fan-in: 1 root, 500 children, 1 join: wall time.
-// W3 burst: 5 000 ready root steps at once: steps/s.
 // W4 fan-out at run time: one step lists 10 000 items, the mapped asset expands
 //    into 10 000 no-op mapped steps, a reader gathers their outputs: wall time,
 //    expansion (the expanding try's end → its mapped steps created), and the
 //    mapped steps' own span (first created → last ended). The gather happens in
 //    the transaction that records the last mapped step.
 import { parseArgs } from "node:util";
-import { sql, type Kysely } from "kysely";
-import { benchBackend, runToEnd, storeBenchGraph } from "./_definitions.js";
-import { printResult, round1, unlimitedDefaultPool, withScope } from "./_setup.js";
-import { LocalExecutor } from "../src/executor/index.js";
-import type { PgRunStore, Database } from "../src/storage/index.js";
+import { sql } from "kysely";
+import { runToEnd } from "./_definitions.js";
+import { printResult, round1, withScope } from "./_setup.js";
+import { handoff, startTributaryBench } from "./_tributary.js";
+import type { PgRunStore } from "../src/storage/index.js";
 
 const { values: args } = parseArgs({
   options: { reconcilers: { type: "string", default: "1" }, only: { type: "string", default: "w1,w2,w3,w4" } },
@@ -26,71 +21,22 @@ const { values: args } = parseArgs({
 const reconcilerCount = Number(args.reconcilers);
 const only = new Set(args.only.split(","));
 
-const DEFINITIONS = `
-import { allPartitions, asset, dep, staticPartitions } from "tributary";
-const keys = (n: number, p: string) => Array.from({ length: n }, (_, i) => p + String(i).padStart(5, "0"));
-const chains = staticPartitions(keys(2000, "c"));
-export const a = asset({ key: "w1/a", partitions: chains }, () => 1);
-export const b = asset({ key: "w1/b", partitions: chains, deps: { a } }, (_ctx, { a }) => a + 1);
-export const c = asset({ key: "w1/c", partitions: chains, deps: { b } }, (_ctx, { b }) => b + 1);
-export const root = asset({ key: "w2/root" }, () => 1);
-export const child = asset({ key: "w2/child", partitions: staticPartitions(keys(500, "k")), deps: { root } }, () => 1);
-export const join = asset({ key: "w2/join", deps: { all: dep(child, allPartitions()) } }, (_ctx, { all }) => all.length);
-export const burst = asset({ key: "w3/burst", partitions: staticPartitions(keys(5000, "b")) }, () => null);
-export const list = asset({ key: "w4/list" }, () => Array.from({ length: 10000 }, (_, i) => i));
-export const mapped = asset({ key: "w4/mapped", deps: { list }, map: ({ list }) => list }, () => null);
-export const gathered = asset({ key: "w4/gathered", deps: { mapped } }, (_ctx, { mapped }) => mapped.length);
-`;
-
 async function main(): Promise<void> {
   const results: Record<string, unknown> = { bench: "execution", reconcilers: reconcilerCount, database: "postgres (local)" };
   await withScope(async (scope) => {
-    const { db, handle } = await scope.database("execution");
-    const dirs = { definitionsDir: await scope.tempDir("defs"), logsDir: await scope.tempDir("logs") };
-    const stores = await storeBenchGraph(db, dirs.definitionsDir, DEFINITIONS, 60_000);
+    const bench = await startTributaryBench(scope, reconcilerCount);
+    const { db, stores } = bench;
     if (process.env.BENCH_PROFILE) profile(stores.runs, results);
-    await unlimitedDefaultPool(db);
-
-    for (let i = 0; i < reconcilerCount; i++) {
-      const executor = new LocalExecutor(benchBackend(stores, "local", dirs, !process.env.BENCH_NO_FAST_PATH), {
-        processes: reconcilerCount === 1 ? 2 : 1,
-        concurrencyPerProcess: Number(process.env.BENCH_CPP ?? 256),
-        maxBatchSize: Number(process.env.BENCH_BATCH ?? 500),
-        definitionsDir: dirs.definitionsDir,
-      });
-      await scope.reconciler({
-        store: stores.runs,
-        database: handle,
-        graphs: stores.graphs,
-        executors: { local: executor },
-        ...dirs,
-        pollIntervalMs: 500,
-        claimBatch: Number(process.env.BENCH_CLAIM ?? 512),
-      });
-    }
-    // Warm up the worker processes (first import of the definitions file).
-    await runToEnd(stores, ["w2/root"], undefined);
 
     if (only.has("w1")) {
-      const t = await runToEnd(stores, ["w1/a", "w1/b", "w1/c"], { all: true });
-      results.w1 = {
-        steps: t.steps,
-        wallMs: Math.round(t.ms),
-        stepsPerSec: Math.round((t.steps / t.ms) * 1000),
-        ...(await handoff(db, t.runId)),
-      };
+      const { runId, ...w1 } = await bench.w1();
+      results.w1 = { ...w1, ...(await handoff(db, runId)) };
       // The same chains, 50 at a time: hand-off when a slot is free (orchestration overhead, no queueing).
       const light = await runToEnd(stores, ["w1/a", "w1/b", "w1/c"], { from: "c00000", to: "c00049" });
       results.w1Unsaturated = { steps: light.steps, wallMs: Math.round(light.ms), ...(await handoff(db, light.runId)) };
     }
-    if (only.has("w2")) {
-      const t = await runToEnd(stores, ["w2/root", "w2/child", "w2/join"], { all: true });
-      results.w2 = { steps: t.steps, wallMs: Math.round(t.ms) };
-    }
-    if (only.has("w3")) {
-      const t = await runToEnd(stores, ["w3/burst"], { all: true });
-      results.w3 = { steps: t.steps, wallMs: Math.round(t.ms), stepsPerSec: Math.round((t.steps / t.ms) * 1000) };
-    }
+    if (only.has("w2")) results.w2 = await bench.w2();
+    if (only.has("w3")) results.w3 = await bench.w3();
     if (only.has("w4")) {
       const t = await runToEnd(stores, ["w4/list", "w4/mapped", "w4/gathered"], undefined);
       const { rows } = await sql<{ mapped: number; expand_ms: number; run_ms: number }>`
@@ -111,31 +57,6 @@ async function main(): Promise<void> {
     }
   });
   printResult(results);
-}
-
-/** Upstream end → downstream start over a run's edges, and where the time went (p50 per stage). */
-async function handoff(db: Kysely<Database>, runId: string): Promise<Record<string, unknown>> {
-  const { rows } = await sql<{ p50: number; p99: number; n: number; to_scheduled: number; to_queued: number; to_started: number }>`
-    select percentile_cont(0.5) within group (order by extract(epoch from (d.started_at - u.ended_at)) * 1000) as p50,
-           percentile_cont(0.99) within group (order by extract(epoch from (d.started_at - u.ended_at)) * 1000) as p99,
-           count(*)::int as n,
-           percentile_cont(0.5) within group (order by extract(epoch from (s.scheduled_at - u.ended_at)) * 1000) as to_scheduled,
-           percentile_cont(0.5) within group (order by extract(epoch from (d.queued_at - s.scheduled_at)) * 1000) as to_queued,
-           percentile_cont(0.5) within group (order by extract(epoch from (d.started_at - d.queued_at)) * 1000) as to_started
-    from step_deps sd
-    join steps s on s.id = sd.step_id
-    join step_tries d on d.step_id = sd.step_id and d.try_number = 1
-    join step_tries u on u.step_id = sd.upstream_step_id and u.try_number = 1
-    where s.run_id = ${runId}::uuid`.execute(db);
-  const h = rows[0]!;
-  return {
-    handoffMs: { p50: round1(h.p50), p99: round1(h.p99), samples: h.n },
-    handoffStagesP50Ms: {
-      endToScheduled: round1(h.to_scheduled),
-      scheduledToQueued: round1(h.to_queued),
-      queuedToStarted: round1(h.to_started),
-    },
-  };
 }
 
 /** With BENCH_PROFILE=1: time spent in each store method, and batch sizes. */

@@ -10,6 +10,7 @@ const scripts: [string, ...string[]][] = [
   ["dev-cold-start.ts"],
   ["cli-start.ts"],
   ["executor-overhead.ts"],
+  ["peers.ts", "--repeat", "3"],
   ["execution.ts", "--reconcilers", "1"],
   ["execution.ts", "--reconcilers", "2"],
   ["backfill.ts"],
