@@ -58,6 +58,7 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
 
   // Hand them out: state, try row, pool slots and run counters in one statement.
   const rows = await handOutSteps(trx, admitted, now, o.holder);
+  const rank = new Map(admitted.map((id, i) => [id, i]));
   const steps = rows
     .map((r): ClaimedStep => ({
       stepId: Number(r.id),
@@ -77,7 +78,7 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
       mapItem: r.map_item ?? null,
       mapLabel: r.map_label,
     }))
-    .sort((x, y) => admitted.indexOf(x.stepId) - admitted.indexOf(y.stepId));
+    .sort((x, y) => rank.get(x.stepId)! - rank.get(y.stepId)!);
   return { foundWork: true, steps };
 }
 

@@ -43,6 +43,8 @@ export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ run
     return { runId: existing.id, created: false };
   }
   const runId = inserted.id;
+  // Admitted now, the run's steps without upstreams are written scheduled (they pass every trigger rule).
+  const admitted = await admits(trx, run.jobName ?? null, run.maxActiveRuns ?? null);
   if (steps.length > 0) {
     const { rows: idRows } = await sql<{ id: number }>`
       select nextval('steps_id_seq') as id from generate_series(1, ${steps.length}::int)`.execute(trx);
@@ -76,9 +78,12 @@ export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ run
     });
     await sql`
       insert into steps (id, run_id, asset_key, partition_key, check_name, trigger_rule, max_tries, retry_policy, priority, pool,
-                         pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, created_at, updated_at)
+                         pool_slots, executor, queue, timeout_ms, max_concurrency, upstream_total, depth, state, scheduled_at,
+                         created_at, updated_at)
       select x.id, ${runId}::uuid, x.asset_key, x.partition_key, x.check_name, x.trigger_rule, x.max_tries, x.retry_policy, x.priority,
-             x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, x.depth, ${now}, ${now}
+             x.pool, x.pool_slots, x.executor, x.queue, x.timeout_ms, x.max_concurrency, x.upstream_total, x.depth,
+             case when ${admitted} and x.upstream_total = 0 then 'scheduled' else 'pending' end,
+             case when ${admitted} and x.upstream_total = 0 then ${now}::timestamptz end, ${now}, ${now}
       from jsonb_to_recordset(${toJson(stepRows)}::jsonb) as x(
         id bigint, asset_key text, partition_key text, check_name text, trigger_rule text, max_tries int, retry_policy jsonb,
         priority int, pool text, pool_slots int, executor text, queue text, timeout_ms bigint, max_concurrency int,
@@ -93,7 +98,7 @@ export async function insertRun(trx: Trx, run: NewRun, now: Date): Promise<{ run
         select (e->>0)::bigint, (e->>1)::bigint from jsonb_array_elements(${toJson(edges)}::jsonb) e`.execute(trx);
     }
   }
-  await startRun(trx, runId, now);
+  if (admitted) await markStarted(trx, runId, steps.length === 0, now);
   await notifyIn(trx, WAKE_CHANNEL, "run");
   return { runId, created: true };
 }
@@ -105,20 +110,8 @@ export async function startRun(trx: Trx, runId: string, now: Date): Promise<bool
     .select(["id", "status", "job_name", "max_active_runs", "steps_total"])
     .where("id", "=", runId)
     .executeTakeFirst();
-  if (!run || run.status !== "queued") return false;
-  if (run.job_name && run.max_active_runs) {
-    // One transaction at a time decides a job's admissions.
-    await sql`select pg_advisory_xact_lock(hashtext(${`tributary.job:${run.job_name}`}))`.execute(trx);
-    const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from runs where job_name = ${run.job_name} and status = 'running'`.execute(trx);
-    if ((rows[0]?.n ?? 0) >= run.max_active_runs) return false;
-  }
-  const empty = run.steps_total === 0;
-  await trx
-    .updateTable("runs")
-    .set({ status: empty ? "success" : "running", started_at: now, updated_at: now, ...(empty ? { ended_at: now } : {}) })
-    .where("id", "=", runId)
-    .execute();
+  if (!run || run.status !== "queued" || !(await admits(trx, run.job_name, run.max_active_runs))) return false;
+  await markStarted(trx, runId, run.steps_total === 0, now);
   // Steps without upstreams pass every trigger rule.
   await trx
     .updateTable("steps")
@@ -128,4 +121,23 @@ export async function startRun(trx: Trx, runId: string, now: Date): Promise<bool
     .where("upstream_total", "=", 0)
     .execute();
   return true;
+}
+
+/** Whether a run of `jobName` may start now: its job has fewer than `maxActiveRuns` running (one decision at a time per job). */
+async function admits(trx: Trx, jobName: string | null, maxActiveRuns: number | null): Promise<boolean> {
+  if (!jobName || !maxActiveRuns) return true;
+  // One transaction at a time decides a job's admissions.
+  await sql`select pg_advisory_xact_lock(hashtext(${`tributary.job:${jobName}`}))`.execute(trx);
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from runs where job_name = ${jobName} and status = 'running'`.execute(trx);
+  return (rows[0]?.n ?? 0) < maxActiveRuns;
+}
+
+/** The run is running from now (or, without steps, ended successfully). */
+async function markStarted(trx: Trx, runId: string, empty: boolean, now: Date): Promise<void> {
+  await trx
+    .updateTable("runs")
+    .set({ status: empty ? "success" : "running", started_at: now, updated_at: now, ...(empty ? { ended_at: now } : {}) })
+    .where("id", "=", runId)
+    .execute();
 }
