@@ -24,8 +24,13 @@ import { partitionSpace, type PartitionsSpec } from "../src/partitions/index.js"
 import { hourlyStart, mixedStatuses, now, random, resetRandom, seedHistory, type SeedAsset } from "./_seed-history.js";
 
 const { values } = parseArgs({
-  options: { requests: { type: "string", default: "30" }, assets: { type: "string", default: "10000" } },
+  options: {
+    requests: { type: "string", default: "30" },
+    assets: { type: "string", default: "10000" },
+    only: { type: "string", default: "partitions,assets,erasure" },
+  },
 });
+const ONLY = new Set(values.only.split(","));
 const REQUESTS = Number(values.requests);
 const ASSETS = Number(values.assets);
 type Request = (query: string, variables?: Record<string, unknown>) => Promise<{ ms: number; data: Record<string, unknown> }>;
@@ -233,9 +238,9 @@ async function erasureScenario() {
 }
 
 async function main(): Promise<void> {
-  const partitions = await partitionsScenario();
-  const assets = await assetsScenario();
-  const erasure = await erasureScenario();
+  const partitions = ONLY.has("partitions") ? await partitionsScenario() : undefined;
+  const assets = ONLY.has("assets") ? await assetsScenario() : undefined;
+  const erasure = ONLY.has("erasure") ? await erasureScenario() : undefined;
   printResult({ bench: "api", database: "postgres (local)", requests: REQUESTS, partitions, assets, erasure });
 }
 

@@ -111,10 +111,12 @@ export class PgLineageStore implements LineageStore {
     const keys = [...new Set(query.partitionKeys)];
     // The planner cannot estimate a recursive step (it takes each level for one row) and would hash the whole of
     // events, partition_status and event_inputs at every level; the closure is a walk from the previous level's
-    // partitions through indexes, so joins by index are forced, for this statement only (SET LOCAL).
+    // partitions through indexes, so joins by index are forced, for this statement only (settings local to its transaction).
     const rows = await this.#db.transaction().execute(async (trx) => {
-      await sql`set local enable_hashjoin = off`.execute(trx);
-      await sql`set local enable_mergejoin = off`.execute(trx);
+      // JIT off too: the statement's cost estimate is that of a walk over every level at once, and compiling it took
+      // longer than running it.
+      await sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+                       set_config('jit', 'off', true)`.execute(trx);
       return impactRows(trx, query, keys);
     });
     const sources = new Map<string, ImpactedPartition>();
@@ -138,16 +140,19 @@ export class PgLineageStore implements LineageStore {
  * visits each partition once.
  */
 async function impactRows(db: Kysely<Database>, query: ErasureQuery, keys: readonly string[]): Promise<ImpactRow[]> {
+  // The walk carries each partition's latest event, which it had to find anyway to follow it, and goes from an input
+  // straight to the partition whose latest event read it (partition_status_latest_event_idx): the answer then reads
+  // events by id only.
   const { rows } = await sql<ImpactRow>`
-    with recursive impacted(asset_key, partition_key) as (
-      select ${query.assetKey}::text, k from unnest(${keys}::text[]) as k
+    with recursive impacted(asset_key, partition_key, event_id) as (
+      select ${query.assetKey}::text, k, ps.last_materialization_event_id
+      from unnest(${keys}::text[]) as k
+      left join partition_status ps on ps.asset_key = ${query.assetKey} and ps.partition_key = k
       union
-      select ps.asset_key, ps.partition_key
+      select ps.asset_key, ps.partition_key, ps.last_materialization_event_id
       from impacted i
       join event_inputs ei on ei.upstream_asset_key = i.asset_key and ei.upstream_partition_key = i.partition_key
-      join events e on e.id = ei.event_id
-      join partition_status ps
-        on ps.asset_key = e.asset_key and ps.partition_key = e.partition_key and ps.last_materialization_event_id = e.id
+      join partition_status ps on ps.last_materialization_event_id = ei.event_id
     ), limited as (
       select * from impacted limit ${query.limit + keys.length + 1}
     )
@@ -156,13 +161,11 @@ async function impactRows(db: Kysely<Database>, query: ErasureQuery, keys: reado
            e.id as event_id, e.kind, e.run_id, r.status as run_status, e.step_id, e.try_number, e.data_version,
            e.created_at, o.storage_ref, o.inline_value is not null as inline, o.size_bytes
     from limited l
-    left join partition_status ps on ps.asset_key = l.asset_key and ps.partition_key = l.partition_key
-    left join events e on e.id = ps.last_materialization_event_id
+    left join events e on e.id = l.event_id
     left join runs r on r.id = e.run_id
     -- By asset and partition too, so the outputs index serves the lookup.
     left join outputs o on o.asset_key = e.asset_key and o.partition_key = e.partition_key
-                        and o.step_id = e.step_id and o.try_number = e.try_number
-    order by l.asset_key, l.partition_key`.execute(db);
+                        and o.step_id = e.step_id and o.try_number = e.try_number`.execute(db);
   return rows;
 }
 
