@@ -9,6 +9,7 @@ CREATE SEQUENCE public.check_results_id_seq AS bigint OWNED BY public.check_resu
 CREATE SEQUENCE public.dynamic_partitions_position_seq AS bigint OWNED BY public.dynamic_partitions.position;
 CREATE SEQUENCE public.events_id_seq AS bigint OWNED BY public.events.id;
 CREATE SEQUENCE public.outputs_id_seq AS bigint OWNED BY public.outputs.id;
+CREATE SEQUENCE public.partition_status_changes_id_seq AS bigint OWNED BY public.partition_status_changes.id;
 CREATE SEQUENCE public.step_tries_id_seq AS bigint OWNED BY public.step_tries.id;
 CREATE SEQUENCE public.steps_id_seq AS bigint OWNED BY public.steps.id;
 CREATE SEQUENCE public.triggers_id_seq AS bigint OWNED BY public.triggers.id;
@@ -343,6 +344,17 @@ ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_pkey PRIMARY
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text, 'timed_out'::text])));
 CREATE INDEX partition_status_latest_event_idx ON public.partition_status USING btree (last_materialization_event_id) WHERE (last_materialization_event_id IS NOT NULL);
 CREATE INDEX partition_status_status_idx ON public.partition_status USING btree (asset_key, status, partition_key);
+CREATE TRIGGER partition_status_deleted AFTER DELETE ON public.partition_status REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION partition_status_changed();
+CREATE TRIGGER partition_status_inserted AFTER INSERT ON public.partition_status REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION partition_status_changed();
+CREATE TRIGGER partition_status_updated AFTER UPDATE ON public.partition_status REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION partition_status_changed();
+
+CREATE TABLE public.partition_status_changes (
+    id bigint DEFAULT nextval('partition_status_changes_id_seq'::regclass) NOT NULL,
+    asset_key text NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL
+);
+ALTER TABLE public.partition_status_changes ADD CONSTRAINT partition_status_changes_pkey PRIMARY KEY (id);
+CREATE INDEX partition_status_changes_asset_idx ON public.partition_status_changes USING btree (asset_key, id);
 
 CREATE TABLE public.pools (
     name text NOT NULL,
@@ -659,4 +671,21 @@ AS $function$
 BEGIN
   RAISE EXCEPTION 'audit_events is append-only';
 END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.partition_status_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    INSERT INTO partition_status_changes (asset_key) SELECT DISTINCT asset_key FROM old_rows;
+  ELSIF TG_OP = 'UPDATE' THEN
+    INSERT INTO partition_status_changes (asset_key)
+    SELECT asset_key FROM new_rows UNION SELECT asset_key FROM old_rows;
+  ELSE
+    INSERT INTO partition_status_changes (asset_key) SELECT DISTINCT asset_key FROM new_rows;
+  END IF;
+  RETURN NULL;
+END;
 $function$;

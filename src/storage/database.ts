@@ -262,6 +262,14 @@ export interface EventInputsTable {
   upstream_event_id: NullableInt8;
 }
 
+/** One asset's partition statuses changed (one row per asset per writing statement, appended by triggers). */
+export interface PartitionStatusChangesTable {
+  id: GeneratedInt8;
+  asset_key: string;
+  /** The writing transaction. */
+  tx_id: Generated<string>;
+}
+
 export interface PartitionStatusTable {
   asset_key: string;
   partition_key: string;
@@ -416,6 +424,7 @@ export interface Database extends AccessTables {
   events: EventsTable;
   event_inputs: EventInputsTable;
   partition_status: PartitionStatusTable;
+  partition_status_changes: PartitionStatusChangesTable;
   outputs: OutputsTable;
   check_results: CheckResultsTable;
   pools: PoolsTable;

@@ -75,9 +75,9 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
       // Still valid? Fingerprints of the assets and their upstreams, and the unfinished steps, in one statement.
       const fpKeys = [...new Set(known.flatMap((a) => [a.assetKey, ...a.known!.upstreamAssetKeys]))];
       const { rows } = await sql<{ kind: "fp" | "active"; asset_key: string; v: string }>`
-        select 'fp' as kind, ps.asset_key, ${rowsFingerprint} as v
-        from partition_status ps where ps.asset_key = any(${fpKeys}::text[])
-        group by ps.asset_key
+        select 'fp' as kind, c.asset_key, ${changesFingerprint} as v
+        from partition_status_changes c where c.asset_key = any(${fpKeys}::text[])
+        group by c.asset_key
         union all
         select distinct 'active', s.asset_key, s.partition_key
         from steps s join runs r on r.id = s.run_id
@@ -125,8 +125,8 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
       union all
       -- An array, not a join: the join's estimate (every distinct input an upstream asset) cost millions of rows and
       -- had Postgres JIT-compile the statement (~0.1 s).
-      select 'fp', ps.asset_key, ${rowsFingerprint}, null
-      from partition_status ps where ps.asset_key = any(array(select asset_key from fpk)) group by ps.asset_key
+      select 'fp', c.asset_key, ${changesFingerprint}, null
+      from partition_status_changes c where c.asset_key = any(array(select asset_key from fpk)) group by c.asset_key
       union all
       select 'active', asset_key, partition_key, null from active`.execute(this.#db);
     const keys = new Map(unknown.map((a) => [a.assetKey, new Map<StoredPartitionState, string[]>()]));
@@ -252,8 +252,8 @@ const upstreamIsNewer = sql`up.last_materialization_event_id is not null
  * Joins rather than a correlated EXISTS: the planner may then pick hash joins
  * over the asset's rows, and never hashes event_inputs of other assets.
  *
- * recordedStatusOfMany versions what this derives with `rowsFingerprint`: a
- * status that comes to read another column or table must be versioned there too.
+ * recordedStatusOfMany versions what this derives with `changesFingerprint`: a
+ * status that comes to read another table must be versioned there too.
  */
 function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstreams?: boolean } = {}): RawBuilder<unknown> {
   // unnest of arrays, not a JSON record set: Postgres estimates unnest from the arrays' length (a record set is always
@@ -319,13 +319,14 @@ function classified(assets: readonly AssetCodeVersion[]): RawBuilder<unknown> {
 }
 
 /**
- * Over the partition_status rows `ps` of one asset (grouped by asset_key): their number and the XOR of a 64-bit
- * hash of each row's key, status, latest event, code version and failed check. A write to any of these changes
- * it, but for a hash collision (2^-64); a new column that statuses come to depend on must be added here.
+ * Over the partition_status_changes rows `c` of one asset (grouped by asset_key): their number and the XOR of a
+ * 64-bit hash of each row's id and transaction. The triggers on partition_status append a row for every statement
+ * that writes an asset's statuses, so a new write, a write committed late (its row is new to the reader, whatever its
+ * id) and a pruned row all change it, but for a hash collision (2^-64); transaction ids keep it apart from rows
+ * numbered again after a reset of the sequences. The statuses derive from partition_status rows alone (the event
+ * inputs a status reads are written with it), so this versions them.
  */
-const rowsFingerprint = sql<string>`count(*)::text || ':' || coalesce(bit_xor(hashtextextended(
-    ps.partition_key || chr(31) || ps.status || chr(31) || coalesce(ps.code_version || chr(31), chr(30)) || coalesce(ps.failed_check, chr(30)),
-    coalesce(ps.last_materialization_event_id, -1))), 0)::text`;
+const changesFingerprint = sql<string>`count(*)::text || ':' || bit_xor(hashtextextended(c.id::text || ':' || c.tx_id::text, 0))::text`;
 
 /** The fingerprint of an asset's recorded statuses: of its rows and its upstreams' (an asset without rows counts as 0). */
 function fingerprintOf(assetKey: string, upstreamAssetKeys: readonly string[], fingerprints: ReadonlyMap<string, string>): string {

@@ -8,6 +8,7 @@ import type { SnapshotAsset } from "../../src/graph/index.js";
 import { asset, dep, hourly, type AssetDefinition } from "../../src/index.js";
 import { PartitionStatusCache, partitionStatusSummary, type PartitionStatusSummary } from "../../src/api/partition-status-summary.js";
 import { GraphCache, PgDefinitionStore, PgPartitionStatusStore } from "../../src/storage/index.js";
+import { CHANGES_KEPT_PER_ASSET, prunePartitionStatusChanges } from "../../src/storage/runs/partition-status.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { apiServicesOn } from "../support/api-services.js";
 import { chainSource, storeDefinitions } from "./graphql-fixture.js";
@@ -173,6 +174,41 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
       "missing 09:00–09:00",
     ]);
     expect((await summary(up, at(10))).counts.total).toBe(10);
+  });
+
+  it("a deleted status row shows at once, and a write that changes nothing is still a new version", async () => {
+    for (const h of [0, 1]) await materialize("c/up", h);
+    expect(await ranges(up)).toEqual(["materialized 00:00–01:00", "missing 02:00–05:00"]);
+    await sql`delete from partition_status where asset_key = 'c/up' and partition_key = ${key(1)}`.execute(database.db);
+    expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    await sql`update partition_status set updated_at = now() where asset_key = 'c/up'`.execute(database.db);
+    expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    expect(reads).toEqual(["keys", "keys", "keys"]);
+  });
+
+  it("pruning the change rows keeps the newest of each asset and makes a cached answer read again, never stale", async () => {
+    for (let round = 0; round < 3; round++) for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
+    await materialize("c/down", 0, { codeVersion: "v1", reads: ["c/up"] });
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    const changes = async () => {
+      const { rows } = await sql<{ asset_key: string; n: number }>`
+        select asset_key, count(*)::int as n from partition_status_changes group by asset_key order by asset_key`.execute(database.db);
+      return Object.fromEntries(rows.map((r) => [r.asset_key, r.n]));
+    };
+    const before = await changes();
+    expect(before["c/up"]).toBeGreaterThan(CHANGES_KEPT_PER_ASSET);
+
+    // Two pruners at once: one prunes, the other skips.
+    const pruned = await Promise.all([prunePartitionStatusChanges(database.db), prunePartitionStatusChanges(database.db)]);
+    expect(pruned.reduce((a, b) => a + b)).toBe(before["c/up"]! - CHANGES_KEPT_PER_ASSET);
+    expect(await changes()).toEqual({ ...before, "c/up": CHANGES_KEPT_PER_ASSET });
+    expect(await prunePartitionStatusChanges(database.db)).toBe(0);
+
+    // The pruned asset's version changed: read again, then cached; the unpruned one stays cached.
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    expect(reads).toEqual(["keys", "cached", "keys", "cached"]);
   });
 
   it("a write not yet committed when the cache is filled shows once it commits", async () => {

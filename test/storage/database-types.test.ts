@@ -224,6 +224,11 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     updated_at: "not null",
     failed_check: "null",
   },
+  partition_status_changes: {
+    id: "not null",
+    asset_key: "not null",
+    tx_id: "not null",
+  },
   pools: {
     name: "not null",
     slots: "not null",

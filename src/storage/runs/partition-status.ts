@@ -62,3 +62,30 @@ export async function partitionKeysWithStatus(db: Kysely<Database>, assetKey: st
     .execute();
   return rows.map((r) => r.partition_key);
 }
+
+/** Change rows of an asset kept by pruning: a reader's version of an asset is read from this many rows at most. */
+export const CHANGES_KEPT_PER_ASSET = 8;
+
+/**
+ * Deletes the change rows that version partition statuses (see migration partition_status_changes) beyond the newest
+ * {@link CHANGES_KEPT_PER_ASSET} of each asset, at most `limit` at a time; one pruner at a time (others skip). Deleting
+ * a row changes its asset's version, so a cached answer is read again once, never kept past a change.
+ */
+export async function prunePartitionStatusChanges(db: Kysely<Database>, limit = 50_000): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ locked: boolean }>`
+      select pg_try_advisory_xact_lock(hashtext('tributary.partition_status_changes.prune')) as locked`.execute(trx);
+    if (!rows[0]?.locked) return 0;
+    const deleted = await sql`
+      delete from partition_status_changes c
+      where c.id in (
+        select id from (
+          select id, row_number() over (partition by asset_key order by id desc) as newer
+          from partition_status_changes
+        ) ranked
+        where ranked.newer > ${CHANGES_KEPT_PER_ASSET}
+        limit ${limit}
+      )`.execute(trx);
+    return Number(deleted.numAffectedRows ?? 0);
+  });
+}

@@ -26,10 +26,13 @@ import { completeIn, completeStepsIn } from "./complete.js";
 import { insertRun } from "./create-run.js";
 import { housekeeping } from "./housekeeping.js";
 import { handedOutBefore, holderAlive, holderStopped, requeueLost, type HandedOutTry } from "./requeue.js";
-import { materializedKeys, partitionKeysWithStatus } from "./partition-status.js";
+import { materializedKeys, partitionKeysWithStatus, prunePartitionStatusChanges } from "./partition-status.js";
 import { latestOutputs } from "./read-outputs.js";
 import { getRun, getRunSummary, listRuns } from "./read-runs.js";
 import { heartbeat, markStarted } from "./step-liveness.js";
+
+/** How often housekeeping prunes the change rows that version partition statuses. */
+const CHANGES_PRUNE_INTERVAL_MS = 60_000;
 
 /**
  * RunStore in Postgres SQL through Kysely (server Postgres and PGlite).
@@ -41,6 +44,8 @@ import { heartbeat, markStarted } from "./step-liveness.js";
 export class PgRunStore implements RunStore {
   readonly #db: Kysely<Database>;
   readonly #decisions: RunDecisions;
+  /** When housekeeping last pruned partition_status_changes (its clock). */
+  #changesPrunedAt: number | undefined;
   /** Fractional share of claims owed to the longest-waiting steps (see claimRunnable). */
   #agingCredit = 0;
 
@@ -163,8 +168,14 @@ export class PgRunStore implements RunStore {
 
   // ── housekeeping ────────────────────────────────────────────────────────
 
-  housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {
-    return housekeeping(this.#db, options, this.#decisions);
+  async housekeeping(options: HousekeepingOptions): Promise<HousekeepingResult> {
+    const result = await housekeeping(this.#db, options, this.#decisions);
+    const now = options.now.getTime();
+    if (this.#changesPrunedAt === undefined || Math.abs(now - this.#changesPrunedAt) >= CHANGES_PRUNE_INTERVAL_MS) {
+      this.#changesPrunedAt = now;
+      await prunePartitionStatusChanges(this.#db);
+    }
+    return result;
   }
 
   handedOut(executors: readonly string[], before: Date, limit: number): Promise<HandedOutTry[]> {
