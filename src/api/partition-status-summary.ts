@@ -44,9 +44,10 @@ interface CachedStatuses {
  * fold of every recorded key) costs about half a second. This keeps the folded
  * recorded statuses per asset, code version and partition space, with the
  * version they were read at (see RecordedStatusVersion): an answer then costs
- * one statement that reads the fingerprint (a scan of the asset's and its
- * upstreams' partition_status rows, no joins) and the unfinished steps, plus a
- * fold of ranges. A changed fingerprint reads and folds everything again.
+ * one statement that reads the fingerprint (from the few change rows that
+ * writers of the asset's and its upstreams' statuses append) and the unfinished
+ * steps, plus a fold of ranges. A changed fingerprint reads and folds
+ * everything again.
  *
  * What is never cached: `materializing` (unfinished steps, read every time) and
  * which partitions exist (a time space grows with `now`: cached subsets hold
@@ -62,8 +63,8 @@ export class PartitionStatusCache {
   /**
    * @param options.maxEntries the least recently used asset is dropped beyond it (256).
    * @param options.skipValidationMs after a failed validation, answers read the keys straight away for this long
-   *   (10 s): validating costs a scan of the rows, and the statement that reads the keys computes the fingerprint
-   *   anyway, so while an asset is being written to (a backfill, a sensor) validating first only adds that scan.
+   *   (10 s): the statement that reads the keys reads the fingerprint anyway, so while an asset is being written to
+   *   (a backfill, a sensor) validating first only adds a round trip that finds it changed.
    */
   constructor(options: { readonly maxEntries?: number; readonly skipValidationMs?: number } = {}) {
     this.#maxEntries = options.maxEntries ?? 256;

@@ -107,10 +107,12 @@ export type StoredPartitionState = Exclude<RecordedPartitionState, "materializin
 export interface RecordedStatusVersion {
   /**
    * Per asset among the asset and its `upstreamAssetKeys`: its number of
-   * partition_status rows and an order-independent 64-bit hash (XOR) of each
-   * row's key, status, latest event, code version and failed check. Read in the
-   * same statement (one snapshot) as what it versions, so it is transactional:
-   * an uncommitted or rolled-back write never shows in it.
+   * partition_status_changes rows (one per statement that wrote its statuses,
+   * appended by triggers, pruned to the newest few) and an order-independent
+   * 64-bit hash (XOR) of each row's id and transaction. Read in the same
+   * statement (one snapshot) as what it versions, so it is transactional: an
+   * uncommitted or rolled-back write never shows in it, and one committed late
+   * shows as a row the version did not have.
    */
   readonly fingerprint: string;
   /** Upstream assets named by the event_inputs of the asset's latest events. */
