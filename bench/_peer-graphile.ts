@@ -5,44 +5,44 @@
 // A workload ends when its last job's code has run and no job is left in the queue table (completions flushed).
 import { Logger, makeWorkerUtils, run, type Runner, type Task } from "graphile-worker";
 import { sleep, type BenchScope } from "./_setup.js";
-import {
-  chainKey,
-  StepLedger,
-  throughput,
-  W1_CHAINS,
-  W2_CHILDREN,
-  W3_STEPS,
-  type W1Result,
-  type W2Result,
-  type W3Result,
-} from "./_workloads.js";
+import { PeerWorkloads, W2_CHILDREN, type PeerBench } from "./_workloads.js";
 
 /** How the peer is tuned: worker concurrency, local queue size, completion batching delay (ms). */
 export const GRAPHILE_SETTINGS = { concurrentJobs: 32, localQueueSize: 500, completeJobBatchDelay: 0 } as const;
 
 const silent = new Logger(() => () => {});
 
-export interface PeerBench {
-  w1(): Promise<W1Result>;
-  w2(): Promise<W2Result>;
-  w3(): Promise<W3Result>;
-}
-
 export async function startGraphileBench(scope: BenchScope): Promise<PeerBench> {
   const url = await scope.scratchDatabase("peer_graphile");
-  let ledger = new StepLedger();
+  const workloads = new PeerWorkloads({
+    enqueue: async (identifier, payloads) => {
+      await utils.addJobs(payloads.map((payload) => ({ identifier, payload })));
+    },
+    settled: async () => {
+      for (;;) {
+        const { rows } = await pool.query<{ left: boolean }>("select exists (select 1 from graphile_worker._private_jobs) as left");
+        if (!rows[0]!.left) return;
+        await sleep(5);
+      }
+    },
+    armFanIn: async (children) => {
+      await pool.query("delete from bench_fan_in");
+      await pool.query("insert into bench_fan_in values ($1)", [children]);
+    },
+  });
+  const ledger = () => workloads.ledger;
   const partition = (payload: unknown) => (payload as { p: string }).p;
   const taskList: Record<string, Task> = {
     a: async (payload, helpers) => {
-      ledger.upstreamEnded(`b/${partition(payload)}`);
+      ledger().upstreamEnded(`b/${partition(payload)}`);
       await helpers.addJob("b", { p: partition(payload) });
     },
     b: async (payload, helpers) => {
-      ledger.started(`b/${partition(payload)}`);
-      ledger.upstreamEnded(`c/${partition(payload)}`);
+      ledger().started(`b/${partition(payload)}`);
+      ledger().upstreamEnded(`c/${partition(payload)}`);
       await helpers.addJob("c", { p: partition(payload) });
     },
-    c: (payload) => ledger.started(`c/${partition(payload)}`),
+    c: (payload) => ledger().started(`c/${partition(payload)}`),
     root: async (_payload, helpers) => {
       await helpers.addJobs(Array.from({ length: W2_CHILDREN }, (_, i) => ({ identifier: "child", payload: { i } })));
     },
@@ -59,7 +59,7 @@ export async function startGraphileBench(scope: BenchScope): Promise<PeerBench> 
       name,
       async (payload, helpers) => {
         await task(payload, helpers);
-        ledger.ended(name);
+        ledger().ended(name);
       },
     ]),
   );
@@ -87,51 +87,6 @@ export async function startGraphileBench(scope: BenchScope): Promise<PeerBench> 
   scope.onClose(() => pool.end());
   await pool.query("create table bench_fan_in (remaining int not null)");
 
-  const queueEmpty = async () => {
-    for (;;) {
-      const { rows } = await pool.query<{ left: boolean }>("select exists (select 1 from graphile_worker._private_jobs) as left");
-      if (!rows[0]!.left) return;
-      await sleep(5);
-    }
-  };
-  /** Enqueues `jobs` of `identifier`, waits for `count` ends of `kind` and an empty queue; the time from enqueueing. */
-  const timed = async (identifier: string, jobs: readonly object[], kind: string, count: number) => {
-    ledger = new StepLedger();
-    const done = ledger.until(kind, count);
-    const started = performance.now();
-    await utils.addJobs(jobs.map((payload) => ({ identifier, payload })));
-    await done;
-    await queueEmpty();
-    return performance.now() - started;
-  };
-  // Warm up: the worker's pool and prepared statements.
-  await timed("burst", [{}], "burst", 1);
-  return {
-    async w1() {
-      const ms = await timed(
-        "a",
-        Array.from({ length: W1_CHAINS }, (_, i) => ({ p: chainKey(i) })),
-        "c",
-        W1_CHAINS,
-      );
-      return { ...throughput(3 * W1_CHAINS, ms), handoffMs: ledger.handoff() };
-    },
-    async w2() {
-      await pool.query("delete from bench_fan_in");
-      await pool.query("insert into bench_fan_in values ($1)", [W2_CHILDREN]);
-      const ms = await timed("root", [{}], "join", 1);
-      return { steps: W2_CHILDREN + 2, wallMs: Math.round(ms) };
-    },
-    async w3() {
-      return throughput(
-        W3_STEPS,
-        await timed(
-          "burst",
-          Array.from({ length: W3_STEPS }, () => ({})),
-          "burst",
-          W3_STEPS,
-        ),
-      );
-    },
-  };
+  await workloads.warmUp();
+  return workloads;
 }

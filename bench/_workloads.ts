@@ -100,3 +100,71 @@ export class StepLedger {
     return handoffOf(this.#handoffs);
   }
 }
+
+/** What a peer's benchmark answers: each workload run once, from enqueueing its first jobs to its end. */
+export interface PeerBench {
+  w1(): Promise<W1Result>;
+  w2(): Promise<W2Result>;
+  w3(): Promise<W3Result>;
+}
+
+/** How a peer takes jobs: the job names are the steps' (a, b, c; root, child, join; burst). */
+export interface PeerQueue {
+  /** Enqueues one job named `name` per payload, in one call. */
+  enqueue(name: string, payloads: readonly object[]): Promise<void>;
+  /** Once the last step's code has run: until the peer has recorded every completion (e.g. a batch flushed). */
+  settled(): Promise<void>;
+  /** Sets W2's fan-in counter to `children`: the child that brings it to zero enqueues the join. */
+  armFanIn(children: number): Promise<void>;
+}
+
+/**
+ * W1–W3 on a peer whose handlers report to `ledger` (an upstream's end before it enqueues its downstream job, a
+ * downstream's start, every job's end): each workload enqueues its first jobs, waits for its last steps' ends and
+ * the peer's completions, and times that.
+ */
+export class PeerWorkloads implements PeerBench {
+  ledger = new StepLedger();
+
+  constructor(private readonly queue: PeerQueue) {}
+
+  /** One job through the peer: its connections and prepared statements are ready before the first workload. */
+  async warmUp(): Promise<void> {
+    await this.timed("burst", [{}], "burst", 1);
+  }
+
+  async w1(): Promise<W1Result> {
+    const chains = Array.from({ length: W1_CHAINS }, (_, i) => ({ p: chainKey(i) }));
+    const ms = await this.timed("a", chains, "c", W1_CHAINS);
+    return { ...throughput(3 * W1_CHAINS, ms), handoffMs: this.ledger.handoff() };
+  }
+
+  async w2(): Promise<W2Result> {
+    await this.queue.armFanIn(W2_CHILDREN);
+    const ms = await this.timed("root", [{}], "join", 1);
+    return { steps: W2_CHILDREN + 2, wallMs: Math.round(ms) };
+  }
+
+  async w3(): Promise<W3Result> {
+    return throughput(
+      W3_STEPS,
+      await this.timed(
+        "burst",
+        Array.from({ length: W3_STEPS }, () => ({})),
+        "burst",
+        W3_STEPS,
+      ),
+    );
+  }
+
+  /** Enqueues `payloads` as `name` jobs, waits for `count` ends of `kind` and the peer's completions; the time taken. */
+  private async timed(name: string, payloads: readonly object[], kind: string, count: number): Promise<number> {
+    this.ledger = new StepLedger();
+    const done = this.ledger.until(kind, count);
+    const started = performance.now();
+    await this.queue.enqueue(name, payloads);
+    await done;
+    await this.queue.settled();
+    return performance.now() - started;
+  }
+}

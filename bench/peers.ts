@@ -9,11 +9,11 @@
 // job; a counter row gathers W2's fan-in), keeps no run, try or partition state and no output; BullMQ in addition
 // keeps its queue in Redis (no fsync, no durability) and removes completed jobs.
 import { parseArgs } from "node:util";
-import { GRAPHILE_SETTINGS, startGraphileBench, type PeerBench } from "./_peer-graphile.js";
+import { GRAPHILE_SETTINGS, startGraphileBench } from "./_peer-graphile.js";
 import { BULLMQ_SETTINGS, startBullmqBench } from "./_peer-bullmq.js";
 import { ascending, withScope, type BenchScope } from "./_setup.js";
 import { startTributaryBench } from "./_tributary.js";
-import { WORKLOADS, type WorkloadResults } from "./_workloads.js";
+import { WORKLOADS, type PeerBench, type WorkloadResults } from "./_workloads.js";
 
 const SYSTEMS = {
   tributary: (scope: BenchScope): Promise<PeerBench> => startTributaryBench(scope, 1),
