@@ -1,7 +1,7 @@
 // The migrated embedded database that tests copy into a data directory before `tributary` opens it: the package's
-// template (dist/db-template, which `npm ci` and `npm test` build and the CLI seeds new data directories from) when
-// it is current, otherwise one built once per PGlite version and migrations in the OS temp dir. Initialising a new
-// PGlite takes 3–8 s on a quiet machine and far longer on a loaded one; a copy takes a fraction of a second.
+// template (dist/db-template), which `npm ci` and `npm test` build and the CLI seeds new data directories from, built
+// here when it is missing or out of date (a checkout whose migrations changed since). Initialising a new PGlite takes
+// 3–8 s on a quiet machine and far longer on a loaded one; a copy takes a fraction of a second.
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,10 +9,7 @@ import path from "node:path";
 import {
   buildPgliteTemplate,
   checkPgliteTemplate,
-  migrationsHash,
   PACKAGE_PGLITE_TEMPLATE,
-  pgliteVersion,
-  readMigrationFiles,
   seedFromTemplate,
   type UsablePgliteTemplate,
 } from "../../src/storage/index.js";
@@ -22,18 +19,14 @@ const EMBEDDED_DB = "db";
 
 let ensured: Promise<UsablePgliteTemplate> | undefined;
 
-/** A current template (see buildPgliteTemplate), building one in the OS temp dir if the package has none. */
+/** The package's template, current (see buildPgliteTemplate): built when it is not. */
 export function ensureDataDirTemplate(): Promise<UsablePgliteTemplate> {
   ensured ??= (async () => {
-    const own = await checkPgliteTemplate(PACKAGE_PGLITE_TEMPLATE);
-    if (own.usable) return own;
-    const hash = migrationsHash(await readMigrationFiles()).slice(0, 12);
-    const template = path.join(tmpdir(), `tributary-pglite-template-${pgliteVersion()}-${hash}`);
-    const cached = await checkPgliteTemplate(template);
-    if (cached.usable) return cached;
-    await buildPgliteTemplate(template);
-    const built = await checkPgliteTemplate(template);
-    if (!built.usable) throw new Error(`the test database template was just built but ${built.reason}`);
+    const current = await checkPgliteTemplate(PACKAGE_PGLITE_TEMPLATE);
+    if (current.usable) return current;
+    await buildPgliteTemplate(PACKAGE_PGLITE_TEMPLATE);
+    const built = await checkPgliteTemplate(PACKAGE_PGLITE_TEMPLATE);
+    if (!built.usable) throw new Error(`the database template was just built, but ${built.reason}`);
     return built;
   })();
   ensured.catch(() => (ensured = undefined));
