@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// `npm test`: builds the UI and the precompiled CLI (the suites drive both), then runs the type check, the format
-// check and the linter beside vitest, at a lower CPU priority so that the suites' timing sees as little of them as
-// possible. Their output is streamed with a prefix per check; vitest's passes through as it is. Arguments go to
-// vitest (`npm test -- test/cli`). Exits non-zero if anything failed, and says what.
+// `npm test`: builds the UI, the precompiled CLI and the embedded database's template (the suites use all three),
+// then runs the type check, the format check and the linter beside vitest, at a lower CPU priority so that the
+// suites' timing sees as little of them as possible. Their output is streamed with a prefix per check; vitest's
+// passes through as it is. Arguments go to vitest (`npm test -- test/cli`). Exits non-zero if anything failed, and
+// says what.
 import { spawn } from "node:child_process";
 import { setPriority } from "node:os";
 import path from "node:path";
@@ -90,8 +91,9 @@ function report(results) {
 const builds = await Promise.all([
   run("build:ui", [NPM, "run", "--silent", "build:ui"], { prefix: true }),
   run("build:cli", [NPM, "run", "--silent", "build:cli"], { prefix: true }),
+  run("build:db-template", [NPM, "run", "--silent", "build:db-template"], { prefix: true }),
 ]);
-// The suites need both; without them their failures would only hide the build's.
+// The suites need them; without them their failures would only hide the build's.
 if (builds.some((r) => !r.ok)) report(builds);
 
 const results = await Promise.all([

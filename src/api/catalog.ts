@@ -38,9 +38,10 @@ export class Catalog {
   ) {}
 
   /**
-   * Requests wait for this before answering (e.g. the first definitions load of
-   * `tributary dev`), so an early client never sees a misleadingly empty graph;
-   * meanwhile status() says LOADING, and FAILED when it rejects.
+   * The first definitions load of this process (`tributary dev`): until it is stored, status() says LOADING (FAILED
+   * when it rejects). Requests answer meanwhile with the definitions an earlier load stored, as they do while a
+   * changed file reloads; with none stored, they wait for it, so an early client never sees a misleadingly empty
+   * graph.
    */
   waitFor(ready: Promise<unknown>): void {
     this.#load = { state: "LOADING" };
@@ -64,7 +65,15 @@ export class Catalog {
 
   async status(): Promise<DefinitionsStatus> {
     if (this.#load?.state === "LOADING") {
-      return { state: "LOADING", loadedAt: null, version: null, message: "the definitions files are being imported for the first time" };
+      const stored = await this.cache.current();
+      return stored.version === 0
+        ? { state: "LOADING", loadedAt: null, version: null, message: "the definitions files are being imported for the first time" }
+        : {
+            state: "LOADING",
+            loadedAt: stored.loadedAt,
+            version: stored.version,
+            message: `the definitions files are being imported; meanwhile the API answers with the definitions stored before (version ${stored.version})`,
+          };
     }
     const view = await this.cache.current();
     const version = view.version === 0 ? null : view.version;
@@ -89,6 +98,10 @@ export class Catalog {
   }
 
   async current(): Promise<CatalogView> {
+    if (this.#load?.state === "LOADING") {
+      const stored = await this.cache.current();
+      if (stored.version > 0) return stored;
+    }
     await this.ready;
     return this.cache.current();
   }

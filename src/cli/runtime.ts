@@ -23,6 +23,7 @@ import {
   migrate,
   migrationStatus,
   openDatabase,
+  PACKAGE_PGLITE_TEMPLATE,
   PgAccessStore,
   PgAlertStore,
   PgAutomationStore,
@@ -44,6 +45,8 @@ import {
   type Database,
   type DatabaseHandle,
   type DefinitionStore,
+  type PgliteConfig,
+  type PgliteHandle,
   type OutputStore,
   type PauseTarget,
   type RunDecisions,
@@ -179,8 +182,9 @@ async function openMigrated(settings: Settings, health: DependencyHealth): Promi
           applicationName: "tributary",
           onConnectionError: (error) => health.failed("postgres", error),
         }
-      : { kind: "pglite", dataDir: embeddedDbDir(settings) },
+      : embeddedDatabase(settings),
   );
+  noteUnusedTemplate(database);
   try {
     await migrate(database.db);
   } catch (err) {
@@ -188,6 +192,21 @@ async function openMigrated(settings: Settings, health: DependencyHealth): Promi
     throw err;
   }
   return database;
+}
+
+/** The embedded database in the data directory: a new one is copied from the package's template when it is current. */
+export function embeddedDatabase(settings: Pick<Settings, "dataDir">): PgliteConfig {
+  return { kind: "pglite", dataDir: embeddedDbDir(settings), template: PACKAGE_PGLITE_TEMPLATE };
+}
+
+/**
+ * Says why a new embedded database was not copied from the template when the template is there and current but
+ * damaged (`npm run build:db-template` builds it again). A missing or outdated template is no news: the database
+ * was initialised as it is without one.
+ */
+export function noteUnusedTemplate(database: DatabaseHandle): void {
+  const unused = database.kind === "pglite" ? (database as PgliteHandle).templateUnused : undefined;
+  if (unused?.damaged) process.stderr.write(`tributary: ${unused.reason}; initialised the database without it\n`);
 }
 
 /**

@@ -10,11 +10,16 @@ import {
   type FileLoadResult,
   type LoadDefinitionsOptions,
   type LoadDefinitionsResult,
+  type PreviousLoad,
 } from "./load-definitions.js";
 
 /** Files a definitions file may import. */
 const IMPORTABLE = /\.(?:[cm]?[jt]s|[jt]sx|json)$/;
 
+/**
+ * `previous`, as in loadDefinitions, lets the first load import the files while storage is still opening; given, it
+ * stands in for `previousGood` and `previousOwners`.
+ */
 export interface WatchDefinitionsOptions extends Omit<LoadDefinitionsOptions, "dir" | "only"> {
   /** Quiet time after the last file event before reloading; default 150 ms. */
   readonly debounceMs?: number;
@@ -157,7 +162,13 @@ export function watchDefinitions(
 
   const ready = (async () => {
     await new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
-    const first = await loadDefinitions({ ...options, dir: root, concurrency, previousOwners: owners });
+    // What the last load left, known once storage answers: the files are imported meanwhile.
+    const previous: PromiseLike<PreviousLoad> | undefined = options.previous?.then((p) => {
+      for (const [file, definitions] of p.previousGood) lastGood.set(file, definitions);
+      for (const [key, file] of p.previousOwners) owners.set(key, file);
+      return { previousGood: lastGood, previousOwners: owners };
+    });
+    const first = await loadDefinitions({ ...options, dir: root, concurrency, previousOwners: owners, ...(previous ? { previous } : {}) });
     remember(first.files);
     rememberOwners(first);
     initialDone = true;

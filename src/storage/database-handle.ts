@@ -24,6 +24,12 @@ export interface PgliteConfig {
   dataDir: string;
   /** Seeds a new data directory from a `dumpDataDir()` tarball; ignored if it already holds a database. */
   initialData?: Blob;
+  /**
+   * A template directory (buildPgliteTemplate) that a new data directory is copied from, when it was built by this
+   * PGlite version with these migrations; otherwise, or if the copy does not open, the database is initialised as
+   * without it. Ignored with `initialData`, for `memory://`, and for a directory that already holds a database.
+   */
+  template?: string;
   /** See PgliteDialectConfig.sessionWaitTimeoutMs (default 60 s). */
   sessionWaitTimeoutMs?: number;
 }

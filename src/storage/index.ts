@@ -3,6 +3,16 @@ export { openDatabase } from "./open-database.js";
 export { openPostgres, type PostgresHandle } from "./open-postgres.js";
 export { openPglite, type PgliteHandle } from "./open-pglite.js";
 export {
+  checkPgliteTemplate,
+  pgliteVersion,
+  PACKAGE_PGLITE_TEMPLATE,
+  seedFromTemplate,
+  type PgliteTemplateCheck,
+  type UnusablePgliteTemplate,
+  type UsablePgliteTemplate,
+} from "./pglite-template.js";
+export { buildPgliteTemplate } from "./build-pglite-template.js";
+export {
   assertChannel,
   notifyIn,
   type DatabaseConfig,

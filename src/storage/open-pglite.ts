@@ -8,6 +8,7 @@ import type { Database } from "./database.js";
 import { assertChannel, notifyIn, type DatabaseHandle, type PgliteConfig } from "./database-handle.js";
 import { Mutex } from "./mutex.js";
 import { PgliteDialect } from "./pglite-dialect.js";
+import { assertSeeded, checkPgliteTemplate, removeSeeded, seedFromTemplate, type UnusablePgliteTemplate } from "./pglite-template.js";
 import { pgliteParsers } from "./type-parsers.js";
 
 export interface PgliteHandle extends DatabaseHandle {
@@ -15,6 +16,13 @@ export interface PgliteHandle extends DatabaseHandle {
   readonly dataDir: string;
   /** A tarball of the whole database (backups; test templates). */
   dumpDataDir(): Promise<Blob>;
+  /**
+   * How the database came to be: it was there (`existing`), copied from the template (`template`), loaded from
+   * `initialData` (`initialData`), or initialised by PGlite (`initialised`).
+   */
+  readonly origin: "existing" | "template" | "initialData" | "initialised";
+  /** Why the template was not used, when one was given for a new database. */
+  readonly templateUnused?: UnusablePgliteTemplate;
 }
 
 const IN_MEMORY = "memory://";
@@ -32,9 +40,37 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
   // PGlite refuses a tarball for a directory that already holds a database.
   const isNew = inMemory || !existsSync(join(dataDir, "PG_VERSION"));
   const seed = isNew ? config.initialData : undefined;
-  let pglite: PGlite;
+  let origin: PgliteHandle["origin"] = !isNew ? "existing" : seed ? "initialData" : "initialised";
+  let templateUnused: UnusablePgliteTemplate | undefined;
+  let pglite: PGlite | undefined;
+  if (isNew && !seed && !inMemory && config.template !== undefined) {
+    // The template only saves time: whatever is wrong with it, the database is initialised as without one.
+    const template = await checkPgliteTemplate(config.template).catch((error: unknown): UnusablePgliteTemplate => ({
+      usable: false,
+      reason: `the database template at ${config.template} cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+      damaged: true,
+    }));
+    if (template.usable) {
+      const written = new Set<string>();
+      try {
+        await seedFromTemplate(dataDir, template, written);
+        pglite = await PGlite.create(dataDir, { parsers: pgliteParsers });
+        await assertSeeded(pglite, template);
+        origin = "template";
+      } catch (cause) {
+        await pglite?.close().catch(() => undefined);
+        pglite = undefined;
+        await removeSeeded(dataDir, written).catch(() => undefined);
+        const why = cause instanceof Error ? cause.message : String(cause);
+        const reason = why.startsWith("the database template") ? why : `the database template at ${config.template} does not open: ${why}`;
+        templateUnused = { usable: false, reason, damaged: true };
+      }
+    } else {
+      templateUnused = template;
+    }
+  }
   try {
-    pglite = await PGlite.create(dataDir, { parsers: pgliteParsers, ...(seed ? { loadDataDir: seed } : {}) });
+    pglite ??= await PGlite.create(dataDir, { parsers: pgliteParsers, ...(seed ? { loadDataDir: seed } : {}) });
   } catch (cause) {
     lock?.release();
     throw new StorageError(
@@ -43,6 +79,7 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
       { cause, location: { file: dataDir } },
     );
   }
+  const opened = pglite;
 
   const mutex = new Mutex();
   const exclusive = async <T>(fn: () => Promise<T>): Promise<T> => {
@@ -54,7 +91,7 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
     }
   };
   const dialectConfig = {
-    pglite,
+    pglite: opened,
     mutex,
     ...(config.sessionWaitTimeoutMs === undefined ? {} : { sessionWaitTimeoutMs: config.sessionWaitTimeoutMs }),
   };
@@ -65,10 +102,12 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
     kind: "pglite",
     db,
     dataDir,
+    origin,
+    ...(templateUnused ? { templateUnused } : {}),
     async listen(channel, handler) {
       assertChannel(channel);
       const unlisten = await exclusive(() =>
-        pglite.listen(channel, (payload) => {
+        opened.listen(channel, (payload) => {
           try {
             handler(payload);
           } catch (error) {
@@ -76,17 +115,17 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
           }
         }),
       );
-      return () => (pglite.closed ? Promise.resolve() : exclusive(() => unlisten()));
+      return () => (opened.closed ? Promise.resolve() : exclusive(() => unlisten()));
     },
     notify: (channel, payload) => notifyIn(db, channel, payload),
-    dumpDataDir: () => exclusive(() => pglite.dumpDataDir("none")),
+    dumpDataDir: () => exclusive(() => opened.dumpDataDir("none")),
     close() {
       closing ??= (async () => {
         await db.destroy();
         // Waits for the connection in use, if any; later waiters fail with DATABASE_CLOSED.
         const release = await mutex.acquire();
         try {
-          await pglite.close();
+          await opened.close();
         } finally {
           release();
           lock?.release();

@@ -4,7 +4,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, graphqlAt, startCli } from "./run-cli.js";
 
-// `tributary dev` whose definitions take a while to import: it answers at once, but says it is still loading them.
+// `tributary dev` whose definitions take a while to import: it answers at once, but says it is still loading them;
+// reopened, it answers with the definitions stored before until the new ones are stored.
 let dataDir: string;
 let defsDir: string;
 let gate: string;
@@ -80,6 +81,47 @@ describe("tributary dev while its definitions load", () => {
 
       expect((await earlyAssets).data!.assets.map((a) => a.key)).toEqual(["slow/one"]);
       expect((await earlyDags).dags).toHaveLength(1);
+    } finally {
+      child.kill("SIGINT");
+      await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once("exit", resolve)));
+    }
+  }, 660_000);
+
+  it("reopened, answers with the definitions stored before until the new load is stored, then with the new ones", async () => {
+    // Runs after the test above, on its data directory: version 1 (slow/one) is stored.
+    const gate2 = path.join(dataDir, "gate2");
+    await writeFile(
+      path.join(defsDir, "slow.ts"),
+      `import { existsSync } from "node:fs";
+import { asset } from "tributary";
+while (!existsSync(${JSON.stringify(gate2)})) await new Promise((r) => setTimeout(r, 50));
+export const two = asset({ key: "slow/two" }, async () => 2);
+`,
+    );
+    const child = startCli(["dev", "--port", "0", "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1"]);
+    try {
+      const port = await eventually(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
+          return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
+        },
+        300_000,
+        "tributary dev to listen",
+      );
+      const base = `http://127.0.0.1:${port}`;
+      const assets = async () =>
+        (await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }")).data!.assets.map((a) => a.key);
+
+      // The gate is closed: the load cannot have finished, and the stored definitions answer.
+      expect(await assets()).toEqual(["slow/one"]);
+      const loading = await graphqlAt<Status>(port, STATUS);
+      expect(loading.data!.definitionsStatus).toMatchObject({ state: "LOADING", version: 1 });
+      expect((await fetch(`${base}/readyz`)).status).toBe(503);
+
+      await writeFile(gate2, "");
+      await eventually(async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined), 300_000, "/readyz to answer 200");
+      expect(await assets()).toEqual(["slow/two"]);
+      expect((await graphqlAt<Status>(port, STATUS)).data!.definitionsStatus).toMatchObject({ state: "LOADED", version: 2 });
     } finally {
       child.kill("SIGINT");
       await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once("exit", resolve)));

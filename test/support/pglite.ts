@@ -4,10 +4,9 @@
 // caches it in the OS temp dir, keyed by the PGlite version and migrations.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { migrate, migrationsHash, openPglite, readMigrationFiles, type PgliteHandle } from "../../src/storage/index.js";
+import { join } from "node:path";
+import { migrate, migrationsHash, openPglite, pgliteVersion, readMigrationFiles, type PgliteHandle } from "../../src/storage/index.js";
 
 export interface TestPgliteOptions {
   /** A directory (created and locked) or `memory://` (default). */
@@ -64,11 +63,4 @@ async function loadOrBuildTemplate(): Promise<Blob> {
   await writeFile(partial, new Uint8Array(await tarball.arrayBuffer()));
   await rename(partial, file);
   return tarball;
-}
-
-export function pgliteVersion(): string {
-  const require = createRequire(import.meta.url);
-  const main = require.resolve("@electric-sql/pglite");
-  const pkg = require(join(dirname(dirname(main)), "package.json")) as { version?: string };
-  return pkg.version ?? "unknown";
 }

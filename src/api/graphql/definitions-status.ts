@@ -3,7 +3,7 @@ import { builder } from "./builder.js";
 
 const DefinitionsLoadStateEnum = builder.enumType("DefinitionsLoadState", {
   description:
-    "LOADING: the first load of the definitions files has not finished (queries about assets wait for it); LOADED: the graph is served; FAILED: the load itself failed",
+    "LOADING: the first load of the definitions files has not finished (queries about assets answer with the definitions stored before, or wait for it when none are); LOADED: the graph is served; FAILED: the load itself failed",
   values: ["LOADING", "LOADED", "FAILED"] as const,
 });
 
@@ -18,7 +18,11 @@ const DefinitionsStatusRef = builder.objectRef<DefinitionsStatus>("DefinitionsSt
       resolve: (s) => s.loadedAt,
     }),
     version: t.int({ nullable: true, description: "The definitions version served; null before any is stored", resolve: (s) => s.version }),
-    message: t.string({ nullable: true, description: "What LOADING waits for, or why the load FAILED", resolve: (s) => s.message }),
+    message: t.string({
+      nullable: true,
+      description: "What LOADING waits for and what is served meanwhile, or why the load FAILED",
+      resolve: (s) => s.message,
+    }),
   }),
 });
 

@@ -4,11 +4,14 @@ import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js"
 import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
-import { processHealth, untilReachable } from "../runtime.js";
+import { DATA_DIR_ENV, processHealth, untilReachable, type Runtime } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
-import { openServingRuntime, parsePort, startApiServer } from "./api-server.js"; // the server `tributary api` shares
+import { openServingRuntime, parsePort, startApiServer, type RunningApiServer } from "./api-server.js"; // the server `tributary api` shares
 import { untilStopSignal } from "../../health/index.js";
+
+/** How long the reconciler waits for the first definitions load at most. */
+const EXECUTION_WAITS_FOR_LOAD_MS = 10_000;
 
 export interface DevOptions {
   port: string;
@@ -27,21 +30,22 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   const concurrencyPerProcess = positiveInt(opts.concurrencyPerProcess, "--concurrency-per-process");
   const log = (msg: string) => process.stderr.write(`${pc.dim(new Date().toISOString())} ${msg}\n`);
 
+  // Taken from the start: a client may be served (and stop this process) before everything has started, and a stop
+  // then waits for the start to finish, so that it closes the database and the processes cleanly.
+  const signal = untilStopSignal();
   const open = runsOpen("dev", opts.host, opts);
   const health = processHealth(log);
   if (opts.insecureNoAuth) log(pc.yellow(insecureWarning(opts.host)));
-  const runtime = await openServingRuntime(settings, { openAccess: open, health }, log);
-
-  // Until the first definitions load is stored, GraphQL waits rather than answering with an empty graph.
-  // Meanwhile /readyz answers 503 and definitionsStatus says LOADING.
-  let resolveInitialLoad!: (ready: Promise<void>) => void;
-  runtime.catalog.waitFor(new Promise<void>((resolve, reject) => (resolveInitialLoad = (ready) => void ready.then(resolve, reject))));
-  const server = await startApiServer(runtime, { port, host: opts.host, definitionsDir: settings.definitionsDir });
-  log(`serving UI and GraphQL at http://${opts.host}:${server.port} (GraphQL at /graphql)`);
+  // The definitions are imported in their child processes while the database opens (they inherit the data directory).
+  process.env[DATA_DIR_ENV] = settings.dataDir;
+  const opening = openServingRuntime(settings, { openAccess: open, health }, log);
+  const previous = opening.then((r) => untilReachable(health, () => lastLoadFromStore(r.definitions)));
+  previous.catch(() => undefined); // awaited by the first load; a database that does not open is reported below
 
   // Triggerer: started below; reimports the definitions for custom trigger kinds when they change.
   let triggerer: RunningTriggerer | undefined;
   const onChange = async (change: DefinitionsChange) => {
+    const runtime = await opening;
     if (!change.initial) void triggerer?.reloadKinds();
     // Stored once the database answers, however long it is away: a load is never dropped for an outage.
     const saved = await untilReachable(health, () =>
@@ -63,10 +67,33 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   };
   const watcher = watchDefinitions(settings.definitionsDir, onChange, {
     timeoutMs: settings.loadTimeoutMs,
-    ...(await untilReachable(health, () => lastLoadFromStore(runtime.definitions))),
+    previous,
     onError: (err) => log(`${pc.red("error")} reloading definitions: ${(err as Error).message}`),
   });
-  resolveInitialLoad(watcher.ready);
+
+  let runtime: Runtime;
+  let server: RunningApiServer;
+  try {
+    runtime = await opening;
+    // Until the first load is stored, /readyz answers 503 and definitionsStatus says LOADING; the graph queries answer
+    // with the definitions stored before, or wait for the load when there are none (a first start).
+    runtime.catalog.waitFor(watcher.ready);
+    server = await startApiServer(runtime, { port, host: opts.host, definitionsDir: settings.definitionsDir });
+  } catch (err) {
+    await watcher.close();
+    throw err;
+  }
+  log(`serving UI and GraphQL at http://${opts.host}:${server.port} (GraphQL at /graphql)`);
+
+  // The reconciler and the triggerer start once the first load is stored: their first passes then plan with the
+  // definitions of this start rather than those stored before, and leave the embedded database (one session) to the
+  // first clients and the load meanwhile. A load that takes long does not hold them back for more than a moment.
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([
+    watcher.ready.catch(() => undefined),
+    new Promise((resolve) => (grace = setTimeout(resolve, EXECUTION_WAITS_FOR_LOAD_MS))),
+  ]);
+  clearTimeout(grace);
   const execution = await startExecution(runtime, {
     automation: true,
     onPass: server.observability.metrics.observeReconcilerPass, // /metrics reports the reconciler's passes
@@ -91,7 +118,6 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     await runtime.close();
     process.exit(0);
   };
-  const signal = untilStopSignal();
   await watcher.ready;
   await stop(await signal);
 }

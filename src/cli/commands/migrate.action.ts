@@ -1,13 +1,12 @@
 import { migrate, openDatabase } from "../../storage/index.js";
 import { printJson } from "../output.js";
-import { embeddedDbDir } from "../runtime.js";
+import { embeddedDatabase, noteUnusedTemplate } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 
 export async function runMigrate(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
-  const database = await openDatabase(
-    settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl } : { kind: "pglite", dataDir: embeddedDbDir(settings) },
-  );
+  const database = await openDatabase(settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl } : embeddedDatabase(settings));
+  noteUnusedTemplate(database);
   try {
     const result = await migrate(database.db);
     if (opts.json) printJson({ ok: true, database: database.kind, ...result });
