@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seedDataDir } from "../support/data-dir-template.js";
-import { eventually, graphqlAt, startCli } from "./run-cli.js";
+import { eventually, graphqlAt, listeningPort, startCli } from "./run-cli.js";
 
 // How `tributary dev` logs a client's mistakes: one info line each, no stack trace (those are for its own bugs).
 let dir: string;
@@ -18,14 +18,7 @@ beforeAll(async () => {
   // A migrated embedded database to start from: what the test is about comes after a first start.
   await seedDataDir(path.join(dir, "data"));
   const child = startCli(["dev", "--port", "0", "--definitions", dir, "--data-dir", path.join(dir, "data"), "--processes", "1"]);
-  const port = await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-      return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-    },
-    300_000,
-    "tributary dev to listen",
-  );
+  const port = await listeningPort(child);
   dev = Object.assign(child, { port });
   await eventually(
     async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined),

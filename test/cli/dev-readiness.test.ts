@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, graphqlAt, startCli } from "./run-cli.js";
+import { eventually, graphqlAt, listeningPort, startCli } from "./run-cli.js";
 
 // `tributary dev` whose definitions take a while to import: it answers at once, but says it is still loading them;
 // reopened, it answers with the definitions stored before until the new ones are stored.
@@ -38,14 +38,7 @@ describe("tributary dev while its definitions load", () => {
     const child = startCli(["dev", "--port", "0", "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1"]);
     try {
       // A first start creates the embedded database: minutes on a loaded machine.
-      const port = await eventually(
-        async () => {
-          if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-          return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-        },
-        300_000,
-        "tributary dev to listen",
-      );
+      const port = await listeningPort(child);
       const base = `http://127.0.0.1:${port}`;
       const first = await fetch(`${base}/readyz`);
       expect(first.status).toBe(503);
@@ -100,14 +93,7 @@ export const two = asset({ key: "slow/two" }, async () => 2);
     );
     const child = startCli(["dev", "--port", "0", "--definitions", defsDir, "--data-dir", dataDir, "--processes", "1"]);
     try {
-      const port = await eventually(
-        async () => {
-          if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-          return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-        },
-        300_000,
-        "tributary dev to listen",
-      );
+      const port = await listeningPort(child);
       const base = `http://127.0.0.1:${port}`;
       const assets = async () =>
         (await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }")).data!.assets.map((a) => a.key);

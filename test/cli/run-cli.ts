@@ -65,6 +65,18 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
   return Object.assign(child, { output: () => output });
 }
 
+/** The port a started `dev` (with `--port 0`) says it serves on, once it does; fails when the process exits first. */
+export function listeningPort(child: ChildProcess & { output: () => string }, timeoutMs = DEV_START_BUDGET_MS): Promise<number> {
+  return eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
+      return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
+    },
+    timeoutMs,
+    "tributary dev to listen",
+  );
+}
+
 export async function graphqlAt<T>(
   port: number,
   query: string,

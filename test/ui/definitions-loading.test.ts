@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { eventually, startCli } from "../cli/run-cli.js";
+import { listeningPort, startCli } from "../cli/run-cli.js";
 import { seedDataDir } from "../support/data-dir-template.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage } from "./browser.js";
 
@@ -37,14 +37,7 @@ export const two = asset({ key: "slow/two", deps: { one } }, async (_ctx, { one 
     const child = startCli(["dev", "--port", "0", "--definitions", defs, "--data-dir", path.join(dir, "data"), "--processes", "1"]);
     dev = child;
     browser = await openBrowser();
-    const port = await eventually(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`tributary dev exited:\n${child.output()}`);
-        return Number(/serving UI and GraphQL at http:\/\/[^:]+:(\d+)/.exec(child.output())?.[1]) || undefined;
-      },
-      300_000,
-      "tributary dev to listen",
-    );
+    const port = await listeningPort(child);
     base = `http://127.0.0.1:${port}`;
   }, 360_000);
 
