@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PGlite } from "@electric-sql/pglite";
+import { z } from "zod";
 import { migrationsHash, readMigrationFiles } from "./migration-files.js";
 
 /**
@@ -58,8 +59,14 @@ export interface UnusablePgliteTemplate {
 
 export type PgliteTemplateCheck = UsablePgliteTemplate | UnusablePgliteTemplate;
 
-/** The installed PGlite version, from its package.json. */
+let installedPglite: string | undefined;
+
+/** The installed PGlite version, from its package.json (read once). */
 export function pgliteVersion(): string {
+  return (installedPglite ??= readPgliteVersion());
+}
+
+function readPgliteVersion(): string {
   const require = createRequire(import.meta.url);
   const main = require.resolve("@electric-sql/pglite");
   const pkg = JSON.parse(readFileSync(path.join(path.dirname(path.dirname(main)), "package.json"), "utf8")) as { version?: string };
@@ -130,10 +137,20 @@ export async function seedFromTemplate(dataDir: string, template: UsablePgliteTe
     await copyFile(from, path.join(dataDir, ...rel.split("/")));
   };
   const pending = Object.entries(template.files).filter(([rel]) => rel !== PG_VERSION);
+  // Every lane stops at the first failure and is waited for: no copy may still be writing when the caller removes what
+  // was written.
+  let failure: { error: unknown } | undefined;
   const lane = async (): Promise<void> => {
-    for (let next = pending.pop(); next; next = pending.pop()) await copy(...next);
+    for (let next = pending.pop(); next && !failure; next = pending.pop()) {
+      try {
+        await copy(...next);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
   };
   await Promise.all(Array.from({ length: COPY_CONCURRENCY }, lane));
+  if (failure) throw failure.error;
   const version = template.files[PG_VERSION];
   if (version === undefined) throw new Error(`the database template at ${template.dir} is damaged: it has no ${PG_VERSION}`);
   await copy(PG_VERSION, version);
@@ -155,20 +172,23 @@ export async function assertSeeded(pglite: PGlite, template: UsablePgliteTemplat
   }
 }
 
+/** A path inside the template's database directory: relative, `/`-separated, never leaving it. */
+const insidePath = z.string().refine(isInside, { error: (issue) => `bad entry ${JSON.stringify(issue.input)}` });
+
+const MANIFEST_SCHEMA = z.object({
+  format: z.literal(TEMPLATE_FORMAT),
+  pglite: z.string(),
+  migrations: z.string(),
+  version: z.number(),
+  dirs: z.array(insidePath),
+  files: z.record(insidePath, z.number()).refine((files) => Object.keys(files).length > 0, "it lists no files"),
+});
+
 function parseManifest(value: unknown): TemplateManifest {
-  const m = value as Partial<TemplateManifest> | null;
-  if (typeof m !== "object" || m === null) throw new Error("not an object");
-  if (m.format !== TEMPLATE_FORMAT) throw new Error(`format ${String(m.format)}, expected ${TEMPLATE_FORMAT}`);
-  if (typeof m.pglite !== "string" || typeof m.migrations !== "string" || typeof m.version !== "number") {
-    throw new Error("pglite, migrations or version is missing");
-  }
-  const { files, dirs } = m;
-  if (typeof files !== "object" || files === null || Object.keys(files).length === 0) throw new Error("it lists no files");
-  if (!Array.isArray(dirs)) throw new Error("it lists no directories");
-  for (const [rel, size] of [...Object.entries(files), ...dirs.map((d: unknown) => [d, 0] as const)]) {
-    if (typeof rel !== "string" || typeof size !== "number" || !isInside(rel)) throw new Error(`bad entry ${JSON.stringify(rel)}`);
-  }
-  return { format: m.format, pglite: m.pglite, migrations: m.migrations, version: m.version, dirs, files };
+  const parsed = MANIFEST_SCHEMA.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new Error(issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message);
 }
 
 /** A relative, `/`-separated path that stays inside the directory it is relative to. */
