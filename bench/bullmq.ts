@@ -10,7 +10,7 @@
 // Postgres themselves (DATABASE_URL). The difference is the API's cost.
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { BullmqExecutor } from "../src/executor/index.js";
+import { loadBullmq } from "../src/executor/index.js";
 import { PgTryTokenStore } from "../src/storage/index.js";
 import { runToEnd, storeBenchGraph } from "./_definitions.js";
 import { answers, printResult, startTributary, stopProcess, unlimitedDefaultPool, withScope, type StartedProcess } from "./_setup.js";
@@ -55,7 +55,7 @@ async function withWorkers(count: number): Promise<Record<string, unknown>> {
     const tokens = new PgTryTokenStore(db);
     // A Redis prefix of this configuration's own: jobs of an earlier one (or another deployment) never mix in.
     const prefix = `tributary-bench-${process.pid}-${count}`;
-    const executor = new BullmqExecutor({
+    const executor = new (await loadBullmq()).BullmqExecutor({
       redisUrl,
       prefix,
       definitionsDir: dir,

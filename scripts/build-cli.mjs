@@ -7,6 +7,7 @@
 // every file the build read with its size and modification time. Any difference, or no dist/cli at all, and it
 // runs the sources through tsx.
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -14,8 +15,12 @@ import { build } from "esbuild";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OUT_DIR = path.join(ROOT, "dist/cli");
 const INPUTS_FILE = path.join(OUT_DIR, "inputs.json");
-/** Besides the sources esbuild reads: what decides how it reads them. */
-const BUILD_INPUTS = ["tsconfig.json", "package.json", "scripts/build-cli.mjs"];
+/**
+ * Besides the sources esbuild reads: what decides how it reads them, and the lock file (when there is one), which
+ * stands for the packages bundled from node_modules: npm rewrites it whenever they change, and their thousand files
+ * are not listed one by one.
+ */
+const BUILD_INPUTS = ["tsconfig.json", "package.json", "package-lock.json", "scripts/build-cli.mjs"];
 const META_NAMESPACE = "tributary-source-meta";
 const META_BINDING = "__tributary_source_meta";
 /** Output files of earlier builds are kept this long: a running process may still import one of its chunks. */
@@ -62,6 +67,42 @@ const sourceMetaPlugin = {
   },
 };
 
+/**
+ * Packages that stay in node_modules, loaded from there as they are from the sources: those with native or wasm files,
+ * scripts or binaries found beside their code (PGlite, pg's optional native binding, esbuild, argon2, BullMQ's lua
+ * scripts), and those only some processes load, imported when they are needed (the S3 SDK, BullMQ and ioredis,
+ * openid-client and jose, tsx, GraphiQL's page). Every other package is bundled into the chunks: a command then reads
+ * a few large files instead of resolving and compiling over a thousand small ones, which took a third of a second of
+ * each start.
+ */
+const EXTERNAL_PACKAGES = new Set([
+  "@electric-sql/pglite",
+  "pg",
+  "esbuild",
+  "chokidar",
+  "bullmq",
+  "ioredis",
+  "@node-rs/argon2",
+  "openid-client",
+  "jose",
+  "tsx",
+  "cli-progress",
+  "@graphql-yoga/render-graphiql",
+]);
+const EXTERNAL_SCOPES = ["@aws-sdk/", "@smithy/"];
+const externalPackages = {
+  name: "external-packages",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith("node:") || args.path.startsWith(`${META_NAMESPACE}:`)) return undefined;
+      const parts = args.path.split("/");
+      const name = args.path.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+      const external = EXTERNAL_PACKAGES.has(name) || EXTERNAL_SCOPES.some((scope) => name.startsWith(scope));
+      return external ? { path: args.path, external: true } : undefined;
+    });
+  },
+};
+
 const started = performance.now();
 await mkdir(OUT_DIR, { recursive: true });
 // Gone first: while the build runs, a starting command finds no match and runs the sources.
@@ -79,15 +120,17 @@ const result = await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  // Packages load from node_modules as they do from the sources: native and wasm files, lua scripts and all.
-  packages: "external",
+  plugins: [sourceMetaPlugin, externalPackages],
+  // Bundled CommonJS packages call require (Node's own modules, their optional parts) at run time.
+  banner: {
+    js: 'import { createRequire as __tributaryCreateRequire } from "node:module"; const require = __tributaryCreateRequire(import.meta.url);',
+  },
   sourcemap: "linked",
   sourcesContent: false,
   define: {
     "import.meta.url": `${META_BINDING}.url`,
     "import.meta.precompiled": `${META_BINDING}.precompiled`,
   },
-  plugins: [sourceMetaPlugin],
   metafile: true,
   write: false,
   logLevel: "warning",
@@ -113,9 +156,9 @@ for (const name of await readdir(OUT_DIR)) {
 const inputs = [
   ...new Set([
     ...Object.keys(result.metafile.inputs)
-      .filter((p) => !p.startsWith(`${META_NAMESPACE}:`))
+      .filter((p) => !p.startsWith(`${META_NAMESPACE}:`) && !p.split(/[\\/]/).includes("node_modules"))
       .map((p) => path.resolve(ROOT, p)),
-    ...BUILD_INPUTS.map((p) => path.join(ROOT, p)),
+    ...BUILD_INPUTS.map((p) => path.join(ROOT, p)).filter((p) => existsSync(p)),
   ]),
 ].sort();
 const files = {};

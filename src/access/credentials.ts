@@ -1,7 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import { hash as argon2Hash, verify as argon2Verify } from "@node-rs/argon2";
-import { jwtVerify, SignJWT, errors as joseErrors } from "jose";
 import { AuthenticationError, InputError } from "../errors/index.js";
+
+// The password and JWT libraries load on first use: a server without access control never needs them, and they
+// would add to every command's start.
+const argon2 = () => import("@node-rs/argon2");
+const jose = () => import("jose");
 
 /** API tokens start with this, so they are recognisable in a leaked log line or a secret scanner. */
 export const API_TOKEN_PREFIX = "trb_";
@@ -39,12 +42,12 @@ export async function hashPassword(password: string): Promise<string> {
       location: { field: "password" },
     });
   }
-  return argon2Hash(password);
+  return (await argon2()).hash(password);
 }
 
 export async function passwordMatches(hash: string, password: string): Promise<boolean> {
   try {
-    return await argon2Verify(hash, password);
+    return await (await argon2()).verify(hash, password);
   } catch {
     return false;
   }
@@ -53,7 +56,7 @@ export async function passwordMatches(hash: string, password: string): Promise<b
 /** A hash nobody's password matches, verified when the user is unknown so that its absence takes as long to learn. */
 let decoyHash: Promise<string> | undefined;
 export function decoyPasswordHash(): Promise<string> {
-  decoyHash ??= argon2Hash(randomBytes(16).toString("hex"));
+  decoyHash ??= argon2().then((a) => a.hash(randomBytes(16).toString("hex")));
   return decoyHash;
 }
 
@@ -69,6 +72,7 @@ export async function signAccessToken(
   ttlSeconds = ACCESS_TOKEN_TTL_SECONDS,
 ): Promise<string> {
   const iat = Math.floor(now.getTime() / 1000);
+  const { SignJWT } = await jose();
   return new SignJWT({ name: principal.name })
     .setProtectedHeader({ alg: "HS256", kid: key.id, typ: "JWT" })
     .setSubject(principal.id)
@@ -81,6 +85,7 @@ export async function signAccessToken(
 
 /** The principal id an access token was issued to; AuthenticationError when it is forged, expired or malformed. */
 export async function verifyAccessToken(key: { secret: string }, token: string, now: Date): Promise<string> {
+  const { jwtVerify, errors: joseErrors } = await jose();
   try {
     const { payload } = await jwtVerify(token, Buffer.from(key.secret, "base64url"), {
       issuer: ISSUER,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Executor, StepDispatch } from "../execution/index.js";
-import { BullmqExecutor, LocalExecutor, StoreExecutionBackend, TransactionalExecutor } from "../executor/index.js";
+import { loadBullmq, LocalExecutor, StoreExecutionBackend, TransactionalExecutor } from "../executor/index.js";
 import {
   AlertsTask,
   AutomationTask,
@@ -89,8 +89,9 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
   // each try carries its own execution-API token (valid while the try is active, longer than it may wait queued).
   const tokens = new PgTryTokenStore(runtime.database.db);
   const tokenTtlMs = (options.queuedTimeoutMs ?? DEFAULT_QUEUED_TIMEOUT_MS) + 5 * 60_000;
+  // BullMQ and ioredis load only when Redis is configured: they take a noticeable part of a second to load.
   const bullmq = runtime.settings.redisUrl
-    ? new BullmqExecutor({
+    ? new (await loadBullmq()).BullmqExecutor({
         redisUrl: runtime.settings.redisUrl,
         ...(runtime.settings.redisPrefix ? { prefix: runtime.settings.redisPrefix } : {}),
         definitionsDir: dirs.definitionsDir,

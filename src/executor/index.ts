@@ -18,7 +18,6 @@ export { HttpExecutionBackend, ExecutionApiCallError } from "./http-execution-ba
 export type { HttpExecutionBackendOptions } from "./http-execution-backend.js";
 export { TryLogShipper } from "./try-log-shipper.js";
 export type { TryLogShipperOptions } from "./try-log-shipper.js";
-export { BullmqExecutor } from "./bullmq-executor.js";
-export type { BullmqExecutorOptions, QueueDepth } from "./bullmq-executor.js";
-export { BullmqStepWorker } from "./bullmq-worker.js";
-export type { BullmqStepWorkerOptions } from "./bullmq-worker.js";
+/** The BullMQ executor and worker, loaded when asked for: only a process that uses Redis loads BullMQ and ioredis. */
+export const loadBullmq = (): Promise<typeof import("./bullmq.js")> => import("./bullmq.js");
+export type { BullmqExecutor, BullmqExecutorOptions, QueueDepth, BullmqStepWorker, BullmqStepWorkerOptions } from "./bullmq.js";

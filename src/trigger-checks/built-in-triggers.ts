@@ -14,7 +14,7 @@ export interface BuiltInTriggerServices {
   /** Lookup for assetMaterialized; `pgMaterializedLookup(db)` reads partition_status. Without it those triggers fail clearly. */
   readonly materialized?: MaterializedLookup;
   /** The S3 client for s3ObjectExists (default: built from `env` on first use). */
-  readonly s3Client?: () => S3Client;
+  readonly s3Client?: () => S3Client | Promise<S3Client>;
   /** Environment for the default S3 client (default: process.env). */
   readonly env?: S3Env;
 }

@@ -27,7 +27,7 @@ describe("s3ObjectExists against an in-process S3 server", () => {
       AWS_ACCESS_KEY_ID: "S3RVER",
       AWS_SECRET_ACCESS_KEY: "S3RVER",
     };
-    const client = s3ClientFromEnv(env);
+    const client = await s3ClientFromEnv(env);
     await client.send(new CreateBucketCommand({ Bucket: "landing" }));
     client.destroy();
   });
@@ -42,7 +42,7 @@ describe("s3ObjectExists against an in-process S3 server", () => {
     const partition = { key: "2025-03-15" };
     expect(await checkTrigger(spec, { partition, now }, { timeoutMs: 10_000, registry })).toMatchObject({ fired: false });
 
-    const client = s3ClientFromEnv(env);
+    const client = await s3ClientFromEnv(env);
     await client.send(new PutObjectCommand({ Bucket: "landing", Key: "orders/2025-03-15.json", Body: '{"n":1}' }));
     client.destroy();
 

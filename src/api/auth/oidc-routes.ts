@@ -1,6 +1,6 @@
 import { Hono, type Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
-import * as oidc from "openid-client";
+import type * as Oidc from "openid-client";
 import { oidcUserName } from "../../access/index.js";
 import { AuthenticationError } from "../../errors/index.js";
 import type { AccessApi } from "../services.js";
@@ -42,6 +42,13 @@ interface Flow {
  * token's signature, issuer, audience and nonce), signs in the user of that identity and returns to the page wanted.
  * Every refusal is a page (or JSON) saying what went wrong, and an audited failed sign-in.
  */
+/** The OpenID Connect client library, loaded on first use: servers without OIDC sign-in never pay for loading it. */
+let openidClient: typeof Oidc | undefined;
+async function loadOpenidClient(): Promise<typeof Oidc> {
+  openidClient ??= await import("openid-client");
+  return openidClient;
+}
+
 export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
   const app = new Hono();
   const authenticator = access.authenticator;
@@ -50,9 +57,10 @@ export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
   const flowSecret = async () => `oidc-flow:${(await authenticator.store.signingSecret()).secret}`;
 
   app.get("/start", async (c) => {
+    const oidc = await loadOpenidClient();
     const next = wantedPage(c.req.query("next"));
     if (authenticator.open) return c.redirect(next, 302); // nothing to sign in to
-    let config: oidc.Configuration;
+    let config: Oidc.Configuration;
     try {
       config = await provider.configuration();
     } catch (err) {
@@ -85,6 +93,7 @@ export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
   });
 
   app.get("/callback", async (c) => {
+    const oidc = await loadOpenidClient();
     const address = clientAddress(c);
     const refuse = async (status: 400 | 401 | 403 | 502, code: string, message: string, name: string | null = null) => {
       await authenticator.failedSignIn(name, address, "oidc", `${code}: ${message}`);
@@ -115,7 +124,7 @@ export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
         "the provider's answer is not for the sign-in started in this browser (its state differs): start again from the sign-in page",
       );
     }
-    let config: oidc.Configuration;
+    let config: Oidc.Configuration;
     try {
       config = await provider.configuration();
     } catch (err) {
@@ -124,7 +133,7 @@ export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
     // The answer as the provider addressed it: the redirect URI it was given, with the parameters that came back.
     const current = new URL(flow.redirectUri);
     current.search = answer.toString();
-    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+    let tokens: Awaited<ReturnType<typeof Oidc.authorizationCodeGrant>>;
     try {
       tokens = await oidc.authorizationCodeGrant(config, current, {
         pkceCodeVerifier: flow.verifier,
@@ -166,21 +175,23 @@ export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
 /** The provider's metadata, discovered on first use and again after a failure (a provider down at startup is no crash). */
 class ProviderConfiguration {
   readonly #options: OidcOptions;
-  #config: Promise<oidc.Configuration> | undefined;
+  #config: Promise<Oidc.Configuration> | undefined;
 
   constructor(options: OidcOptions) {
     this.#options = options;
   }
 
-  configuration(): Promise<oidc.Configuration> {
+  configuration(): Promise<Oidc.Configuration> {
     if (!this.#config) {
       const { issuer, clientId, clientSecret } = this.#options;
       // http:// only on this machine (the settings refuse it elsewhere): a test's or a developer's provider.
       const insecure = new URL(issuer).protocol === "http:";
-      const config = oidc.discovery(new URL(issuer), clientId, { client_secret: clientSecret }, oidc.ClientSecretBasic(clientSecret), {
-        timeout: PROVIDER_TIMEOUT_SECONDS,
-        ...(insecure ? { execute: [oidc.allowInsecureRequests] } : {}),
-      });
+      const config = loadOpenidClient().then((oidc) =>
+        oidc.discovery(new URL(issuer), clientId, { client_secret: clientSecret }, oidc.ClientSecretBasic(clientSecret), {
+          timeout: PROVIDER_TIMEOUT_SECONDS,
+          ...(insecure ? { execute: [oidc.allowInsecureRequests] } : {}),
+        }),
+      );
       config.catch(() => {
         if (this.#config === config) this.#config = undefined;
       });
@@ -226,7 +237,7 @@ function isUnreachable(err: unknown): boolean {
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const detail =
-    err instanceof oidc.ResponseBodyError
+    openidClient && err instanceof openidClient.ResponseBodyError
       ? (err.error_description ?? err.error)
       : err.cause instanceof Error
         ? err.cause.message

@@ -17,6 +17,7 @@ import { openRuntime, untilReachable, type Runtime, type RuntimeOptions } from "
 import { embeddedDbDir, serverIdentity } from "../server-identity.js";
 import type { Settings } from "../settings.js";
 import { VERSION } from "../version.js";
+import { InFlight } from "../in-flight.js";
 
 /** The HTTP server of `tributary dev` and `tributary api`, listening. */
 export interface RunningApiServer {
@@ -24,6 +25,11 @@ export interface RunningApiServer {
   readonly port: number;
   /** Its metrics: a reconciler in the same process reports its passes there. */
   readonly observability: Observability;
+  /**
+   * Resolves once no request has been answered for `quietMs` from the call on (a streamed body, such as a followed log, counts only
+   * until its response starts), or after `maxMs` whatever is in flight.
+   */
+  quiet(quietMs: number, maxMs: number): Promise<void>;
   /** Stops listening and ends open connections (followed logs too). */
   close(): Promise<void>;
 }
@@ -111,9 +117,11 @@ export async function startApiServer(
       await sql`select 1`.execute(runtime.database.db);
     },
   });
+  const requests = new InFlight();
   let server: ServerType;
   try {
-    server = await listen(app.fetch, address.port, address.host);
+    // The node server's bindings (the incoming request, with the client's address) go along as the app's env.
+    server = await listen((req, env) => requests.count(() => app.fetch(req, env)), address.port, address.host);
   } catch (err) {
     await runtime.close();
     throw err;
@@ -125,6 +133,7 @@ export async function startApiServer(
   return {
     port,
     observability,
+    quiet: (quietMs, maxMs) => requests.quiet(quietMs, maxMs),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -140,7 +149,7 @@ function localUrl(host: string, port: number): string {
   return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {
+function listen(fetch: (req: Request, env: unknown) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, hostname }, () => resolve(server));
     server.once("error", (err: NodeJS.ErrnoException) => {

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import pc from "picocolors";
 import { insecureWarning, runsOpen } from "../access-mode.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
@@ -5,6 +7,7 @@ import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
 import { DATA_DIR_ENV, processHealth, untilReachable, type Runtime } from "../runtime.js";
+import { embeddedDbDir } from "../server-identity.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
 import { openServingRuntime, parsePort, startApiServer, type RunningApiServer } from "./api-server.js"; // the server `tributary api` shares
@@ -12,6 +15,10 @@ import { untilStopSignal } from "../../health/index.js";
 
 /** How long the reconciler waits for the first definitions load at most. */
 const EXECUTION_WAITS_FOR_LOAD_MS = 10_000;
+/** Then it waits for a pause of this long in the requests served, */
+const CLIENTS_PAUSE_MS = 250;
+/** but not longer than this. */
+const EXECUTION_WAITS_FOR_CLIENTS_MS = 2_000;
 
 export interface DevOptions {
   port: string;
@@ -36,7 +43,11 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   const open = runsOpen("dev", opts.host, opts);
   const health = processHealth(log);
   if (opts.insecureNoAuth) log(pc.yellow(insecureWarning(opts.host)));
-  // The definitions are imported in their child processes while the database opens (they inherit the data directory).
+  // A new database has nothing to answer with until the definitions are imported: they are imported in their child
+  // processes while it opens (they inherit the data directory). A reopened embedded one answers with the definitions
+  // it stored, so they are imported once it is open: importing them meanwhile (esbuild and a child process on a
+  // machine's few cores) slows the open more than it saves.
+  const reopening = !settings.databaseUrl && existsSync(path.join(embeddedDbDir(settings), "PG_VERSION"));
   process.env[DATA_DIR_ENV] = settings.dataDir;
   const opening = openServingRuntime(settings, { openAccess: open, health }, log);
   const previous = opening.then((r) => untilReachable(health, () => lastLoadFromStore(r.definitions)));
@@ -65,6 +76,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     for (const f of errors) log(`${pc.red("error")} ${f.error?.message ?? f.file}`);
     for (const p of change.result.problems) log(`${pc.red("error")} ${p.message}`);
   };
+  if (reopening) await opening;
   const watcher = watchDefinitions(settings.definitionsDir, onChange, {
     timeoutMs: settings.loadTimeoutMs,
     previous,
@@ -94,6 +106,9 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
     new Promise((resolve) => (grace = setTimeout(resolve, EXECUTION_WAITS_FOR_LOAD_MS))),
   ]);
   clearTimeout(grace);
+  // The first pass of a new database plans everything at once, and the embedded database has one session: the
+  // clients already asking (a browser opened on the UI while it started) get their first answers before it.
+  await server.quiet(CLIENTS_PAUSE_MS, EXECUTION_WAITS_FOR_CLIENTS_MS);
   const execution = await startExecution(runtime, {
     automation: true,
     onPass: server.observability.metrics.observeReconcilerPass, // /metrics reports the reconciler's passes

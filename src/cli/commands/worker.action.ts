@@ -3,7 +3,7 @@ import path from "node:path";
 import pc from "picocolors";
 import { InputError } from "../../errors/index.js";
 import type { ExecutionBackend } from "../../execution/index.js";
-import { BullmqStepWorker, HttpExecutionBackend, StoreExecutionBackend } from "../../executor/index.js";
+import { HttpExecutionBackend, loadBullmq, StoreExecutionBackend, type BullmqStepWorker } from "../../executor/index.js";
 import { serverIsUp } from "../server-client.js";
 import { durationMs, positiveInt } from "../options.js";
 import { openRuntime } from "../runtime.js";
@@ -43,7 +43,7 @@ export async function runWorker(opts: WorkerCommandOptions, globals: GlobalOptio
   const { backend, close } = await workerBackend(settings, log, health, (stepId, tryNumber, reason) =>
     worker?.cancelTry(stepId, tryNumber, reason),
   );
-  worker = new BullmqStepWorker({
+  worker = new (await loadBullmq()).BullmqStepWorker({
     redisUrl: settings.redisUrl,
     ...(settings.redisPrefix ? { prefix: settings.redisPrefix } : {}),
     queues,

@@ -1,4 +1,4 @@
-import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { defineTriggerCheck, type TriggerCheck } from "../trigger-check.js";
 
@@ -11,7 +11,9 @@ export type S3Env = Readonly<Record<string, string | undefined>>;
  * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN (otherwise the
  * SDK's default credential chain).
  */
-export function s3ClientFromEnv(env: S3Env = process.env): S3Client {
+export async function s3ClientFromEnv(env: S3Env = process.env): Promise<S3Client> {
+  // Loaded on first use: most processes never check S3, and the SDK takes a noticeable part of a second to load.
+  const { S3Client } = await import("@aws-sdk/client-s3");
   const endpoint = env.S3_ENDPOINT || undefined;
   const accessKeyId = env.AWS_ACCESS_KEY_ID;
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
@@ -34,15 +36,16 @@ export function s3ClientFromEnv(env: S3Env = process.env): S3Client {
  *
  * @param client called once, on the first check, so a triggerer without S3 triggers never builds a client
  */
-export function s3ObjectExistsCheck(client: () => S3Client): TriggerCheck<never> {
-  let s3: S3Client | undefined;
+export function s3ObjectExistsCheck(client: () => S3Client | Promise<S3Client>): TriggerCheck<never> {
+  let s3: Promise<S3Client> | undefined;
   return defineTriggerCheck({
     schema: z.object({ bucket: z.string().min(1), key: z.string().min(1) }),
     templateArgs: ["key"],
     async check(args, { signal }) {
-      s3 ??= client();
+      s3 ??= Promise.resolve(client());
+      const [{ HeadObjectCommand }, s3Client] = await Promise.all([import("@aws-sdk/client-s3"), s3]);
       try {
-        const head = await s3.send(new HeadObjectCommand({ Bucket: args.bucket, Key: args.key }), { abortSignal: signal });
+        const head = await s3Client.send(new HeadObjectCommand({ Bucket: args.bucket, Key: args.key }), { abortSignal: signal });
         return {
           fired: true,
           payload: { bucket: args.bucket, key: args.key, size: head.ContentLength ?? null, etag: head.ETag ?? null },
