@@ -27,7 +27,7 @@ export class InFlight {
       if (quietFor >= quietMs) return;
       // Looked at again when a request starts or ends, or when the pause would be long enough.
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, Math.min(deadline - now, this.n === 0 ? quietMs - quietFor : deadline - now));
+        const timer = setTimeout(done, this.n === 0 ? Math.min(quietMs - quietFor, deadline - now) : deadline - now);
         const waiters = this.changed;
         function done(): void {
           clearTimeout(timer);

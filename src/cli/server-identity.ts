@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 // Types only: the API module would slow every command's start.
 import type { ServerIdentity } from "../api/index.js";
@@ -12,6 +12,10 @@ export type DatabaseIdentity = ServerIdentity["database"];
 
 /** Where the embedded database lives inside the data directory. */
 export const embeddedDbDir = (settings: Pick<Settings, "dataDir">): string => path.join(settings.dataDir, "db");
+
+/** Whether the embedded database of the data directory was created already (a start reopens it). */
+export const embeddedDbExists = (settings: Pick<Settings, "dataDir">): boolean =>
+  existsSync(path.join(embeddedDbDir(settings), "PG_VERSION"));
 
 /** The database the settings name: Postgres with DATABASE_URL, else the embedded one in the data directory. */
 export function databaseIdentity(settings: Pick<Settings, "databaseUrl" | "dataDir">): DatabaseIdentity {

@@ -1,4 +1,4 @@
-import type { S3Client } from "@aws-sdk/client-s3";
+import type * as S3 from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { StorageError } from "../errors/index.js";
 import type { OutputStore } from "./output-store.js";
@@ -121,8 +121,11 @@ export class S3OutputStore implements OutputStore {
 
   // Private: it holds the secret key.
   private readonly settings: ResolvedS3OutputStoreSettings;
-  /** Built on first use: the SDK takes a noticeable part of a second to load, which a process that never stores an output should not pay. */
-  private client: Promise<S3Client> | undefined;
+  /**
+   * The SDK and the client, built on first use: the SDK takes a noticeable part of a second to load, which a process
+   * that never stores an output should not pay.
+   */
+  private sdk: Promise<{ s3: typeof S3; client: S3.S3Client }> | undefined;
   /** What error messages call the server: the endpoint, or AWS S3 and the region. */
   private readonly server: string;
 
@@ -133,23 +136,23 @@ export class S3OutputStore implements OutputStore {
     this.description = `S3 bucket "${s.bucket}"${s.prefix ? ` under prefix "${s.prefix}"` : ""} at ${this.server}`;
   }
 
-  private s3(): Promise<S3Client> {
+  private s3(): Promise<{ s3: typeof S3; client: S3.S3Client }> {
     const s = this.settings;
-    this.client ??= import("@aws-sdk/client-s3").then(
-      ({ S3Client }) =>
-        new S3Client({
-          region: s.region,
-          ...(s.endpoint !== undefined ? { endpoint: s.endpoint } : {}),
-          forcePathStyle: s.forcePathStyle,
-          ...(s.credentials ? { credentials: s.credentials } : {}),
-          maxAttempts: MAX_ATTEMPTS,
-          requestHandler: { connectionTimeout: Math.min(s.requestTimeoutMs, MAX_CONNECT_TIMEOUT_MS), requestTimeout: s.requestTimeoutMs },
-          // S3-compatible servers reject or mangle the newer default checksums (TOOLCHAIN.md gotcha 4).
-          requestChecksumCalculation: "WHEN_REQUIRED",
-          responseChecksumValidation: "WHEN_REQUIRED",
-        }),
-    );
-    return this.client;
+    this.sdk ??= import("@aws-sdk/client-s3").then((s3) => ({
+      s3,
+      client: new s3.S3Client({
+        region: s.region,
+        ...(s.endpoint !== undefined ? { endpoint: s.endpoint } : {}),
+        forcePathStyle: s.forcePathStyle,
+        ...(s.credentials ? { credentials: s.credentials } : {}),
+        maxAttempts: MAX_ATTEMPTS,
+        requestHandler: { connectionTimeout: Math.min(s.requestTimeoutMs, MAX_CONNECT_TIMEOUT_MS), requestTimeout: s.requestTimeoutMs },
+        // S3-compatible servers reject or mangle the SDK's newer default checksums.
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+      }),
+    }));
+    return this.sdk;
   }
 
   async put(key: string, body: string): Promise<string> {
@@ -157,9 +160,9 @@ export class S3OutputStore implements OutputStore {
       throw new StorageError("OUTPUT_KEY_INVALID", `output key is empty; ${this.description} needs a key to store an output under`);
     const objectKey = `${this.settings.prefix}${key}`;
     try {
-      const [{ PutObjectCommand }, client] = await Promise.all([import("@aws-sdk/client-s3"), this.s3()]);
+      const { s3, client } = await this.s3();
       await client.send(
-        new PutObjectCommand({ Bucket: this.settings.bucket, Key: objectKey, Body: body, ContentType: "application/json" }),
+        new s3.PutObjectCommand({ Bucket: this.settings.bucket, Key: objectKey, Body: body, ContentType: "application/json" }),
       );
     } catch (cause) {
       throw this.storageError(cause, "write", objectKey);
@@ -178,8 +181,8 @@ export class S3OutputStore implements OutputStore {
     }
     const objectKey = ref.slice(own.length);
     try {
-      const [{ GetObjectCommand }, client] = await Promise.all([import("@aws-sdk/client-s3"), this.s3()]);
-      const res = await client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
+      const { s3, client } = await this.s3();
+      const res = await client.send(new s3.GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
       if (!res.Body) throw new Error("the response has no body");
       return await res.Body.transformToString("utf-8");
     } catch (cause) {

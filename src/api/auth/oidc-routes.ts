@@ -36,12 +36,6 @@ interface Flow {
   readonly redirectUri: string;
 }
 
-/**
- * Sign-in through an OpenID Connect provider, the authorization code flow with PKCE: `GET /auth/oidc/start?next=/page`
- * sends the browser to the provider; `GET /auth/oidc/callback` takes its answer, verifies it (state, PKCE, the ID
- * token's signature, issuer, audience and nonce), signs in the user of that identity and returns to the page wanted.
- * Every refusal is a page (or JSON) saying what went wrong, and an audited failed sign-in.
- */
 /** The OpenID Connect client library, loaded on first use: servers without OIDC sign-in never pay for loading it. */
 let openidClient: typeof Oidc | undefined;
 async function loadOpenidClient(): Promise<typeof Oidc> {
@@ -49,6 +43,12 @@ async function loadOpenidClient(): Promise<typeof Oidc> {
   return openidClient;
 }
 
+/**
+ * Sign-in through an OpenID Connect provider, the authorization code flow with PKCE: `GET /auth/oidc/start?next=/page`
+ * sends the browser to the provider; `GET /auth/oidc/callback` takes its answer, verifies it (state, PKCE, the ID
+ * token's signature, issuer, audience and nonce), signs in the user of that identity and returns to the page wanted.
+ * Every refusal is a page (or JSON) saying what went wrong, and an audited failed sign-in.
+ */
 export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
   const app = new Hono();
   const authenticator = access.authenticator;
@@ -57,9 +57,9 @@ export function oidcRoutes(access: AccessApi, options: OidcOptions): Hono {
   const flowSecret = async () => `oidc-flow:${(await authenticator.store.signingSecret()).secret}`;
 
   app.get("/start", async (c) => {
-    const oidc = await loadOpenidClient();
     const next = wantedPage(c.req.query("next"));
     if (authenticator.open) return c.redirect(next, 302); // nothing to sign in to
+    const oidc = await loadOpenidClient();
     let config: Oidc.Configuration;
     try {
       config = await provider.configuration();

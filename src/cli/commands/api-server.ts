@@ -26,8 +26,8 @@ export interface RunningApiServer {
   /** Its metrics: a reconciler in the same process reports its passes there. */
   readonly observability: Observability;
   /**
-   * Resolves once no request has been answered for `quietMs` from the call on (a streamed body, such as a followed log, counts only
-   * until its response starts), or after `maxMs` whatever is in flight.
+   * Resolves once no request has been in flight for `quietMs` from the call on, or after `maxMs` whatever is in
+   * flight. A streamed body (a followed log) counts only until its response starts.
    */
   quiet(quietMs: number, maxMs: number): Promise<void>;
   /** Stops listening and ends open connections (followed logs too). */

@@ -1,5 +1,3 @@
-import { existsSync } from "node:fs";
-import path from "node:path";
 import pc from "picocolors";
 import { loadDefinitions } from "../../loader/index.js";
 import { formatLocation } from "../../errors/index.js";
@@ -7,7 +5,7 @@ import { previousOwnersFromStore, problemsOfFiles } from "../definitions-sync.js
 import { printJson, table } from "../output.js";
 import { resolveSettings, type GlobalOptions, type Settings } from "../settings.js";
 import { graphql, serverFor } from "../server-client.js";
-import { embeddedDbDir } from "../server-identity.js";
+import { embeddedDbDir, embeddedDbExists } from "../server-identity.js";
 
 export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
@@ -80,14 +78,13 @@ async function previousLoad(settings: Settings): Promise<{ owners: Map<string, s
     const { assets } = await graphql<{ assets: { key: string; file: string | null }[] }>(url, "{ assets { key file } }");
     return { owners: new Map(assets.flatMap((a) => (a.file ? [[a.key, a.file] as const] : []))), from: url };
   }
-  const dbDir = embeddedDbDir(settings);
-  if (!settings.databaseUrl && !existsSync(path.join(dbDir, "PG_VERSION"))) return none;
+  if (!settings.databaseUrl && !embeddedDbExists(settings)) return none;
   const { openDatabase, PgDefinitionStore } = await import("../../storage/index.js");
   try {
     const database = await openDatabase(
       settings.databaseUrl
         ? { kind: "postgres", url: settings.databaseUrl, applicationName: "tributary check" }
-        : { kind: "pglite", dataDir: dbDir },
+        : { kind: "pglite", dataDir: embeddedDbDir(settings) },
     );
     try {
       const owners = await previousOwnersFromStore(new PgDefinitionStore(database.db));

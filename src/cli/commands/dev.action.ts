@@ -1,5 +1,3 @@
-import { existsSync } from "node:fs";
-import path from "node:path";
 import pc from "picocolors";
 import { insecureWarning, runsOpen } from "../access-mode.js";
 import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
@@ -7,7 +5,7 @@ import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
 import { DATA_DIR_ENV, processHealth, untilReachable, type Runtime } from "../runtime.js";
-import { embeddedDbDir } from "../server-identity.js";
+import { embeddedDbExists } from "../server-identity.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { startTriggerer, type RunningTriggerer } from "../triggerer-start.js";
 import { openServingRuntime, parsePort, startApiServer, type RunningApiServer } from "./api-server.js"; // the server `tributary api` shares
@@ -15,9 +13,9 @@ import { untilStopSignal } from "../../health/index.js";
 
 /** How long the reconciler waits for the first definitions load at most. */
 const EXECUTION_WAITS_FOR_LOAD_MS = 10_000;
-/** Then it waits for a pause of this long in the requests served, */
+/** Then it waits for a pause of this long in the requests the server answers, */
 const CLIENTS_PAUSE_MS = 250;
-/** but not longer than this. */
+/** or this long at most. */
 const EXECUTION_WAITS_FOR_CLIENTS_MS = 2_000;
 
 export interface DevOptions {
@@ -47,7 +45,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   // processes while it opens (they inherit the data directory). A reopened embedded one answers with the definitions
   // it stored, so they are imported once it is open: importing them meanwhile (esbuild and a child process on a
   // machine's few cores) slows the open more than it saves.
-  const reopening = !settings.databaseUrl && existsSync(path.join(embeddedDbDir(settings), "PG_VERSION"));
+  const reopening = !settings.databaseUrl && embeddedDbExists(settings);
   process.env[DATA_DIR_ENV] = settings.dataDir;
   const opening = openServingRuntime(settings, { openAccess: open, health }, log);
   const previous = opening.then((r) => untilReachable(health, () => lastLoadFromStore(r.definitions)));

@@ -23,7 +23,7 @@ export async function s3ClientFromEnv(env: S3Env = process.env): Promise<S3Clien
     ...(accessKeyId && secretAccessKey
       ? { credentials: { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) } }
       : {}),
-    // S3-compatible servers reject or mangle the newer default checksums (TOOLCHAIN.md gotcha 4).
+    // S3-compatible servers reject or mangle the SDK's newer default checksums.
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
   });
@@ -42,8 +42,12 @@ export function s3ObjectExistsCheck(client: () => S3Client | Promise<S3Client>):
     schema: z.object({ bucket: z.string().min(1), key: z.string().min(1) }),
     templateArgs: ["key"],
     async check(args, { signal }) {
-      s3 ??= Promise.resolve(client());
-      const [{ HeadObjectCommand }, s3Client] = await Promise.all([import("@aws-sdk/client-s3"), s3]);
+      // A client that could not be built is built again at the next check.
+      const building = (s3 ??= Promise.resolve(client()));
+      building.catch(() => {
+        if (s3 === building) s3 = undefined;
+      });
+      const [{ HeadObjectCommand }, s3Client] = await Promise.all([import("@aws-sdk/client-s3"), building]);
       try {
         const head = await s3Client.send(new HeadObjectCommand({ Bucket: args.bucket, Key: args.key }), { abortSignal: signal });
         return {
