@@ -231,6 +231,8 @@ describePostgres("live step logs (GET /runs/:runId/steps/:stepId/logs)", () => {
     await reader.cancel();
     await h.until(async () => closed.length > 0, 5_000, "the follower to stop");
     expect(closed).toEqual(["disconnected"]);
+    // The try goes on (its start is reported in a batch, which may come after its first log line).
+    await h.until(async () => (await tryState(runId)) === "running", 15_000, "the try to be reported running");
     expect(await tryState(runId)).toBe("running");
     const logFiles = readdirSync("/proc/self/fd").filter((fd) => {
       try {
