@@ -18,6 +18,7 @@ const scripts: [string, ...string[]][] = [
   ["automation-loop.ts"],
   ["deferred.ts"],
   ["api.ts"],
+  ["wipe.ts"],
 ];
 let failed = false;
 for (const [script, ...args] of scripts) {

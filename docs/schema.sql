@@ -8,6 +8,7 @@ CREATE SEQUENCE public.automation_evaluations_id_seq AS bigint OWNED BY public.a
 CREATE SEQUENCE public.check_results_id_seq AS bigint OWNED BY public.check_results.id;
 CREATE SEQUENCE public.dynamic_partitions_position_seq AS bigint OWNED BY public.dynamic_partitions.position;
 CREATE SEQUENCE public.events_id_seq AS bigint OWNED BY public.events.id;
+CREATE SEQUENCE public.output_object_deletions_id_seq AS bigint OWNED BY public.output_object_deletions.id;
 CREATE SEQUENCE public.outputs_id_seq AS bigint OWNED BY public.outputs.id;
 CREATE SEQUENCE public.partition_status_changes_id_seq AS bigint OWNED BY public.partition_status_changes.id;
 CREATE SEQUENCE public.step_tries_id_seq AS bigint OWNED BY public.step_tries.id;
@@ -299,6 +300,21 @@ ALTER TABLE public.grants ADD CONSTRAINT grants_principal_id_fkey FOREIGN KEY (p
 ALTER TABLE public.grants ADD CONSTRAINT grants_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'operator'::text, 'admin'::text])));
 ALTER TABLE public.grants ADD CONSTRAINT grants_team_fkey FOREIGN KEY (team) REFERENCES teams(name) ON DELETE CASCADE;
 CREATE UNIQUE INDEX grants_unique_idx ON public.grants USING btree (principal_id, role, COALESCE(team, ''::text));
+
+CREATE TABLE public.output_object_deletions (
+    id bigint DEFAULT nextval('output_object_deletions_id_seq'::regclass) NOT NULL,
+    storage_ref text NOT NULL,
+    reason text NOT NULL,
+    asset_key text NOT NULL,
+    partition_key text DEFAULT ''::text NOT NULL,
+    requested_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text
+);
+ALTER TABLE public.output_object_deletions ADD CONSTRAINT output_object_deletions_pkey PRIMARY KEY (id);
+ALTER TABLE public.output_object_deletions ADD CONSTRAINT output_object_deletions_storage_ref_key UNIQUE (storage_ref);
+CREATE INDEX output_object_deletions_due_idx ON public.output_object_deletions USING btree (next_attempt_at);
 
 CREATE TABLE public.outputs (
     id bigint DEFAULT nextval('outputs_id_seq'::regclass) NOT NULL,

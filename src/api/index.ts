@@ -29,6 +29,8 @@ export type { RunChecksRequest } from "./commands/run-checks.js";
 export { reportAssetEvent, MAX_EVENT_METADATA_BYTES } from "./commands/report-event.js";
 export type { ReportAssetEventRequest, ReportedAssetEvent, ReportEventServices } from "./commands/report-event.js";
 export { clearPartitions } from "./commands/clear-partitions.js";
+export { wipePartitions, MAX_WIPE_PARTITIONS, MAX_WIPE_REASON_LENGTH } from "./commands/wipe-partitions.js";
+export type { PartitionWipeResult, WipePartitionsRequest, WipePartitionsServices } from "./commands/wipe-partitions.js";
 export type { ClearPartitionsRequest, ClearedRun, ClearedAsset, ClearServices } from "./commands/clear-partitions.js";
 export { addDynamicPartitions, MAX_DYNAMIC_KEYS_PER_CALL } from "./commands/add-dynamic-partitions.js";
 export type { AddedDynamicPartitions } from "./commands/add-dynamic-partitions.js";

@@ -27,6 +27,7 @@ import type { LaunchBackfillRequest } from "./commands/launch-backfill.js";
 import type { LaunchedRun, LaunchRunRequest } from "./commands/launch-run.js";
 import type { ReportAssetEventRequest, ReportedAssetEvent } from "./commands/report-event.js";
 import type { RunChecksRequest } from "./commands/run-checks.js";
+import type { PartitionWipeResult, WipePartitionsRequest } from "./commands/wipe-partitions.js";
 import type { ErasureImpact, ErasureImpactRequest } from "./lineage/erasure-impact.js";
 import type { Lineage, LineageRequest } from "./lineage/lineage.js";
 
@@ -98,6 +99,8 @@ export interface AssetsApi {
   reportEvent(request: ReportAssetEventRequest, guard: Guard): Promise<ReportedAssetEvent>;
   /** Adds keys to a dynamic partitions definition. */
   addDynamicPartitions(request: { name: string; keys: readonly string[] }, guard: Guard): Promise<AddedDynamicPartitions>;
+  /** Removes chosen partitions' statuses, materialisations and outputs: they are missing again. */
+  wipePartitions(request: WipePartitionsRequest, guard: Guard): Promise<PartitionWipeResult>;
 }
 
 /** Automation: why assets did or did not run, and pausing it. */

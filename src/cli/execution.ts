@@ -9,10 +9,18 @@ import {
   lineageSinkFor,
   ObservationsTask,
   OpenLineageTask,
+  OutputDeletionsTask,
   Reconciler,
   type ReconcilerOptions,
 } from "../reconciler/index.js";
-import { PgAutomationStore, PgObservationStore, PgOpenLineageStore, PgTriggerStore, PgTryTokenStore } from "../storage/index.js";
+import {
+  PgAutomationStore,
+  PgObservationStore,
+  PgOpenLineageStore,
+  PgOutputDeletionStore,
+  PgTriggerStore,
+  PgTryTokenStore,
+} from "../storage/index.js";
 import { logOutagesOnce, reportOutages } from "../health/index.js";
 import { startTriggerer } from "./triggerer-start.js";
 import type { Runtime } from "./runtime.js";
@@ -164,6 +172,12 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
         ...(options.log ? { log: options.log } : {}),
       })
     : undefined;
+  // Objects of removed outputs (a wipe) that the object store did not delete at once.
+  const outputDeletions = new OutputDeletionsTask({
+    queue: new PgOutputDeletionStore(runtime.database.db),
+    outputStore: runtime.outputStore,
+    ...(options.log ? { log: options.log } : {}),
+  });
   // With localSteps "workers", `local` steps go to the fleet too (the local executor then runs nothing).
   const localSteps = options.localSteps === "workers" && bullmq ? bullmq : executor;
   const reconciler = new Reconciler({
@@ -188,6 +202,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       waitTimeouts,
       alerts,
       ...(openLineage ? [openLineage] : []),
+      outputDeletions,
     ],
   });
   await reconciler.start();

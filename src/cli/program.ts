@@ -12,6 +12,7 @@ import { registerBackfill } from "./commands/backfill.js";
 import { registerReport } from "./commands/report.js";
 import { registerWhy } from "./commands/why.js";
 import { registerPause } from "./commands/pause.js";
+import { registerWipe } from "./commands/wipe.js";
 import { registerRuns } from "./commands/runs.js";
 import { registerTriggers } from "./commands/triggers.js";
 import { registerReconciler } from "./commands/reconciler.js";
@@ -65,6 +66,7 @@ export function buildProgram(): Command {
   registerReport(program);
   registerWhy(program);
   registerPause(program);
+  registerWipe(program);
   registerRuns(program);
   registerTriggers(program);
   registerLineage(program);

@@ -16,6 +16,7 @@ import {
   type ApiServices,
   type DefinitionFileView,
   type ObservabilityStores,
+  wipePartitions,
 } from "../api/index.js";
 import {
   GraphCache,
@@ -31,7 +32,9 @@ import {
   PgDefinitionStore,
   PgEventStore,
   PgLineageStore,
+  PgOutputDeletionStore,
   PgPartitionStatusStore,
+  PgPartitionWipeStore,
   PgPauseStore,
   PgPoolStore,
   PgRunStore,
@@ -141,6 +144,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     // Without Redis no worker takes bullmq steps: a run that needs them is refused rather than left waiting.
     unavailableExecutors: unavailableExecutors(settings, options),
     openAccess: options.openAccess ?? true,
+    outputStore,
   });
   return {
     settings,
@@ -300,6 +304,8 @@ export interface ApiParts {
   readonly unavailableExecutors: ReadonlyMap<string, string>;
   /** No access control: every request is the local caller (see RuntimeOptions.openAccess). */
   readonly openAccess: boolean;
+  /** Where large outputs live: a wipe deletes their objects from it (absent: a reconciler that has one does). */
+  readonly outputStore?: OutputStore | null;
 }
 
 /**
@@ -412,6 +418,19 @@ export function apiServices(parts: ApiParts): ApiServices {
       checkResults: new PgCheckResultStore(db),
       reportEvent: (request, guard) => reportAssetEvent({ graphs, events, definitions }, request, new Date(), guard),
       addDynamicPartitions: (request, guard) => addDynamicPartitions({ graphs, definitions }, request, guard),
+      wipePartitions: (request, guard) =>
+        wipePartitions(
+          {
+            graphs,
+            definitions,
+            wipes: new PgPartitionWipeStore(db),
+            deletions: new PgOutputDeletionStore(db),
+            outputStore: parts.outputStore ?? null,
+          },
+          request,
+          new Date(),
+          guard,
+        ),
     }),
     automation: withFailureAudit({
       evaluations: (request) => automationEvaluations({ graphs, definitions, evaluations, pauses }, request),

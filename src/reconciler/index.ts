@@ -27,6 +27,8 @@ export type { AutomationTaskOptions, AutomationTickStats } from "./automation/au
 export { BackfillTask } from "./backfills/index.js";
 export type { BackfillTaskOptions } from "./backfills/index.js";
 export { ObservationsTask } from "./observations/index.js";
+export { OutputDeletionsTask } from "./output-deletions/output-deletions-task.js";
+export type { OutputDeletionsTaskOptions } from "./output-deletions/output-deletions-task.js";
 export type { ObservationsTaskOptions } from "./observations/index.js";
 // OpenLineage run events.
 export * from "./openlineage/index.js";

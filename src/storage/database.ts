@@ -302,6 +302,19 @@ export interface OutputsTable {
   data_version: string | null;
 }
 
+/** An object of a deleted output that the object store still holds (see OutputDeletionStore). */
+export interface OutputObjectDeletionsTable {
+  id: GeneratedInt8;
+  storage_ref: string;
+  reason: string;
+  asset_key: string;
+  partition_key: Generated<string>;
+  requested_at: GeneratedTimestamp;
+  attempts: Generated<number>;
+  next_attempt_at: GeneratedTimestamp;
+  last_error: string | null;
+}
+
 export interface CheckResultsTable {
   id: GeneratedInt8;
   asset_key: string;
@@ -426,6 +439,7 @@ export interface Database extends AccessTables {
   partition_status: PartitionStatusTable;
   partition_status_changes: PartitionStatusChangesTable;
   outputs: OutputsTable;
+  output_object_deletions: OutputObjectDeletionsTable;
   check_results: CheckResultsTable;
   pools: PoolsTable;
   triggers: TriggersTable;

@@ -181,6 +181,11 @@ export type {
 export { PgTriggerQueryStore } from "./pg-trigger-query-store.js";
 // Lineage: run-level lineage walks and erasure impact.
 export { PgLineageStore } from "./pg-lineage-store.js";
+export { PgPartitionWipeStore } from "./pg-partition-wipe-store.js";
+export type { PartitionWipe, PartitionWipeRequest, PartitionWipeStore, QueuedObjectDeletion } from "./partition-wipe-store.js";
+export { PgOutputDeletionStore } from "./pg-output-deletion-store.js";
+export type { ClaimedObjectDeletion, OutputDeletionStore } from "./output-deletion-store.js";
+export { deleteQueuedObjects, type ObjectDeletionOutcome } from "./output-deletions.js";
 export { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
 export type {
   LineageStore,

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { StorageError } from "../errors/index.js";
 
@@ -11,6 +11,8 @@ export interface OutputStore {
   /** Stores an immutable object under `key` and returns its reference. */
   put(key: string, body: string): Promise<string>;
   get(ref: string): Promise<string>;
+  /** Deletes the object; one that is already gone is no error. */
+  delete(ref: string): Promise<void>;
 }
 
 /** Outputs as files under a directory: the embedded mode's object store. */
@@ -53,6 +55,25 @@ export class LocalDirOutputStore implements OutputStore {
       throw new StorageError("OUTPUT_STORE_FAILED", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, {
         cause,
       });
+    }
+  }
+
+  async delete(ref: string): Promise<void> {
+    // Only files of this directory: a reference is data in the database, and deleting is not reading.
+    const file = ref.startsWith("file://") ? path.resolve(ref.slice("file://".length)) : undefined;
+    if (file === undefined || !file.startsWith(this.dir + path.sep)) {
+      throw new StorageError("OUTPUT_REF_INVALID", `output reference "${ref}" is not a file of ${this.description}: not deleted`);
+    }
+    try {
+      await rm(file, { force: true });
+    } catch (cause) {
+      throw new StorageError(
+        "OUTPUT_STORE_FAILED",
+        `output ${ref} cannot be deleted from ${this.description}: ${(cause as Error).message}`,
+        {
+          cause,
+        },
+      );
     }
   }
 

@@ -107,6 +107,13 @@ export function resolveS3OutputStoreSettings(settings: S3OutputStoreSettings): R
   };
 }
 
+/** The permission each operation needs, named when the server denies it. */
+const S3_PERMISSION = {
+  read: "s3:GetObject (and s3:ListBucket, without which a missing key also answers 403)",
+  write: "s3:PutObject",
+  delete: "s3:DeleteObject",
+} as const;
+
 /**
  * Outputs as objects in an S3 bucket (AWS S3 or an S3-compatible server such
  * as MinIO). References are `s3://<bucket>/<prefix><key>`.
@@ -171,15 +178,7 @@ export class S3OutputStore implements OutputStore {
   }
 
   async get(ref: string): Promise<string> {
-    const own = `s3://${this.settings.bucket}/`;
-    if (!ref.startsWith(own) || ref.length === own.length) {
-      throw new StorageError(
-        "OUTPUT_REF_INVALID",
-        `output reference "${ref}" is not an object of ${this.description} (expected ${own}<key>); ` +
-          `it was written to another output store: configure that store to read it`,
-      );
-    }
-    const objectKey = ref.slice(own.length);
+    const objectKey = this.objectKeyOf(ref, "read");
     try {
       const { s3, client } = await this.s3();
       const res = await client.send(new s3.GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
@@ -190,12 +189,36 @@ export class S3OutputStore implements OutputStore {
     }
   }
 
+  async delete(ref: string): Promise<void> {
+    const objectKey = this.objectKeyOf(ref, "delete");
+    try {
+      const { s3, client } = await this.s3();
+      // S3 answers a delete of a missing key with success too.
+      await client.send(new s3.DeleteObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
+    } catch (cause) {
+      throw this.storageError(cause, "delete", objectKey, ref);
+    }
+  }
+
+  /** The object key of one of this store's references. */
+  private objectKeyOf(ref: string, op: "read" | "delete"): string {
+    const own = `s3://${this.settings.bucket}/`;
+    if (!ref.startsWith(own) || ref.length === own.length) {
+      throw new StorageError(
+        "OUTPUT_REF_INVALID",
+        `output reference "${ref}" is not an object of ${this.description} (expected ${own}<key>); ` +
+          `it was written to another output store: configure that store to ${op} it`,
+      );
+    }
+    return ref.slice(own.length);
+  }
+
   private refOf(objectKey: string): string {
     return `s3://${this.settings.bucket}/${objectKey}`;
   }
 
   /** A StorageError saying what failed, where, and what to check; the SDK's error is the cause. */
-  private storageError(cause: unknown, op: "read" | "write", objectKey: string, ref = this.refOf(objectKey)): StorageError {
+  private storageError(cause: unknown, op: "read" | "write" | "delete", objectKey: string, ref = this.refOf(objectKey)): StorageError {
     const e = cause as { name?: string; message?: string; $metadata?: { httpStatusCode?: number; attempts?: number } };
     const status = e.$metadata?.httpStatusCode;
     const attempts = e.$metadata?.attempts;
@@ -238,7 +261,7 @@ export class S3OutputStore implements OutputStore {
       return new StorageError(
         "OUTPUT_STORE_ACCESS_DENIED",
         `cannot ${op} output ${ref}: ${this.server} denied access to ${object} (${detail}); check the credentials and ` +
-          `that they may ${op === "read" ? "s3:GetObject (and s3:ListBucket, without which a missing key also answers 403)" : "s3:PutObject"} on the bucket`,
+          `that they may ${S3_PERMISSION[op]} on the bucket`,
         { cause },
       );
     }

@@ -211,6 +211,17 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     created_at: "not null",
     data_version: "null",
   },
+  output_object_deletions: {
+    id: "not null",
+    storage_ref: "not null",
+    reason: "not null",
+    asset_key: "not null",
+    partition_key: "not null",
+    requested_at: "not null",
+    attempts: "not null",
+    next_attempt_at: "not null",
+    last_error: "null",
+  },
   partition_status: {
     asset_key: "not null",
     partition_key: "not null",

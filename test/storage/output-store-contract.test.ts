@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -182,6 +182,42 @@ describe.each(stores)("OutputStore contract: $name", ({ open }) => {
       const err = await storageErrorOf(store.get(ref));
       expect(err.code).toBe("OUTPUT_REF_INVALID");
       expect(err.message).toContain(`"${ref}"`);
+    }
+  });
+
+  it("deletes an object, and deleting one that is gone is no error; other objects stay", async () => {
+    const doomed = await store.put("delete/doomed.json", '"bye"');
+    const kept = await store.put("delete/kept.json", '"stay"');
+    await store.delete(doomed);
+    expect((await storageErrorOf(store.get(doomed))).code).toBe("OUTPUT_NOT_FOUND");
+    await store.delete(doomed);
+    expect(await store.get(kept)).toBe('"stay"');
+  });
+
+  it("deletes nothing of another store or another bucket, naming the reference", async () => {
+    for (const ref of opened.foreignRefs) {
+      const err = await storageErrorOf(store.delete(ref));
+      expect(err.code).toBe("OUTPUT_REF_INVALID");
+      expect(err.message).toContain(`"${ref}"`);
+    }
+  });
+});
+
+describe("LocalDirOutputStore only", () => {
+  it("deletes only files inside its directory: a reference that points elsewhere (or climbs out) is refused and kept", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), "tributary-outputs-delete-"));
+    try {
+      const store = new LocalDirOutputStore(path.join(root, "outputs"));
+      const outside = path.join(root, "outputs-elsewhere.json");
+      await writeFile(outside, "{}");
+      for (const ref of [`file://${outside}`, `file://${path.join(root, "outputs", "..", "outputs-elsewhere.json")}`]) {
+        const err = await storageErrorOf(store.delete(ref));
+        expect(err.code).toBe("OUTPUT_REF_INVALID");
+        expect(err.message).toContain(ref);
+      }
+      expect(await readFile(outside, "utf8")).toBe("{}");
+    } finally {
+      await rm(root, { recursive: true, force: true });
     }
   });
 });

@@ -23,6 +23,7 @@ export function apiServicesOn(db: Kysely<Database>, parts: Partial<Omit<ApiParts
     alerts: parts.alerts ?? new PgAlertStore(db),
     unavailableExecutors: parts.unavailableExecutors ?? new Map(),
     openAccess: parts.openAccess ?? true,
+    outputStore: parts.outputStore ?? null,
   });
 }
 

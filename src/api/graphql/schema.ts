@@ -280,6 +280,7 @@ builder.queryType({
 import "./runs.js";
 import "./dynamic-partitions.js";
 import "./clear.js";
+import "./wipe.js"; // wipePartitions
 import "./events.js";
 import "./backfills.js";
 import "./alerts.js";

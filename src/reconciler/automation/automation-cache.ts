@@ -48,7 +48,9 @@ export function applyEvents(
       c.materialized.set(e.assetKey, e.checkPassed ? materialized.union(one) : materialized.difference(one));
       entry.other.push(e.partitionKey);
     } else if (e.kind === "wipe") {
+      // Wiped: as if never materialised, and never failed either (its failures went with it).
       c.materialized.set(e.assetKey, (c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
+      c.failed.set(e.assetKey, (c.failed.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
       entry.other.push(e.partitionKey);
     }
   }

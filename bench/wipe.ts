@@ -1,0 +1,74 @@
+// Partition wipe at scale: an hourly asset of 100 000 partitions, each materialised twice (with an inline output per
+// materialisation and the lineage of a downstream asset reading it), seeded with bulk SQL; then wipes of 1 000,
+// 10 000 and 50 000 partitions through the API's command (each a dry run first), on the local Postgres.
+//   npx tsx bench/wipe.ts
+import { sql } from "kysely";
+import { hourlyStart, now, seedHistory } from "./_seed-history.js";
+import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
+import { printResult, round1, timed, withScope } from "./_setup.js";
+import { localGuard } from "../src/access/index.js";
+import { partitionSpace } from "../src/partitions/index.js";
+
+const PARTITIONS = 100_000;
+const SIZES = [1_000, 10_000, 50_000];
+
+const result = await withScope(async (scope) => {
+  const url = await scope.scratchDatabase("wipe");
+  const dir = await scope.tempDir("wipe");
+  const runtime = await openBenchRuntime(scope, url, dir);
+  const db = runtime.database.db;
+  const start = hourlyStart(PARTITIONS);
+  await storeBenchDefinitions(
+    db,
+    dir,
+    [
+      `import { asset, hourly } from "tributary";`,
+      `const hours = hourly({ start: "${start}" });`,
+      `export const raw = asset({ key: "bench/raw", partitions: hours }, async () => null);`,
+      `export const clean = asset({ key: "bench/clean", partitions: hours, deps: { raw } }, async () => null);`,
+    ].join("\n"),
+    300_000,
+  );
+  const { graph } = await runtime.graphs.current();
+  const spec = graph.get("bench/raw")!.partitions!;
+  const seeded = await timed(async () => {
+    const history = await seedHistory(db, [
+      { key: "bench/raw", partitions: spec, from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
+      { key: "bench/clean", partitions: spec, from: () => 0, status: () => "materialized", upstreams: ["bench/raw"], codeVersion: null },
+    ]);
+    // A second, older materialisation of every raw partition, and an inline output of each materialisation.
+    await sql`insert into events (kind, asset_key, partition_key, created_at)
+              select 'materialization', asset_key, partition_key, ${now} from events where asset_key = 'bench/raw'`.execute(db);
+    await sql`insert into outputs (asset_key, partition_key, run_id, step_id, try_number, size_bytes, inline_value)
+              select asset_key, partition_key, gen_random_uuid(), id, 1, 40, '{"rows":12,"note":"seeded"}'::jsonb
+              from events where asset_key = 'bench/raw'`.execute(db);
+    await sql`analyze`.execute(db);
+    return history;
+  });
+  const space = partitionSpace(spec);
+  const api = runtime.apiContext();
+  const wipes = [];
+  let from = 0;
+  for (const size of SIZES) {
+    const range = { assetKey: "bench/raw", from: space.keyAt(from), to: space.keyAt(from + size - 1) };
+    from += size;
+    const dry = await timed(() => api.assets.wipePartitions({ ...range, dryRun: true }, localGuard()));
+    const wiped = await timed(() => api.assets.wipePartitions({ ...range, reason: "bench" }, localGuard()));
+    const rows = wiped.value.statusesRemoved + wiped.value.materializationsRemoved + wiped.value.outputsRemoved;
+    wipes.push({
+      partitions: size,
+      dryRunMs: Math.round(dry.ms),
+      wipeMs: Math.round(wiped.ms),
+      removed: {
+        statuses: wiped.value.statusesRemoved,
+        materializations: wiped.value.materializationsRemoved,
+        outputs: wiped.value.outputsRemoved,
+      },
+      partitionsPerSecond: Math.round(size / (wiped.ms / 1000)),
+      rowsPerSecond: Math.round(rows / (wiped.ms / 1000)),
+    });
+  }
+  return { seeded: { ...seeded.value, seedS: round1(seeded.ms / 1000) }, wipes };
+});
+
+printResult({ bench: "wipe", database: "postgres (local)", partitions: PARTITIONS, ...result });
