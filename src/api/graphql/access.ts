@@ -40,6 +40,10 @@ const AssetPermissionsRef = builder.objectRef<SnapshotAsset>("AssetPermissions")
       description: "Launch, clear, backfill, cancel, report, pause and resume, run checks",
       resolve: (a, _args, ctx) => ctx.guard.can("operator", [a.key]),
     }),
+    administer: t.boolean({
+      description: "Wipe its partitions (admin on it)",
+      resolve: (a, _args, ctx) => ctx.guard.can("admin", [a.key]),
+    }),
   }),
 });
 

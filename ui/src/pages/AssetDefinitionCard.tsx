@@ -29,7 +29,7 @@ export interface AssetDefinition {
   downstream: { key: string }[];
   latestMaterialization: { createdAt: string; runId: string | null; partitionKey: string | null; kind: string | null } | null;
   /** What the caller may do on it: materialise and clear need `operate`. */
-  viewerCan: { operate: boolean } | null;
+  viewerCan: { operate: boolean; administer: boolean } | null;
 }
 
 /** A partition mapping in words; null is the default one (identity for like partitions, all otherwise). */

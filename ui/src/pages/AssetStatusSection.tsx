@@ -92,6 +92,8 @@ interface Target {
   readonly backfill: Record<string, unknown> | undefined;
   /** clearPartitions input, or why the selection cannot be cleared at once. */
   readonly clear: Record<string, unknown> | string;
+  /** wipePartitions input, or why the selection cannot be wiped at once. */
+  readonly wipe: Record<string, unknown> | string;
 }
 
 function rangeTarget(assetKey: string, from: string, to: string, count: number): Target {
@@ -103,6 +105,7 @@ function rangeTarget(assetKey: string, from: string, to: string, count: number):
     run: count <= RUN_LIMIT ? { assetKeys: [assetKey], ...keys } : undefined,
     backfill: count > RUN_LIMIT ? { assetKeys: [assetKey], from, to } : undefined,
     clear: { assetKey, ...keys },
+    wipe: { assetKey, ...(one ? { partitions: [from] } : { from, to }) },
   };
 }
 
@@ -158,7 +161,14 @@ export function StatusSection({
 
   const target = useMemo((): Target | undefined => {
     if (!partitioned)
-      return { count: 1, label: "the asset", run: { assetKeys: [asset.key] }, backfill: undefined, clear: { assetKey: asset.key } };
+      return {
+        count: 1,
+        label: "the asset",
+        run: { assetKeys: [asset.key] },
+        backfill: undefined,
+        clear: { assetKey: asset.key },
+        wipe: { assetKey: asset.key },
+      };
     if (!index || !ranges) return undefined;
     if (view === "bar" && barSelection) {
       return rangeTarget(asset.key, index.keyAt(barSelection.from), index.keyAt(barSelection.to), barSelection.to - barSelection.from + 1);
@@ -178,6 +188,9 @@ export function StatusSection({
         backfill: tooMany ? undefined : { assetKeys: [asset.key], partitions: indices.map((i) => index.keyAt(i)) },
         clear:
           "Clear takes one partition or one range of consecutive partitions; this selection is neither" +
+          ` (consecutive partitions run along ${axes[axes.length - 1]!.name}: select all its keys, or one cell).`,
+        wipe:
+          "Wipe takes one partition or one range of consecutive partitions; this selection is neither" +
           ` (consecutive partitions run along ${axes[axes.length - 1]!.name}: select all its keys, or one cell).`,
       };
     }
@@ -260,6 +273,7 @@ export function StatusSection({
           target={target}
           partitioned={partitioned}
           canOperate={asset.viewerCan?.operate === true}
+          canAdminister={asset.viewerCan?.administer === true}
           onDone={status.reload}
           onDismiss={() =>
             params.set({ from: undefined, to: undefined, rfrom: undefined, rto: undefined, cfrom: undefined, cto: undefined })
@@ -324,6 +338,7 @@ function SelectionActions({
   target,
   partitioned,
   canOperate,
+  canAdminister,
   onDone,
   onDismiss,
 }: {
@@ -332,6 +347,8 @@ function SelectionActions({
   partitioned: boolean;
   /** The caller is an operator of the asset's team: materialise and clear are offered. */
   canOperate: boolean;
+  /** The caller is an admin of the asset's team: wipe is offered too. */
+  canAdminister: boolean;
   onDone: () => void;
   onDismiss: () => void;
 }) {
@@ -447,11 +464,116 @@ function SelectionActions({
         </div>
       )}
       {canOperate && typeof target.clear === "string" ? <div className="muted">{target.clear}</div> : null}
+      {canAdminister ? <WipeAction target={target} partitioned={partitioned} onDone={onDone} /> : null}
       {busy ? <Loading what="" /> : null}
       {error ? <ErrorView error={error} /> : null}
       {created ? (
         <div className="action-result" data-testid="action-result" data-kind={created.kind} data-id={created.id}>
           {created.what} created: <Link href={`/${created.kind === "run" ? "runs" : "backfills"}/${created.id}`}>{created.id}</Link>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+const WIPE = `mutation($input: WipePartitionsInput!) { wipePartitions(input: $input) {
+  partitionCount statusesRemoved materializationsRemoved otherEventsRemoved checkResultsRemoved outputsRemoved objectCount
+  objectsPending { storageRef error } dryRun } }`;
+
+interface WipeCounts {
+  partitionCount: number;
+  statusesRemoved: number;
+  materializationsRemoved: number;
+  otherEventsRemoved: number;
+  checkResultsRemoved: number;
+  outputsRemoved: number;
+  objectCount: number;
+  objectsPending: { storageRef: string; error: string }[];
+  dryRun: boolean;
+}
+
+function describeWipe(w: WipeCounts): string {
+  return (
+    `${formatCount(w.statusesRemoved)} status${w.statusesRemoved === 1 ? "" : "es"}, ` +
+    `${formatCount(w.materializationsRemoved)} materialisation${w.materializationsRemoved === 1 ? "" : "s"}, ` +
+    `${formatCount(w.checkResultsRemoved)} check result${w.checkResultsRemoved === 1 ? "" : "s"} and ` +
+    `${formatCount(w.outputsRemoved)} output${w.outputsRemoved === 1 ? "" : "s"}` +
+    (w.objectCount > 0 ? ` (${formatCount(w.objectCount)} in the object store)` : "")
+  );
+}
+
+/**
+ * Wipe, for admins: a dry run first says what would go, then the wipe itself, with a reason for the audit trail.
+ * The partitions become missing; runs keep their history and downstream data stays.
+ */
+function WipeAction({ target, partitioned, onDone }: { target: Target; partitioned: boolean; onDone: () => void }) {
+  const wipe = useMutation<{ wipePartitions: WipeCounts | null }>(WIPE);
+  const [preview, setPreview] = useState<WipeCounts | undefined>(undefined);
+  const [done, setDone] = useState<WipeCounts | undefined>(undefined);
+  const [reason, setReason] = useState("");
+  if (typeof target.wipe === "string") return <div className="muted">{target.wipe}</div>;
+  const input = target.wipe;
+  const what = partitioned ? `${formatCount(target.count)} partition${target.count === 1 ? "" : "s"}` : "the asset";
+
+  const ask = async () => {
+    setDone(undefined);
+    const r = await wipe.run({ input: { ...input, dryRun: true } });
+    if (r?.wipePartitions) setPreview(r.wipePartitions);
+  };
+  const confirm = async () => {
+    const r = await wipe.run({ input: { ...input, ...(reason.trim() ? { reason: reason.trim() } : {}) } });
+    if (r?.wipePartitions) {
+      setPreview(undefined);
+      setDone(r.wipePartitions);
+      onDone();
+    }
+  };
+
+  return (
+    <div className="wipe-action" data-testid="wipe-action">
+      {preview ? (
+        <div className="wipe-preview" data-testid="wipe-preview">
+          <div>
+            Wipe {what}? This removes {describeWipe(preview)}. They become missing; runs keep their history, and downstream data stays.
+          </div>
+          <div className="toolbar">
+            <input
+              type="text"
+              placeholder="reason (kept in the audit trail)"
+              value={reason}
+              maxLength={1000}
+              onChange={(e) => setReason(e.target.value)}
+              data-testid="wipe-reason"
+              style={{ minWidth: 260 }}
+            />
+            <button type="button" className="danger" disabled={wipe.running} onClick={() => void confirm()} data-testid="wipe-confirm">
+              Wipe
+            </button>
+            <button type="button" className="link-button" onClick={() => setPreview(undefined)}>
+              cancel
+            </button>
+          </div>
+        </div>
+      ) : (
+        <div className="toolbar">
+          <button
+            type="button"
+            disabled={wipe.running}
+            onClick={() => void ask()}
+            data-testid="wipe"
+            title="Remove their statuses, materialisations and outputs, so that they are missing again"
+          >
+            Wipe…
+          </button>
+        </div>
+      )}
+      {wipe.error ? <ErrorView error={wipe.error} /> : null}
+      {done ? (
+        <div className="action-result" data-testid="wipe-result">
+          Wiped {formatCount(done.partitionCount)} partition{done.partitionCount === 1 ? "" : "s"}: removed {describeWipe(done)}.
+          {done.objectsPending.length > 0
+            ? ` ${formatCount(done.objectsPending.length)} object(s) are deleted later: ${done.objectsPending[0]!.error}`
+            : ""}
         </div>
       ) : null}
     </div>

@@ -6,7 +6,7 @@ export const ASSET_QUERY = `query($key: String!) { asset(key: $key) {
   pool priority retries timeoutMs triggerRule executor codeVersion paused pausedAt
   deps { assetKey name mapping } upstream { key } downstream { key }
   latestMaterialization { createdAt runId partitionKey kind }
-  viewerCan { operate }
+  viewerCan { operate administer }
 } }`;
 
 // The partition status the bar and the partition list draw from.
