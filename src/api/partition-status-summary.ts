@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
 import type { SnapshotAsset } from "../graph/index.js";
-import { loadPartitionSpace, PartitionSubset, type PartitionSpace } from "../partitions/index.js";
+import {
+  dynamicNames,
+  loadPartitionContext,
+  loadPartitionSpace,
+  partitionSpace,
+  PartitionSubset,
+  type PartitionSpace,
+} from "../partitions/index.js";
 import type { PartitionState, PartitionStatusStore, RecordedPartitionState, RecordedStatusCounts } from "../storage/index.js";
 export type PartitionStatusCounts = Record<PartitionState, number> & { total: number };
 
@@ -36,6 +43,14 @@ interface CachedStatuses {
   readonly subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>;
   /** When (Date.now()) a read found the version changed, if one did: the asset is being written to. */
   readonly changedAt?: number;
+  /** The subsets' ranges, counted against the cache's budget. */
+  readonly ranges: number;
+}
+
+function rangesOf(subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): number {
+  let n = 1;
+  for (const subset of subsets.values()) n += subset.rangeCount;
+  return n;
 }
 
 /**
@@ -58,16 +73,23 @@ interface CachedStatuses {
 export class PartitionStatusCache {
   readonly #entries = new Map<string, CachedStatuses>();
   readonly #maxEntries: number;
+  readonly #maxRanges: number;
   readonly #skipValidationMs: number;
+  /** Ranges held by all entries: what the cache's memory grows with. */
+  #ranges = 0;
 
   /**
-   * @param options.maxEntries the least recently used asset is dropped beyond it (256).
+   * @param options.maxEntries the least recently used asset is dropped beyond it (50 000: the counts of every asset of
+   *   a large catalog stay answerable by a version check).
+   * @param options.maxRanges likewise beyond this many ranges over all entries (1 000 000, some 16 MB): an asset of
+   *   100 000 partitions in mixed statuses holds a few thousand.
    * @param options.skipValidationMs after a failed validation, answers read the keys straight away for this long
    *   (10 s): the statement that reads the keys reads the fingerprint anyway, so while an asset is being written to
    *   (a backfill, a sensor) validating first only adds a round trip that finds it changed.
    */
-  constructor(options: { readonly maxEntries?: number; readonly skipValidationMs?: number } = {}) {
-    this.#maxEntries = options.maxEntries ?? 256;
+  constructor(options: { readonly maxEntries?: number; readonly maxRanges?: number; readonly skipValidationMs?: number } = {}) {
+    this.#maxEntries = options.maxEntries ?? 50_000;
+    this.#maxRanges = options.maxRanges ?? 1_000_000;
     this.#skipValidationMs = options.skipValidationMs ?? 10_000;
   }
 
@@ -88,15 +110,23 @@ export class PartitionStatusCache {
   fill(key: string, version: RecordedStatusVersion, subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>, now = Date.now()): void {
     const previous = this.#entries.get(key);
     const changedAt = previous && previous.version.fingerprint !== version.fingerprint ? now : previous?.changedAt;
+    if (previous) this.#drop(key, previous);
+    const entry = { version, subsets, ranges: rangesOf(subsets), ...(changedAt !== undefined ? { changedAt } : {}) };
+    this.#entries.set(key, entry);
+    this.#ranges += entry.ranges;
+    for (const [oldest, old] of this.#entries) {
+      if (this.#entries.size <= this.#maxEntries && this.#ranges <= this.#maxRanges) break;
+      if (oldest !== key) this.#drop(oldest, old);
+    }
+  }
+
+  #drop(key: string, entry: CachedStatuses): void {
     this.#entries.delete(key);
-    this.#entries.set(key, { version, subsets, ...(changedAt !== undefined ? { changedAt } : {}) });
-    if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#ranges -= entry.ranges;
   }
 }
 
 interface SummaryOptions {
-  /** The recorded counts of this asset (see PartitionStatusStore.countByStatus). */
-  readonly counts: () => Promise<RecordedStatusCounts>;
   readonly withRanges: boolean;
   readonly now: Date;
   readonly dynamicKeys: (name: string) => Promise<readonly string[]>;
@@ -105,51 +135,82 @@ interface SummaryOptions {
 /**
  * Counts (and, when asked, ranges) of an asset's existing partitions by status.
  *
- * Counts alone come from one SQL aggregate (`counts`, e.g. batched over many
- * assets); partitions without a record are the missing ones. They count every
- * recorded partition of the asset, so after its partitions definition shrank,
- * records of keys that left it are counted until they are cleared.
- *
- * Ranges need each recorded key's place in the partition space, so they read
- * the recorded keys of the asset (one query, one short string per recorded
- * partition; nothing per missing partition) and fold them into index ranges;
- * the counts then come from the same fold and are exact. With a `cache`, the
- * folded recorded statuses are kept while their version holds (see
- * {@link PartitionStatusCache}); `store.recordedStatusOfMany` is then called
+ * With a `cache` (what the API uses), the recorded statuses of the asset are
+ * folded into index subsets once and kept while their version holds (see
+ * {@link PartitionStatusCache}); counts and ranges both come from that fold and
+ * are exact, and an unchanged asset costs a version check, not a count: the
+ * `assets { partitionStatus { counts } }` of thousands of assets reads no
+ * partition rows on a repeated request. `store.recordedStatusOfMany` is called
  * with this asset alone (a caller batches).
+ *
+ * Without a cache, counts alone come from one SQL aggregate (`counts`); they
+ * count every recorded partition of the asset, so after its partitions
+ * definition shrank, records of keys that left it are counted until they are
+ * cleared. Ranges read the recorded keys of the asset (one query, one short
+ * string per recorded partition; nothing per missing partition) and fold them.
  */
 export async function partitionStatusSummary(
   asset: SnapshotAsset,
   options: SummaryOptions &
     (
-      | { readonly store: Pick<PartitionStatusStore, "keysByStatus">; readonly cache?: undefined }
+      | {
+          readonly store: Pick<PartitionStatusStore, "keysByStatus">;
+          readonly cache?: undefined;
+          /** The recorded counts of this asset (see PartitionStatusStore.countByStatus). */
+          readonly counts: () => Promise<RecordedStatusCounts>;
+        }
       | { readonly store: Pick<PartitionStatusStore, "recordedStatusOfMany">; readonly cache: PartitionStatusCache }
     ),
 ): Promise<PartitionStatusSummary> {
-  const dynamic: string[] = [];
-  const space = asset.partitions
-    ? await loadPartitionSpace(asset.partitions, async (name) => {
-        const keys = await options.dynamicKeys(name);
-        dynamic.push(name, String(keys.length), ...keys);
-        return keys;
-      })
-    : undefined;
-  const total = space ? space.count(options.now) : 1;
-  if (!options.withRanges) {
+  if (!options.cache) {
+    const space = asset.partitions ? await loadPartitionSpace(asset.partitions, options.dynamicKeys) : undefined;
+    const total = space ? space.count(options.now) : 1;
+    if (options.withRanges) {
+      const keys = await options.store.keysByStatus({ assetKey: asset.key, codeVersion: asset.codeVersion });
+      const stored = new Map(STORED.map((status) => [status, toSubset(keys.get(status) ?? [], space)]));
+      return summaryOf(stored, toSubset(keys.get("materializing") ?? [], space), space, total, true);
+    }
     const recorded = await options.counts();
     const known = RECORDED.reduce((n, s) => n + recorded[s], 0);
     return { counts: { ...recorded, missing: Math.max(0, total - known), total } };
   }
-  let stored: ReadonlyMap<StoredPartitionState, PartitionSubset>;
-  let materializing: PartitionSubset;
-  if (options.cache) {
-    const cache = options.cache;
+  return (await partitionStatusSummaries([asset], { ...options, cache: options.cache, store: options.store })).get(asset)!;
+}
+
+/**
+ * {@link partitionStatusSummary} of many assets at once, with a cache: the dynamic partition keys they use are read
+ * once, `store.recordedStatusOfMany` is called once for all of them, and the rest is a loop without awaits (thousands
+ * of assets of an `assets { partitionStatus { counts } }` cost one statement and no promise each). Counts and ranges
+ * come from the same fold, so an unchanged asset costs a version check, not a count.
+ */
+export async function partitionStatusSummaries(
+  assets: readonly SnapshotAsset[],
+  options: SummaryOptions & {
+    readonly store: Pick<PartitionStatusStore, "recordedStatusOfMany">;
+    readonly cache: PartitionStatusCache;
+  },
+): Promise<Map<SnapshotAsset, PartitionStatusSummary>> {
+  const { cache } = options;
+  const ctx = await loadPartitionContext(
+    assets.map((a) => a.partitions ?? null),
+    (name) => options.dynamicKeys(name),
+  );
+  const prepared = assets.map((asset) => {
+    const space = asset.partitions ? partitionSpace(asset.partitions, ctx) : undefined;
+    const dynamic = asset.partitions
+      ? dynamicNames(asset.partitions).flatMap((name) => [name, String(ctx.dynamicKeys(name).length), ...ctx.dynamicKeys(name)])
+      : [];
     const cacheKey = cacheKeyOf(asset, dynamic);
     const cached = cache.lookup(cacheKey);
-    const known = cached?.validate ? { known: cached.entry.version } : {};
-    const read = (await options.store.recordedStatusOfMany([{ assetKey: asset.key, codeVersion: asset.codeVersion, ...known }])).get(
-      asset.key,
-    )!;
+    return { asset, space, cacheKey, cached, known: cached?.validate ? cached.entry.version : undefined };
+  });
+  const reads = await options.store.recordedStatusOfMany(
+    prepared.map(({ asset, known }) => ({ assetKey: asset.key, codeVersion: asset.codeVersion, ...(known ? { known } : {}) })),
+  );
+  const out = new Map<SnapshotAsset, PartitionStatusSummary>();
+  for (const { asset, space, cacheKey, cached } of prepared) {
+    const read = reads.get(asset.key)!;
+    let stored: ReadonlyMap<StoredPartitionState, PartitionSubset>;
     if (read.recorded) {
       const subsets = new Map<StoredPartitionState, PartitionSubset>();
       for (const status of STORED) subsets.set(status, toSubset(read.recorded.keys.get(status) ?? [], space));
@@ -158,21 +219,25 @@ export async function partitionStatusSummary(
     } else {
       stored = cached!.entry.subsets;
     }
-    materializing = toSubset(read.materializing, space);
-  } else {
-    const keys = await options.store.keysByStatus({ assetKey: asset.key, codeVersion: asset.codeVersion });
-    stored = new Map(STORED.map((status) => [status, toSubset(keys.get(status) ?? [], space)]));
-    materializing = toSubset(keys.get("materializing") ?? [], space);
+    const total = space ? space.count(options.now) : 1;
+    out.set(asset, summaryOf(stored, toSubset(read.materializing, space), space, total, options.withRanges));
   }
-  return summaryOf(stored, materializing, space, total);
+  return out;
 }
 
 /** Asset, code version and partition space (a dynamic set's keys included: they decide indices). */
 function cacheKeyOf(asset: SnapshotAsset, dynamic: readonly string[]): string {
-  const space = asset.partitions === null || asset.partitions === undefined ? "" : JSON.stringify(asset.partitions);
-  const keys = dynamic.length === 0 ? "" : createHash("sha256").update(dynamic.join("\0")).digest("base64");
-  return JSON.stringify([asset.key, asset.codeVersion, space, keys]);
+  let key = staticCacheKeys.get(asset);
+  if (key === undefined) {
+    const space = asset.partitions === null || asset.partitions === undefined ? "" : JSON.stringify(asset.partitions);
+    key = JSON.stringify([asset.key, asset.codeVersion, space]);
+    staticCacheKeys.set(asset, key);
+  }
+  return dynamic.length === 0 ? key : `${key}${createHash("sha256").update(dynamic.join("\0")).digest("base64")}`;
 }
+
+/** The key of an asset's definition (a graph's assets are immutable and outlive requests: computed once each). */
+const staticCacheKeys = new WeakMap<SnapshotAsset, string>();
 
 /**
  * Statuses of the partitions existing now ([0, total)): materializing over the recorded statuses, missing the rest.
@@ -183,6 +248,7 @@ function summaryOf(
   materializingAll: PartitionSubset,
   space: PartitionSpace | undefined,
   total: number,
+  withRanges: boolean,
 ): PartitionStatusSummary {
   const materializing = materializingAll.clamp(0, total);
   const subsets = new Map<PartitionState, PartitionSubset>([["materializing", materializing]]);
@@ -194,21 +260,23 @@ function summaryOf(
   }
   subsets.set("missing", PartitionSubset.range(0, total).difference(recordedAll));
 
+  const count = (s: PartitionState) => subsets.get(s)?.count() ?? 0;
+  const counts = {
+    missing: count("missing"),
+    materializing: count("materializing"),
+    materialized: count("materialized"),
+    failed: count("failed"),
+    stale: count("stale"),
+    timed_out: count("timed_out"),
+    total,
+  };
+  if (!withRanges) return { counts };
   const ranges: { start: number; end: number; status: PartitionState }[] = [];
   for (const [status, subset] of subsets) for (const [start, end] of subset.ranges()) ranges.push({ start, end, status });
   ranges.sort((a, b) => a.start - b.start);
   const keyAt = (i: number) => (space ? space.keyAt(i) : "");
-  const count = (s: PartitionState) => subsets.get(s)?.count() ?? 0;
   return {
-    counts: {
-      missing: count("missing"),
-      materializing: count("materializing"),
-      materialized: count("materialized"),
-      failed: count("failed"),
-      stale: count("stale"),
-      timed_out: count("timed_out"),
-      total,
-    },
+    counts,
     ranges: ranges.map((r) => ({ status: r.status, from: keyAt(r.start), to: keyAt(r.end - 1), count: r.end - r.start })),
   };
 }

@@ -8,6 +8,7 @@ import type { SnapshotAsset } from "../../src/graph/index.js";
 import { asset, dep, hourly, type AssetDefinition } from "../../src/index.js";
 import { PartitionStatusCache, partitionStatusSummary, type PartitionStatusSummary } from "../../src/api/partition-status-summary.js";
 import { GraphCache, PgDefinitionStore, PgPartitionStatusStore } from "../../src/storage/index.js";
+import { PartitionSubset } from "../../src/partitions/index.js";
 import { CHANGES_KEPT_PER_ASSET, prunePartitionStatusChanges } from "../../src/storage/runs/partition-status.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
 import { apiServicesOn } from "../support/api-services.js";
@@ -52,6 +53,10 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
   const summary = async (a: SnapshotAsset, now = at(6)): Promise<PartitionStatusSummary> => {
     const cached = await summaryOf(a, now, true);
     expect(cached).toEqual(await summaryOf(a, now, false));
+    // Counts alone (what `assets { partitionStatus { counts } }` reads) come from the same fold: exact, where the
+    // uncached aggregate also counts records of partitions that do not exist yet.
+    const folded = await partitionStatusSummary(a, { withRanges: false, now, dynamicKeys: async () => [], store, cache });
+    expect(folded).toEqual({ counts: cached.counts });
     return cached;
   };
   const ranges = async (a: SnapshotAsset, now?: Date) =>
@@ -279,4 +284,22 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
       await removeDefinitions();
     }
   });
+});
+
+it("keeps the counts of many assets within its budget of ranges, dropping the least recently used", () => {
+  const cache = new PartitionStatusCache({ maxRanges: 100 });
+  const version = { fingerprint: "f", upstreamAssetKeys: [] };
+  // 30 ranges of materialised partitions (every other index), then the entry itself: 31 each.
+  const subsets = new Map([["materialized", PartitionSubset.fromIndices(Array.from({ length: 30 }, (_, i) => 2 * i))]] as const);
+  for (const key of ["a", "b", "c"]) cache.fill(key, version, subsets);
+  expect(cache.size).toBe(3);
+  cache.lookup("a"); // now the most recently used
+  cache.fill("d", version, subsets);
+  expect(cache.size).toBe(3);
+  expect(cache.lookup("b")).toBeUndefined();
+  expect(cache.lookup("a")).toBeDefined();
+  // An entry larger than the whole budget is still kept: it is what was just asked for.
+  cache.fill("huge", version, new Map([["failed", PartitionSubset.fromIndices(Array.from({ length: 200 }, (_, i) => 2 * i))]] as const));
+  expect(cache.size).toBe(1);
+  expect(cache.lookup("huge")).toBeDefined();
 });

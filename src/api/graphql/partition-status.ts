@@ -2,16 +2,14 @@
 // status) and the status and stale reasons of each listed partition.
 import type { GraphQLResolveInfo, SelectionSetNode } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
-import type { AssetCodeVersion, PartitionStatusRecord, RecordedStatusCounts, StaleReason } from "../../storage/index.js";
+import type { PartitionStatusRecord, StaleReason } from "../../storage/index.js";
 import { staleReasonMessage, type PartitionStatusRow } from "../partition-listing.js";
 import {
   PartitionStatusCache,
-  partitionStatusSummary,
-  type KnownRecordedStatus,
+  partitionStatusSummaries,
   type PartitionStatusCounts,
   type PartitionStatusRange,
   type PartitionStatusSummary,
-  type RecordedStatusRead,
 } from "../partition-status-summary.js";
 import { batched, perContext } from "./batch.js";
 import { builder } from "./builder.js";
@@ -97,41 +95,6 @@ export const AssetPartitionStatusRef = builder.objectRef<PartitionStatusSummary>
 });
 
 /**
- * A per-request loader of one value per asset (at its code version) that
- * asks the store once per GraphQL level for all the assets resolved there.
- */
-function perAssetLoader<V>(
-  load: (ctx: Pick<ApiServices, "assets">, assets: AssetCodeVersion[]) => Promise<ReadonlyMap<string, V>>,
-): (ctx: Pick<ApiServices, "assets">) => (asset: AssetCodeVersion) => Promise<V | undefined> {
-  return perContext((ctx: Pick<ApiServices, "assets">) => {
-    const loader = batched(async (keys: string[]) => {
-      const assets = keys
-        .map((k) => JSON.parse(k) as [string, string | null])
-        .map(([assetKey, codeVersion]) => ({ assetKey, codeVersion }));
-      const byAsset = await load(ctx, assets);
-      return new Map(assets.map((a) => [JSON.stringify([a.assetKey, a.codeVersion]), byAsset.get(a.assetKey)!]));
-    });
-    return (asset) => loader(JSON.stringify([asset.assetKey, asset.codeVersion]));
-  });
-}
-
-/** Recorded counts of many assets in one aggregate query per GraphQL level (`assets { partitionStatus { counts } }`). */
-const countsLoader = perAssetLoader((ctx, assets) => ctx.assets.partitionStatus.countByStatus(assets));
-
-/**
- * Recorded statuses of many assets per GraphQL level (`assets { partitionStatus { ranges } }`): one statement
- * validating the cached ones, one reading the others (see PartitionStatusStore.recordedStatusOfMany).
- */
-const recordedLoader = perContext((ctx: Pick<ApiServices, "assets">) => {
-  const loader = batched(async (keys: string[]) => {
-    const assets = keys.map((k) => JSON.parse(k) as KnownRecordedStatus);
-    const byAsset = await ctx.assets.partitionStatus.recordedStatusOfMany(assets);
-    return new Map(keys.map((k, i) => [k, byAsset.get(assets[i]!.assetKey)!]));
-  });
-  return (asset: KnownRecordedStatus): Promise<RecordedStatusRead | undefined> => loader(JSON.stringify(asset));
-});
-
-/**
  * Folded recorded statuses per server: keyed by its catalog, which a server builds once for its database,
  * whereas it builds a context (and its stores) per request.
  */
@@ -142,6 +105,25 @@ function cacheOf(ctx: Pick<ApiServices, "assets">): PartitionStatusCache {
   return cache;
 }
 
+/**
+ * Summaries of every asset resolved at one GraphQL level, computed together (`assets { partitionStatus { counts } }`):
+ * one statement validating the cached ones and reading the others, then a loop (see partitionStatusSummaries). One
+ * loader with ranges and one without, since a level asks for the same fields of each asset.
+ */
+const summaryLoaders = perContext((ctx: Pick<ApiServices, "assets" | "now">) => {
+  const loaderOf = (withRanges: boolean) =>
+    batched((assets: SnapshotAsset[]) =>
+      partitionStatusSummaries(assets, {
+        cache: cacheOf(ctx),
+        store: ctx.assets.partitionStatus,
+        withRanges,
+        now: ctx.now(),
+        dynamicKeys: (name) => ctx.assets.catalog.dynamicKeys(name),
+      }),
+    );
+  return { counts: loaderOf(false), ranges: loaderOf(true) };
+});
+
 /** Resolver of Asset.partitionStatus. */
 export async function resolvePartitionStatus(
   asset: SnapshotAsset,
@@ -149,22 +131,11 @@ export async function resolvePartitionStatus(
   info: GraphQLResolveInfo,
 ): Promise<PartitionStatusSummary> {
   try {
-    const counts = countsLoader(ctx);
-    const recorded = recordedLoader(ctx);
-    return await partitionStatusSummary(asset, {
-      cache: cacheOf(ctx),
-      store: {
-        recordedStatusOfMany: async ([a]) => {
-          const read = await recorded(a!);
-          if (!read) throw new Error(`no recorded statuses for asset "${a!.assetKey}"`);
-          return new Map([[a!.assetKey, read]]);
-        },
-      },
-      counts: async () => (await counts({ assetKey: asset.key, codeVersion: asset.codeVersion })) as RecordedStatusCounts,
-      withRanges: info.fieldNodes.some((n) => asksFor(n.selectionSet, "ranges")),
-      now: ctx.now(),
-      dynamicKeys: (name) => ctx.assets.catalog.dynamicKeys(name),
-    });
+    const loaders = summaryLoaders(ctx);
+    const withRanges = info.fieldNodes.some((n) => asksFor(n.selectionSet, "ranges"));
+    const summary = await (withRanges ? loaders.ranges : loaders.counts)(asset);
+    if (!summary) throw new Error(`no partition status for asset "${asset.key}"`);
+    return summary;
   } catch (err) {
     throw asGraphQLError(err);
   }
