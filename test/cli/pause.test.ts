@@ -193,4 +193,39 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
     expect(bad.stderr).toMatch(/GROUP_UNKNOWN/);
     expect(await pausedOf()).toEqual({ "crm/profiles": true, "sales/orders": false, "sales/revenue": true });
   });
+
+  it("tributary wipe goes through the server too: the partition the run made is missing again", { timeout: cliBudget(1) }, async () => {
+    // The run of an earlier test materialised 2025-01-01 to 2025-01-03.
+    const r = await runCli([
+      "wipe",
+      "sales/orders",
+      "--partition",
+      "2025-01-02",
+      "--reason",
+      "through the server",
+      "--json",
+      "--url",
+      url(),
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true,
+      assetKey: "sales/orders",
+      partitionCount: 1,
+      partitionKeys: ["2025-01-02"],
+      statusesRemoved: 1,
+      materializationsRemoved: 1,
+      outputsRemoved: 1,
+      objectsPending: [],
+      dryRun: false,
+    });
+    const statuses = await gql<{ asset: { partitions: { nodes: { key: string; status: string }[] } } }>(
+      `{ asset(key: "sales/orders") { partitions(from: "2025-01-01", to: "2025-01-03") { nodes { key status } } } }`,
+    );
+    expect(statuses.data!.asset.partitions.nodes.map((n) => `${n.key} ${n.status}`)).toEqual([
+      "2025-01-01 MATERIALIZED",
+      "2025-01-02 MISSING",
+      "2025-01-03 MATERIALIZED",
+    ]);
+  });
 });
