@@ -1,6 +1,7 @@
 // Partition wipe at scale: an hourly asset of 100 000 partitions, each materialised twice (with an inline output per
 // materialisation and the lineage of a downstream asset reading it), seeded with bulk SQL; then wipes of 1 000,
-// 10 000 and 50 000 partitions through the API's command (each a dry run first), on the local Postgres.
+// 10 000 and 50 000 partitions through the API's command (each a dry run first), then output retention over the
+// outputs left, on the local Postgres.
 //   npx tsx bench/wipe.ts
 import { sql } from "kysely";
 import { hourlyStart, now, seedHistory } from "./_seed-history.js";
@@ -8,6 +9,7 @@ import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
 import { printResult, round1, timed, withScope } from "./_setup.js";
 import { localGuard } from "../src/access/index.js";
 import { partitionSpace } from "../src/partitions/index.js";
+import { PgOutputRetentionStore } from "../src/storage/index.js";
 
 const PARTITIONS = 100_000;
 const SIZES = [1_000, 10_000, 50_000];
@@ -68,7 +70,28 @@ const result = await withScope(async (scope) => {
       rowsPerSecond: Math.round(rows / (wiped.ms / 1000)),
     });
   }
-  return { seeded: { ...seeded.value, seedS: round1(seeded.ms / 1000) }, wipes };
+  // Output retention over what is left: every remaining output is older than the retention and superseded (the seeded
+  // statuses name no run), deleted 1 000 per statement as a reconciler does.
+  await sql`update outputs set created_at = now() - interval '40 days'`.execute(db);
+  const retention = new PgOutputRetentionStore(db);
+  const before = new Date(Date.now() - 30 * 86_400_000);
+  const pruned = await timed(async () => {
+    let total = 0;
+    for (;;) {
+      const { outputs } = await retention.prune({ before, limit: 1_000 }, new Date());
+      total += outputs;
+      if (outputs < 1_000) return total;
+    }
+  });
+  return {
+    seeded: { ...seeded.value, seedS: round1(seeded.ms / 1000) },
+    wipes,
+    retention: {
+      outputs: pruned.value,
+      seconds: round1(pruned.ms / 1000),
+      outputsPerSecond: Math.round(pruned.value / (pruned.ms / 1000)),
+    },
+  };
 });
 
 printResult({ bench: "wipe", database: "postgres (local)", partitions: PARTITIONS, ...result });

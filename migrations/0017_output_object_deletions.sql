@@ -5,7 +5,7 @@
 CREATE TABLE output_object_deletions (
   id              bigserial PRIMARY KEY,
   storage_ref     text NOT NULL UNIQUE,
-  -- What deleted the output: `wipe` (with the asset and partition it held).
+  -- What deleted the output: `wipe` or `retention` (with the asset and partition it held).
   reason          text NOT NULL,
   asset_key       text NOT NULL,
   partition_key   text NOT NULL DEFAULT '',

@@ -10,6 +10,7 @@ import {
   ObservationsTask,
   OpenLineageTask,
   OutputDeletionsTask,
+  OutputRetentionTask,
   Reconciler,
   type ReconcilerOptions,
 } from "../reconciler/index.js";
@@ -18,6 +19,7 @@ import {
   PgObservationStore,
   PgOpenLineageStore,
   PgOutputDeletionStore,
+  PgOutputRetentionStore,
   PgTriggerStore,
   PgTryTokenStore,
 } from "../storage/index.js";
@@ -178,6 +180,16 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     outputStore: runtime.outputStore,
     ...(options.log ? { log: options.log } : {}),
   });
+  // Outputs past TRIBUTARY_OUTPUT_RETENTION, when it is set.
+  const retentionMs = runtime.settings.outputRetentionMs;
+  const outputRetention =
+    retentionMs === undefined
+      ? undefined
+      : new OutputRetentionTask({
+          store: new PgOutputRetentionStore(runtime.database.db),
+          retentionMs,
+          ...(options.log ? { log: options.log } : {}),
+        });
   // With localSteps "workers", `local` steps go to the fleet too (the local executor then runs nothing).
   const localSteps = options.localSteps === "workers" && bullmq ? bullmq : executor;
   const reconciler = new Reconciler({
@@ -202,6 +214,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       waitTimeouts,
       alerts,
       ...(openLineage ? [openLineage] : []),
+      ...(outputRetention ? [outputRetention] : []),
       outputDeletions,
     ],
   });

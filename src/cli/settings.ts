@@ -66,6 +66,11 @@ export interface Settings {
    * default 2s; it grows exponentially, jittered) and TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY (default 1m).
    */
   infrastructureRetry: InfrastructureRetryPolicy;
+  /**
+   * TRIBUTARY_OUTPUT_RETENTION (e.g. `30d`): outputs older than this are deleted by the reconcilers, objects too,
+   * except what the latest materialisation of each partition wrote and what unfinished runs wrote. Unset: kept.
+   */
+  outputRetentionMs: number | undefined;
 }
 
 export interface HttpSettings {
@@ -151,6 +156,23 @@ const envDuration = (example: string) =>
     return ms;
   });
 
+/** How long outputs are kept: at least an hour, at most ten years. */
+const envRetention = z.string().transform((value, ctx) => {
+  const text = value.trim();
+  let ms: number;
+  try {
+    ms = parseDuration(text, "");
+  } catch {
+    ctx.addIssue({ code: "custom", message: `"${value}" is not a duration; write e.g. 30d or 12h` });
+    return z.NEVER;
+  }
+  if (ms < 3_600_000 || ms > 3_650 * 86_400_000) {
+    ctx.addIssue({ code: "custom", message: `"${value}" must be between 1h and 3650d` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
 /** An OpenID Connect provider users sign in with (the authorization code flow). */
 export interface OidcSettings {
   /** The provider's issuer URL; its discovery document is at <issuer>/.well-known/openid-configuration. */
@@ -218,6 +240,7 @@ const envSchema = z.object({
     .optional(),
   TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY: envDuration("2s").optional(),
   TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: envDuration("1m").optional(),
+  TRIBUTARY_OUTPUT_RETENTION: envRetention.optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -238,6 +261,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     TRIBUTARY_INFRASTRUCTURE_RETRIES: env.TRIBUTARY_INFRASTRUCTURE_RETRIES || undefined,
     TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY || undefined,
     TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY || undefined,
+    TRIBUTARY_OUTPUT_RETENTION: env.TRIBUTARY_OUTPUT_RETENTION || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -282,6 +306,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
       mutationRateSet: parsedEnv.data.TRIBUTARY_MUTATIONS_PER_MINUTE !== undefined,
     },
     infrastructureRetry: infrastructureRetry(parsedEnv.data),
+    outputRetentionMs: parsedEnv.data.TRIBUTARY_OUTPUT_RETENTION,
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
     ...optionalOidc(env),

@@ -29,6 +29,8 @@ export type { BackfillTaskOptions } from "./backfills/index.js";
 export { ObservationsTask } from "./observations/index.js";
 export { OutputDeletionsTask } from "./output-deletions/output-deletions-task.js";
 export type { OutputDeletionsTaskOptions } from "./output-deletions/output-deletions-task.js";
+export { OutputRetentionTask } from "./output-deletions/output-retention-task.js";
+export type { OutputRetentionTaskOptions } from "./output-deletions/output-retention-task.js";
 export type { ObservationsTaskOptions } from "./observations/index.js";
 // OpenLineage run events.
 export * from "./openlineage/index.js";

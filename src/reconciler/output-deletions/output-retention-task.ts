@@ -1,0 +1,47 @@
+import type { PgOutputRetentionStore } from "../../storage/index.js";
+import type { ReconcilerTask } from "../reconciler.js";
+
+export interface OutputRetentionTaskOptions {
+  readonly store: Pick<PgOutputRetentionStore, "prune">;
+  /** Outputs older than this are deleted (see PgOutputRetentionStore for what is always kept). */
+  readonly retentionMs: number;
+  /** At most this often (default 60 s). */
+  readonly intervalMs?: number;
+  /** Outputs per statement (default 1 000), and statements per pass (default 10): small transactions, no long locks. */
+  readonly batch?: number;
+  readonly maxBatches?: number;
+  readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+}
+
+/**
+ * Output retention (TRIBUTARY_OUTPUT_RETENTION): deletes outputs past the retention, oldest first, in small batches,
+ * keeping what steps may still read; their objects go through the deletion queue (OutputDeletionsTask).
+ */
+export class OutputRetentionTask implements ReconcilerTask {
+  readonly name = "output-retention";
+  #lastRun = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly options: OutputRetentionTaskOptions) {}
+
+  async run(now: Date): Promise<void> {
+    const since = now.getTime() - this.#lastRun;
+    if (since >= 0 && since < (this.options.intervalMs ?? 60_000)) return;
+    this.#lastRun = now.getTime();
+    const batch = this.options.batch ?? 1_000;
+    const before = new Date(now.getTime() - this.options.retentionMs);
+    let outputs = 0;
+    let objects = 0;
+    for (let i = 0; i < (this.options.maxBatches ?? 10); i++) {
+      const pruned = await this.options.store.prune({ before, limit: batch }, now);
+      outputs += pruned.outputs;
+      objects += pruned.objects;
+      if (pruned.outputs < batch) break;
+    }
+    if (outputs > 0) {
+      this.options.log?.(
+        "info",
+        `output retention: deleted ${outputs} output(s) older than ${before.toISOString()}, ${objects} object(s) queued`,
+      );
+    }
+  }
+}
