@@ -180,7 +180,7 @@ export async function partitionStatusSummary(
 /**
  * {@link partitionStatusSummary} of many assets at once, with a cache: the dynamic partition keys they use are read
  * once, `store.recordedStatusOfMany` is called once for all of them, and the rest is a loop without awaits (thousands
- * of assets of an `assets { partitionStatus { counts } }` cost one statement and no promise each). Counts and ranges
+ * of assets of an `assets { partitionStatus { counts } }` cost one statement and no await each). Counts and ranges
  * come from the same fold, so an unchanged asset costs a version check, not a count.
  */
 export async function partitionStatusSummaries(

@@ -186,7 +186,8 @@ export type { PartitionWipe, PartitionWipeRequest, PartitionWipeStore, QueuedObj
 export { PgOutputDeletionStore } from "./pg-output-deletion-store.js";
 export type { ClaimedObjectDeletion, OutputDeletionStore } from "./output-deletion-store.js";
 export { deleteQueuedObjects, type ObjectDeletionOutcome } from "./output-deletions.js";
-export { PgOutputRetentionStore, type PrunedOutputs } from "./pg-output-retention-store.js";
+export { PgOutputRetentionStore } from "./pg-output-retention-store.js";
+export type { OutputRetentionStore, PrunedOutputs } from "./output-retention-store.js";
 export { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
 export type {
   LineageStore,

@@ -1,12 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "./database.js";
-
-/** What one pass of output retention removed. */
-export interface PrunedOutputs {
-  readonly outputs: number;
-  /** Their objects, queued for deletion from the object store (see OutputDeletionStore). */
-  readonly objects: number;
-}
+import type { OutputRetentionStore, PrunedOutputs } from "./output-retention-store.js";
 
 /**
  * Output retention in Postgres SQL (server Postgres and PGlite): outputs older than a cut-off are deleted, oldest
@@ -15,7 +9,7 @@ export interface PrunedOutputs {
  * runs that have not ended. Their objects are queued for deletion in the same statement. Rows locked by another
  * pruner (or a wipe) are skipped, so any number of reconcilers may prune at once.
  */
-export class PgOutputRetentionStore {
+export class PgOutputRetentionStore implements OutputRetentionStore {
   readonly #db: Kysely<Database>;
 
   constructor(db: Kysely<Database>) {

@@ -1,5 +1,5 @@
 import { localGuard, type Guard } from "../../access/index.js";
-import type { PartitionRequest } from "./partition-request.js";
+import { openRange, type PartitionRequest } from "./partition-request.js";
 import { planScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
@@ -247,12 +247,8 @@ async function selectRoot(
     const space = partitionSpace(root.partitions, ctx);
     let selection: PartitionSelection;
     if (request.partition !== undefined) selection = { kind: "keys", keys: [request.partition] };
-    else if (hasSelection) {
-      const count = space.count(now);
-      if (count === 0)
-        throw new PartitionError(`asset "${root.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
-      selection = { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
-    } else if (request.onlyFailed) selection = { kind: "all" };
+    else if (hasSelection) selection = openRange(root.key, space, request, now);
+    else if (request.onlyFailed) selection = { kind: "all" };
     else {
       throw new PartitionError(
         `asset "${root.key}" is partitioned: choose the partitions to clear (a partition, or a range from–to), or clear only the failed ones`,

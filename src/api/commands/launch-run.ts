@@ -1,5 +1,5 @@
 import { localGuard, type Guard } from "../../access/index.js";
-import type { PartitionRequest } from "./partition-request.js";
+import { openRange, type PartitionRequest } from "./partition-request.js";
 import { planScope } from "./plan-scope.js";
 import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
@@ -157,11 +157,7 @@ function selectionOf(
   // An open end means the first / the latest existing partition of the first partitioned asset.
   const first = selected.find((a) => a.partitions);
   if (!first?.partitions) throw new PartitionError("a partition range was given, but none of the selected assets is partitioned");
-  const space = partitionSpace(first.partitions, ctx);
-  const count = space.count(now);
-  if (count === 0)
-    throw new PartitionError(`asset "${first.key}" has no partitions yet (${space.describe()})`, { code: "PARTITION_NOT_EXISTING" });
-  return { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
+  return openRange(first.key, partitionSpace(first.partitions, ctx), request, now);
 }
 
 /** The asset a selection per dimension is read in: the first multi-partitioned one selected (else the first, for the error). */

@@ -3,6 +3,7 @@ import { InputError, PartitionError } from "../../errors/index.js";
 import type { AssetGraph } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
 import { resolveSelection, type PartitionSelection } from "../../planner/index.js";
+import { openRange } from "./partition-request.js";
 import {
   deleteQueuedObjects,
   type DefinitionStore,
@@ -14,6 +15,8 @@ import {
 
 /** The most partitions one wipe removes: a larger selection is wiped in parts. */
 export const MAX_WIPE_PARTITIONS = 100_000;
+/** The most partition keys an answer lists (partitionCount counts them all). */
+const MAX_LISTED_KEYS = 1_000;
 /** The most characters of a wipe's reason. */
 export const MAX_WIPE_REASON_LENGTH = 1_000;
 
@@ -38,6 +41,8 @@ export interface WipePartitionsServices {
 }
 
 export interface PartitionWipeResult extends PartitionWipe {
+  /** The first 1 000 wiped partitions, in order (partitionCount counts them all). */
+  readonly partitionKeys: readonly string[];
   /** Objects deleted from the object store before the answer. */
   readonly objectsDeleted: number;
   /** Objects still to delete: a reconciler deletes them when the store answers again. */
@@ -83,7 +88,12 @@ export async function wipePartitions(
   const pending = services.outputStore
     ? deleted.failed
     : wiped.objectDeletions.map((d) => ({ storageRef: d.storageRef, error: "no object store is configured in this process" }));
-  return { ...wiped, objectsDeleted: deleted.deleted, objectsPending: pending };
+  return {
+    ...wiped,
+    partitionKeys: wiped.partitionKeys.slice(0, MAX_LISTED_KEYS),
+    objectsDeleted: deleted.deleted,
+    objectsPending: pending,
+  };
 }
 
 /** The request's partitions of the asset, validated as a run's selection is. */
@@ -126,15 +136,8 @@ async function selectPartitions(services: WipePartitionsServices, request: WipeP
   const space = partitionSpace(asset.partitions, ctx);
   let selection: PartitionSelection;
   if (request.partitions !== undefined) selection = { kind: "keys", keys: [...new Set(request.partitions)] };
-  else if (hasRange) {
-    const count = space.count(now);
-    if (count === 0)
-      throw new PartitionError(`asset "${asset.key}" has no partitions yet (${space.describe()})`, {
-        code: "PARTITION_NOT_EXISTING",
-        location,
-      });
-    selection = { kind: "range", from: request.from ?? space.keyAt(0), to: request.to ?? space.keyAt(count - 1) };
-  } else {
+  else if (hasRange) selection = openRange(asset.key, space, request, now);
+  else {
     throw new PartitionError(`asset "${asset.key}" is partitioned: choose the partitions to wipe (partitions, or a range from–to)`, {
       code: "PARTITION_SELECTION_REQUIRED",
       location,

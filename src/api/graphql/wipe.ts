@@ -37,10 +37,7 @@ const PartitionWipeRef = builder.objectRef<PartitionWipeResult>("PartitionWipe")
   fields: (t) => ({
     assetKey: t.exposeString("assetKey"),
     partitionCount: t.exposeInt("partitionCount"),
-    partitionKeys: t.stringList({
-      description: "The wiped partitions, the first 1 000 in order",
-      resolve: (w) => w.partitionKeys.slice(0, 1_000),
-    }),
+    partitionKeys: t.exposeStringList("partitionKeys", { description: "The wiped partitions, the first 1 000 in order" }),
     statusesRemoved: t.exposeInt("statusesRemoved", { description: "Partitions that had a status and are missing now" }),
     materializationsRemoved: t.exposeInt("materializationsRemoved"),
     otherEventsRemoved: t.exposeInt("otherEventsRemoved", { description: "Planned materialisations, failures and check events" }),

@@ -1,9 +1,9 @@
-import type { PgOutputRetentionStore } from "../../storage/index.js";
+import type { OutputRetentionStore } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
 
 export interface OutputRetentionTaskOptions {
-  readonly store: Pick<PgOutputRetentionStore, "prune">;
-  /** Outputs older than this are deleted (see PgOutputRetentionStore for what is always kept). */
+  readonly store: OutputRetentionStore;
+  /** Outputs older than this are deleted (see OutputRetentionStore for what is always kept). */
   readonly retentionMs: number;
   /** At most this often (default 60 s). */
   readonly intervalMs?: number;

@@ -96,6 +96,14 @@ interface Target {
   readonly wipe: Record<string, unknown> | string;
 }
 
+/** Why a matrix block cannot be cleared or wiped at once: those take one partition or one range. */
+function notOneRange(action: string, lastAxis: string): string {
+  return (
+    `${action} takes one partition or one range of consecutive partitions; this selection is neither` +
+    ` (consecutive partitions run along ${lastAxis}: select all its keys, or one cell).`
+  );
+}
+
 function rangeTarget(assetKey: string, from: string, to: string, count: number): Target {
   const one = count === 1;
   const keys = one ? { partition: from } : { from, to };
@@ -186,12 +194,8 @@ export function StatusSection({
         label: `${axes[rowAxis]!.name} ${axes[rowAxis]!.keyAt(cellSelection.rows[0])}…${axes[rowAxis]!.keyAt(cellSelection.rows[1])} × ${axes[colAxis]!.name} ${axes[colAxis]!.keyAt(cellSelection.cols[0])}…${axes[colAxis]!.keyAt(cellSelection.cols[1])}`,
         run: undefined,
         backfill: tooMany ? undefined : { assetKeys: [asset.key], partitions: indices.map((i) => index.keyAt(i)) },
-        clear:
-          "Clear takes one partition or one range of consecutive partitions; this selection is neither" +
-          ` (consecutive partitions run along ${axes[axes.length - 1]!.name}: select all its keys, or one cell).`,
-        wipe:
-          "Wipe takes one partition or one range of consecutive partitions; this selection is neither" +
-          ` (consecutive partitions run along ${axes[axes.length - 1]!.name}: select all its keys, or one cell).`,
+        clear: notOneRange("Clear", axes[axes.length - 1]!.name),
+        wipe: notOneRange("Wipe", axes[axes.length - 1]!.name),
       };
     }
     return undefined;
