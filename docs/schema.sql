@@ -7,6 +7,8 @@ CREATE SEQUENCE public.audit_events_id_seq AS bigint OWNED BY public.audit_event
 CREATE SEQUENCE public.automation_evaluations_id_seq AS bigint OWNED BY public.automation_evaluations.id;
 CREATE SEQUENCE public.check_results_id_seq AS bigint OWNED BY public.check_results.id;
 CREATE SEQUENCE public.dynamic_partitions_position_seq AS bigint OWNED BY public.dynamic_partitions.position;
+CREATE SEQUENCE public.erasure_deletions_id_seq AS bigint OWNED BY public.erasure_deletions.id;
+CREATE SEQUENCE public.erasure_hook_calls_id_seq AS bigint OWNED BY public.erasure_hook_calls.id;
 CREATE SEQUENCE public.events_id_seq AS bigint OWNED BY public.events.id;
 CREATE SEQUENCE public.output_object_deletions_id_seq AS bigint OWNED BY public.output_object_deletions.id;
 CREATE SEQUENCE public.outputs_id_seq AS bigint OWNED BY public.outputs.id;
@@ -252,6 +254,81 @@ ALTER TABLE public.dynamic_partitions ADD CONSTRAINT dynamic_partitions_partitio
 ALTER TABLE public.dynamic_partitions ADD CONSTRAINT dynamic_partitions_pkey PRIMARY KEY (name, partition_key);
 CREATE INDEX dynamic_partitions_position_idx ON public.dynamic_partitions USING btree (name, "position");
 
+CREATE TABLE public.erasure_deletions (
+    id bigint DEFAULT nextval('erasure_deletions_id_seq'::regclass) NOT NULL,
+    request_id uuid NOT NULL,
+    kind text NOT NULL,
+    asset_key text NOT NULL,
+    partition_key text NOT NULL,
+    run_id uuid,
+    step_id bigint,
+    try_number integer,
+    ref text,
+    size_bytes bigint,
+    deleted_at timestamp with time zone NOT NULL
+);
+ALTER TABLE public.erasure_deletions ADD CONSTRAINT erasure_deletions_kind_check CHECK ((kind = ANY (ARRAY['output'::text, 'object'::text, 'log'::text])));
+ALTER TABLE public.erasure_deletions ADD CONSTRAINT erasure_deletions_pkey PRIMARY KEY (id);
+ALTER TABLE public.erasure_deletions ADD CONSTRAINT erasure_deletions_request_id_fkey FOREIGN KEY (request_id) REFERENCES erasure_requests(id) ON DELETE CASCADE;
+ALTER TABLE public.erasure_deletions ADD CONSTRAINT erasure_deletions_request_id_kind_ref_key UNIQUE (request_id, kind, ref);
+CREATE INDEX erasure_deletions_request_idx ON public.erasure_deletions USING btree (request_id, id);
+
+CREATE TABLE public.erasure_hook_calls (
+    id bigint DEFAULT nextval('erasure_hook_calls_id_seq'::regclass) NOT NULL,
+    request_id uuid NOT NULL,
+    asset_key text NOT NULL,
+    partition_keys jsonb NOT NULL,
+    attempt integer NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    state text NOT NULL,
+    error text,
+    log jsonb DEFAULT '[]'::jsonb NOT NULL
+);
+ALTER TABLE public.erasure_hook_calls ADD CONSTRAINT erasure_hook_calls_pkey PRIMARY KEY (id);
+ALTER TABLE public.erasure_hook_calls ADD CONSTRAINT erasure_hook_calls_request_id_asset_key_attempt_key UNIQUE (request_id, asset_key, attempt);
+ALTER TABLE public.erasure_hook_calls ADD CONSTRAINT erasure_hook_calls_request_id_fkey FOREIGN KEY (request_id) REFERENCES erasure_requests(id) ON DELETE CASCADE;
+ALTER TABLE public.erasure_hook_calls ADD CONSTRAINT erasure_hook_calls_state_check CHECK ((state = ANY (ARRAY['running'::text, 'success'::text, 'failed'::text])));
+
+CREATE TABLE public.erasure_items (
+    request_id uuid NOT NULL,
+    asset_key text NOT NULL,
+    partition_key text NOT NULL,
+    event_id bigint,
+    run_id uuid,
+    step_id bigint,
+    erased_at timestamp with time zone,
+    replaced_by_event_id bigint,
+    replaced_by_run_id uuid,
+    replaced_at timestamp with time zone,
+    skipped_reason text
+);
+ALTER TABLE public.erasure_items ADD CONSTRAINT erasure_items_pkey PRIMARY KEY (request_id, asset_key, partition_key);
+ALTER TABLE public.erasure_items ADD CONSTRAINT erasure_items_request_id_fkey FOREIGN KEY (request_id) REFERENCES erasure_requests(id) ON DELETE CASCADE;
+
+CREATE TABLE public.erasure_requests (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    state text DEFAULT 'planned'::text NOT NULL,
+    asset_key text NOT NULL,
+    partition_keys jsonb NOT NULL,
+    reason text,
+    requested_by text,
+    backfill_id uuid,
+    message text,
+    attempts integer DEFAULT 0 NOT NULL,
+    lease_owner text,
+    lease_until timestamp with time zone,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone
+);
+ALTER TABLE public.erasure_requests ADD CONSTRAINT erasure_requests_backfill_id_fkey FOREIGN KEY (backfill_id) REFERENCES backfills(id);
+ALTER TABLE public.erasure_requests ADD CONSTRAINT erasure_requests_pkey PRIMARY KEY (id);
+ALTER TABLE public.erasure_requests ADD CONSTRAINT erasure_requests_state_check CHECK ((state = ANY (ARRAY['planned'::text, 'erasing'::text, 'rematerialising'::text, 'done'::text, 'failed'::text])));
+CREATE INDEX erasure_requests_created_idx ON public.erasure_requests USING btree (created_at DESC, id);
+CREATE INDEX erasure_requests_due_idx ON public.erasure_requests USING btree (next_attempt_at) WHERE (state = ANY (ARRAY['planned'::text, 'erasing'::text, 'rematerialising'::text]));
+
 CREATE TABLE public.event_inputs (
     event_id bigint NOT NULL,
     upstream_asset_key text NOT NULL,
@@ -357,7 +434,7 @@ CREATE TABLE public.partition_status (
 COMMENT ON TABLE public.partition_status IS 'Current status per (asset, partition); a partition without a row is missing.';
 COMMENT ON COLUMN public.partition_status.failed_check IS 'Name of a blocking check that failed on the latest materialisation; null when none did.';
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_pkey PRIMARY KEY (asset_key, partition_key);
-ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text, 'timed_out'::text])));
+ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text, 'timed_out'::text, 'erased'::text])));
 CREATE INDEX partition_status_latest_event_idx ON public.partition_status USING btree (last_materialization_event_id) WHERE (last_materialization_event_id IS NOT NULL);
 CREATE INDEX partition_status_status_idx ON public.partition_status USING btree (asset_key, status, partition_key);
 CREATE TRIGGER partition_status_deleted AFTER DELETE ON public.partition_status REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION partition_status_changed();

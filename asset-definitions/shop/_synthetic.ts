@@ -1,7 +1,7 @@
 // Deterministic synthetic shop data, so the demo needs no external system.
 // Every value derives from a seed string (a partition key), so re-running a
 // partition overwrites it with the same rows: asset functions stay idempotent.
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 export const REGIONS = ["eu", "us", "apac"] as const;
@@ -49,9 +49,23 @@ export function ordersBetween(start: Date, end: Date): Order[] {
   }));
 }
 
+const partitionFile = (asset: string, partition: string): string =>
+  path.join(demoDataDir(), asset, `${partition.replace(/[^A-Za-z0-9_.|-]/g, "_") || "all"}.json`);
+
+/** Deletes one partition's file (an erasure); false when there was none. */
+export async function removePartitionFile(asset: string, partition: string): Promise<boolean> {
+  const file = partitionFile(asset, partition);
+  const existed = await stat(file).then(
+    () => true,
+    () => false,
+  );
+  await rm(file, { force: true });
+  return existed;
+}
+
 /** Overwrites one partition's file: the slice is replaced, never appended to. */
 export async function writePartitionFile(asset: string, partition: string, value: unknown): Promise<string> {
-  const file = path.join(demoDataDir(), asset, `${partition.replace(/[^A-Za-z0-9_.|-]/g, "_") || "all"}.json`);
+  const file = partitionFile(asset, partition);
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(value, null, 2));
   return file;

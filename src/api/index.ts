@@ -43,6 +43,15 @@ export { erasureImpact, MAX_ERASURE_IMPACT, MAX_ERASURE_SOURCE_PARTITIONS } from
 export type { ErasureImpact, ErasureImpactRequest, ErasureImpactAsset, AssetPartitionKeys } from "./lineage/erasure-impact.js";
 export type { LineageServices } from "./lineage/lineage-services.js";
 export {
+  requestErasure,
+  erasureReport,
+  listErasures,
+  retryErasure,
+  MAX_ERASURE_REASON_LENGTH,
+  MAX_ERASURE_LIST,
+} from "./commands/request-erasure.js";
+export type { RequestErasureInput, ErasurePlan, ErasurePlanAsset, ErasureServices } from "./commands/request-erasure.js";
+export {
   automationEvaluations,
   formatKeyRanges,
   DEFAULT_EVALUATIONS_LIMIT,

@@ -26,7 +26,7 @@ export interface PartitionStatusSummary {
   readonly ranges?: readonly PartitionStatusRange[];
 }
 
-const RECORDED: readonly RecordedPartitionState[] = ["materializing", "materialized", "failed", "stale", "timed_out"];
+const RECORDED: readonly RecordedPartitionState[] = ["materializing", "materialized", "failed", "stale", "timed_out", "erased"];
 
 /** The store's types for callers that cache (see PartitionStatusStore.recordedStatusOfMany). */
 type RecordedStatusOfMany = PartitionStatusStore["recordedStatusOfMany"];
@@ -34,7 +34,7 @@ export type KnownRecordedStatus = Parameters<RecordedStatusOfMany>[0][number];
 export type RecordedStatusVersion = NonNullable<KnownRecordedStatus["known"]>;
 export type RecordedStatusRead = Awaited<ReturnType<RecordedStatusOfMany>> extends ReadonlyMap<string, infer R> ? R : never;
 type StoredPartitionState = Exclude<RecordedPartitionState, "materializing">;
-const STORED: readonly StoredPartitionState[] = ["materialized", "failed", "stale", "timed_out"];
+const STORED: readonly StoredPartitionState[] = ["materialized", "failed", "stale", "timed_out", "erased"];
 
 /** Recorded statuses of an asset folded into its partition space's indices, and what they were derived from. */
 interface CachedStatuses {
@@ -268,6 +268,7 @@ function summaryOf(
     failed: count("failed"),
     stale: count("stale"),
     timed_out: count("timed_out"),
+    erased: count("erased"),
     total,
   };
   if (!withRanges) return { counts };

@@ -5,6 +5,9 @@ import type {
   BackfillRecord,
   BackfillStore,
   CheckResultStore,
+  ErasureReport,
+  ErasureRequestRecord,
+  ErasureState,
   MaterializationQueryStore,
   PartitionStatusStore,
   PauseStore,
@@ -29,6 +32,7 @@ import type { ReportAssetEventRequest, ReportedAssetEvent } from "./commands/rep
 import type { RunChecksRequest } from "./commands/run-checks.js";
 import type { PartitionWipeResult, WipePartitionsRequest } from "./commands/wipe-partitions.js";
 import type { ErasureImpact, ErasureImpactRequest } from "./lineage/erasure-impact.js";
+import type { ErasurePlan, RequestErasureInput } from "./commands/request-erasure.js";
 import type { Lineage, LineageRequest } from "./lineage/lineage.js";
 
 /**
@@ -121,6 +125,21 @@ export interface LineageApi {
   around(request: LineageRequest): Promise<Lineage>;
   /** Every derived partition holding data read from source partitions, for erasure requests. */
   erasureImpact(request: ErasureImpactRequest, guard: Guard): Promise<ErasureImpact>;
+  /** Erasure requests: recording them (the reconcilers carry them out), their proof reports, retrying failed ones. */
+  readonly erasures: ErasuresApi;
+}
+
+/** Erasure requests (see requestErasure). */
+export interface ErasuresApi {
+  request(input: RequestErasureInput, guard: Guard): Promise<ErasurePlan>;
+  /** The proof report: ERASURE_NOT_FOUND for an unknown id or one the caller may not view. */
+  report(id: string, guard: Guard): Promise<ErasureReport>;
+  /** Newest first; only requests whose source asset the caller may view. */
+  list(
+    options: { readonly limit?: number | undefined; readonly state?: ErasureState | undefined },
+    guard: Guard,
+  ): Promise<ErasureRequestRecord[]>;
+  retry(id: string, guard: Guard): Promise<ErasureRequestRecord>;
 }
 
 /** Pools: listing them, and changing their slots (an instance-wide action). */

@@ -1,11 +1,14 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
+import path from "node:path";
+import { launchBackfill } from "../api/index.js";
 import type { Executor, StepDispatch } from "../execution/index.js";
-import { loadBullmq, LocalExecutor, StoreExecutionBackend, TransactionalExecutor } from "../executor/index.js";
+import { definitionsImporter, loadBullmq, LocalExecutor, StoreExecutionBackend, TransactionalExecutor } from "../executor/index.js";
 import {
   AlertsTask,
   AutomationTask,
   BackfillTask,
+  ErasureTask,
   lineageSinkFor,
   ObservationsTask,
   OpenLineageTask,
@@ -16,6 +19,8 @@ import {
 } from "../reconciler/index.js";
 import {
   PgAutomationStore,
+  PgErasureStore,
+  PgLineageStore,
   PgObservationStore,
   PgOpenLineageStore,
   PgOutputDeletionStore,
@@ -26,6 +31,7 @@ import {
 import { logOutagesOnce, reportOutages } from "../health/index.js";
 import { startTriggerer } from "./triggerer-start.js";
 import type { Runtime } from "./runtime.js";
+import type { EraseHook } from "../sdk/index.js";
 
 /** The reconciler's default: steps queued this long without starting are handed out again. */
 const DEFAULT_QUEUED_TIMEOUT_MS = 300_000;
@@ -190,6 +196,42 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
           retentionMs,
           ...(options.log ? { log: options.log } : {}),
         });
+  // Erasure requests: delete what they reach, call the assets' erase hooks (imported here at their code version),
+  // re-materialise through a backfill.
+  const definitionsDir = runtime.settings.definitionsDir;
+  const importDefinitions = definitionsImporter(definitionsDir);
+  const erasures = new ErasureTask({
+    store: new PgErasureStore(runtime.database.db),
+    deletions: new PgOutputDeletionStore(runtime.database.db),
+    outputStore: runtime.outputStore,
+    logsDir: runtime.logsDir,
+    graphs: runtime.graphs,
+    lineage: new PgLineageStore(runtime.database.db),
+    definitions: runtime.definitions,
+    backfills: {
+      launch: async (r) =>
+        (
+          await launchBackfill(
+            { graphs: runtime.graphs, runs: runtime.runs, definitions: runtime.definitions, backfills: runtime.backfills },
+            {
+              assetKeys: r.assetKeys,
+              assetPartitions: r.assetPartitions,
+              maxPartitionsPerRun: 100,
+              maxConcurrentRuns: 2,
+              tags: { "tributary/erasure": r.requestId },
+            },
+            new Date(),
+          )
+        ).id,
+      status: async (id) => (await runtime.backfills.get(id))?.status,
+    },
+    importHook: async (asset) => {
+      const namespace = await importDefinitions(path.join(definitionsDir, asset.file), asset.codeHash);
+      const definition = namespace[asset.exportName] as { erase?: unknown } | undefined;
+      return typeof definition?.erase === "function" ? (definition.erase as EraseHook) : undefined;
+    },
+    ...(options.log ? { log: options.log } : {}),
+  });
   // With localSteps "workers", `local` steps go to the fleet too (the local executor then runs nothing).
   const localSteps = options.localSteps === "workers" && bullmq ? bullmq : executor;
   const reconciler = new Reconciler({
@@ -216,6 +258,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       ...(openLineage ? [openLineage] : []),
       ...(outputRetention ? [outputRetention] : []),
       outputDeletions,
+      erasures,
     ],
   });
   await reconciler.start();
@@ -234,6 +277,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       await reconciler.stop();
       await automation?.stop().catch(() => undefined);
       await alerts.stop();
+      await erasures.idle();
       await openLineage?.stop();
       await Promise.all([executor.close(stopOptions), transactional.close(stopOptions), bullmq?.close()]);
     },

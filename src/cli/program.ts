@@ -13,6 +13,7 @@ import { registerReport } from "./commands/report.js";
 import { registerWhy } from "./commands/why.js";
 import { registerPause } from "./commands/pause.js";
 import { registerWipe } from "./commands/wipe.js";
+import { registerErase } from "./commands/erase.js";
 import { registerRuns } from "./commands/runs.js";
 import { registerTriggers } from "./commands/triggers.js";
 import { registerReconciler } from "./commands/reconciler.js";
@@ -67,6 +68,7 @@ export function buildProgram(): Command {
   registerWhy(program);
   registerPause(program);
   registerWipe(program);
+  registerErase(program);
   registerRuns(program);
   registerTriggers(program);
   registerLineage(program);

@@ -7,7 +7,11 @@ import {
   Catalog,
   clearPartitions,
   erasureImpact,
+  erasureReport,
   launchBackfill,
+  listErasures,
+  requestErasure,
+  retryErasure,
   lineage,
   launchRun,
   reportAssetEvent,
@@ -29,6 +33,7 @@ import {
   PgAlertStore,
   PgAutomationStore,
   PgBackfillStore,
+  PgErasureStore,
   PgDefinitionStore,
   PgEventStore,
   PgLineageStore,
@@ -373,6 +378,7 @@ export function apiServices(parts: ApiParts): ApiServices {
   const authenticator = new Authenticator(accessStore, { open: parts.openAccess });
   // Lineage and erasure queries.
   const lineageServices = { graphs, definitions, lineage: new PgLineageStore(db) };
+  const erasureServices = { ...lineageServices, erasures: new PgErasureStore(db) };
   return {
     runs: withFailureAudit({
       store: runs,
@@ -446,6 +452,16 @@ export function apiServices(parts: ApiParts): ApiServices {
         await guard.authorize("erasureImpact", "viewer", { assets: [request.assetKey], partitions: request.partitionKeys });
         return erasureImpact(lineageServices, request);
       },
+      erasures: withFailureAudit({
+        request: (input, guard) => requestErasure(erasureServices, input, new Date(), guard),
+        report: (id, guard) => erasureReport(erasureServices, id, guard),
+        list: async (options, guard) => {
+          const all = await listErasures(erasureServices, options);
+          const visible = await Promise.all(all.map((r) => guard.canView(r.assetKey)));
+          return all.filter((_, i) => visible[i]);
+        },
+        retry: (id, guard) => retryErasure(erasureServices, id, new Date(), guard),
+      }),
     },
     triggers: new PgTriggerQueryStore(db),
     pools: withFailureAudit({

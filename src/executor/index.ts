@@ -10,6 +10,7 @@ export type { LogLevel } from "./step-log.js";
 export { StoreExecutionBackend, OUTPUT_STORE_SETTING } from "./store-backend.js";
 export type { StoreBackendOptions } from "./store-backend.js";
 export { TransactionalExecutor, TRANSACTIONAL_NEEDS_POSTGRES, TRANSACTION_FAILED } from "./transactional-executor.js";
+export { definitionsImporter } from "./definitions-importer.js";
 export type { TransactionalExecutorOptions, TransactionalBackend } from "./transactional-executor.js";
 export { arm, disarm, disarmAll, hit, FAULTS_ENV, FAULT_INJECTED, TX_FAULT_POINTS } from "./fault-points.js";
 export type { FaultAction } from "./fault-points.js";

@@ -31,6 +31,8 @@ export { OutputDeletionsTask } from "./output-deletions/output-deletions-task.js
 export type { OutputDeletionsTaskOptions } from "./output-deletions/output-deletions-task.js";
 export { OutputRetentionTask } from "./output-deletions/output-retention-task.js";
 export type { OutputRetentionTaskOptions } from "./output-deletions/output-retention-task.js";
+export { ErasureTask } from "./erasures/erasure-task.js";
+export type { ErasureTaskOptions, Rematerialisation, RematerialisationBackfills } from "./erasures/erasure-task.js";
 export type { ObservationsTaskOptions } from "./observations/index.js";
 // OpenLineage run events.
 export * from "./openlineage/index.js";

@@ -5,6 +5,7 @@ import { validateAutomation, type AutomationSpec } from "./automation.js";
 import { DEFAULT_CALLBACK_TIMEOUT_MS, type AssetCallbacks, type DefinitionCallbacks } from "./callbacks.js";
 import type { AssetContext, MappedContext } from "./context.js";
 import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
+import { DEFAULT_ERASE_TIMEOUT_MS, type EraseHook } from "./erase.js";
 import { parseDuration, type Duration } from "./duration.js";
 import { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, type FanOutFunctions, type GatheredOutput, type MapLabel } from "./fan-out.js";
 import { assertJson, deepFreeze, type JsonValue } from "./json.js";
@@ -39,6 +40,8 @@ export interface AssetDefinition<TOut = unknown> extends Branded {
   readonly callbacks: DefinitionCallbacks;
   /** `map` / `mapLabel` (never serialised: they run in the worker that expands the step). */
   readonly fanOut: FanOutFunctions;
+  /** `erase` (never serialised: an erasure request calls it; the spec's `erase` says it exists). */
+  readonly erase: EraseHook | undefined;
   /** A copy with some config changed (definitions are frozen). */
   with(changes: Partial<AssetConfigBase>): AssetDefinition<TOut>;
   /** Phantom: the output type downstream functions receive. */
@@ -152,6 +155,10 @@ export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | und
   mapLabel?: (item: never, index: number) => string;
   /** The most items one fan-out (`map` or `ctx.expand`) may have; default 10 000, at most 100 000. */
   maxMapItems?: number;
+  /** Removes what the asset wrote outside Tributary for partitions an erasure request reaches (see EraseHook). */
+  erase?: EraseHook;
+  /** Time limit of one call of `erase` (default 10 min). */
+  eraseTimeout?: Duration;
 }
 
 /** The config of an asset with `map`: its items type the function's `ctx.map.item`. */
@@ -231,6 +238,12 @@ const assetConfigSchema = z.strictObject({
     })
     .optional(),
   maxMapItems: z.number().int().min(1).max(MAX_MAP_ITEMS_LIMIT).optional(),
+  erase: z
+    .custom<EraseHook>((v) => typeof v === "function", {
+      error: "must be a function removing the partitions' data, e.g. async (ctx, { partitions }) => { … }",
+    })
+    .optional(),
+  eraseTimeout: durationField.optional(),
   deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
 });
 
@@ -342,6 +355,9 @@ export function buildSpec(
       codeVersion: c.codeVersion ?? null,
       deadlineMs: c.deadline === undefined ? null : parseDuration(c.deadline, "deadline"),
       ...extra,
+      ...(c.erase !== undefined
+        ? { erase: { timeoutMs: c.eraseTimeout === undefined ? DEFAULT_ERASE_TIMEOUT_MS : parseDuration(c.eraseTimeout, "eraseTimeout") } }
+        : {}),
       ...(c.map !== undefined || c.maxMapItems !== undefined
         ? { fanOut: { declared: c.map !== undefined, maxItems: c.maxMapItems ?? DEFAULT_MAX_MAP_ITEMS } }
         : {}),
@@ -368,6 +384,7 @@ export function makeDefinition<TOut>(
   rebuild: (changes: Partial<AssetConfigBase>) => AssetDefinition<TOut>,
   callbacks: DefinitionCallbacks = NO_CALLBACKS,
   fanOut: FanOutFunctions = NO_FAN_OUT,
+  erase?: EraseHook,
 ): AssetDefinition<TOut> {
   const def = {
     [DEFINITION_BRAND]: brand,
@@ -377,6 +394,7 @@ export function makeDefinition<TOut>(
     definedIn,
     callbacks,
     fanOut,
+    erase,
     with: rebuild,
   };
   return Object.freeze(def) as unknown as AssetDefinition<TOut>;
@@ -454,6 +472,16 @@ export function asset(
       (changes) => build({ ...cfg, ...changes }),
       callbacksOf(cfg),
       fanOutOf(cfg),
+      cfg.erase,
     );
-  return makeDefinition("asset", spec, fn, definedIn, (changes) => build({ ...config, ...changes }), callbacksOf(config), fanOutOf(config));
+  return makeDefinition(
+    "asset",
+    spec,
+    fn,
+    definedIn,
+    (changes) => build({ ...config, ...changes }),
+    callbacksOf(config),
+    fanOutOf(config),
+    config.erase,
+  );
 }

@@ -62,6 +62,8 @@ export { definitionKind, DEFINITION_BRAND } from "./definition.js";
 export type { DefinitionKind } from "./definition.js";
 export type { AssetContext, MappedContext, PartitionContext, StepLogger, Secrets } from "./context.js";
 export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";
+export { DEFAULT_ERASE_TIMEOUT_MS } from "./erase.js";
+export type { EraseContext, EraseHook, EraseTarget } from "./erase.js";
 export type { AssetCallbacks, DefinitionCallbacks, RetryInfo, StepFailure } from "./callbacks.js";
 export { TRIGGER_RULES, EXECUTORS } from "./spec.js";
 export type {

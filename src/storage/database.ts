@@ -47,8 +47,11 @@ export type TriggerRule =
 export type RunStatus = "queued" | "running" | "success" | "failed" | "canceled";
 export type RunOrigin = "manual" | "schedule" | "automation" | "backfill" | "rerun";
 export type BackfillStatus = "requested" | "running" | "completed" | "failed" | "canceling" | "canceled";
-/** `timed_out`: a source partition whose observation gave up before it appeared. */
-export type PartitionState = "missing" | "materializing" | "materialized" | "failed" | "stale" | "timed_out";
+/**
+ * `timed_out`: a source partition whose observation gave up before it appeared. `erased`: its data was removed by an
+ * erasure request; it waits to be re-materialised from the cleaned source.
+ */
+export type PartitionState = "missing" | "materializing" | "materialized" | "failed" | "stale" | "timed_out" | "erased";
 export type EventKind = "materialization" | "observation" | "external" | "check_result" | "planned" | "failure" | "wipe";
 export type TriggerStatus = "waiting" | "fired" | "failed" | "timed_out" | "canceled";
 export type EvaluationDecision = "requested" | "declined" | "skipped";
@@ -315,6 +318,65 @@ export interface OutputObjectDeletionsTable {
   last_error: string | null;
 }
 
+export interface ErasureRequestsTable {
+  id: Generated<string>;
+  state: Generated<string>;
+  asset_key: string;
+  partition_keys: Json;
+  reason: string | null;
+  requested_by: string | null;
+  backfill_id: string | null;
+  message: string | null;
+  attempts: Generated<number>;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  next_attempt_at: GeneratedTimestamp;
+  created_at: GeneratedTimestamp;
+  updated_at: GeneratedTimestamp;
+  finished_at: Date | null;
+}
+
+export interface ErasureItemsTable {
+  request_id: string;
+  asset_key: string;
+  partition_key: string;
+  event_id: NullableInt8;
+  run_id: string | null;
+  step_id: NullableInt8;
+  erased_at: Date | null;
+  replaced_by_event_id: NullableInt8;
+  replaced_by_run_id: string | null;
+  replaced_at: Date | null;
+  skipped_reason: string | null;
+}
+
+export interface ErasureDeletionsTable {
+  id: GeneratedInt8;
+  request_id: string;
+  kind: string;
+  asset_key: string;
+  partition_key: string;
+  run_id: string | null;
+  step_id: NullableInt8;
+  try_number: number | null;
+  ref: string | null;
+  size_bytes: NullableInt8;
+  deleted_at: Date;
+}
+
+export interface ErasureHookCallsTable {
+  id: GeneratedInt8;
+  request_id: string;
+  asset_key: string;
+  partition_keys: Json;
+  attempt: number;
+  started_at: Date;
+  ended_at: Date | null;
+  state: string;
+  error: string | null;
+  log: Generated<Json>;
+}
+
 export interface CheckResultsTable {
   id: GeneratedInt8;
   asset_key: string;
@@ -440,6 +502,10 @@ export interface Database extends AccessTables {
   partition_status_changes: PartitionStatusChangesTable;
   outputs: OutputsTable;
   output_object_deletions: OutputObjectDeletionsTable;
+  erasure_requests: ErasureRequestsTable;
+  erasure_items: ErasureItemsTable;
+  erasure_deletions: ErasureDeletionsTable;
+  erasure_hook_calls: ErasureHookCallsTable;
   check_results: CheckResultsTable;
   pools: PoolsTable;
   triggers: TriggersTable;

@@ -187,6 +187,23 @@ export { PgOutputDeletionStore } from "./pg-output-deletion-store.js";
 export type { ClaimedObjectDeletion, OutputDeletionStore } from "./output-deletion-store.js";
 export { deleteQueuedObjects, type ObjectDeletionOutcome } from "./output-deletions.js";
 export { PgOutputRetentionStore } from "./pg-output-retention-store.js";
+export { PgErasureStore } from "./pg-erasure-store.js";
+export { ERASURE_STATES } from "./erasure-store.js";
+export type {
+  ErasureBatch,
+  ErasureDeletionKind,
+  ErasureDeletionRecord,
+  ErasureHookCallRecord,
+  ErasureItemInput,
+  ErasureItemRecord,
+  ErasureRelease,
+  ErasureReport,
+  ErasureRequestRecord,
+  ErasureState,
+  ErasureStore,
+  ErasureTryLog,
+  NewErasureRequest,
+} from "./erasure-store.js";
 export type { OutputRetentionStore, PrunedOutputs } from "./output-retention-store.js";
 export { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
 export type {

@@ -54,6 +54,9 @@ export interface PartitionStatusRecord {
  *    running, up_for_retry, up_for_reschedule, deferred) in a queued or running run;
  * 2. `failed`: its latest step failed for good; `timed_out`: a source
  *    partition whose observation trigger timed out before it appeared;
+ *    `erased`: an erasure request removed its data and it waits to be
+ *    re-materialised (never stale nor materialized, though it keeps its
+ *    latest materialisation's record);
  * 3. `stale`: it is materialised, and either it was materialised with a code
  *    version (not null) other than the asset's current one (not null), or an
  *    upstream partition its latest materialisation read (event_inputs) has a

@@ -117,7 +117,8 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
                'materialized', json_agg(partition_key) filter (where status = 'materialized'),
                'failed', json_agg(partition_key) filter (where status = 'failed'),
                'stale', json_agg(partition_key) filter (where status = 'stale'),
-               'timed_out', json_agg(partition_key) filter (where status = 'timed_out')
+               'timed_out', json_agg(partition_key) filter (where status = 'timed_out'),
+               'erased', json_agg(partition_key) filter (where status = 'erased')
              ) as keys
       from rec where status <> 'missing' group by asset_key
       union all
@@ -199,7 +200,8 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
     for (const r of rows) {
       const eventId = r.event_id === null ? null : Number(r.event_id);
       const reasons: StaleReason[] = [];
-      const materialized = r.status !== null && r.status !== "failed" && eventId !== null;
+      // An erased partition keeps its latest materialisation's record, but its data is gone: nothing to be stale.
+      const materialized = r.status !== null && r.status !== "failed" && r.status !== "erased" && eventId !== null;
       if (materialized && r.code_version !== null && asset.codeVersion !== null && r.code_version !== asset.codeVersion) {
         reasons.push({ kind: "code_version_changed", materializedWith: r.code_version, current: asset.codeVersion });
       }
@@ -215,7 +217,7 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
       }
       let status: PartitionState;
       if (r.active) status = "materializing";
-      else if (r.status === "failed" || r.status === "timed_out") status = r.status;
+      else if (r.status === "failed" || r.status === "timed_out" || r.status === "erased") status = r.status;
       else if (!materialized) status = "missing";
       else status = reasons.length > 0 ? "stale" : "materialized";
       out.set(r.partition_key, {
@@ -272,14 +274,14 @@ function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstr
       select distinct ei.asset_key, ei.partition_key
       from inputs ei
       join partition_status up on up.asset_key = ei.upstream_asset_key and up.partition_key = ei.upstream_partition_key
-      where ei.status <> 'failed' and ${upstreamIsNewer}
+      where ei.status not in ('failed', 'erased') and ${upstreamIsNewer}
     )`
     : sql`newer as (
       select distinct ps.asset_key, ps.partition_key
       from ps
       join event_inputs ei on ei.event_id = ps.last_materialization_event_id
       join partition_status up on up.asset_key = ei.upstream_asset_key and up.partition_key = ei.upstream_partition_key
-      where ps.status <> 'failed' and ${upstreamIsNewer}
+      where ps.status not in ('failed', 'erased') and ${upstreamIsNewer}
     )`;
   return sql`t as (
       select * from unnest(${keys}::text[], ${codes}::text[]) as t(asset_key, code_version)
@@ -291,6 +293,7 @@ function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstr
              case
                when ps.status = 'failed' then 'failed'
                when ps.status = 'timed_out' then 'timed_out'
+               when ps.status = 'erased' then 'erased'
                when ps.last_materialization_event_id is null then 'missing'
                when (ps.code_version is not null and ps.current_code is not null and ps.code_version <> ps.current_code)
                  or newer.partition_key is not null then 'stale'
@@ -334,7 +337,7 @@ function fingerprintOf(assetKey: string, upstreamAssetKeys: readonly string[], f
 }
 
 function emptyCounts(): RecordedStatusCounts {
-  return { materializing: 0, materialized: 0, failed: 0, stale: 0, timed_out: 0 };
+  return { materializing: 0, materialized: 0, failed: 0, stale: 0, timed_out: 0, erased: 0 };
 }
 
 /** Code-unit order, as partition keys are compared everywhere else. */

@@ -162,6 +162,7 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
       failed: 0,
       stale: 0,
       timed_out: 0,
+      erased: 0,
       total: 6,
     });
     await sql`update runs set status = 'success'`.execute(database.db);

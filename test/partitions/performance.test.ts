@@ -10,45 +10,31 @@ import {
   weekly,
 } from "../../src/partitions/index.js";
 
-/** Generous bounds (CI machines vary); bench/partition-math.ts measures for real. */
-describe("partition math stays fast", () => {
-  it("enumerates 100 000 hourly keys in a DST zone well under a second", () => {
+/** Large partition spaces give the right answers; bench/partition-math.ts measures how fast (no timing here). */
+describe("partition math at scale", () => {
+  it("enumerates 100 000 hourly keys in a DST zone", () => {
     const space = partitionSpace(hourly({ start: "2014-01-01", timezone: "America/New_York" }));
-    let keys: string[] = [];
-    let elapsed = Infinity;
-    // Best of three: other test files compete for the CPU.
-    for (let run = 0; run < 3; run++) {
-      const t0 = performance.now();
-      keys = [...space.keys(PartitionSubset.range(0, 100_000))];
-      elapsed = Math.min(elapsed, performance.now() - t0);
-    }
+    const keys = [...space.keys(PartitionSubset.range(0, 100_000))];
     expect(keys).toHaveLength(100_000);
     expect(new Set(keys).size).toBe(100_000);
     expect(keys[0]).toBe("2014-01-01-00:00");
-    expect(elapsed).toBeLessThan(500);
   });
 
-  it("counts 100 000 existing hourly partitions and looks keys up without iterating from start", () => {
+  it("counts 100 000 existing hourly partitions and looks keys up", () => {
     const space = partitionSpace(hourly({ start: "2014-01-01", timezone: "Europe/Berlin" }));
     const now = space.windowAt(100_000)!.start;
-    const t0 = performance.now();
-    for (let i = 0; i < 1000; i++) {
-      space.all(now);
-      space.indexOf("2025-05-29-16:00");
-    }
-    expect(performance.now() - t0).toBeLessThan(200);
+    expect(space.all(now).count()).toBe(100_000);
+    expect(space.keyAt(space.indexOf("2025-05-29-16:00"))).toBe("2025-05-29-16:00");
     expect(space.count(now)).toBe(100_000);
   });
 
-  it("maps a year of dailies to weeklies and back in milliseconds", () => {
+  it("maps a year of dailies to weeklies and back", () => {
     const days = daily({ start: "2025-01-01" });
     const weeks = weekly({ start: "2024-12-30" });
     const now = new Date("2026-02-01T00:00:00Z");
     const year = partitionSpace(days).range("2025-01-01", "2025-12-31");
-    const t0 = performance.now();
     const affected = downstreamPartitions(days, weeks, timeWindow(), year, undefined, now);
     const back = upstreamPartitions(weeks, days, timeWindow(), affected, undefined, now);
-    expect(performance.now() - t0).toBeLessThan(100);
     expect(affected.count()).toBe(53);
     expect(back.subset.isSubsetOf(partitionSpace(days).all(now))).toBe(true);
     // The first week starts on 2024-12-30, two days before the dailies do: it reads the five there are.

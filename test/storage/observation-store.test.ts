@@ -107,6 +107,7 @@ describePostgres("observation store: fired and timed-out source observations", (
       failed: 0,
       stale: 0,
       timed_out: 1,
+      erased: 0,
     });
     expect((await statuses.keysByStatus(asset)).get("timed_out")).toEqual(["2025-03-19"]);
     expect((await statuses.partitionStates(asset, ["2025-03-19"])).get("2025-03-19")?.status).toBe("timed_out");

@@ -82,6 +82,7 @@ describePostgres("partition status: staleness, counts and ranges", () => {
       failed: 0,
       materializing: 0,
       timed_out: 0,
+      erased: 0,
     });
 
     expect((await run(["st/down"], { partition: "2025-01-02" })).status).toBe("success");
@@ -151,7 +152,7 @@ describePostgres("partition status: staleness, counts and ranges", () => {
       { status: "materializing", from: "2025-01-08", to: "2025-01-08", count: 1 },
       { status: "missing", from: "2025-01-09", to: "2025-01-10", count: 2 },
     ]);
-    const counts = { missing: 3, materializing: 1, materialized: 4, failed: 1, stale: 1, timed_out: 0, total: 10 };
+    const counts = { missing: 3, materializing: 1, materialized: 4, failed: 1, stale: 1, timed_out: 0, erased: 0, total: 10 };
     expect(full.counts).toEqual(counts);
     // The aggregate-only path agrees.
     const quick = await summary("st/gappy", false);
@@ -166,7 +167,7 @@ describePostgres("partition status: staleness, counts and ranges", () => {
 
     // An unpartitioned asset is one partition with the key "".
     expect(await summary("st/plain", true)).toEqual({
-      counts: { missing: 1, materializing: 0, materialized: 0, failed: 0, stale: 0, timed_out: 0, total: 1 },
+      counts: { missing: 1, materializing: 0, materialized: 0, failed: 0, stale: 0, timed_out: 0, erased: 0, total: 1 },
       ranges: [{ status: "missing", from: "", to: "", count: 1 }],
     });
     expect((await run(["st/plain"], {})).status).toBe("success");

@@ -7,6 +7,8 @@ import { BackfillPage } from "./pages/Backfill";
 import { BackfillsPage } from "./pages/Backfills";
 import { CatalogPage } from "./pages/Catalog";
 import { DefinitionErrorsPage } from "./pages/DefinitionErrors";
+import { ErasurePage } from "./pages/Erasure";
+import { ErasuresPage } from "./pages/Erasures";
 import { GraphPage } from "./pages/Graph";
 import { PoolsPage } from "./pages/Pools";
 import { RunPage } from "./pages/Run";
@@ -21,6 +23,7 @@ const NAV: readonly { href: string; label: string; admin?: boolean }[] = [
   { href: "/graph", label: "Graph" },
   { href: "/runs", label: "Runs" },
   { href: "/backfills", label: "Backfills" },
+  { href: "/erasures", label: "Erasures" },
   { href: "/pools", label: "Pools" },
   { href: "/triggers", label: "Triggers" },
   { href: "/definitions", label: "Definitions" },
@@ -112,6 +115,8 @@ export function App() {
           <Route path="/runs/:id">{(params) => <RunPage runId={params.id} />}</Route>
           <Route path="/backfills" component={BackfillsPage} />
           <Route path="/backfills/:id">{(params) => <BackfillPage backfillId={params.id} />}</Route>
+          <Route path="/erasures" component={ErasuresPage} />
+          <Route path="/erasures/:id">{(params) => <ErasurePage erasureId={params.id} />}</Route>
           <Route path="/pools" component={PoolsPage} />
           <Route path="/triggers" component={TriggersPage} />
           <Route path="/definitions" component={DefinitionErrorsPage} />

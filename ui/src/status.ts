@@ -6,6 +6,8 @@ export const PARTITION_COLORS: Record<string, string> = {
   MATERIALIZING: "#2563eb",
   MISSING: "#d4d4d8",
   TIMED_OUT: "#9333ea",
+  /** Slate blue: data removed by an erasure request, waiting to be materialised again. */
+  ERASED: "#5b6f8f",
 };
 
 export const STATE_COLORS: Record<string, string> = {
@@ -16,6 +18,7 @@ export const STATE_COLORS: Record<string, string> = {
   failed: "#dc2626",
   upstream_failed: "#f97316",
   timed_out: "#9333ea",
+  erased: "#5b6f8f",
   running: "#2563eb",
   canceling: "#64748b",
   queued: "#60a5fa",
@@ -29,6 +32,11 @@ export const STATE_COLORS: Record<string, string> = {
   skipped: "#a1a1aa",
   removed: "#d4d4d8",
   canceled: "#71717a",
+  // Erasure requests: planned → erasing → rematerialising → done.
+  planned: "#93c5fd",
+  erasing: "#5b6f8f",
+  rematerialising: "#2563eb",
+  done: "#16a34a",
 };
 
 export function stateColor(state: string | null | undefined): string {
@@ -39,3 +47,5 @@ export function stateColor(state: string | null | undefined): string {
 /** Statuses in which a run or a backfill is still under way (pages refresh while one is). */
 export const ACTIVE_RUN_STATUSES: ReadonlySet<string> = new Set(["queued", "running"]);
 export const ACTIVE_BACKFILL_STATUSES: ReadonlySet<string> = new Set(["requested", "running", "canceling"]);
+/** Erasure request states in which the reconcilers still work on it (its page refreshes meanwhile). */
+export const ACTIVE_ERASURE_STATES: ReadonlySet<string> = new Set(["planned", "erasing", "rematerialising"]);

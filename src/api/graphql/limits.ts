@@ -300,11 +300,12 @@ function argumentOf(
   return given ? valueOf(given, variables) : arg.defaultValue;
 }
 
-/** Numbers, lists and variables; other literals are left out (undefined). */
+/** Numbers, lists, input objects and variables; other literals are left out (undefined). */
 function valueOf(node: ValueNode, variables: Readonly<Record<string, unknown>>): unknown {
   if (node.kind === Kind.VARIABLE) return variables[node.name.value];
   if (node.kind === Kind.INT) return Number(node.value);
   if (node.kind === Kind.LIST) return node.values.map((v) => valueOf(v, variables));
+  if (node.kind === Kind.OBJECT) return Object.fromEntries(node.fields.map((f) => [f.name.value, valueOf(f.value, variables)]));
   if (node.kind === Kind.NULL) return null;
   return undefined;
 }

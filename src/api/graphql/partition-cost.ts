@@ -20,6 +20,11 @@ export const PARTITION_LISTS: Readonly<Record<string, (arg: ArgumentOf) => numbe
   "Asset.partitions": (arg) => count(arg("last")) ?? count(arg("first")) ?? 0,
   // The impact closure starts from the source partitions named (and lists at least as many).
   "Query.erasureImpact": (arg) => (Array.isArray(arg("partitionKeys")) ? (arg("partitionKeys") as unknown[]).length : 1),
+  // An erasure request computes the same closure from the source partitions in its input.
+  "Mutation.requestErasure": (arg) => {
+    const input = arg("input") as { partitionKeys?: unknown } | undefined;
+    return Array.isArray(input?.partitionKeys) ? input.partitionKeys.length : 1;
+  },
 };
 
 function count(value: unknown): number | undefined {

@@ -28,6 +28,10 @@ export const PartitionStatusEnum = builder.enumType("PartitionStatus", {
       description: "Materialised, but an upstream partition it read was materialised again since, or the asset's code version changed",
     },
     TIMED_OUT: { value: "timed_out", description: "A source partition whose observation timed out before it appeared" },
+    ERASED: {
+      value: "erased",
+      description: "Its data was removed by an erasure request; it waits to be materialised again from the cleaned source",
+    },
   } as const,
 });
 
@@ -69,6 +73,7 @@ const PartitionStatusCountsRef = builder.objectRef<PartitionStatusCounts>("Parti
     failed: t.exposeInt("failed"),
     stale: t.exposeInt("stale"),
     timedOut: t.exposeInt("timed_out", { description: "Source partitions whose observation timed out" }),
+    erased: t.exposeInt("erased", { description: "Partitions whose data an erasure request removed, waiting to be materialised again" }),
     total: t.exposeInt("total", { description: "Partitions that exist now (1 for an unpartitioned asset)" }),
   }),
 });

@@ -289,6 +289,7 @@ import "./automation.js";
 import "./triggers.js";
 import "./pools.js"; // pools and setPoolSlots
 import "./lineage.js"; // Lineage and erasureImpact
+import "./erasures.js"; // requestErasure, erasureRequests, erasureRequest (the proof report), retryErasure
 import "./checks.js"; // asset checks: Asset.checks, Asset.checkResults, Run.checkResults, runChecks
 import "./definitions-status.js"; // definitionsStatus: LOADING until the first load is stored
 import "./access.js"; // me, Asset.viewerCan, auditEvents

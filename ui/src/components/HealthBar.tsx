@@ -11,6 +11,7 @@ export interface StatusCounts {
   readonly materializing: number | null;
   readonly missing: number | null;
   readonly timedOut: number | null;
+  readonly erased: number | null;
 }
 
 /** Order of the segments, worst last so that failures stand out at the right end. */
@@ -19,6 +20,7 @@ const SEGMENTS: readonly { field: keyof Omit<StatusCounts, "total">; status: str
   { field: "stale", status: "STALE", label: "stale" },
   { field: "materializing", status: "MATERIALIZING", label: "materializing" },
   { field: "missing", status: "MISSING", label: "missing" },
+  { field: "erased", status: "ERASED", label: "erased" },
   { field: "timedOut", status: "TIMED_OUT", label: "timed out" },
   { field: "failed", status: "FAILED", label: "failed" },
 ];

@@ -6,7 +6,7 @@ import { PARTITION_COLORS } from "../status";
 import { useWidth } from "./use-width";
 import "./PartitionBar.css";
 
-export type PartitionStatusName = "MISSING" | "MATERIALIZING" | "MATERIALIZED" | "FAILED" | "STALE" | "TIMED_OUT";
+export type PartitionStatusName = "MISSING" | "MATERIALIZING" | "MATERIALIZED" | "FAILED" | "STALE" | "TIMED_OUT" | "ERASED";
 
 export interface StatusRange {
   readonly status: PartitionStatusName;
@@ -20,6 +20,7 @@ export const STATUS_PRECEDENCE: readonly PartitionStatusName[] = [
   "FAILED",
   "TIMED_OUT",
   "MATERIALIZING",
+  "ERASED",
   "STALE",
   "MISSING",
   "MATERIALIZED",
@@ -300,8 +301,10 @@ export function StatusLegend({
     ["FAILED", "failed"],
     ["MATERIALIZING", "materializing"],
     ["TIMED_OUT", "timedOut"],
+    ["ERASED", "erased"],
   ];
-  const list = fields.filter(([s, f]) => (counts[f] ?? 0) > 0 || s !== "TIMED_OUT");
+  // Statuses only some assets ever have are listed when present.
+  const list = fields.filter(([s, f]) => (counts[f] ?? 0) > 0 || (s !== "TIMED_OUT" && s !== "ERASED"));
   return (
     <div className="status-legend" data-testid="status-legend">
       <span className="muted">

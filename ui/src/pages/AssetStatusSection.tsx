@@ -18,6 +18,7 @@ import { PARTITION_COLORS } from "../status";
 import type { PageParams } from "./asset-page-params";
 import { loadPartitionIndex, type PartitionIndex } from "./asset-partition-index";
 import type { AssetDefinition } from "./AssetDefinitionCard";
+import { EraseAction, eraseKeys } from "./AssetEraseAction";
 
 export interface StatusData {
   asset: {
@@ -29,6 +30,7 @@ export interface StatusData {
         failed: number;
         stale: number;
         timedOut: number;
+        erased: number;
         total: number;
       };
       ranges: StatusRange[];
@@ -94,6 +96,8 @@ interface Target {
   readonly clear: Record<string, unknown> | string;
   /** wipePartitions input, or why the selection cannot be wiped at once. */
   readonly wipe: Record<string, unknown> | string;
+  /** The partition keys an erasure request names, or why they cannot be named at once. */
+  readonly erase: readonly string[] | string;
 }
 
 /** Why a matrix block cannot be cleared or wiped at once: those take one partition or one range. */
@@ -104,7 +108,7 @@ function notOneRange(action: string, lastAxis: string): string {
   );
 }
 
-function rangeTarget(assetKey: string, from: string, to: string, count: number): Target {
+function rangeTarget(assetKey: string, from: string, to: string, count: number, erase: Target["erase"]): Target {
   const one = count === 1;
   const keys = one ? { partition: from } : { from, to };
   return {
@@ -114,6 +118,7 @@ function rangeTarget(assetKey: string, from: string, to: string, count: number):
     backfill: count > RUN_LIMIT ? { assetKeys: [assetKey], from, to } : undefined,
     clear: { assetKey, ...keys },
     wipe: { assetKey, ...(one ? { partitions: [from] } : { from, to }) },
+    erase,
   };
 }
 
@@ -176,17 +181,25 @@ export function StatusSection({
         backfill: undefined,
         clear: { assetKey: asset.key },
         wipe: { assetKey: asset.key },
+        erase: [],
       };
     if (!index || !ranges) return undefined;
     if (view === "bar" && barSelection) {
-      return rangeTarget(asset.key, index.keyAt(barSelection.from), index.keyAt(barSelection.to), barSelection.to - barSelection.from + 1);
+      return rangeTarget(
+        asset.key,
+        index.keyAt(barSelection.from),
+        index.keyAt(barSelection.to),
+        barSelection.to - barSelection.from + 1,
+        eraseKeys(index.keyAt, { first: barSelection.from, last: barSelection.to }),
+      );
     }
     if (view === "matrix" && axes && cellSelection) {
       const indices = selectedIndices(axes, rowAxis, colAxis, cellSelection, ranges.total);
       if (indices.length === 0) return undefined;
       const first = indices[0]!;
       const last = indices[indices.length - 1]!;
-      if (last - first + 1 === indices.length) return rangeTarget(asset.key, index.keyAt(first), index.keyAt(last), indices.length);
+      if (last - first + 1 === indices.length)
+        return rangeTarget(asset.key, index.keyAt(first), index.keyAt(last), indices.length, eraseKeys(index.keyAt, indices));
       const count = indices.length;
       const tooMany = count > KEY_LIST_LIMIT;
       return {
@@ -196,6 +209,7 @@ export function StatusSection({
         backfill: tooMany ? undefined : { assetKeys: [asset.key], partitions: indices.map((i) => index.keyAt(i)) },
         clear: notOneRange("Clear", axes[axes.length - 1]!.name),
         wipe: notOneRange("Wipe", axes[axes.length - 1]!.name),
+        erase: eraseKeys(index.keyAt, indices),
       };
     }
     return undefined;
@@ -351,7 +365,7 @@ function SelectionActions({
   partitioned: boolean;
   /** The caller is an operator of the asset's team: materialise and clear are offered. */
   canOperate: boolean;
-  /** The caller is an admin of the asset's team: wipe is offered too. */
+  /** The caller is an admin of the asset's team: wipe and erase are offered too. */
   canAdminister: boolean;
   onDone: () => void;
   onDismiss: () => void;
@@ -469,6 +483,7 @@ function SelectionActions({
       )}
       {canOperate && typeof target.clear === "string" ? <div className="muted">{target.clear}</div> : null}
       {canAdminister ? <WipeAction target={target} partitioned={partitioned} onDone={onDone} /> : null}
+      {canAdminister ? <EraseAction assetKey={assetKey} partitioned={partitioned} keys={target.erase} /> : null}
       {busy ? <Loading what="" /> : null}
       {error ? <ErrorView error={error} /> : null}
       {created ? (

@@ -24,7 +24,7 @@ interface CatalogAsset {
 const CATALOG_QUERY = `query Catalog {
   assets {
     key group owner kind tags partitionsDescription paused
-    partitionStatus { counts { total materialized stale failed materializing missing timedOut } }
+    partitionStatus { counts { total materialized stale failed materializing missing timedOut erased } }
     latestMaterialization { createdAt runId kind }
   }
 }`;
@@ -33,6 +33,7 @@ export const STATUS_FILTERS: Record<string, { label: string; test: (c: StatusCou
   failed: { label: "has failed", test: (c) => (c.failed ?? 0) > 0 },
   stale: { label: "has stale", test: (c) => (c.stale ?? 0) > 0 },
   missing: { label: "has missing", test: (c) => (c.missing ?? 0) > 0 },
+  erased: { label: "has erased", test: (c) => (c.erased ?? 0) > 0 },
   materializing: { label: "materializing", test: (c) => (c.materializing ?? 0) > 0 },
   materialized: { label: "all materialized", test: (c) => (c.total ?? 0) > 0 && c.materialized === c.total },
 };

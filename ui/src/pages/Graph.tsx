@@ -21,22 +21,26 @@ const GRAPH_QUERY = `query AssetGraph {
   assets {
     key group
     upstream { key }
-    partitionStatus { counts { total materialized stale failed materializing missing timedOut } }
+    partitionStatus { counts { total materialized stale failed materializing missing timedOut erased } }
   }
 }`;
 
-/** One status per asset, the most pressing of its partitions': failed > materializing > stale > missing > materialized. */
+/**
+ * One status per asset, the most pressing of its partitions': failed > timed out > materializing > erased > stale >
+ * missing > materialized.
+ */
 export function assetStatus(c: StatusCounts | null | undefined): string {
   if (!c || !c.total) return "MISSING";
   if (c.failed) return "FAILED";
   if (c.timedOut) return "TIMED_OUT";
   if (c.materializing) return "MATERIALIZING";
+  if (c.erased) return "ERASED";
   if (c.stale) return "STALE";
   if (c.missing) return "MISSING";
   return "MATERIALIZED";
 }
 
-const LEGEND = ["FAILED", "TIMED_OUT", "MATERIALIZING", "STALE", "MISSING", "MATERIALIZED"];
+const LEGEND = ["FAILED", "TIMED_OUT", "MATERIALIZING", "ERASED", "STALE", "MISSING", "MATERIALIZED"];
 const NO_GROUP = "(no group)";
 
 export function GraphPage() {

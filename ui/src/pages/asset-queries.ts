@@ -11,6 +11,6 @@ export const ASSET_QUERY = `query($key: String!) { asset(key: $key) {
 
 // The partition status the bar and the partition list draw from.
 export const STATUS_QUERY = `query($key: String!) { asset(key: $key) { partitionStatus {
-  counts { missing materializing materialized failed stale timedOut total }
+  counts { missing materializing materialized failed stale timedOut erased total }
   ranges { status from to count }
 } } }`;
