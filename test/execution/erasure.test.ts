@@ -330,4 +330,21 @@ describePostgres("erasure requests", () => {
     for (const id of ids) expect((await services.erasures.get(id))!.state).toBe("done");
     expect(calls.map((c) => `${c.requestId} ${c.partitions.join()}`).sort()).toEqual([`${ids[0]} c1`, `${ids[1]} c2`].sort());
   }, 120_000);
+  it("erases a partition removed from the definition that still holds data, and does not re-materialise it", async () => {
+    await h.redefine({ "er.ts": defs(flag).replace('["c1", "c2", "c3", "c4"]', '["c1", "c2", "c3"]') });
+    await expectRefused(
+      () => requestErasure(services, { assetKey: "er/customers", partitionKeys: ["c9"] }, new Date()),
+      "ERASURE_PARTITION_INVALID",
+      '"c9"',
+    );
+    const id = (await requestErasure(services, { assetKey: "er/customers", partitionKeys: ["c4"] }, new Date())).request!.id;
+    const done = await driveUntil(task("a"), id, ["done", "failed"]);
+    expect(done.state, done.message ?? "").toBe("done");
+    expect(await outputsOf("er/customers", "c4")).toBe(0);
+    expect(await statusOf("er/customers", "c4")).toBe("erased");
+    const report = await erasureReport(services, id);
+    const customers = report.items.find((i) => i.assetKey === "er/customers")!;
+    expect(customers).toMatchObject({ skippedReason: "the partition no longer exists", replacedByRunId: null });
+    expect(customers.erasedAt).not.toBeNull();
+  }, 120_000);
 });

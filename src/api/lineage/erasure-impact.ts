@@ -52,7 +52,7 @@ export interface ErasureImpact {
  *
  * Errors (nothing is written): GraphError GRAPH_UNKNOWN_ASSET; InputError
  * ERASURE_PARTITIONS_REQUIRED (a partitioned asset without keys),
- * ERASURE_PARTITION_INVALID (a key outside its partitions, naming it),
+ * ERASURE_PARTITION_INVALID (a key outside its partitions, naming it, unless data of that partition was recorded),
  * ERASURE_TOO_MANY_PARTITIONS, ERASURE_IMPACT_TOO_LARGE past
  * {@link MAX_ERASURE_IMPACT} derived partitions.
  */
@@ -78,10 +78,23 @@ export async function erasureImpact(services: LineageServices, request: ErasureI
       },
     );
   }
-  for (const key of keys) checkPartitionKey(asset, space, key, "ERASURE_PARTITION_INVALID", "partitionKeys");
+  // A key outside the asset's partitions is an error, unless data of it was recorded (a partition since removed
+  // from the definition still holds it): those are checked against the answer.
+  const removed = new Map<string, unknown>();
+  for (const key of keys) {
+    try {
+      checkPartitionKey(asset, space, key, "ERASURE_PARTITION_INVALID", "partitionKeys");
+    } catch (error) {
+      removed.set(key, error);
+    }
+  }
+  if (removed.size > 0 && space === null) throw removed.values().next().value;
 
   const limit = services.limits?.maxImpact ?? MAX_ERASURE_IMPACT;
   const rows = await services.lineage.erasureImpact({ assetKey: asset.key, partitionKeys: keys, limit });
+  for (const [key, error] of removed) {
+    if (rows.sources.find((s) => s.partitionKey === key)?.eventId == null) throw error;
+  }
   if (rows.truncated) {
     throw new InputError(
       `more than ${limit} derived partitions read the named partitions of "${asset.key}"; ask about fewer source partitions at once`,
