@@ -186,16 +186,13 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     outputStore: runtime.outputStore,
     ...(options.log ? { log: options.log } : {}),
   });
-  // Outputs past TRIBUTARY_OUTPUT_RETENTION, when it is set.
-  const retentionMs = runtime.settings.outputRetentionMs;
-  const outputRetention =
-    retentionMs === undefined
-      ? undefined
-      : new OutputRetentionTask({
-          store: new PgOutputRetentionStore(runtime.database.db),
-          retentionMs,
-          ...(options.log ? { log: options.log } : {}),
-        });
+  // Outputs past TRIBUTARY_OUTPUT_RETENTION, or past their asset's own `retention.outputs`.
+  const outputRetention = new OutputRetentionTask({
+    store: new PgOutputRetentionStore(runtime.database.db),
+    retentionMs: runtime.settings.outputRetentionMs,
+    graphs: runtime.graphs,
+    ...(options.log ? { log: options.log } : {}),
+  });
   // Erasure requests: delete what they reach, call the assets' erase hooks (imported here at their code version),
   // re-materialise through a backfill.
   const definitionsDir = runtime.settings.definitionsDir;
@@ -256,7 +253,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       waitTimeouts,
       alerts,
       ...(openLineage ? [openLineage] : []),
-      ...(outputRetention ? [outputRetention] : []),
+      outputRetention,
       outputDeletions,
       erasures,
     ],

@@ -159,6 +159,11 @@ export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | und
   erase?: EraseHook;
   /** Time limit of one call of `erase` (default 10 min). */
   eraseTimeout?: Duration;
+  /**
+   * How long this asset's stored outputs are kept (`{ outputs: "30d" }`, 1h to 3650d): older ones are deleted by the
+   * reconcilers, except those a step may still read. Overrides TRIBUTARY_OUTPUT_RETENTION for this asset.
+   */
+  retention?: { outputs?: Duration };
 }
 
 /** The config of an asset with `map`: its items type the function's `ctx.map.item`. */
@@ -244,6 +249,7 @@ const assetConfigSchema = z.strictObject({
     })
     .optional(),
   eraseTimeout: durationField.optional(),
+  retention: z.strictObject({ outputs: durationField.optional() }).optional(),
   deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
 });
 
@@ -355,6 +361,7 @@ export function buildSpec(
       codeVersion: c.codeVersion ?? null,
       deadlineMs: c.deadline === undefined ? null : parseDuration(c.deadline, "deadline"),
       ...extra,
+      ...(c.retention?.outputs !== undefined ? { retention: { outputsMs: retentionMs(key, c.retention.outputs) } } : {}),
       ...(c.erase !== undefined
         ? { erase: { timeoutMs: c.eraseTimeout === undefined ? DEFAULT_ERASE_TIMEOUT_MS : parseDuration(c.eraseTimeout, "eraseTimeout") } }
         : {}),
@@ -411,6 +418,20 @@ function fanOutOf(config: AssetConfig): FanOutFunctions {
   };
   if (config.mapLabel) functions.label = config.mapLabel;
   return Object.freeze(functions);
+}
+
+/** Shortest and longest retention an asset may declare. */
+const MIN_RETENTION_MS = 3_600_000;
+const MAX_RETENTION_MS = 3_650 * 86_400_000;
+
+function retentionMs(assetKey: string, value: Duration): number {
+  const ms = parseDuration(value, "retention.outputs");
+  if (ms < MIN_RETENTION_MS || ms > MAX_RETENTION_MS) {
+    throw new DefinitionError(`asset "${assetKey}": field "retention.outputs": ${JSON.stringify(value)} must be between 1h and 3650d`, {
+      location: { assetKey, field: "retention.outputs" },
+    });
+  }
+  return ms;
 }
 
 /** The hooks of a (validated) config; buildSpec has checked they are functions. */

@@ -11,5 +11,13 @@ export interface PrunedOutputs {
  * runs). Their objects are queued for deletion by the same call.
  */
 export interface OutputRetentionStore {
-  prune(options: { readonly before: Date; readonly limit: number }, now: Date): Promise<PrunedOutputs>;
+  prune(options: OutputRetentionPolicy & { readonly limit: number }, now: Date): Promise<PrunedOutputs>;
+}
+
+/** Which outputs are past their retention: created before a cut-off of their asset's own, else the default one. */
+export interface OutputRetentionPolicy {
+  /** The default cut-off (TRIBUTARY_OUTPUT_RETENTION); null: outputs of assets without their own are kept. */
+  readonly before: Date | null;
+  /** Assets with a retention of their own (`retention.outputs`). */
+  readonly assets?: readonly { readonly assetKey: string; readonly before: Date }[];
 }

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "./database.js";
-import type { OutputRetentionStore, PrunedOutputs } from "./output-retention-store.js";
+import type { OutputRetentionPolicy, OutputRetentionStore, PrunedOutputs } from "./output-retention-store.js";
 
 /**
  * Output retention in Postgres SQL (server Postgres and PGlite): outputs older than a cut-off are deleted, oldest
@@ -16,11 +16,18 @@ export class PgOutputRetentionStore implements OutputRetentionStore {
     this.#db = db;
   }
 
-  async prune(options: { readonly before: Date; readonly limit: number }, now: Date): Promise<PrunedOutputs> {
+  async prune(options: OutputRetentionPolicy & { readonly limit: number }, now: Date): Promise<PrunedOutputs> {
+    const assets = options.assets ?? [];
+    if (options.before === null && assets.length === 0) return { outputs: 0, objects: 0 };
+    // The latest cut-off of all: an index range that every deletable output is in.
+    const latest = new Date(Math.max(options.before?.getTime() ?? 0, ...assets.map((a) => a.before.getTime())));
     const { rows } = await sql<{ outputs: number; objects: number }>`
-      with doomed as (
-        select o.id from outputs o
-        where o.created_at < ${options.before}
+      with policy as (
+        select * from unnest(${assets.map((a) => a.assetKey)}::text[], ${assets.map((a) => a.before)}::timestamptz[])
+          as p(asset_key, before)
+      ), doomed as (
+        select o.id from outputs o left join policy p on p.asset_key = o.asset_key
+        where o.created_at < ${latest} and o.created_at < coalesce(p.before, ${options.before}::timestamptz)
           and not exists (select 1 from partition_status ps
                           where ps.asset_key = o.asset_key and ps.partition_key = o.partition_key and ps.last_run_id = o.run_id)
           and not exists (select 1 from runs r where r.id = o.run_id and r.status in ('queued', 'running'))

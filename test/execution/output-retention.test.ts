@@ -18,7 +18,7 @@ import { existsSync } from "node:fs";
 import { asset, daily } from "tributary";
 const days = daily({ start: "2025-03-01", end: "2025-03-05" });
 export const big = asset({ key: "ret/big", partitions: days }, async (ctx) => ({ day: ctx.partition.key, blob: "x".repeat(60 * 1024) }));
-export const small = asset({ key: "ret/small", partitions: days, deps: { big } }, async (_ctx, { big }) => big.day);
+export const small = asset({ key: "ret/small", partitions: days, deps: { big }, retention: { outputs: "20d" } }, async (_ctx, { big }) => big.day);
 export const gate = asset({ key: "ret/gate", partitions: days, deps: { small } }, async () => {
   while (!existsSync(${JSON.stringify(flag)})) await new Promise((resolve) => setTimeout(resolve, 20));
   return 1;
@@ -133,6 +133,48 @@ describePostgres("output retention", () => {
         .rows[0]!.n,
     ).toBe(7); // the latest of each partition, however old: big's 3, small's 3 and gate's 1
   });
+});
+
+describePostgres("an asset's own output retention", () => {
+  let h: Harness;
+  const superseded = async (assetKey: string) =>
+    (
+      await sql<{ n: number }>`
+        select count(*)::int as n from outputs o
+        where o.asset_key = ${assetKey} and not exists (select 1 from partition_status ps where ps.asset_key = o.asset_key
+                            and ps.partition_key = o.partition_key and ps.last_run_id = o.run_id)`.execute(h.db)
+    ).rows[0]!.n;
+
+  beforeAll(async () => {
+    h = await Harness.create({ files: { "ret.ts": defs("/nonexistent") } });
+  }, 180_000);
+
+  afterAll(() => h?.stop());
+
+  it("deletes the outputs of an asset with `retention.outputs` past it, with no default, and keeps the others'", async () => {
+    for (let i = 0; i < 2; i++) {
+      const run = await h.waitForRun(await h.launch(["ret/big", "ret/small"], { from: "2025-03-01", to: "2025-03-02" }), 60_000);
+      expect(run.status, await h.describe([run.id])).toBe("success");
+    }
+    expect(await superseded("ret/small")).toBe(2);
+    expect(await superseded("ret/big")).toBe(2);
+    const task = new OutputRetentionTask({ store: new PgOutputRetentionStore(h.db), retentionMs: undefined, graphs: h.graphs });
+    // 10 days old: within small's 20 days.
+    await sql`update outputs set created_at = now() - interval '10 days'`.execute(h.db);
+    await task.run(new Date());
+    expect(await superseded("ret/small")).toBe(2);
+    // 25 days old: past small's own retention; big has none, and there is no default.
+    await sql`update outputs set created_at = now() - interval '25 days'`.execute(h.db);
+    await new OutputRetentionTask({ store: new PgOutputRetentionStore(h.db), retentionMs: undefined, graphs: h.graphs }).run(new Date());
+    expect(await superseded("ret/small")).toBe(0);
+    expect(await superseded("ret/big")).toBe(2);
+    // With a default of 30 days, big's go past it; small's own 20 days still applies to small.
+    await sql`update outputs set created_at = now() - interval '31 days' where asset_key = 'ret/big'`.execute(h.db);
+    await new OutputRetentionTask({ store: new PgOutputRetentionStore(h.db), retentionMs: 30 * DAY, graphs: h.graphs }).run(new Date());
+    expect(await superseded("ret/big")).toBe(0);
+    // The latest materialisation's outputs stay, however old.
+    expect((await sql<{ n: number }>`select count(*)::int as n from outputs`.execute(h.db)).rows[0]!.n).toBe(4);
+  }, 120_000);
 });
 
 describe("TRIBUTARY_OUTPUT_RETENTION", () => {

@@ -56,6 +56,8 @@ export interface ErasureTaskOptions {
   /** The asset's `erase` hook, imported from its definitions file at its code version (undefined: it has none). */
   readonly importHook: (asset: SnapshotAsset) => Promise<EraseHook | undefined>;
   readonly owner?: string;
+  /** At most this often (default 2 s): a pass with no request due costs one indexed statement. */
+  readonly intervalMs?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
 }
 
@@ -76,13 +78,17 @@ export class ErasureTask implements ReconcilerTask {
   readonly name = "erasures";
   readonly #owner: string;
   #working: Promise<void> | undefined;
+  #lastRun = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: ErasureTaskOptions) {
     this.#owner = options.owner ?? `erasure-${process.pid}-${randomUUID().slice(0, 8)}`;
   }
 
   run(now: Date): Promise<void> {
+    const since = now.getTime() - this.#lastRun;
+    if (since >= 0 && since < (this.options.intervalMs ?? 2_000)) return Promise.resolve();
     if (!this.#working) {
+      this.#lastRun = now.getTime();
       this.#working = this.work(now)
         .catch((error: unknown) => this.options.log?.("error", `erasure requests: ${(error as Error).message ?? String(error)}`))
         .finally(() => {
