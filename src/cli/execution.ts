@@ -10,6 +10,7 @@ import {
   BackfillTask,
   ErasureTask,
   lineageSinkFor,
+  LogRetentionTask,
   ObservationsTask,
   OpenLineageTask,
   OutputDeletionsTask,
@@ -21,6 +22,7 @@ import {
   PgAutomationStore,
   PgErasureStore,
   PgLineageStore,
+  PgLogRetentionStore,
   PgObservationStore,
   PgOpenLineageStore,
   PgOutputDeletionStore,
@@ -193,6 +195,14 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     graphs: runtime.graphs,
     ...(options.log ? { log: options.log } : {}),
   });
+  // Logs of tries past TRIBUTARY_LOG_RETENTION, or past their asset's own `retention.logs`.
+  const logRetention = new LogRetentionTask({
+    store: new PgLogRetentionStore(runtime.database.db),
+    logsDir: runtime.logsDir,
+    retentionMs: runtime.settings.logRetentionMs,
+    graphs: runtime.graphs,
+    ...(options.log ? { log: options.log } : {}),
+  });
   // Erasure requests: delete what they reach, call the assets' erase hooks (imported here at their code version),
   // re-materialise through a backfill.
   const definitionsDir = runtime.settings.definitionsDir;
@@ -254,6 +264,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       alerts,
       ...(openLineage ? [openLineage] : []),
       outputRetention,
+      logRetention,
       outputDeletions,
       erasures,
     ],

@@ -71,6 +71,11 @@ export interface Settings {
    * except what the latest materialisation of each partition wrote and what unfinished runs wrote. Unset: kept.
    */
   outputRetentionMs: number | undefined;
+  /**
+   * TRIBUTARY_LOG_RETENTION (e.g. `14d`): the log files of tries that ended longer ago than this are deleted by the
+   * reconcilers (an asset's `retention.logs` overrides it). Unset: kept.
+   */
+  logRetentionMs: number | undefined;
 }
 
 export interface HttpSettings {
@@ -241,6 +246,7 @@ const envSchema = z.object({
   TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY: envDuration("2s").optional(),
   TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: envDuration("1m").optional(),
   TRIBUTARY_OUTPUT_RETENTION: envRetention.optional(),
+  TRIBUTARY_LOG_RETENTION: envRetention.optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -262,6 +268,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_DELAY || undefined,
     TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY || undefined,
     TRIBUTARY_OUTPUT_RETENTION: env.TRIBUTARY_OUTPUT_RETENTION || undefined,
+    TRIBUTARY_LOG_RETENTION: env.TRIBUTARY_LOG_RETENTION || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -307,6 +314,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     },
     infrastructureRetry: infrastructureRetry(parsedEnv.data),
     outputRetentionMs: parsedEnv.data.TRIBUTARY_OUTPUT_RETENTION,
+    logRetentionMs: parsedEnv.data.TRIBUTARY_LOG_RETENTION,
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
     ...optionalOidc(env),

@@ -32,6 +32,8 @@ export type { OutputDeletionsTaskOptions } from "./output-deletions/output-delet
 export { OutputRetentionTask } from "./output-deletions/output-retention-task.js";
 export type { OutputRetentionTaskOptions } from "./output-deletions/output-retention-task.js";
 export { ErasureTask } from "./erasures/erasure-task.js";
+export { LogRetentionTask } from "./retention/log-retention-task.js";
+export type { LogRetentionTaskOptions } from "./retention/log-retention-task.js";
 export type { ErasureTaskOptions, Rematerialisation, RematerialisationBackfills } from "./erasures/erasure-task.js";
 export type { ObservationsTaskOptions } from "./observations/index.js";
 // OpenLineage run events.

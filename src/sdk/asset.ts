@@ -160,10 +160,11 @@ export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | und
   /** Time limit of one call of `erase` (default 10 min). */
   eraseTimeout?: Duration;
   /**
-   * How long this asset's stored outputs are kept (`{ outputs: "30d" }`, 1h to 3650d): older ones are deleted by the
-   * reconcilers, except those a step may still read. Overrides TRIBUTARY_OUTPUT_RETENTION for this asset.
+   * How long this asset's stored outputs and its tries' logs are kept (`{ outputs: "30d", logs: "14d" }`, each 1h to
+   * 3650d): older ones are deleted by the reconcilers — outputs except those a step may still read. Overrides
+   * TRIBUTARY_OUTPUT_RETENTION and TRIBUTARY_LOG_RETENTION for this asset.
    */
-  retention?: { outputs?: Duration };
+  retention?: { outputs?: Duration; logs?: Duration };
 }
 
 /** The config of an asset with `map`: its items type the function's `ctx.map.item`. */
@@ -249,7 +250,7 @@ const assetConfigSchema = z.strictObject({
     })
     .optional(),
   eraseTimeout: durationField.optional(),
-  retention: z.strictObject({ outputs: durationField.optional() }).optional(),
+  retention: z.strictObject({ outputs: durationField.optional(), logs: durationField.optional() }).optional(),
   deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
 });
 
@@ -361,7 +362,14 @@ export function buildSpec(
       codeVersion: c.codeVersion ?? null,
       deadlineMs: c.deadline === undefined ? null : parseDuration(c.deadline, "deadline"),
       ...extra,
-      ...(c.retention?.outputs !== undefined ? { retention: { outputsMs: retentionMs(key, c.retention.outputs) } } : {}),
+      ...(c.retention?.outputs !== undefined || c.retention?.logs !== undefined
+        ? {
+            retention: {
+              ...(c.retention.outputs !== undefined ? { outputsMs: retentionMs(key, "outputs", c.retention.outputs) } : {}),
+              ...(c.retention.logs !== undefined ? { logsMs: retentionMs(key, "logs", c.retention.logs) } : {}),
+            },
+          }
+        : {}),
       ...(c.erase !== undefined
         ? { erase: { timeoutMs: c.eraseTimeout === undefined ? DEFAULT_ERASE_TIMEOUT_MS : parseDuration(c.eraseTimeout, "eraseTimeout") } }
         : {}),
@@ -424,11 +432,12 @@ function fanOutOf(config: AssetConfig): FanOutFunctions {
 const MIN_RETENTION_MS = 3_600_000;
 const MAX_RETENTION_MS = 3_650 * 86_400_000;
 
-function retentionMs(assetKey: string, value: Duration): number {
-  const ms = parseDuration(value, "retention.outputs");
+function retentionMs(assetKey: string, what: "outputs" | "logs", value: Duration): number {
+  const field = `retention.${what}`;
+  const ms = parseDuration(value, field);
   if (ms < MIN_RETENTION_MS || ms > MAX_RETENTION_MS) {
-    throw new DefinitionError(`asset "${assetKey}": field "retention.outputs": ${JSON.stringify(value)} must be between 1h and 3650d`, {
-      location: { assetKey, field: "retention.outputs" },
+    throw new DefinitionError(`asset "${assetKey}": field "${field}": ${JSON.stringify(value)} must be between 1h and 3650d`, {
+      location: { assetKey, field },
     });
   }
   return ms;

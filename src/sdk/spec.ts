@@ -126,8 +126,8 @@ export interface AssetSpec {
    * fan out with ctx.expand) and the most items one fan-out may have.
    */
   readonly fanOut?: { readonly declared: boolean; readonly maxItems: number };
-  /** Set when the asset declares `retention`: how long its stored outputs are kept. */
-  readonly retention?: { readonly outputsMs: number };
+  /** Set when the asset declares `retention`: how long its stored outputs, and its tries' logs, are kept. */
+  readonly retention?: { readonly outputsMs?: number; readonly logsMs?: number };
   /** Set when the asset declares an `erase` hook: the time limit of one call. */
   readonly erase?: { readonly timeoutMs: number };
 }

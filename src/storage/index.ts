@@ -188,6 +188,8 @@ export type { ClaimedObjectDeletion, OutputDeletionStore } from "./output-deleti
 export { deleteQueuedObjects, type ObjectDeletionOutcome } from "./output-deletions.js";
 export { PgOutputRetentionStore } from "./pg-output-retention-store.js";
 export { PgErasureStore } from "./pg-erasure-store.js";
+export { PgLogRetentionStore } from "./pg-log-retention-store.js";
+export type { EndedTry, LogRetentionStore, TryLogKey } from "./log-retention-store.js";
 export { ERASURE_STATES } from "./erasure-store.js";
 export type {
   ErasureBatch,

@@ -47,6 +47,10 @@ describe("an asset's retention", () => {
   it("says how long its outputs are kept, from 1h to 3650d, naming the field when it is wrong", () => {
     expect(asset({ key: "r/kept", retention: { outputs: "30d" } }, noop).spec.retention).toEqual({ outputsMs: 30 * 86_400_000 });
     expect(asset({ key: "r/plain" }, noop).spec.retention).toBeUndefined();
+    expect(asset({ key: "r/logs", retention: { logs: "14d" } }, noop).spec.retention).toEqual({ logsMs: 14 * 86_400_000 });
+    expect(() => asset({ key: "r/logs", retention: { logs: "5000d" } }, noop)).toThrow(
+      'asset "r/logs": field "retention.logs": "5000d" must be between 1h and 3650d',
+    );
     expect(() => asset({ key: "r/short", retention: { outputs: "10m" } }, noop)).toThrow(
       'asset "r/short": field "retention.outputs": "10m" must be between 1h and 3650d',
     );

@@ -37,7 +37,7 @@ export class OutputRetentionTask implements ReconcilerTask {
     const before = retentionMs === undefined ? null : new Date(now.getTime() - retentionMs);
     const graph = this.options.graphs ? (await this.options.graphs.current()).graph : undefined;
     const assets = (graph?.assets ?? []).flatMap((a) =>
-      a.retention ? [{ assetKey: a.key, before: new Date(now.getTime() - a.retention.outputsMs) }] : [],
+      a.retention?.outputsMs !== undefined ? [{ assetKey: a.key, before: new Date(now.getTime() - a.retention.outputsMs) }] : [],
     );
     if (before === null && assets.length === 0) return;
     let outputs = 0;
