@@ -4,8 +4,8 @@
 // outputs left, on the local Postgres.
 //   npx tsx bench/wipe.ts
 import { sql } from "kysely";
-import { hourlyStart, now, seedHistory } from "./_seed-history.js";
-import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
+import { seedRawAndClean } from "./_lifecycle-seed.js";
+import { now } from "./_seed-history.js";
 import { printResult, round1, timed, withScope } from "./_setup.js";
 import { localGuard } from "../src/access/index.js";
 import { partitionSpace } from "../src/partitions/index.js";
@@ -15,29 +15,9 @@ const PARTITIONS = 100_000;
 const SIZES = [1_000, 10_000, 50_000];
 
 const result = await withScope(async (scope) => {
-  const url = await scope.scratchDatabase("wipe");
-  const dir = await scope.tempDir("wipe");
-  const runtime = await openBenchRuntime(scope, url, dir);
+  const { runtime, spec, history, seedMs } = await seedRawAndClean(scope, "wipe", PARTITIONS);
   const db = runtime.database.db;
-  const start = hourlyStart(PARTITIONS);
-  await storeBenchDefinitions(
-    db,
-    dir,
-    [
-      `import { asset, hourly } from "tributary";`,
-      `const hours = hourly({ start: "${start}" });`,
-      `export const raw = asset({ key: "bench/raw", partitions: hours }, async () => null);`,
-      `export const clean = asset({ key: "bench/clean", partitions: hours, deps: { raw } }, async () => null);`,
-    ].join("\n"),
-    300_000,
-  );
-  const { graph } = await runtime.graphs.current();
-  const spec = graph.get("bench/raw")!.partitions!;
   const seeded = await timed(async () => {
-    const history = await seedHistory(db, [
-      { key: "bench/raw", partitions: spec, from: () => 0, status: () => "materialized", upstreams: [], codeVersion: null },
-      { key: "bench/clean", partitions: spec, from: () => 0, status: () => "materialized", upstreams: ["bench/raw"], codeVersion: null },
-    ]);
     // A second, older materialisation of every raw partition, and an inline output of each materialisation.
     await sql`insert into events (kind, asset_key, partition_key, created_at)
               select 'materialization', asset_key, partition_key, ${now} from events where asset_key = 'bench/raw'`.execute(db);
@@ -45,7 +25,6 @@ const result = await withScope(async (scope) => {
               select asset_key, partition_key, gen_random_uuid(), id, 1, 40, '{"rows":12,"note":"seeded"}'::jsonb
               from events where asset_key = 'bench/raw'`.execute(db);
     await sql`analyze`.execute(db);
-    return history;
   });
   const space = partitionSpace(spec);
   const api = runtime.apiContext();
@@ -84,7 +63,7 @@ const result = await withScope(async (scope) => {
     }
   });
   return {
-    seeded: { ...seeded.value, seedS: round1(seeded.ms / 1000) },
+    seeded: { ...history, seedS: round1((seedMs + seeded.ms) / 1000) },
     wipes,
     retention: {
       outputs: pruned.value,

@@ -43,8 +43,8 @@ describePostgres("log retention", () => {
     const { readdir } = await import("node:fs/promises");
     for (const name of await readdir(dir)) await utimes(path.join(dir, name), when, when);
   };
-  const task = (retentionMs: number | undefined) =>
-    new LogRetentionTask({ store: new PgLogRetentionStore(h.db), logsDir: h.logsDir, retentionMs, graphs: h.graphs, runsPerPass: 1 });
+  const task = (retentionMs: number | undefined, runsPerPass = 1_000) =>
+    new LogRetentionTask({ store: new PgLogRetentionStore(h.db), logsDir: h.logsDir, retentionMs, graphs: h.graphs, runsPerPass });
 
   beforeAll(async () => {
     h = await Harness.create({ files: { "logs.ts": DEFS } });
@@ -64,7 +64,7 @@ describePostgres("log retention", () => {
     await writeFile(stray, "not a log");
 
     // No default: only chatty's own 2 days apply — its old tries' logs go, plain's stay.
-    const perAsset = task(undefined);
+    const perAsset = task(undefined, 1);
     let total = 0;
     // One run directory per pass: two passes go through both.
     for (let i = 0; i < 2; i++) total += (await perAsset.sweep(new Date())).deleted;
@@ -73,7 +73,7 @@ describePostgres("log retention", () => {
     for (const file of recentFiles.values()) expect(existsSync(file)).toBe(true);
 
     // A default of 3 days: plain's old logs go too, and the old run's directory with them.
-    const withDefault = task(3 * DAY);
+    const withDefault = task(3 * DAY, 1);
     for (let i = 0; i < 2; i++) await withDefault.sweep(new Date());
     for (const file of oldFiles.values()) expect(existsSync(file)).toBe(false);
     expect(existsSync(path.join(h.logsDir, old))).toBe(false);
@@ -86,10 +86,10 @@ describePostgres("log retention", () => {
     const files = await logsOf(runId);
     await age(runId, 30);
     await sql`update step_tries set state = 'running', ended_at = null where run_id = ${runId}`.execute(h.db);
-    expect((await task(DAY).sweep(new Date())).deleted).toBe(0);
+    expect((await task(3 * DAY).sweep(new Date())).deleted).toBe(0);
     for (const file of files.values()) expect(existsSync(file)).toBe(true);
     await sql`update step_tries set state = 'success', ended_at = now() - interval '30 days' where run_id = ${runId}`.execute(h.db);
-    expect((await task(DAY).sweep(new Date())).deleted).toBe(1);
+    expect((await task(3 * DAY).sweep(new Date())).deleted).toBe(1);
   }, 60_000);
 });
 

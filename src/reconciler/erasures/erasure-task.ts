@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
-import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
+import { loadPartitionContext, partitionSpace, type PartitionSpace } from "../../partitions/index.js";
 import type { EraseContext, EraseHook } from "../../sdk/index.js";
 import {
   deleteQueuedObjects,
@@ -303,8 +303,9 @@ export class ErasureTask implements ReconcilerTask {
     const items = report?.items ?? [];
     const skipped: { assetKey: string; partitionKey: string; reason: string }[] = [];
     const groups = new Map<string, string[]>();
+    const spaces = new Map<string, PartitionSpace | null | string>();
     for (const item of items) {
-      const reason = await this.#cannotRematerialise(graph, item.assetKey, item.partitionKey);
+      const reason = await this.#cannotRematerialise(graph, spaces, item.assetKey, item.partitionKey);
       if (reason !== null) skipped.push({ assetKey: item.assetKey, partitionKey: item.partitionKey, reason });
       else groups.set(item.assetKey, [...(groups.get(item.assetKey) ?? []), item.partitionKey]);
     }
@@ -326,15 +327,28 @@ export class ErasureTask implements ReconcilerTask {
     }
   }
 
-  /** Why a partition is not re-materialised (null: it is). */
-  async #cannotRematerialise(graph: AssetGraph, assetKey: string, partitionKey: string): Promise<string | null> {
-    const asset = graph.get(assetKey);
-    if (!asset) return "the asset is no longer defined";
-    if (asset.kind === "source") return "a source asset is observed, not materialised";
-    if (!asset.partitions) return null;
-    const ctx = await loadPartitionContext([asset.partitions], (name) => this.options.definitions.listDynamicPartitions(name));
+  /** Why a partition is not re-materialised (null: it is); each asset's partitions are loaded once per request. */
+  async #cannotRematerialise(
+    graph: AssetGraph,
+    spaces: Map<string, PartitionSpace | null | string>,
+    assetKey: string,
+    partitionKey: string,
+  ): Promise<string | null> {
+    if (!spaces.has(assetKey)) {
+      const asset = graph.get(assetKey);
+      if (!asset) spaces.set(assetKey, "the asset is no longer defined");
+      else if (asset.kind === "source") spaces.set(assetKey, "a source asset is observed, not materialised");
+      else if (!asset.partitions) spaces.set(assetKey, null);
+      else {
+        const ctx = await loadPartitionContext([asset.partitions], (name) => this.options.definitions.listDynamicPartitions(name));
+        spaces.set(assetKey, partitionSpace(asset.partitions, ctx));
+      }
+    }
+    const space = spaces.get(assetKey)!;
+    if (typeof space === "string") return space;
+    if (space === null) return null;
     try {
-      partitionSpace(asset.partitions, ctx).indexOf(partitionKey);
+      space.indexOf(partitionKey);
       return null;
     } catch {
       return "the partition no longer exists";
