@@ -416,7 +416,8 @@ export class Harness {
     await Promise.all(this.nodes.map((n) => n.handle.close().catch(() => undefined)));
     await this.handle?.close().catch(() => undefined);
     if (this.dbName && this.adminUrl) await dropDatabase(this.adminUrl, this.dbName).catch(() => undefined);
-    await Promise.all(this.tempDirs.map((d) => rm(d, { recursive: true, force: true })));
+    // Retried: a step that was still ending may write its log file while the directory goes (ENOTEMPTY).
+    await Promise.all(this.tempDirs.map((d) => rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })));
   }
 }
 
