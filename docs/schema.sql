@@ -363,6 +363,7 @@ ALTER TABLE public.events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 CREATE INDEX events_asset_kind_idx ON public.events USING btree (asset_key, kind, id DESC);
 CREATE INDEX events_asset_partition_idx ON public.events USING btree (asset_key, partition_key, id DESC);
 CREATE INDEX events_run_idx ON public.events USING btree (run_id) WHERE (run_id IS NOT NULL);
+CREATE INDEX events_runless_created_idx ON public.events USING btree (created_at, id) WHERE (run_id IS NULL);
 CREATE INDEX events_tx_idx ON public.events USING btree (tx_id, id);
 
 CREATE TABLE public.grants (
@@ -377,6 +378,45 @@ ALTER TABLE public.grants ADD CONSTRAINT grants_principal_id_fkey FOREIGN KEY (p
 ALTER TABLE public.grants ADD CONSTRAINT grants_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'operator'::text, 'admin'::text])));
 ALTER TABLE public.grants ADD CONSTRAINT grants_team_fkey FOREIGN KEY (team) REFERENCES teams(name) ON DELETE CASCADE;
 CREATE UNIQUE INDEX grants_unique_idx ON public.grants USING btree (principal_id, role, COALESCE(team, ''::text));
+
+CREATE TABLE public.history_archive_claims (
+    archive_id uuid NOT NULL,
+    run_id uuid,
+    event_id bigint
+);
+ALTER TABLE public.history_archive_claims ADD CONSTRAINT history_archive_claims_archive_id_fkey FOREIGN KEY (archive_id) REFERENCES history_archives(id) ON DELETE CASCADE;
+ALTER TABLE public.history_archive_claims ADD CONSTRAINT history_archive_claims_check CHECK (((run_id IS NULL) <> (event_id IS NULL)));
+ALTER TABLE public.history_archive_claims ADD CONSTRAINT history_archive_claims_event_id_key UNIQUE (event_id);
+ALTER TABLE public.history_archive_claims ADD CONSTRAINT history_archive_claims_run_id_key UNIQUE (run_id);
+CREATE INDEX history_archive_claims_archive_idx ON public.history_archive_claims USING btree (archive_id);
+
+CREATE TABLE public.history_archives (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    day date NOT NULL,
+    state text DEFAULT 'writing'::text NOT NULL,
+    storage_ref text,
+    runs integer DEFAULT 0 NOT NULL,
+    events integer DEFAULT 0 NOT NULL,
+    row_count integer DEFAULT 0 NOT NULL,
+    log_count integer DEFAULT 0 NOT NULL,
+    size_bytes bigint DEFAULT 0 NOT NULL,
+    archived_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    archived_at timestamp with time zone,
+    restored_at timestamp with time zone,
+    restored_by text
+);
+ALTER TABLE public.history_archives ADD CONSTRAINT history_archives_pkey PRIMARY KEY (id);
+ALTER TABLE public.history_archives ADD CONSTRAINT history_archives_state_check CHECK ((state = ANY (ARRAY['writing'::text, 'archived'::text, 'restored'::text])));
+CREATE INDEX history_archives_day_idx ON public.history_archives USING btree (day, created_at);
+CREATE INDEX history_archives_writing_idx ON public.history_archives USING btree (created_at) WHERE (state = 'writing'::text);
+
+CREATE TABLE public.history_holds (
+    day date NOT NULL,
+    held_until timestamp with time zone NOT NULL,
+    held_by text
+);
+ALTER TABLE public.history_holds ADD CONSTRAINT history_holds_pkey PRIMARY KEY (day);
 
 CREATE TABLE public.output_object_deletions (
     id bigint DEFAULT nextval('output_object_deletions_id_seq'::regclass) NOT NULL,

@@ -30,6 +30,8 @@ export { reportAssetEvent, MAX_EVENT_METADATA_BYTES } from "./commands/report-ev
 export type { ReportAssetEventRequest, ReportedAssetEvent, ReportEventServices } from "./commands/report-event.js";
 export { clearPartitions } from "./commands/clear-partitions.js";
 export { wipePartitions, MAX_WIPE_PARTITIONS, MAX_WIPE_REASON_LENGTH } from "./commands/wipe-partitions.js";
+export { DEFAULT_RESTORE_HOLD_MS, historyArchiveDays, restoreHistory } from "./commands/restore-history.js";
+export type { HistoryServices, RestoreHistoryInput } from "./commands/restore-history.js";
 export type { PartitionWipeResult, WipePartitionsRequest, WipePartitionsServices } from "./commands/wipe-partitions.js";
 export type { ClearPartitionsRequest, ClearedRun, ClearedAsset, ClearServices } from "./commands/clear-partitions.js";
 export { addDynamicPartitions, MAX_DYNAMIC_KEYS_PER_CALL } from "./commands/add-dynamic-partitions.js";

@@ -8,6 +8,8 @@ import type {
   ErasureReport,
   ErasureRequestRecord,
   ErasureState,
+  HistoryArchiveDay,
+  RestoredHistory,
   MaterializationQueryStore,
   PartitionStatusStore,
   PauseStore,
@@ -34,6 +36,7 @@ import type { PartitionWipeResult, WipePartitionsRequest } from "./commands/wipe
 import type { ErasureImpact, ErasureImpactRequest } from "./lineage/erasure-impact.js";
 import type { ErasurePlan, RequestErasureInput } from "./commands/request-erasure.js";
 import type { Lineage, LineageRequest } from "./lineage/lineage.js";
+import type { RestoreHistoryInput } from "./commands/restore-history.js";
 
 /**
  * Everything the API serves, in groups: built once by the composition root;
@@ -52,6 +55,8 @@ export interface ApiServices {
   readonly triggers: TriggerQueryStore;
   /** Pools with their occupancy, for `pools` and `setPoolSlots`. */
   readonly pools: PoolsApi;
+  /** Archived history: the days archived, and bringing one back. */
+  readonly history: HistoryApi;
   /** Stored alerts, for the `alerts` query. */
   readonly alerts: Pick<AlertStore, "list">;
   /** The current time as requests see it (partition status, existing partitions, cancel times); tests and benchmarks fix it. */
@@ -140,6 +145,14 @@ export interface ErasuresApi {
     guard: Guard,
   ): Promise<ErasureRequestRecord[]>;
   retry(id: string, guard: Guard): Promise<ErasureRequestRecord>;
+}
+
+/** History past its retention, archived to the output store by the reconcilers (see HistoryArchiveTask). */
+export interface HistoryApi {
+  /** The days with archives, newest first. */
+  days(guard: Guard): Promise<HistoryArchiveDay[]>;
+  /** Puts a day's archived rows and logs back in place and holds the day out of archival for a while (admin). */
+  restore(input: RestoreHistoryInput, guard: Guard): Promise<RestoredHistory>;
 }
 
 /** Pools: listing them, and changing their slots (an instance-wide action). */

@@ -9,6 +9,7 @@ import {
   AutomationTask,
   BackfillTask,
   ErasureTask,
+  HistoryArchiveTask,
   lineageSinkFor,
   LogRetentionTask,
   ObservationsTask,
@@ -21,6 +22,7 @@ import {
 import {
   PgAutomationStore,
   PgErasureStore,
+  PgHistoryArchiveStore,
   PgLineageStore,
   PgLogRetentionStore,
   PgObservationStore,
@@ -203,6 +205,15 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
     graphs: runtime.graphs,
     ...(options.log ? { log: options.log } : {}),
   });
+  // History past TRIBUTARY_HISTORY_RETENTION, or past its assets' own `retention.history`: archived, then deleted.
+  const historyArchive = new HistoryArchiveTask({
+    store: new PgHistoryArchiveStore(runtime.database.db),
+    outputStore: runtime.outputStore,
+    logsDir: runtime.logsDir,
+    retentionMs: runtime.settings.historyRetentionMs,
+    graphs: runtime.graphs,
+    ...(options.log ? { log: options.log } : {}),
+  });
   // Erasure requests: delete what they reach, call the assets' erase hooks (imported here at their code version),
   // re-materialise through a backfill.
   const definitionsDir = runtime.settings.definitionsDir;
@@ -265,6 +276,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       ...(openLineage ? [openLineage] : []),
       outputRetention,
       logRetention,
+      historyArchive,
       outputDeletions,
       erasures,
     ],
@@ -286,6 +298,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
       await automation?.stop().catch(() => undefined);
       await alerts.stop();
       await erasures.idle();
+      await historyArchive.idle();
       await openLineage?.stop();
       await Promise.all([executor.close(stopOptions), transactional.close(stopOptions), bullmq?.close()]);
     },

@@ -14,6 +14,7 @@ import { registerWhy } from "./commands/why.js";
 import { registerPause } from "./commands/pause.js";
 import { registerWipe } from "./commands/wipe.js";
 import { registerErase } from "./commands/erase.js";
+import { registerArchive } from "./commands/archive.js";
 import { registerRuns } from "./commands/runs.js";
 import { registerTriggers } from "./commands/triggers.js";
 import { registerReconciler } from "./commands/reconciler.js";
@@ -69,6 +70,7 @@ export function buildProgram(): Command {
   registerPause(program);
   registerWipe(program);
   registerErase(program);
+  registerArchive(program);
   registerRuns(program);
   registerTriggers(program);
   registerLineage(program);

@@ -11,6 +11,8 @@ import {
   launchBackfill,
   listErasures,
   requestErasure,
+  historyArchiveDays,
+  restoreHistory,
   retryErasure,
   lineage,
   launchRun,
@@ -34,6 +36,7 @@ import {
   PgAutomationStore,
   PgBackfillStore,
   PgErasureStore,
+  PgHistoryArchiveStore,
   PgDefinitionStore,
   PgEventStore,
   PgLineageStore,
@@ -150,6 +153,7 @@ export async function openRuntime(settings: Settings, options: RuntimeOptions = 
     unavailableExecutors: unavailableExecutors(settings, options),
     openAccess: options.openAccess ?? true,
     outputStore,
+    logsDir: settings.logsDir ?? path.join(settings.dataDir, "logs"),
   });
   return {
     settings,
@@ -311,6 +315,8 @@ export interface ApiParts {
   readonly openAccess: boolean;
   /** Where large outputs live: a wipe deletes their objects from it (absent: a reconciler that has one does). */
   readonly outputStore?: OutputStore | null;
+  /** Where try logs are: a restore of archived history writes them back there. */
+  readonly logsDir?: string | null;
 }
 
 /**
@@ -379,6 +385,11 @@ export function apiServices(parts: ApiParts): ApiServices {
   // Lineage and erasure queries.
   const lineageServices = { graphs, definitions, lineage: new PgLineageStore(db) };
   const erasureServices = { ...lineageServices, erasures: new PgErasureStore(db) };
+  const historyServices = {
+    archives: new PgHistoryArchiveStore(db),
+    outputStore: parts.outputStore ?? null,
+    logsDir: parts.logsDir ?? null,
+  };
   return {
     runs: withFailureAudit({
       store: runs,
@@ -464,6 +475,13 @@ export function apiServices(parts: ApiParts): ApiServices {
       }),
     },
     triggers: new PgTriggerQueryStore(db),
+    history: withFailureAudit({
+      days: async (guard) => {
+        await guard.authorize("historyArchives", "viewer", { assets: null });
+        return historyArchiveDays(historyServices);
+      },
+      restore: (input, guard) => restoreHistory(historyServices, input, new Date(), guard),
+    }),
     pools: withFailureAudit({
       list: () => pools.list(),
       setSlots: async (input, guard) =>

@@ -76,6 +76,12 @@ export interface Settings {
    * reconcilers (an asset's `retention.logs` overrides it). Unset: kept.
    */
   logRetentionMs: number | undefined;
+  /**
+   * TRIBUTARY_HISTORY_RETENTION (e.g. `90d`): runs that ended longer ago than this, with their steps, tries, events,
+   * lineage rows, check results and logs, are archived to the output store by the reconcilers, then deleted (an asset's
+   * `retention.history` overrides it), except what a partition's latest state needs. Unset: kept.
+   */
+  historyRetentionMs: number | undefined;
 }
 
 export interface HttpSettings {
@@ -247,6 +253,7 @@ const envSchema = z.object({
   TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: envDuration("1m").optional(),
   TRIBUTARY_OUTPUT_RETENTION: envRetention.optional(),
   TRIBUTARY_LOG_RETENTION: envRetention.optional(),
+  TRIBUTARY_HISTORY_RETENTION: envRetention.optional(),
 });
 
 export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Settings {
@@ -269,6 +276,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY: env.TRIBUTARY_INFRASTRUCTURE_RETRY_MAX_DELAY || undefined,
     TRIBUTARY_OUTPUT_RETENTION: env.TRIBUTARY_OUTPUT_RETENTION || undefined,
     TRIBUTARY_LOG_RETENTION: env.TRIBUTARY_LOG_RETENTION || undefined,
+    TRIBUTARY_HISTORY_RETENTION: env.TRIBUTARY_HISTORY_RETENTION || undefined,
   });
   if (!parsedEnv.success) {
     const issue = parsedEnv.error.issues[0];
@@ -315,6 +323,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     infrastructureRetry: infrastructureRetry(parsedEnv.data),
     outputRetentionMs: parsedEnv.data.TRIBUTARY_OUTPUT_RETENTION,
     logRetentionMs: parsedEnv.data.TRIBUTARY_LOG_RETENTION,
+    historyRetentionMs: parsedEnv.data.TRIBUTARY_HISTORY_RETENTION,
     ...optionalOpenLineage(env),
     ...optionalS3(env, parsedEnv.data.TRIBUTARY_S3_FORCE_PATH_STYLE),
     ...optionalOidc(env),

@@ -33,6 +33,8 @@ export { OutputRetentionTask } from "./output-deletions/output-retention-task.js
 export type { OutputRetentionTaskOptions } from "./output-deletions/output-retention-task.js";
 export { ErasureTask } from "./erasures/erasure-task.js";
 export { LogRetentionTask } from "./retention/log-retention-task.js";
+export { HistoryArchiveTask } from "./retention/history-archive-task.js";
+export type { ArchivePass, HistoryArchiveTaskOptions } from "./retention/history-archive-task.js";
 export type { LogRetentionTaskOptions } from "./retention/log-retention-task.js";
 export type { ErasureTaskOptions, Rematerialisation, RematerialisationBackfills } from "./erasures/erasure-task.js";
 export type { ObservationsTaskOptions } from "./observations/index.js";

@@ -160,11 +160,14 @@ export interface AssetConfig<D extends DepsRecord | undefined = DepsRecord | und
   /** Time limit of one call of `erase` (default 10 min). */
   eraseTimeout?: Duration;
   /**
-   * How long this asset's stored outputs and its tries' logs are kept (`{ outputs: "30d", logs: "14d" }`, each 1h to
-   * 3650d): older ones are deleted by the reconcilers — outputs except those a step may still read. Overrides
-   * TRIBUTARY_OUTPUT_RETENTION and TRIBUTARY_LOG_RETENTION for this asset.
+   * How long this asset's stored outputs, its tries' logs and its run history are kept
+   * (`{ outputs: "30d", logs: "14d", history: "90d" }`, each 1h to 3650d): older outputs and logs are deleted by the
+   * reconcilers — outputs except those a step may still read — and older history (runs, steps, tries, events, lineage
+   * rows, check results, logs) is archived to the output store, then deleted — except what a partition's latest state
+   * needs. Overrides TRIBUTARY_OUTPUT_RETENTION, TRIBUTARY_LOG_RETENTION and TRIBUTARY_HISTORY_RETENTION for this asset;
+   * a run is archived once every asset it ran is past its retention.
    */
-  retention?: { outputs?: Duration; logs?: Duration };
+  retention?: { outputs?: Duration; logs?: Duration; history?: Duration };
 }
 
 /** The config of an asset with `map`: its items type the function's `ctx.map.item`. */
@@ -250,7 +253,9 @@ const assetConfigSchema = z.strictObject({
     })
     .optional(),
   eraseTimeout: durationField.optional(),
-  retention: z.strictObject({ outputs: durationField.optional(), logs: durationField.optional() }).optional(),
+  retention: z
+    .strictObject({ outputs: durationField.optional(), logs: durationField.optional(), history: durationField.optional() })
+    .optional(),
   deps: z.record(z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "dependency names must be identifiers"), z.unknown()).optional(),
 });
 
@@ -362,11 +367,12 @@ export function buildSpec(
       codeVersion: c.codeVersion ?? null,
       deadlineMs: c.deadline === undefined ? null : parseDuration(c.deadline, "deadline"),
       ...extra,
-      ...(c.retention?.outputs !== undefined || c.retention?.logs !== undefined
+      ...(c.retention?.outputs !== undefined || c.retention?.logs !== undefined || c.retention?.history !== undefined
         ? {
             retention: {
               ...(c.retention.outputs !== undefined ? { outputsMs: retentionMs(key, "outputs", c.retention.outputs) } : {}),
               ...(c.retention.logs !== undefined ? { logsMs: retentionMs(key, "logs", c.retention.logs) } : {}),
+              ...(c.retention.history !== undefined ? { historyMs: retentionMs(key, "history", c.retention.history) } : {}),
             },
           }
         : {}),
@@ -432,7 +438,7 @@ function fanOutOf(config: AssetConfig): FanOutFunctions {
 const MIN_RETENTION_MS = 3_600_000;
 const MAX_RETENTION_MS = 3_650 * 86_400_000;
 
-function retentionMs(assetKey: string, what: "outputs" | "logs", value: Duration): number {
+function retentionMs(assetKey: string, what: "outputs" | "logs" | "history", value: Duration): number {
   const field = `retention.${what}`;
   const ms = parseDuration(value, field);
   if (ms < MIN_RETENTION_MS || ms > MAX_RETENTION_MS) {

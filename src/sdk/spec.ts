@@ -127,7 +127,7 @@ export interface AssetSpec {
    */
   readonly fanOut?: { readonly declared: boolean; readonly maxItems: number };
   /** Set when the asset declares `retention`: how long its stored outputs, and its tries' logs, are kept. */
-  readonly retention?: { readonly outputsMs?: number; readonly logsMs?: number };
+  readonly retention?: { readonly outputsMs?: number; readonly logsMs?: number; readonly historyMs?: number };
   /** Set when the asset declares an `erase` hook: the time limit of one call. */
   readonly erase?: { readonly timeoutMs: number };
 }

@@ -318,6 +318,39 @@ export interface OutputObjectDeletionsTable {
   last_error: string | null;
 }
 
+/** An archive of history past its retention, one object in the output store (see HistoryArchiveStore). */
+export interface HistoryArchivesTable {
+  id: Generated<string>;
+  /** YYYY-MM-DD (a date column: read as text). */
+  day: string;
+  state: Generated<string>;
+  storage_ref: string | null;
+  runs: Generated<number>;
+  events: Generated<number>;
+  row_count: Generated<number>;
+  log_count: Generated<number>;
+  size_bytes: GeneratedInt8;
+  archived_by: string;
+  created_at: GeneratedTimestamp;
+  archived_at: NullableTimestamp;
+  restored_at: NullableTimestamp;
+  restored_by: string | null;
+}
+
+/** A run or an event claimed by a writing archive. */
+export interface HistoryArchiveClaimsTable {
+  archive_id: string;
+  run_id: string | null;
+  event_id: NullableInt8;
+}
+
+/** A restored day, not archived again until the hold ends. */
+export interface HistoryHoldsTable {
+  day: string;
+  held_until: Date;
+  held_by: string | null;
+}
+
 export interface ErasureRequestsTable {
   id: Generated<string>;
   state: Generated<string>;
@@ -503,6 +536,9 @@ export interface Database extends AccessTables {
   outputs: OutputsTable;
   output_object_deletions: OutputObjectDeletionsTable;
   erasure_requests: ErasureRequestsTable;
+  history_archives: HistoryArchivesTable;
+  history_archive_claims: HistoryArchiveClaimsTable;
+  history_holds: HistoryHoldsTable;
   erasure_items: ErasureItemsTable;
   erasure_deletions: ErasureDeletionsTable;
   erasure_hook_calls: ErasureHookCallsTable;

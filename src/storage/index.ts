@@ -187,6 +187,7 @@ export { PgOutputDeletionStore } from "./pg-output-deletion-store.js";
 export type { ClaimedObjectDeletion, OutputDeletionStore } from "./output-deletion-store.js";
 export { deleteQueuedObjects, type ObjectDeletionOutcome } from "./output-deletions.js";
 export { PgOutputRetentionStore } from "./pg-output-retention-store.js";
+export { PgHistoryArchiveStore } from "./pg-history-archive-store.js";
 export { PgErasureStore } from "./pg-erasure-store.js";
 export { PgLogRetentionStore } from "./pg-log-retention-store.js";
 export type { EndedTry, LogRetentionStore, TryLogKey } from "./log-retention-store.js";
@@ -207,6 +208,26 @@ export type {
   NewErasureRequest,
 } from "./erasure-store.js";
 export type { OutputRetentionStore, PrunedOutputs } from "./output-retention-store.js";
+export { HISTORY_TABLES } from "./history-archive-store.js";
+export type {
+  HistoryArchiveDay,
+  HistoryArchiveObject,
+  HistoryArchiveStore,
+  HistoryBatch,
+  HistoryRetentionPolicy,
+  HistoryTable,
+  RestoredHistory,
+} from "./history-archive-store.js";
+export {
+  decodeArchive,
+  encodeArchive,
+  HISTORY_ARCHIVE_CONTENT_TYPE,
+  readRunLogs,
+  removeRunLogs,
+  writeRunLogs,
+  type ArchiveContent,
+  type ArchivedLog,
+} from "./history-archive-format.js";
 export { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
 export type {
   LineageStore,

@@ -11,6 +11,10 @@ export interface OutputStore {
   /** Stores an immutable object under `key` and returns its reference. */
   put(key: string, body: string): Promise<string>;
   get(ref: string): Promise<string>;
+  /** Stores an immutable binary object (e.g. a gzip archive) under `key` and returns its reference. */
+  putBytes(key: string, body: Uint8Array, contentType: string): Promise<string>;
+  /** The bytes of an object stored with putBytes (or put). */
+  getBytes(ref: string): Promise<Uint8Array>;
   /** Deletes the object; one that is already gone is no error. */
   delete(ref: string): Promise<void>;
 }
@@ -26,36 +30,21 @@ export class LocalDirOutputStore implements OutputStore {
     this.description = `directory ${this.dir}`;
   }
 
-  async put(key: string, body: string): Promise<string> {
-    const file = this.fileOf(key);
-    await mkdir(path.dirname(file), { recursive: true });
-    // Write then rename, so a reader never sees half an object.
-    const tmp = `${file}.${process.pid}.tmp`;
-    await writeFile(tmp, body);
-    await rename(tmp, file);
-    return `file://${file}`;
+  put(key: string, body: string): Promise<string> {
+    return this.write(key, body);
   }
 
-  async get(ref: string): Promise<string> {
-    if (!ref.startsWith("file://")) {
-      throw new StorageError("OUTPUT_REF_INVALID", `output reference "${ref}" is not a file:// reference of ${this.description}`);
-    }
-    const file = ref.slice("file://".length);
-    try {
-      return await readFile(file, "utf8");
-    } catch (cause) {
-      const code = (cause as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") {
-        throw new StorageError(
-          "OUTPUT_NOT_FOUND",
-          `output ${ref} not found: there is no file ${file}; check that nothing deleted it and that ${this.description} is where it was written`,
-          { cause },
-        );
-      }
-      throw new StorageError("OUTPUT_STORE_FAILED", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, {
-        cause,
-      });
-    }
+  /** A file keeps no content type: whoever reads it back knows what it stored. */
+  putBytes(key: string, body: Uint8Array, _contentType: string): Promise<string> {
+    return this.write(key, body);
+  }
+
+  get(ref: string): Promise<string> {
+    return this.read(ref, (file) => readFile(file, "utf8"));
+  }
+
+  getBytes(ref: string): Promise<Uint8Array> {
+    return this.read(ref, (file) => readFile(file));
   }
 
   async delete(ref: string): Promise<void> {
@@ -74,6 +63,38 @@ export class LocalDirOutputStore implements OutputStore {
           cause,
         },
       );
+    }
+  }
+
+  private async write(key: string, body: string | Uint8Array): Promise<string> {
+    const file = this.fileOf(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    // Write then rename, so a reader never sees half an object.
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, body);
+    await rename(tmp, file);
+    return `file://${file}`;
+  }
+
+  private async read<T>(ref: string, readFileAs: (file: string) => Promise<T>): Promise<T> {
+    if (!ref.startsWith("file://")) {
+      throw new StorageError("OUTPUT_REF_INVALID", `output reference "${ref}" is not a file:// reference of ${this.description}`);
+    }
+    const file = ref.slice("file://".length);
+    try {
+      return await readFileAs(file);
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        throw new StorageError(
+          "OUTPUT_NOT_FOUND",
+          `output ${ref} not found: there is no file ${file}; check that nothing deleted it and that ${this.description} is where it was written`,
+          { cause },
+        );
+      }
+      throw new StorageError("OUTPUT_STORE_FAILED", `output ${ref} cannot be read from ${this.description}: ${(cause as Error).message}`, {
+        cause,
+      });
     }
   }
 

@@ -162,31 +162,20 @@ export class S3OutputStore implements OutputStore {
     return this.sdk;
   }
 
-  async put(key: string, body: string): Promise<string> {
-    if (key === "")
-      throw new StorageError("OUTPUT_KEY_INVALID", `output key is empty; ${this.description} needs a key to store an output under`);
-    const objectKey = `${this.settings.prefix}${key}`;
-    try {
-      const { s3, client } = await this.s3();
-      await client.send(
-        new s3.PutObjectCommand({ Bucket: this.settings.bucket, Key: objectKey, Body: body, ContentType: "application/json" }),
-      );
-    } catch (cause) {
-      throw this.storageError(cause, "write", objectKey);
-    }
-    return this.refOf(objectKey);
+  put(key: string, body: string): Promise<string> {
+    return this.putObject(key, body, "application/json");
   }
 
-  async get(ref: string): Promise<string> {
-    const objectKey = this.objectKeyOf(ref, "read");
-    try {
-      const { s3, client } = await this.s3();
-      const res = await client.send(new s3.GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
-      if (!res.Body) throw new Error("the response has no body");
-      return await res.Body.transformToString("utf-8");
-    } catch (cause) {
-      throw this.storageError(cause, "read", objectKey, ref);
-    }
+  putBytes(key: string, body: Uint8Array, contentType: string): Promise<string> {
+    return this.putObject(key, body, contentType);
+  }
+
+  get(ref: string): Promise<string> {
+    return this.getObject(ref, (body) => body.transformToString("utf-8"));
+  }
+
+  getBytes(ref: string): Promise<Uint8Array> {
+    return this.getObject(ref, (body) => body.transformToByteArray());
   }
 
   async delete(ref: string): Promise<void> {
@@ -197,6 +186,31 @@ export class S3OutputStore implements OutputStore {
       await client.send(new s3.DeleteObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
     } catch (cause) {
       throw this.storageError(cause, "delete", objectKey, ref);
+    }
+  }
+
+  private async putObject(key: string, body: string | Uint8Array, contentType: string): Promise<string> {
+    if (key === "")
+      throw new StorageError("OUTPUT_KEY_INVALID", `output key is empty; ${this.description} needs a key to store an output under`);
+    const objectKey = `${this.settings.prefix}${key}`;
+    try {
+      const { s3, client } = await this.s3();
+      await client.send(new s3.PutObjectCommand({ Bucket: this.settings.bucket, Key: objectKey, Body: body, ContentType: contentType }));
+    } catch (cause) {
+      throw this.storageError(cause, "write", objectKey);
+    }
+    return this.refOf(objectKey);
+  }
+
+  private async getObject<T>(ref: string, readBody: (body: NonNullable<S3.GetObjectCommandOutput["Body"]>) => Promise<T>): Promise<T> {
+    const objectKey = this.objectKeyOf(ref, "read");
+    try {
+      const { s3, client } = await this.s3();
+      const res = await client.send(new s3.GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
+      if (!res.Body) throw new Error("the response has no body");
+      return await readBody(res.Body);
+    } catch (cause) {
+      throw this.storageError(cause, "read", objectKey, ref);
     }
   }
 

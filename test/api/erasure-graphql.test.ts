@@ -4,10 +4,10 @@ import { newApiToken } from "../../src/access/index.js";
 import { createApiApp, launchBackfill } from "../../src/api/index.js";
 import { BackfillTask, ErasureTask } from "../../src/reconciler/index.js";
 import type { EraseHook } from "../../src/sdk/index.js";
-import { PgAccessStore, PgBackfillStore, PgErasureStore, PgLineageStore, PgOutputDeletionStore } from "../../src/storage/index.js";
+import { PgBackfillStore, PgErasureStore, PgLineageStore, PgOutputDeletionStore } from "../../src/storage/index.js";
 import { Harness } from "../execution/harness.js";
 import { seedAccess } from "../support/access-seed.js";
-import { apiServicesOn } from "../support/api-services.js";
+import { apiServicesOn, graphqlWithToken, type GraphQLAnswer } from "../support/api-services.js";
 import { describePostgres } from "../support/pg.js";
 
 // Erasure requests through GraphQL on a server that controls access: requestErasure (a dry run, a request, refusals
@@ -27,8 +27,6 @@ export const orders = asset({ key: "eg/orders", partitions: customers, deps: { p
 const ADMIN = newApiToken();
 const VIEWER = newApiToken();
 
-type GraphQLAnswer<T> = { status: number; data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
-
 const REQUEST_FIELDS =
   "id state assetKey partitionKeys reason requestedBy backfillId message attempts createdAt updatedAt finishedAt itemCount erasedCount";
 
@@ -37,14 +35,8 @@ describePostgres("erasure requests through GraphQL", () => {
   let app: ReturnType<typeof createApiApp>;
   const hook: EraseHook = (ctx, target) => ctx.log(`removed ${target.partitions.join(",")} from the warehouse`);
 
-  const ask = async <T>(token: string, query: string, variables: Record<string, unknown> = {}): Promise<GraphQLAnswer<T>> => {
-    const res = await app.request("/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-      body: JSON.stringify({ query, variables }),
-    });
-    return { status: res.status, ...((await res.json()) as Omit<GraphQLAnswer<T>, "status">) };
-  };
+  const ask = <T>(token: string, query: string, variables: Record<string, unknown> = {}) =>
+    graphqlWithToken<T>(app, token, query, variables);
   const requestErasure = (token: string, input: Record<string, unknown>) =>
     ask<{ requestErasure: Record<string, unknown> & { request: { id: string } | null } }>(
       token,
@@ -68,22 +60,10 @@ describePostgres("erasure requests through GraphQL", () => {
     expect(run.status, await h.describe([run.id])).toBe("success");
     await seedAccess(h.db, {
       users: [
-        { name: "ada", grants: [{ role: "admin", team: null }] },
-        { name: "vera", grants: [{ role: "viewer", team: null }] },
+        { name: "ada", token: ADMIN, grants: [{ role: "admin", team: null }] },
+        { name: "vera", token: VIEWER, grants: [{ role: "viewer", team: null }] },
       ],
     });
-    const access = new PgAccessStore(h.db);
-    const seeding = { principalId: null, principalName: "test-seed", action: "seed", outcome: "success" } as const;
-    for (const [principalName, token] of [
-      ["ada", ADMIN],
-      ["vera", VIEWER],
-    ] as const) {
-      await access.createToken(
-        { principalName, tokenHash: token.hash, prefix: token.prefix, description: "test", expiresAt: null },
-        seeding,
-        new Date(),
-      );
-    }
     const context = apiServicesOn(h.db, { definitions: h.definitions, graphs: h.graphs, outputStore: h.outputStore, openAccess: false });
     app = createApiApp({ context, ping: async () => {}, version: "test" });
   }, 180_000);

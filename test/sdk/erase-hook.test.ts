@@ -44,7 +44,7 @@ describe("an asset's erase hook", () => {
 });
 
 describe("an asset's retention", () => {
-  it("says how long its outputs are kept, from 1h to 3650d, naming the field when it is wrong", () => {
+  it("says how long its outputs, logs and history are kept, from 1h to 3650d, naming the field when it is wrong", () => {
     expect(asset({ key: "r/kept", retention: { outputs: "30d" } }, noop).spec.retention).toEqual({ outputsMs: 30 * 86_400_000 });
     expect(asset({ key: "r/plain" }, noop).spec.retention).toBeUndefined();
     expect(asset({ key: "r/logs", retention: { logs: "14d" } }, noop).spec.retention).toEqual({ logsMs: 14 * 86_400_000 });
@@ -55,6 +55,13 @@ describe("an asset's retention", () => {
       'asset "r/short": field "retention.outputs": "10m" must be between 1h and 3650d',
     );
     expect(() => asset({ key: "r/bad", retention: { outputs: "soon" } as never }, noop)).toThrow(/retention\.outputs/);
-    expect(() => asset({ key: "r/unknown", retention: { history: "90d" } as never }, noop)).toThrow(/retention/);
+    expect(asset({ key: "r/history", retention: { history: "90d", logs: "7d" } }, noop).spec.retention).toEqual({
+      historyMs: 90 * 86_400_000,
+      logsMs: 7 * 86_400_000,
+    });
+    expect(() => asset({ key: "r/history", retention: { history: "30m" } }, noop)).toThrow(
+      'asset "r/history": field "retention.history": "30m" must be between 1h and 3650d',
+    );
+    expect(() => asset({ key: "r/unknown", retention: { runs: "90d" } as never }, noop)).toThrow(/retention/);
   });
 });

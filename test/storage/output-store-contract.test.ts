@@ -3,7 +3,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { gunzipSync, gzipSync } from "node:zlib";
+import { CreateBucketCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StorageError } from "../../src/errors/index.js";
@@ -160,6 +161,22 @@ describe.each(stores)("OutputStore contract: $name", ({ open }) => {
     expect(await store.get(await store.put("utf8/value.json", body))).toBe(body);
   });
 
+  it("round-trips bytes that are not UTF-8 exactly", async () => {
+    const text = "a log line that compresses\n".repeat(200);
+    const gzip = gzipSync(text);
+    expect(() => new TextDecoder("utf-8", { fatal: true }).decode(gzip)).toThrow();
+    const got = await store.getBytes(await store.putBytes("binary/logs.gz", gzip, "application/gzip"));
+    expect(got).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(got).equals(gzip)).toBe(true); // not toEqual: a byte-by-byte diff helps nobody
+    expect(gunzipSync(got).toString("utf8")).toBe(text);
+  });
+
+  it("reads the UTF-8 bytes of an object stored with put", async () => {
+    const body = JSON.stringify({ city: "Zürich", emoji: "🌊" });
+    const got = await store.getBytes(await store.put("binary/text.json", body));
+    expect(Buffer.from(got).equals(Buffer.from(body, "utf8"))).toBe(true);
+  });
+
   it("stores a step's output the way the execution backend does, without the backend", async () => {
     const value = { rows: Array.from({ length: 2_000 }, (_, i) => ({ i, label: `row ${i}` })) };
     const json = JSON.stringify(value);
@@ -177,11 +194,23 @@ describe.each(stores)("OutputStore contract: $name", ({ open }) => {
     expect(err.message).toContain(missing);
   });
 
+  it("reports a missing binary object with getBytes as get does: OUTPUT_NOT_FOUND naming the reference", async () => {
+    const present = await store.putBytes("missing/present.gz", gzipSync("present"), "application/gzip");
+    const missing = present.replace("present.gz", "never-written.gz");
+    expect(missing).not.toBe(present);
+    const err = await storageErrorOf(store.getBytes(missing));
+    expect(err.code).toBe((await storageErrorOf(store.get(missing))).code);
+    expect(err.code).toBe("OUTPUT_NOT_FOUND");
+    expect(err.message).toContain(missing);
+  });
+
   it("refuses a reference of another kind of store or another bucket, naming it", async () => {
     for (const ref of opened.foreignRefs) {
-      const err = await storageErrorOf(store.get(ref));
-      expect(err.code).toBe("OUTPUT_REF_INVALID");
-      expect(err.message).toContain(`"${ref}"`);
+      for (const read of [store.get(ref), store.getBytes(ref)]) {
+        const err = await storageErrorOf(read);
+        expect(err.code).toBe("OUTPUT_REF_INVALID");
+        expect(err.message).toContain(`"${ref}"`);
+      }
     }
   });
 
@@ -234,7 +263,12 @@ describe("S3OutputStore only", () => {
   it("fails fast with OUTPUT_STORE_UNREACHABLE naming the endpoint when nothing listens", async () => {
     const endpoint = `http://127.0.0.1:${await closedPort()}`;
     const store = new S3OutputStore({ endpoint, bucket: BUCKET, ...S3RVER_CREDENTIALS });
-    for (const attempt of [() => store.put("outputs/x.json", "{}"), () => store.get(`s3://${BUCKET}/outputs/x.json`)]) {
+    for (const attempt of [
+      () => store.put("outputs/x.json", "{}"),
+      () => store.get(`s3://${BUCKET}/outputs/x.json`),
+      () => store.putBytes("outputs/x.gz", gzipSync("x"), "application/gzip"),
+      () => store.getBytes(`s3://${BUCKET}/outputs/x.gz`),
+    ]) {
       const started = Date.now();
       const err = await storageErrorOf(attempt());
       expect(Date.now() - started).toBeLessThan(5_000);
@@ -252,6 +286,16 @@ describe("S3OutputStore only", () => {
     const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: "team-a/" }));
     expect(listed.Contents?.map((o) => o.Key)).toEqual(["team-a/tributary/outputs/run-1/7-1.json"]);
     expect(await store.get(ref)).toBe('{"ok":true}');
+  });
+
+  it("stores the content type: the one given to putBytes, application/json for put", async () => {
+    const store = new S3OutputStore({ endpoint: s3.endpoint, bucket: BUCKET, ...S3RVER_CREDENTIALS });
+    const contentTypeOf = async (ref: string) =>
+      (await s3.client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: ref.slice(`s3://${BUCKET}/`.length) }))).ContentType;
+    expect(await contentTypeOf(await store.putBytes("content-type/logs.gz", gzipSync("logs"), "application/gzip"))).toBe(
+      "application/gzip",
+    );
+    expect(await contentTypeOf(await store.put("content-type/value.json", "{}"))).toBe("application/json");
   });
 
   it("names the bucket when it does not exist", async () => {

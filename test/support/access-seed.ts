@@ -7,6 +7,8 @@ export interface SeededUser {
   /** Absent: a user who signs in through an OIDC provider only. */
   readonly password?: string;
   readonly grants?: readonly { readonly role: Role; readonly team: string | null }[];
+  /** An API token of theirs (from newApiToken), for requests with `authorization: Bearer`. */
+  readonly token?: { readonly prefix: string; readonly hash: string };
 }
 
 export interface SeededTeam {
@@ -36,5 +38,12 @@ export async function seedAccess(
       now,
     );
     for (const grant of user.grants ?? []) await store.grant({ principalName: user.name, ...grant }, SEEDING, now);
+    if (user.token) {
+      await store.createToken(
+        { principalName: user.name, tokenHash: user.token.hash, prefix: user.token.prefix, description: "test", expiresAt: null },
+        SEEDING,
+        now,
+      );
+    }
   }
 }

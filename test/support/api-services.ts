@@ -24,10 +24,29 @@ export function apiServicesOn(db: Kysely<Database>, parts: Partial<Omit<ApiParts
     unavailableExecutors: parts.unavailableExecutors ?? new Map(),
     openAccess: parts.openAccess ?? true,
     outputStore: parts.outputStore ?? null,
+    logsDir: parts.logsDir ?? null,
   });
 }
 
 /** `/metrics` and `/readyz` over one database's stores, as `tributary api` serves them. */
 export function observabilityOn(db: Kysely<Database>, options: Parameters<typeof observabilityOf>[1] = {}): Observability {
   return observabilityOf(observabilityStores(db), options);
+}
+
+/** A GraphQL answer with its HTTP status. */
+export type GraphQLAnswer<T> = { status: number; data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
+
+/** Posts a GraphQL request to an API app with an API token (`authorization: Bearer`). */
+export async function graphqlWithToken<T>(
+  app: { request(path: string, init: RequestInit): Response | Promise<Response> },
+  token: string,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<GraphQLAnswer<T>> {
+  const res = await app.request("/graphql", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, ...((await res.json()) as Omit<GraphQLAnswer<T>, "status">) };
 }

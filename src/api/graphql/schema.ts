@@ -281,6 +281,7 @@ import "./runs.js";
 import "./dynamic-partitions.js";
 import "./clear.js";
 import "./wipe.js"; // wipePartitions
+import "./history.js"; // historyArchives, restoreHistory
 import "./events.js";
 import "./backfills.js";
 import "./alerts.js";

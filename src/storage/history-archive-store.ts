@@ -1,0 +1,107 @@
+import type { AuditEntry } from "./audit-trail.js";
+
+/** The tables an archive holds, in the order a restore inserts them (parents first). */
+export const HISTORY_TABLES = ["runs", "steps", "step_deps", "step_tries", "triggers", "events", "event_inputs", "check_results"] as const;
+export type HistoryTable = (typeof HISTORY_TABLES)[number];
+
+/** Which history is past its retention: runs that ended, and events of no run, before a cut-off. */
+export interface HistoryRetentionPolicy {
+  /** The default cut-off (TRIBUTARY_HISTORY_RETENTION); null: the history of assets without their own is kept. */
+  readonly before: Date | null;
+  /** Assets with a retention of their own (`retention.history`). A run is past it when every asset it ran is. */
+  readonly assets?: readonly { readonly assetKey: string; readonly before: Date }[];
+}
+
+/** A claimed batch of one day: its rows, as JSON text (exactly as the database gives them), table by table. */
+export interface HistoryBatch {
+  readonly archiveId: string;
+  /** YYYY-MM-DD (UTC): the day its runs were created and its events recorded. */
+  readonly day: string;
+  readonly runIds: readonly string[];
+  /** Events of no run. */
+  readonly eventIds: readonly string[];
+  readonly rows: Readonly<Record<HistoryTable, readonly string[]>>;
+  /** Per run, what it looked like when claimed (its last update): a run changed since is not deleted. */
+  readonly runVersions: Readonly<Record<string, string>>;
+}
+
+/** The archives of one day. */
+export interface HistoryArchiveDay {
+  /** YYYY-MM-DD (UTC). */
+  readonly day: string;
+  /** Objects holding the day's archived history (not counting restored ones). */
+  readonly archives: number;
+  readonly runs: number;
+  readonly events: number;
+  readonly rows: number;
+  readonly logs: number;
+  readonly sizeBytes: number;
+  readonly lastArchivedAt: Date | null;
+  /** Archives of the day brought back, and when the latest was. */
+  readonly restoredArchives: number;
+  readonly lastRestoredAt: Date | null;
+  /** While set, the day is not archived again (a restore holds it). */
+  readonly heldUntil: Date | null;
+}
+
+/** An archive object to restore. */
+export interface HistoryArchiveObject {
+  readonly id: string;
+  readonly storageRef: string;
+}
+
+/** What one restore brought back, by table. */
+export interface RestoredHistory {
+  readonly day: string;
+  readonly archives: number;
+  readonly rows: Readonly<Record<HistoryTable, number>>;
+  readonly heldUntil: Date;
+}
+
+/**
+ * Archival of history: claims the runs and run-less events of the oldest day past their retention (under a unique
+ * claim each, so that two archivers never write one run twice), and deletes them once their object is written —
+ * unless something changed them meanwhile. What a live answer needs is never claimed: a partition's latest event of
+ * each kind (its latest materialisation among them) with the run that wrote it, the run behind a partition's
+ * status, events still read by an event that stays, a check's latest result, and unfinished runs.
+ */
+export interface HistoryArchiveStore {
+  /** Claims up to `limit` runs and `limit` events of the oldest day with history past retention; null: none. */
+  claim(
+    policy: HistoryRetentionPolicy,
+    options: { readonly limit: number; readonly owner: string },
+    now: Date,
+  ): Promise<HistoryBatch | null>;
+  /** Records where the batch's object was written. */
+  written(archiveId: string, storageRef: string, sizeBytes: number, logCount: number): Promise<void>;
+  /**
+   * Deletes the batch's rows and marks the archive archived, in one transaction, when none of them changed since
+   * the claim and all may still go; otherwise deletes nothing, drops the archive and queues its object for deletion.
+   */
+  complete(batch: HistoryBatch, now: Date): Promise<{ readonly archived: boolean; readonly rows: number }>;
+  /** Drops a claim whose object could not be written (queues the object, if any, for deletion). */
+  release(archiveId: string, now: Date): Promise<void>;
+  /** Archives left writing since before `before` (their archiver died): released. Answers how many. */
+  releaseAbandoned(before: Date, now: Date): Promise<number>;
+  /** The days with archives, newest first. */
+  days(): Promise<HistoryArchiveDay[]>;
+  /** The day's archived objects, oldest first. */
+  archivesOf(day: string): Promise<HistoryArchiveObject[]>;
+  /**
+   * Puts the rows of the day's archives back (rows already here are left as they are), marks the archives restored,
+   * queues their objects for deletion, holds the day until `hold.until` and writes the audit record, in one
+   * transaction. Fails with
+   * HISTORY_ARCHIVE_CHANGED when an archive is no longer archived (another restore took it).
+   */
+  restore(
+    day: string,
+    archives: readonly {
+      readonly id: string;
+      readonly storageRef: string;
+      readonly rows: Readonly<Record<HistoryTable, readonly string[]>>;
+    }[],
+    hold: { readonly until: Date; readonly by: string | null },
+    now: Date,
+    audit?: AuditEntry,
+  ): Promise<RestoredHistory>;
+}
