@@ -573,6 +573,7 @@ CREATE INDEX runs_active_idx ON public.runs USING btree (priority DESC, created_
 CREATE INDEX runs_backfill_idx ON public.runs USING btree (backfill_id, status) WHERE (backfill_id IS NOT NULL);
 CREATE INDEX runs_cancel_requested_idx ON public.runs USING btree (cancel_requested_at) WHERE ((cancel_requested_at IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX runs_created_idx ON public.runs USING btree (created_at DESC);
+CREATE INDEX runs_ended_created_idx ON public.runs USING btree (created_at, id) WHERE (status = ANY (ARRAY['success'::text, 'failed'::text, 'canceled'::text]));
 CREATE INDEX runs_job_active_idx ON public.runs USING btree (job_name) WHERE (status = 'running'::text);
 CREATE INDEX runs_job_logical_date_idx ON public.runs USING btree (job_name, logical_date DESC) WHERE (job_name IS NOT NULL);
 CREATE INDEX runs_parent_idx ON public.runs USING btree (parent_run_id) WHERE (parent_run_id IS NOT NULL);

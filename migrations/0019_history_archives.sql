@@ -39,5 +39,6 @@ CREATE TABLE history_holds (
   held_by    text
 );
 
--- Events of no run (observations, reports, wipes), oldest first, for their retention.
+-- Ended runs and events of no run (observations, reports, wipes), oldest first, for their retention.
+CREATE INDEX runs_ended_created_idx ON runs (created_at, id) WHERE status IN ('success', 'failed', 'canceled');
 CREATE INDEX events_runless_created_idx ON events (created_at, id) WHERE run_id IS NULL;

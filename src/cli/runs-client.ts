@@ -266,6 +266,10 @@ function toStep(s: Wire, runId: string): StepView {
 }
 
 export function requireRun(run: RunDetail | undefined, id: string): RunDetail {
-  if (!run) throw new InputError(`no run has the id "${id}"; list runs with \`tributary runs\``, { code: "RUN_NOT_FOUND" });
+  if (!run)
+    throw new InputError(
+      `no run has the id "${id}"; list runs with \`tributary runs\` (a run past the history retention is archived: \`tributary archive list\`)`,
+      { code: "RUN_NOT_FOUND" },
+    );
   return run;
 }

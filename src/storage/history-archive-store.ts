@@ -61,15 +61,21 @@ export interface RestoredHistory {
 /**
  * Archival of history: claims the runs and run-less events of the oldest day past their retention (under a unique
  * claim each, so that two archivers never write one run twice), and deletes them once their object is written —
- * unless something changed them meanwhile. What a live answer needs is never claimed: a partition's latest event of
- * each kind (its latest materialisation among them) with the run that wrote it, the run behind a partition's
- * status, events still read by an event that stays, a check's latest result, and unfinished runs.
+ * unless something changed them meanwhile. A run goes whole (steps, dependencies, tries, waits, logs) but for what a
+ * live answer needs, which is never claimed: a partition's latest event of each kind (its latest materialisation
+ * among them, with its lineage rows) and the event behind its status, events still read by an event that stays, a
+ * check's latest result, unfinished runs and the runs of a backfill still going. An event kept that way outlives its
+ * run; once superseded it is archived too (see `orphans`).
  */
 export interface HistoryArchiveStore {
-  /** Claims up to `limit` runs and `limit` events of the oldest day with history past retention; null: none. */
+  /**
+   * Claims up to `limit` runs and `limit` events of the oldest day with history past retention; null: none. With
+   * `orphans`, events whose run was archived while they were a partition's latest, and that are superseded since, are
+   * looked for too (a scan of the events: now and then, not at every claim).
+   */
   claim(
     policy: HistoryRetentionPolicy,
-    options: { readonly limit: number; readonly owner: string },
+    options: { readonly limit: number; readonly owner: string; readonly orphans?: boolean },
     now: Date,
   ): Promise<HistoryBatch | null>;
   /** Records where the batch's object was written. */

@@ -61,7 +61,7 @@ export class PgHistoryArchiveStore implements HistoryArchiveStore {
 
   async claim(
     policy: HistoryRetentionPolicy,
-    options: { readonly limit: number; readonly owner: string },
+    options: { readonly limit: number; readonly owner: string; readonly orphans?: boolean },
     now: Date,
   ): Promise<HistoryBatch | null> {
     const assets = policy.assets ?? [];
@@ -74,33 +74,78 @@ export class PgHistoryArchiveStore implements HistoryArchiveStore {
     const held = (at: RawBuilder<unknown>) =>
       sql`exists (select 1 from history_holds h where h.day = ${dayOf(at)} and h.held_until > ${now})`;
     return this.#db.transaction().execute(async (trx) => {
-      // Runs that ended before the retention of every asset they ran; not of a backfill still going.
-      const { rows: runs } = await sql<{ id: string; day: string; version: string }>`
-        select r.id, ${dayOf(sql`r.created_at`)}::text as day, r.updated_at::text as version
-        from runs r
-        where r.status in ('success', 'failed', 'canceled') and r.ended_at < ${latest}
-          and exists (select 1 from steps s where s.run_id = r.id)
-          and not exists (select 1 from steps s left join ${cutoffs} p on p.asset_key = s.asset_key
-                          where s.run_id = r.id and (coalesce(p.before, ${fallback}) is null or r.ended_at >= coalesce(p.before, ${fallback})))
-          and not exists (select 1 from backfills b where b.id = r.backfill_id and b.status in ('requested', 'running', 'canceling'))
-          and not exists (select 1 from history_archive_claims c where c.run_id = r.id)
-          and not ${held(sql`r.created_at`)}
-        order by r.created_at, r.id
-        limit ${options.limit}
-        for update of r skip locked`.execute(trx);
-      // Events of no run (or of a run no longer here) past their asset's retention that nothing needs.
-      const { rows: loose } = await sql<{ id: string; day: string }>`
-        select e.id::text, ${dayOf(sql`e.created_at`)}::text as day
-        from events e left join ${cutoffs} p on p.asset_key = e.asset_key
-        where e.created_at < ${latest} and e.created_at < coalesce(p.before, ${fallback})
-          and (e.run_id is null or not exists (select 1 from runs r where r.id = e.run_id))
-          and ${needless(sql`e`)}
-          and not exists (select 1 from event_inputs ei where ei.upstream_event_id = e.id)
-          and not exists (select 1 from history_archive_claims c where c.event_id = e.id)
-          and not ${held(sql`e.created_at`)}
-        order by e.created_at, e.id
-        limit ${options.limit}
-        for update of e skip locked`.execute(trx);
+      // Short statements over index probes: a JIT compilation would cost more than any of them.
+      await sql`set local jit = off`.execute(trx);
+      // Ended runs oldest first, a page at a time (an index walk that stops early), each page then filtered: ended
+      // before the retention of every asset they ran, not of a backfill still going, not claimed, not held.
+      const runs = await oldestDay(
+        async (after) =>
+          (
+            await sql<Candidate & { version: string }>`
+              select r.id::text, ${dayOf(sql`r.created_at`)}::text as day, r.created_at::text as at, r.updated_at::text as version
+              from runs r
+              where r.status in ('success', 'failed', 'canceled') and r.ended_at < ${latest}
+                and (${after === null} or (r.created_at, r.id) > (${after?.at ?? null}::timestamptz, ${after?.id ?? null}::uuid))
+              order by r.created_at, r.id
+              limit ${PAGE}`.execute(trx)
+          ).rows,
+        async (ids) =>
+          (
+            await sql<{ id: string }>`
+              select r.id::text from runs r
+              where r.id = any(${ids}::uuid[])
+                and exists (select 1 from steps s where s.run_id = r.id)
+                and coalesce((select true from steps s left join ${cutoffs} p on p.asset_key = s.asset_key
+                              where s.run_id = r.id
+                                and (coalesce(p.before, ${fallback}) is null or r.ended_at >= coalesce(p.before, ${fallback}))
+                              limit 1), false) = false
+                and not exists (select 1 from backfills b where b.id = r.backfill_id and b.status in ('requested', 'running', 'canceling'))
+                and not exists (select 1 from history_archive_claims c where c.run_id = r.id)
+                and not ${held(sql`r.created_at`)}
+              for update of r skip locked`.execute(trx)
+          ).rows.map((r) => r.id),
+        options.limit,
+      );
+      // Events of no run past their asset's retention that nothing needs; with `orphans`, also those whose run was
+      // archived while they were still needed (a partition's latest), since superseded.
+      const keepEvents = async (ids: string[]) =>
+        (
+          await sql<{ id: string }>`
+            select e.id::text from events e left join ${cutoffs} p on p.asset_key = e.asset_key
+            where e.id = any(${ids}::bigint[]) and e.created_at < coalesce(p.before, ${fallback})
+              and ${superseded(sql`e`)}
+              and not (e.id = any(array(select ps.last_materialization_event_id from partition_status ps
+                                        where ps.last_materialization_event_id = any(${ids}::bigint[]))))
+              and not (e.id = any(array(select ei.upstream_event_id from event_inputs ei where ei.upstream_event_id = any(${ids}::bigint[]))))
+              and not exists (select 1 from history_archive_claims c where c.event_id = e.id)
+              and not ${held(sql`e.created_at`)}
+            for update of e skip locked`.execute(trx)
+        ).rows.map((r) => r.id);
+      const loose = await oldestDay(
+        async (after) =>
+          (
+            await sql<Candidate>`
+              select e.id::text, ${dayOf(sql`e.created_at`)}::text as day, e.created_at::text as at
+              from events e
+              where e.run_id is null and e.created_at < ${latest}
+                and (${after === null} or (e.created_at, e.id) > (${after?.at ?? null}::timestamptz, ${after?.id ?? null}::bigint))
+              order by e.created_at, e.id
+              limit ${PAGE}`.execute(trx)
+          ).rows,
+        keepEvents,
+        options.limit,
+      );
+      if (options.orphans) {
+        // One pass over the events whose run is gone (a hash anti-join), filtered a page at a time.
+        const { rows: orphans } = await sql<Candidate>`
+          select e.id::text, ${dayOf(sql`e.created_at`)}::text as day, e.created_at::text as at
+          from events e
+          where e.run_id is not null and e.created_at < ${latest} and not exists (select 1 from runs r where r.id = e.run_id)
+          order by e.created_at, e.id`.execute(trx);
+        const found = await oldestDay(async (after) => pageAfter(orphans, after), keepEvents, options.limit);
+        if (found.length > 0 && (loose.length === 0 || found[0]!.day < loose[0]!.day)) loose.splice(0, loose.length, ...found);
+        else if (found.length > 0 && found[0]!.day === loose[0]!.day) loose.push(...found.slice(0, options.limit - loose.length));
+      }
       const day = [runs[0]?.day, loose[0]?.day].filter((d): d is string => d !== undefined).sort()[0];
       if (day === undefined) return null;
       const { id: archiveId } = await trx
@@ -153,6 +198,7 @@ export class PgHistoryArchiveStore implements HistoryArchiveStore {
   async complete(batch: HistoryBatch, now: Date): Promise<{ readonly archived: boolean; readonly rows: number }> {
     try {
       return await this.#db.transaction().execute(async (trx) => {
+        await sql`set local jit = off`.execute(trx);
         const { rows: locked } = await sql<{ id: string; version: string }>`
           select id, updated_at::text as version from runs where id = any(${[...batch.runIds]}::uuid[]) order by id for update`.execute(
           trx,
@@ -318,17 +364,62 @@ class BatchChanged extends Error {
   }
 }
 
-/** An event that no answer needs by itself: not the latest of its kind for its partition, nor behind a status. */
-function needless(e: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`(exists (select 1 from events n where n.asset_key = ${e}.asset_key and n.partition_key = ${e}.partition_key
-                                                     and n.kind = ${e}.kind and n.id > ${e}.id)
-          and not exists (select 1 from partition_status ps where ps.last_materialization_event_id = ${e}.id))`;
+/** Candidates are read this many at a time, oldest first. */
+const PAGE = 1_000;
+
+interface Candidate {
+  readonly id: string;
+  readonly day: string;
+  /** created_at as text: the page's position. */
+  readonly at: string;
 }
 
 /**
- * What of the claimed runs and events goes: every claimed event of no run; of the runs' events, those no answer needs
- * (see needless) and that no staying event read — followed through the runs' own events until nothing changes; of
- * their check results, all but a check's latest.
+ * The candidates of the oldest day that pass `keep`, at most `limit`: pages oldest first until enough are found or
+ * the day is over. `keep` answers which of a page's ids pass (it may lock them).
+ */
+async function oldestDay<T extends Candidate>(
+  page: (after: Candidate | null) => Promise<T[]>,
+  keep: (ids: string[]) => Promise<string[]>,
+  limit: number,
+): Promise<T[]> {
+  const out: T[] = [];
+  let day: string | undefined;
+  for (let after: Candidate | null = null; ;) {
+    const rows = await page(after);
+    if (rows.length === 0) return out;
+    const kept = new Set(await keep(rows.filter((r) => day === undefined || r.day === day).map((r) => r.id)));
+    for (const r of rows) {
+      if (day !== undefined && r.day !== day) return out;
+      if (!kept.has(r.id)) continue;
+      day = r.day;
+      out.push(r);
+      if (out.length >= limit) return out;
+    }
+    if (rows.length < PAGE) return out;
+    after = rows.at(-1)!;
+  }
+}
+
+/** The page of an ordered list after a candidate. */
+function pageAfter<T extends Candidate>(all: readonly T[], after: Candidate | null): T[] {
+  const from = after === null ? 0 : all.findIndex((c) => c.id === after.id) + 1;
+  return all.slice(from, from + PAGE);
+}
+
+/**
+ * A newer event of the same kind exists for the event's partition. A scalar subquery with a limit: an index probe
+ * per event, never a join the planner might hash over the whole table.
+ */
+function superseded(e: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`coalesce((select true from events n where n.asset_key = ${e}.asset_key and n.partition_key = ${e}.partition_key
+                                                     and n.kind = ${e}.kind and n.id > ${e}.id limit 1), false)`;
+}
+
+/**
+ * What of the claimed runs and events goes: every claimed event of no run; of the runs' events, those superseded by
+ * a newer event of their kind, not behind a partition's status and read by no event that stays — followed through
+ * the runs' own events until nothing changes; of their check results, all but a check's latest.
  */
 async function archivable(
   trx: Kysely<Database>,
@@ -337,17 +428,22 @@ async function archivable(
 ): Promise<{ eventIds: string[]; checkIds: string[] }> {
   if (runIds.length === 0) return { eventIds: [...looseIds], checkIds: [] };
   const runs = sql`${[...runIds]}::uuid[]`;
-  const { rows: events } = await sql<{ id: string; keep: boolean }>`
-    select e.id::text, not ${needless(sql`e`)}
-           or exists (select 1 from event_inputs ei join events d on d.id = ei.event_id
-                      where ei.upstream_event_id = e.id and (d.run_id is null or d.run_id <> all(${runs})) and d.id <> all(${[...looseIds]}::bigint[]))
-           as keep
-    from events e where e.run_id = any(${runs})`.execute(trx);
-  const { rows: reads } = await sql<{ reader: string; read: string }>`
-    select ei.event_id::text as reader, ei.upstream_event_id::text as read
-    from events e join event_inputs ei on ei.upstream_event_id = e.id join events d on d.id = ei.event_id
-    where e.run_id = any(${runs}) and d.run_id = any(${runs})`.execute(trx);
-  const kept = new Set(events.filter((e) => e.keep).map((e) => e.id));
+  const { rows: events } = await sql<{ id: string; superseded: boolean }>`
+    select e.id::text, ${superseded(sql`e`)} as superseded from events e where e.run_id = any(${runs})`.execute(trx);
+  const ids = events.map((e) => e.id);
+  const { rows: behindStatus } = await sql<{ id: string }>`
+    select last_materialization_event_id::text as id from partition_status
+    where last_materialization_event_id = any(${ids}::bigint[])`.execute(trx);
+  const { rows: reads } = await sql<{ reader: string; read: string; run_id: string | null }>`
+    select ei.event_id::text as reader, ei.upstream_event_id::text as read, d.run_id::text
+    from event_inputs ei join events d on d.id = ei.event_id
+    where ei.upstream_event_id = any(${ids}::bigint[])`.execute(trx);
+  const inBatch = new Set(runIds);
+  const loose = new Set(looseIds);
+  const kept = new Set([...events.filter((e) => !e.superseded).map((e) => e.id), ...behindStatus.map((r) => r.id)]);
+  // Read by an event that stays here: one outside the batch.
+  for (const r of reads) if (!(r.run_id !== null && inBatch.has(r.run_id)) && !loose.has(r.reader)) kept.add(r.read);
+  // ... or by one of the batch's own that stays.
   for (let grew = true; grew;) {
     grew = false;
     for (const r of reads) {
@@ -360,8 +456,8 @@ async function archivable(
   const { rows: checks } = await sql<{ id: string }>`
     select c.id::text from check_results c
     where c.run_id = any(${runs})
-      and exists (select 1 from check_results n where n.asset_key = c.asset_key and n.partition_key = c.partition_key
-                                                 and n.check_name = c.check_name and n.id > c.id)`.execute(trx);
+      and coalesce((select true from check_results n where n.asset_key = c.asset_key and n.partition_key = c.partition_key
+                                                     and n.check_name = c.check_name and n.id > c.id limit 1), false)`.execute(trx);
   return { eventIds: [...events.filter((e) => !kept.has(e.id)).map((e) => e.id), ...looseIds], checkIds: checks.map((c) => c.id) };
 }
 

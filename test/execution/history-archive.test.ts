@@ -265,6 +265,21 @@ describePostgres("history archival", () => {
     expect(await count(sql`select count(*)::int as n from runs where id = ${run}`)).toBe(0);
   }, 120_000);
 
+  it("archives the events an archived run left as a partition's latest once they are superseded", async () => {
+    const run = await success(["hist/raw"], { partition: "2025-03-07" });
+    await date(run, "2025-06-06", 0);
+    expect(await task(30 * DAY).archive()).toMatchObject({ runs: 1 });
+    const left = await count(sql`select count(*)::int as n from events where run_id = ${run}`);
+    expect(left).toBeGreaterThan(0);
+    // Still the partition's latest: a pass keeps them.
+    expect((await task(30 * DAY).archive()).events).toBe(0);
+    await success(["hist/raw"], { partition: "2025-03-07" });
+    expect(await task(30 * DAY).archive()).toMatchObject({ archives: 1, runs: 0, events: left });
+    expect(await count(sql`select count(*)::int as n from events where run_id = ${run}`)).toBe(0);
+    const restored = await restoreHistory(services, { day: "2025-06-06" }, new Date());
+    expect(restored.rows).toMatchObject({ runs: 1, events: left });
+  }, 120_000);
+
   it("two archivers at once archive each run once", async () => {
     const runs: string[] = [];
     for (let i = 0; i < 6; i++) runs.push(await success(["hist/raw"], { partition: "2025-03-01" }));

@@ -33,6 +33,9 @@ export interface HistoryArchiveTaskOptions {
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
 }
 
+/** How often events left by archived runs (a partition's latest then, superseded since) are looked for. */
+const ORPHANS_EVERY_MS = 86_400_000;
+
 /** What one pass archived. */
 export interface ArchivePass {
   readonly archives: number;
@@ -56,6 +59,8 @@ export class HistoryArchiveTask implements ReconcilerTask {
   #working: Promise<void> | undefined;
   /** The last pass stopped at its limit: the next one starts without waiting for the interval. */
   #more = false;
+  /** When events left by archived runs were last looked for (at the first pass, then daily). */
+  #orphansAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: HistoryArchiveTaskOptions) {
     this.#owner = options.owner ?? `archive-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -101,8 +106,18 @@ export class HistoryArchiveTask implements ReconcilerTask {
     if (policy.before === null && (policy.assets ?? []).length === 0) return total;
     await this.options.store.releaseAbandoned(new Date(now.getTime() - (this.options.abandonedAfterMs ?? 3_600_000)), now);
     const maxBatches = this.options.maxBatches ?? 20;
+    // Events left by archived runs are looked for once the rest is done, daily: it takes a scan of the events.
+    let orphans = now.getTime() - this.#orphansAt >= ORPHANS_EVERY_MS;
+    const limit = this.options.batch ?? 500;
     for (let i = 0; i < maxBatches; i++) {
-      const batch = await this.options.store.claim(policy, { limit: this.options.batch ?? 500, owner: this.#owner }, now);
+      let batch = await this.options.store.claim(policy, { limit, owner: this.#owner }, now);
+      if (!batch && orphans) {
+        batch = await this.options.store.claim(policy, { limit, owner: this.#owner, orphans: true }, now);
+        if (!batch) {
+          this.#orphansAt = now.getTime();
+          orphans = false;
+        }
+      }
       if (!batch) return total;
       let sizeBytes: number;
       let logs: number;

@@ -69,5 +69,8 @@ export function isUuid(s: string): boolean {
 }
 
 export function runNotFound(runId: string): InputError {
-  return new InputError(`no run has the id "${runId}"; list runs with \`tributary runs\``, { code: "RUN_NOT_FOUND" });
+  return new InputError(
+    `no run has the id "${runId}"; list runs with \`tributary runs\` (a run past the history retention is archived: \`tributary archive list\`)`,
+    { code: "RUN_NOT_FOUND" },
+  );
 }
