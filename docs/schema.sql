@@ -390,6 +390,15 @@ ALTER TABLE public.history_archive_claims ADD CONSTRAINT history_archive_claims_
 ALTER TABLE public.history_archive_claims ADD CONSTRAINT history_archive_claims_run_id_key UNIQUE (run_id);
 CREATE INDEX history_archive_claims_archive_idx ON public.history_archive_claims USING btree (archive_id);
 
+CREATE TABLE public.history_archive_log_partitions (
+    archive_id uuid NOT NULL,
+    asset_key text NOT NULL,
+    partition_key text NOT NULL
+);
+ALTER TABLE public.history_archive_log_partitions ADD CONSTRAINT history_archive_log_partitions_archive_id_fkey FOREIGN KEY (archive_id) REFERENCES history_archives(id) ON DELETE CASCADE;
+ALTER TABLE public.history_archive_log_partitions ADD CONSTRAINT history_archive_log_partitions_pkey PRIMARY KEY (asset_key, partition_key, archive_id);
+CREATE INDEX history_archive_log_partitions_archive_idx ON public.history_archive_log_partitions USING btree (archive_id);
+
 CREATE TABLE public.history_archives (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     day date NOT NULL,

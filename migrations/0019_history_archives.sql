@@ -32,6 +32,15 @@ CREATE TABLE history_archive_claims (
 );
 CREATE INDEX history_archive_claims_archive_idx ON history_archive_claims (archive_id);
 
+-- The partitions whose try logs an archive holds: an erasure request of one of them removes those logs from it.
+CREATE TABLE history_archive_log_partitions (
+  archive_id     uuid NOT NULL REFERENCES history_archives (id) ON DELETE CASCADE,
+  asset_key      text NOT NULL,
+  partition_key  text NOT NULL,
+  PRIMARY KEY (asset_key, partition_key, archive_id)
+);
+CREATE INDEX history_archive_log_partitions_archive_idx ON history_archive_log_partitions (archive_id);
+
 -- Days brought back by a restore: not archived again until the hold ends.
 CREATE TABLE history_holds (
   day        date PRIMARY KEY,

@@ -220,6 +220,7 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
   const importDefinitions = definitionsImporter(definitionsDir);
   const erasures = new ErasureTask({
     store: new PgErasureStore(runtime.database.db),
+    archives: new PgHistoryArchiveStore(runtime.database.db),
     deletions: new PgOutputDeletionStore(runtime.database.db),
     outputStore: runtime.outputStore,
     logsDir: runtime.logsDir,

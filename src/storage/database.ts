@@ -344,6 +344,13 @@ export interface HistoryArchiveClaimsTable {
   event_id: NullableInt8;
 }
 
+/** A partition whose try logs an archive holds. */
+export interface HistoryArchiveLogPartitionsTable {
+  archive_id: string;
+  asset_key: string;
+  partition_key: string;
+}
+
 /** A restored day, not archived again until the hold ends. */
 export interface HistoryHoldsTable {
   day: string;
@@ -538,6 +545,7 @@ export interface Database extends AccessTables {
   erasure_requests: ErasureRequestsTable;
   history_archives: HistoryArchivesTable;
   history_archive_claims: HistoryArchiveClaimsTable;
+  history_archive_log_partitions: HistoryArchiveLogPartitionsTable;
   history_holds: HistoryHoldsTable;
   erasure_items: ErasureItemsTable;
   erasure_deletions: ErasureDeletionsTable;

@@ -13,6 +13,11 @@ export const HISTORY_ARCHIVE_CONTENT_TYPE = "application/gzip";
 const FORMAT = "tributary-history";
 const VERSION = 1;
 
+/** Where an archive object lives in the output store. */
+export function historyArchiveKey(day: string, archiveId: string): string {
+  return `history/${day}/${archiveId}.jsonl.gz`;
+}
+
 /** A try's log file kept in an archive: `<logs dir>/<run>/<file>`. */
 export interface ArchivedLog {
   readonly run: string;

@@ -78,8 +78,8 @@ export interface HistoryArchiveStore {
     options: { readonly limit: number; readonly owner: string; readonly orphans?: boolean },
     now: Date,
   ): Promise<HistoryBatch | null>;
-  /** Records where the batch's object was written. */
-  written(archiveId: string, storageRef: string, sizeBytes: number, logCount: number): Promise<void>;
+  /** Records where the batch's object was written, and the partitions whose try logs it holds. */
+  written(archiveId: string, object: WrittenArchive): Promise<void>;
   /**
    * Deletes the batch's rows and marks the archive archived, in one transaction, when none of them changed since
    * the claim and all may still go; otherwise deletes nothing, drops the archive and queues its object for deletion.
@@ -96,18 +96,49 @@ export interface HistoryArchiveStore {
   /**
    * Puts the rows of the day's archives back (rows already here are left as they are), marks the archives restored,
    * queues their objects for deletion, holds the day until `hold.until` and writes the audit record, in one
-   * transaction. Fails with
-   * HISTORY_ARCHIVE_CHANGED when an archive is no longer archived (another restore took it).
+   * transaction that holds the archives' rows locked while `load` reads their objects (so that an erasure never
+   * changes an object between its reading and the restore). Fails with HISTORY_ARCHIVE_CHANGED when none of the day's
+   * archives is archived any more (another restore took them).
    */
   restore(
     day: string,
-    archives: readonly {
-      readonly id: string;
-      readonly storageRef: string;
-      readonly rows: Readonly<Record<HistoryTable, readonly string[]>>;
-    }[],
+    load: (
+      archives: readonly HistoryArchiveObject[],
+    ) => Promise<readonly { readonly rows: Readonly<Record<HistoryTable, readonly string[]>> }[]>,
     hold: { readonly until: Date; readonly by: string | null },
     now: Date,
     audit?: AuditEntry,
   ): Promise<RestoredHistory>;
+  /** The archives (still archived) that hold try logs of these partitions of an asset. */
+  archivesWithLogs(assetKey: string, partitionKeys: readonly string[]): Promise<(HistoryArchiveObject & { readonly day: string })[]>;
+  /**
+   * Removes the try logs of these partitions from an archive, for an erasure request: under the archive's row lock,
+   * `rewrite` writes the object again without them and answers which logs it removed; they are recorded as the
+   * request's deletions, and the archive no longer counts as holding logs of the partitions, in the same transaction.
+   * Nothing happens (null) when the archive is no longer archived.
+   */
+  scrubLogs(
+    archiveId: string,
+    target: { readonly requestId: string; readonly assetKey: string; readonly partitionKeys: readonly string[] },
+    rewrite: (storageRef: string) => Promise<{ readonly removed: readonly ScrubbedLog[]; readonly sizeBytes: number }>,
+    now: Date,
+  ): Promise<readonly ScrubbedLog[] | null>;
+}
+
+/** Where a batch's object was written, and the partitions whose try logs it holds. */
+export interface WrittenArchive {
+  readonly storageRef: string;
+  readonly sizeBytes: number;
+  readonly logCount: number;
+  readonly logPartitions: readonly { readonly assetKey: string; readonly partitionKey: string }[];
+}
+
+/** A try's log removed from an archive. */
+export interface ScrubbedLog {
+  readonly assetKey: string;
+  readonly partitionKey: string;
+  readonly runId: string;
+  readonly stepId: number;
+  readonly tryNumber: number;
+  readonly sizeBytes: number;
 }

@@ -217,11 +217,14 @@ export type {
   HistoryRetentionPolicy,
   HistoryTable,
   RestoredHistory,
+  ScrubbedLog,
+  WrittenArchive,
 } from "./history-archive-store.js";
 export {
   decodeArchive,
   encodeArchive,
   HISTORY_ARCHIVE_CONTENT_TYPE,
+  historyArchiveKey,
   readRunLogs,
   removeRunLogs,
   writeRunLogs,

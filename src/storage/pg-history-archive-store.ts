@@ -11,6 +11,8 @@ import {
   type HistoryRetentionPolicy,
   type HistoryTable,
   type RestoredHistory,
+  type ScrubbedLog,
+  type WrittenArchive,
 } from "./history-archive-store.js";
 
 /** The day (UTC) of a timestamp, as YYYY-MM-DD. */
@@ -186,13 +188,20 @@ export class PgHistoryArchiveStore implements HistoryArchiveStore {
     });
   }
 
-  async written(archiveId: string, storageRef: string, sizeBytes: number, logCount: number): Promise<void> {
-    await this.#db
-      .updateTable("history_archives")
-      .set({ storage_ref: storageRef, size_bytes: sizeBytes, log_count: logCount })
-      .where("id", "=", archiveId)
-      .where("state", "=", "writing")
-      .execute();
+  async written(archiveId: string, object: WrittenArchive): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable("history_archives")
+        .set({ storage_ref: object.storageRef, size_bytes: object.sizeBytes, log_count: object.logCount })
+        .where("id", "=", archiveId)
+        .where("state", "=", "writing")
+        .execute();
+      const parts = object.logPartitions;
+      if (parts.length === 0) return;
+      await sql`insert into history_archive_log_partitions (archive_id, asset_key, partition_key)
+                select ${archiveId}::uuid, a, p from unnest(${parts.map((x) => x.assetKey)}::text[], ${parts.map((x) => x.partitionKey)}::text[]) as x(a, p)
+                on conflict do nothing`.execute(trx);
+    });
   }
 
   async complete(batch: HistoryBatch, now: Date): Promise<{ readonly archived: boolean; readonly rows: number }> {
@@ -306,11 +315,9 @@ export class PgHistoryArchiveStore implements HistoryArchiveStore {
 
   async restore(
     day: string,
-    archives: readonly {
-      readonly id: string;
-      readonly storageRef: string;
-      readonly rows: Readonly<Record<HistoryTable, readonly string[]>>;
-    }[],
+    load: (
+      archives: readonly HistoryArchiveObject[],
+    ) => Promise<readonly { readonly rows: Readonly<Record<HistoryTable, readonly string[]>> }[]>,
     hold: { readonly until: Date; readonly by: string | null },
     now: Date,
     audit?: AuditEntry,
@@ -321,39 +328,80 @@ export class PgHistoryArchiveStore implements HistoryArchiveStore {
         audit,
         now,
         async () => {
-          const ids = archives.map((a) => a.id);
-          const { rows: locked } = await sql<{ id: string }>`
-        select id from history_archives where id = any(${ids}::uuid[]) and state = 'archived' order by id for update`.execute(trx);
-          if (locked.length !== ids.length) {
+          const { rows: locked } = await sql<{ id: string; storage_ref: string }>`
+            select id, storage_ref from history_archives where day = ${day}::date and state = 'archived'
+            order by created_at, id for update`.execute(trx);
+          if (locked.length === 0) {
             throw new StorageError(
               "HISTORY_ARCHIVE_CHANGED",
-              `the archives of ${day} changed while they were read (another restore took ${ids.length - locked.length} of them); ` +
-                `nothing was restored: look at \`tributary archive list\` and try again`,
+              `the archives of ${day} changed while the restore began (another restore took them); nothing was restored: ` +
+                `look at \`tributary archive list\``,
             );
           }
+          const archives = await load(locked.map((a) => ({ id: a.id, storageRef: a.storage_ref })));
+          const ids = locked.map((a) => a.id);
           const counts = Object.fromEntries(HISTORY_TABLES.map((t) => [t, 0])) as Record<HistoryTable, number>;
           for (const table of HISTORY_TABLES) {
             const rows = archives.flatMap((a) => a.rows[table]);
             if (rows.length > 0) counts[table] = await insertRows(trx, table, rows);
           }
           await sql`
-        with restored as (
-          update history_archives set state = 'restored', restored_at = ${now}, restored_by = ${hold.by}
-          where id = any(${ids}::uuid[]) returning storage_ref
-        )
-        insert into output_object_deletions (storage_ref, reason, asset_key, partition_key, requested_at, next_attempt_at)
-        select storage_ref, 'archive restored', '', '', ${now}, ${now} from restored where storage_ref is not null
-        on conflict (storage_ref) do nothing`.execute(trx);
+            with restored as (
+              update history_archives set state = 'restored', restored_at = ${now}, restored_by = ${hold.by}
+              where id = any(${ids}::uuid[]) returning storage_ref
+            )
+            insert into output_object_deletions (storage_ref, reason, asset_key, partition_key, requested_at, next_attempt_at)
+            select storage_ref, 'archive restored', '', '', ${now}, ${now} from restored where storage_ref is not null
+            on conflict (storage_ref) do nothing`.execute(trx);
+          await sql`delete from history_archive_log_partitions where archive_id = any(${ids}::uuid[])`.execute(trx);
           await sql`
-        insert into history_holds (day, held_until, held_by) values (${day}::date, ${hold.until}, ${hold.by})
-        on conflict (day) do update set held_until = greatest(history_holds.held_until, excluded.held_until), held_by = excluded.held_by`.execute(
+            insert into history_holds (day, held_until, held_by) values (${day}::date, ${hold.until}, ${hold.by})
+            on conflict (day) do update set held_until = greatest(history_holds.held_until, excluded.held_until), held_by = excluded.held_by`.execute(
             trx,
           );
-          return { day, archives: archives.length, rows: counts, heldUntil: hold.until };
+          return { day, archives: ids.length, rows: counts, heldUntil: hold.until };
         },
         (r) => ({ day: r.day, archives: r.archives }),
       ),
     );
+  }
+
+  async archivesWithLogs(assetKey: string, partitionKeys: readonly string[]): Promise<(HistoryArchiveObject & { readonly day: string })[]> {
+    const { rows } = await sql<{ id: string; storage_ref: string; day: string }>`
+      select distinct a.id, a.storage_ref, a.day::text as day, a.created_at
+      from history_archive_log_partitions lp join history_archives a on a.id = lp.archive_id
+      where lp.asset_key = ${assetKey} and lp.partition_key = any(${[...partitionKeys]}::text[]) and a.state = 'archived'
+      order by a.created_at, a.id`.execute(this.#db);
+    return rows.map((r) => ({ id: r.id, storageRef: r.storage_ref, day: r.day }));
+  }
+
+  async scrubLogs(
+    archiveId: string,
+    target: { readonly requestId: string; readonly assetKey: string; readonly partitionKeys: readonly string[] },
+    rewrite: (storageRef: string) => Promise<{ readonly removed: readonly ScrubbedLog[]; readonly sizeBytes: number }>,
+    now: Date,
+  ): Promise<readonly ScrubbedLog[] | null> {
+    return this.#db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ storage_ref: string }>`
+        select storage_ref from history_archives where id = ${archiveId} and state = 'archived' for update`.execute(trx);
+      if (rows.length === 0) return null;
+      const { removed, sizeBytes } = await rewrite(rows[0]!.storage_ref);
+      if (removed.length > 0) {
+        await sql`
+          insert into erasure_deletions (request_id, kind, asset_key, partition_key, run_id, step_id, try_number, ref, size_bytes, deleted_at)
+          select ${target.requestId}, 'log', a, p, r, s, t, r::text || '/' || s::text || '-' || t::text, sz, ${now}
+          from unnest(${removed.map((l) => l.assetKey)}::text[], ${removed.map((l) => l.partitionKey)}::text[],
+                      ${removed.map((l) => l.runId)}::uuid[], ${removed.map((l) => l.stepId)}::bigint[],
+                      ${removed.map((l) => l.tryNumber)}::int[], ${removed.map((l) => l.sizeBytes)}::bigint[]) as x(a, p, r, s, t, sz)
+          on conflict do nothing`.execute(trx);
+        await sql`update history_archives set size_bytes = ${sizeBytes}, log_count = greatest(log_count - ${removed.length}, 0)
+                  where id = ${archiveId}`.execute(trx);
+      }
+      await sql`delete from history_archive_log_partitions
+                where archive_id = ${archiveId} and asset_key = ${target.assetKey}
+                  and partition_key = any(${[...target.partitionKeys]}::text[])`.execute(trx);
+      return removed;
+    });
   }
 }
 

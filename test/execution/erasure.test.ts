@@ -3,11 +3,18 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { launchBackfill, requestErasure, retryErasure, erasureReport, type ErasureServices } from "../../src/api/index.js";
+import { launchBackfill, requestErasure, restoreHistory, retryErasure, erasureReport, type ErasureServices } from "../../src/api/index.js";
 import { TributaryError } from "../../src/errors/index.js";
-import { BackfillTask, ErasureTask } from "../../src/reconciler/index.js";
+import { BackfillTask, ErasureTask, HistoryArchiveTask } from "../../src/reconciler/index.js";
 import type { EraseContext, EraseHook, EraseTarget } from "../../src/sdk/index.js";
-import { PgBackfillStore, PgErasureStore, PgLineageStore, PgOutputDeletionStore } from "../../src/storage/index.js";
+import {
+  decodeArchive,
+  PgBackfillStore,
+  PgErasureStore,
+  PgHistoryArchiveStore,
+  PgLineageStore,
+  PgOutputDeletionStore,
+} from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
 import { Harness } from "./harness.js";
 
@@ -51,6 +58,7 @@ describePostgres("erasure requests", () => {
   const task = (owner: string) =>
     new ErasureTask({
       owner,
+      archives: new PgHistoryArchiveStore(h.db),
       store: new PgErasureStore(h.db),
       deletions: new PgOutputDeletionStore(h.db),
       outputStore: h.outputStore,
@@ -346,5 +354,48 @@ describePostgres("erasure requests", () => {
     const customers = report.items.find((i) => i.assetKey === "er/customers")!;
     expect(customers).toMatchObject({ skippedReason: "the partition no longer exists", replacedByRunId: null });
     expect(customers.erasedAt).not.toBeNull();
+  }, 120_000);
+
+  it("removes an erased partition's try logs from the history archives that hold them, and a restore does not bring them back", async () => {
+    // An earlier run of c2 and c3, with a log per try, archived past a 30-day retention.
+    const old = (await h.waitForRun(await h.launch(["er/customers"], { from: "c2", to: "c3" }), 60_000)).id;
+    const { rows: steps } = await sql<{ id: string; partition_key: string }>`
+      select id::text, partition_key from steps where run_id = ${old} order by partition_key`.execute(h.db);
+    for (const s of steps) {
+      await mkdir(path.join(h.logsDir, old), { recursive: true });
+      await writeFile(path.join(h.logsDir, old, `${s.id}-1.log`), `loaded ${s.partition_key}@example.com\n`);
+    }
+    await sql`update runs set created_at = '2025-04-01T10:00:00Z', ended_at = '2025-04-01T10:01:00Z' where id = ${old}`.execute(h.db);
+    const archives = new PgHistoryArchiveStore(h.db);
+    const archived = await new HistoryArchiveTask({
+      store: archives,
+      outputStore: h.outputStore,
+      logsDir: h.logsDir,
+      retentionMs: 30 * 86_400_000,
+      graphs: h.graphs,
+    }).archive();
+    expect(archived).toMatchObject({ runs: 1, logs: 2 });
+    const [object] = await archives.archivesOf("2025-04-01");
+    const logsIn = async () =>
+      (await decodeArchive(await h.outputStore!.getBytes(object!.storageRef), object!.storageRef)).logs.map((l) => l.text.trim());
+    expect(await logsIn()).toEqual(["loaded c2@example.com", "loaded c3@example.com"]);
+
+    const id = (await requestErasure(services, { assetKey: "er/customers", partitionKeys: ["c3"] }, new Date())).request!.id;
+    const done = await driveUntil(task("a"), id, ["done", "failed"]);
+    expect(done.state, done.message ?? "").toBe("done");
+    // The archive holds c2's log still, not c3's; the proof names the archived try.
+    expect(await logsIn()).toEqual(["loaded c2@example.com"]);
+    const c3 = steps.find((s) => s.partition_key === "c3")!;
+    const report = await erasureReport(services, id);
+    expect(report.deletions.find((d) => d.kind === "log" && d.runId === old)).toMatchObject({
+      ref: `${old}/${c3.id}-1`,
+      sizeBytes: 22,
+      partitionKey: "c3",
+    });
+    // Restored: the run is back, with c2's log and without c3's.
+    await restoreHistory({ archives, outputStore: h.outputStore, logsDir: h.logsDir }, { day: "2025-04-01" }, new Date());
+    const c2 = steps.find((s) => s.partition_key === "c2")!;
+    expect(existsSync(path.join(h.logsDir, old, `${c2.id}-1.log`))).toBe(true);
+    expect(existsSync(path.join(h.logsDir, old, `${c3.id}-1.log`))).toBe(false);
   }, 120_000);
 });

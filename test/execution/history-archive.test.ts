@@ -228,12 +228,12 @@ describePostgres("history archival", () => {
     };
     const batch = await store.claim(policy, { limit: 10, owner: "test" }, new Date());
     expect(batch).toMatchObject({ day: "2025-06-03", runIds: [run] });
-    await store.written(
-      batch!.archiveId,
-      await h.outputStore!.putBytes("history/x/changed.jsonl.gz", new Uint8Array([1]), "application/gzip"),
-      1,
-      0,
-    );
+    await store.written(batch!.archiveId, {
+      storageRef: await h.outputStore!.putBytes("history/x/changed.jsonl.gz", new Uint8Array([1]), "application/gzip"),
+      sizeBytes: 1,
+      logCount: 0,
+      logPartitions: [],
+    });
     // Cleared meanwhile (its row moves on).
     await sql`update runs set updated_at = now() where id = ${run}`.execute(h.db);
     expect(await store.complete(batch!, new Date())).toEqual({ archived: false, rows: 0 });
@@ -279,6 +279,24 @@ describePostgres("history archival", () => {
     const restored = await restoreHistory(services, { day: "2025-06-06" }, new Date());
     expect(restored.rows).toMatchObject({ runs: 1, events: left });
   }, 120_000);
+
+  it("says once, and archives nothing, when there is no output store to archive to", async () => {
+    const said: string[] = [];
+    const noStore = new HistoryArchiveTask({
+      store: new PgHistoryArchiveStore(h.db),
+      outputStore: null,
+      logsDir: h.logsDir,
+      retentionMs: 30 * DAY,
+      log: (level, message) => said.push(`${level} ${message}`),
+    });
+    await noStore.run(new Date());
+    await noStore.run(new Date(Date.now() + 120_000));
+    await noStore.idle();
+    expect(said).toEqual([
+      expect.stringMatching(/^warn history archive: TRIBUTARY_HISTORY_RETENTION is set, but this process has no output store/),
+    ]);
+    expect(await noStore.archive()).toMatchObject({ archives: 0 });
+  });
 
   it("two archivers at once archive each run once", async () => {
     const runs: string[] = [];

@@ -243,6 +243,11 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     run_id: "null",
     event_id: "null",
   },
+  history_archive_log_partitions: {
+    archive_id: "not null",
+    asset_key: "not null",
+    partition_key: "not null",
+  },
   history_holds: {
     day: "not null",
     held_until: "not null",

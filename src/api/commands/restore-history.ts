@@ -74,16 +74,26 @@ export async function restoreHistory(
         `(set TRIBUTARY_OUTPUT_DIR or TRIBUTARY_S3_BUCKET as the reconcilers that archived it do)`,
     );
   }
-  // Everything read before anything is written: an object that cannot be read leaves the database as it was.
-  const contents = [];
-  for (const a of archives) contents.push({ ...a, ...(await decodeArchive(await store.getBytes(a.storageRef), a.storageRef)) });
-  // Logs first: if the restore then fails, a log file back without its run is harmless (the day stays archived).
-  if (services.logsDir)
-    await writeRunLogs(
-      services.logsDir,
-      contents.flatMap((c) => c.logs),
-    );
-  return services.archives.restore(day, contents, { until: new Date(now.getTime() + holdMs), by: guard.caller.name }, now, audit);
+  const logsDir = services.logsDir;
+  return services.archives.restore(
+    day,
+    // Under the archives' row locks: an erasure request removing logs from one of them waits until this is done.
+    async (locked) => {
+      // Everything read before anything is written: an object that cannot be read leaves the database as it was.
+      const contents = [];
+      for (const a of locked) contents.push(await decodeArchive(await store.getBytes(a.storageRef), a.storageRef));
+      // Logs before the rows: if the restore then fails, a log file back without its run is harmless.
+      if (logsDir)
+        await writeRunLogs(
+          logsDir,
+          contents.flatMap((c) => c.logs),
+        );
+      return contents;
+    },
+    { until: new Date(now.getTime() + holdMs), by: guard.caller.name },
+    now,
+    audit,
+  );
 }
 
 function validDay(day: string): string {

@@ -5,16 +5,23 @@ import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace, type PartitionSpace } from "../../partitions/index.js";
 import type { EraseContext, EraseHook } from "../../sdk/index.js";
 import {
+  decodeArchive,
   deleteQueuedObjects,
+  encodeArchive,
+  HISTORY_ARCHIVE_CONTENT_TYPE,
+  historyArchiveKey,
+  type ArchivedLog,
   type BackfillStatus,
   type DefinitionStore,
   type ErasureRequestRecord,
   type ErasureStore,
   type ErasureTryLog,
   type GraphCache,
+  type HistoryArchiveStore,
   type LineageStore,
   type OutputDeletionStore,
   type OutputStore,
+  type ScrubbedLog,
 } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
 
@@ -48,6 +55,8 @@ export interface ErasureTaskOptions {
   readonly outputStore: OutputStore | null;
   /** Where try logs are written; a log outside it is never deleted. */
   readonly logsDir: string;
+  /** Archived history: the try logs of impacted partitions that archives hold are removed from them too. */
+  readonly archives?: Pick<HistoryArchiveStore, "archivesWithLogs" | "scrubLogs">;
   readonly graphs: Pick<GraphCache, "current">;
   /** The impact again before the request is done with erasing: what read the source since it was recorded. */
   readonly lineage: Pick<LineageStore, "erasureImpact">;
@@ -201,6 +210,8 @@ export class ErasureTask implements ReconcilerTask {
       const byAsset = new Map<string, string[]>();
       for (const item of items) byAsset.set(item.assetKey, [...(byAsset.get(item.assetKey) ?? []), item.partitionKey]);
       for (const [assetKey, keys] of byAsset) {
+        const waiting = await this.#scrubArchives(request.id, assetKey, keys);
+        if (waiting !== null) return waiting;
         const batch = await store.eraseBatch(request.id, { assetKey, partitionKeys: keys, guardedAssets }, new Date());
         if (batch.kind === "busy") return batch.message;
         await store.recordLogs(request.id, await this.#deleteLogs(batch.logs), new Date());
@@ -236,6 +247,64 @@ export class ErasureTask implements ReconcilerTask {
       request.id,
       impacted.map((p) => ({ assetKey: p.assetKey, partitionKey: p.partitionKey, eventId: p.eventId, runId: p.runId, stepId: p.stepId })),
     );
+  }
+
+  /**
+   * Removes the partitions' try logs from the history archives that hold them (runs archived past their retention):
+   * each archive is written again without them, under its row lock. A message when the request must wait (no output
+   * store in this process), else null.
+   */
+  async #scrubArchives(requestId: string, assetKey: string, keys: readonly string[]): Promise<string | null> {
+    const archives = this.options.archives;
+    if (!archives) return null;
+    const held = await archives.archivesWithLogs(assetKey, keys);
+    if (held.length === 0) return null;
+    const objects = this.options.outputStore;
+    if (!objects) return `waiting for a reconciler with the output store: ${held.length} history archive(s) hold logs of "${assetKey}"`;
+    const wanted = new Set(keys);
+    for (const archive of held) {
+      await archives.scrubLogs(
+        archive.id,
+        { requestId, assetKey, partitionKeys: keys },
+        async (ref) => {
+          const content = await decodeArchive(await objects.getBytes(ref), ref);
+          const steps = new Map(
+            content.rows.steps.map((row) => {
+              const s = JSON.parse(row) as { id: number; asset_key: string; partition_key: string };
+              return [String(s.id), s] as const;
+            }),
+          );
+          const removed: ScrubbedLog[] = [];
+          const kept: ArchivedLog[] = [];
+          for (const log of content.logs) {
+            const [stepId = "", tryNumber = ""] = log.file.replace(/\.log$/, "").split("-");
+            const step = steps.get(stepId);
+            if (step?.asset_key === assetKey && wanted.has(step.partition_key)) {
+              removed.push({
+                assetKey,
+                partitionKey: step.partition_key,
+                runId: log.run,
+                stepId: Number(stepId),
+                tryNumber: Number(tryNumber),
+                sizeBytes: Buffer.byteLength(log.text),
+              });
+            } else kept.push(log);
+          }
+          if (removed.length === 0) return { removed, sizeBytes: 0 };
+          const body = await encodeArchive(archive.day, archive.id, { rows: content.rows, logs: kept });
+          const written = await objects.putBytes(historyArchiveKey(archive.day, archive.id), body, HISTORY_ARCHIVE_CONTENT_TYPE);
+          if (written !== ref) {
+            throw new Error(
+              `history archive ${ref} cannot be written again by this process, whose output store writes it as ${written}: ` +
+                `configure the output store the archive was written to`,
+            );
+          }
+          return { removed, sizeBytes: body.byteLength };
+        },
+        new Date(),
+      );
+    }
+    return null;
   }
 
   /** Deletes the tries' log files; each with the size it had (null: the try wrote none). */

@@ -2,11 +2,13 @@ import { randomUUID } from "node:crypto";
 import {
   encodeArchive,
   HISTORY_ARCHIVE_CONTENT_TYPE,
+  historyArchiveKey,
   readRunLogs,
   removeRunLogs,
   type GraphCache,
   type HistoryArchiveStore,
   type HistoryRetentionPolicy,
+  type ArchivedLog,
   type OutputStore,
 } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
@@ -31,6 +33,18 @@ export interface HistoryArchiveTaskOptions {
   readonly abandonedAfterMs?: number;
   readonly owner?: string;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
+}
+
+/** The partitions of the steps whose try logs are among `logs` (steps given as the rows' JSON). */
+function logPartitions(steps: readonly string[], logs: readonly ArchivedLog[]): { assetKey: string; partitionKey: string }[] {
+  const withLogs = new Set(logs.map((l) => Number(l.file.split("-")[0])));
+  const out = new Map<string, { assetKey: string; partitionKey: string }>();
+  for (const row of steps) {
+    const s = JSON.parse(row) as { id: number; asset_key: string; partition_key: string };
+    if (withLogs.has(Number(s.id)))
+      out.set(`${s.asset_key}\u0000${s.partition_key}`, { assetKey: s.asset_key, partitionKey: s.partition_key });
+  }
+  return [...out.values()];
 }
 
 /** How often events left by archived runs (a partition's latest then, superseded since) are looked for. */
@@ -61,12 +75,22 @@ export class HistoryArchiveTask implements ReconcilerTask {
   #more = false;
   /** When events left by archived runs were last looked for (at the first pass, then daily). */
   #orphansAt = Number.NEGATIVE_INFINITY;
+  /** Said once that there is nowhere to archive to. */
+  #warned = false;
 
   constructor(private readonly options: HistoryArchiveTaskOptions) {
     this.#owner = options.owner ?? `archive-${process.pid}-${randomUUID().slice(0, 8)}`;
   }
 
   run(now: Date): Promise<void> {
+    if (!this.options.outputStore && this.options.retentionMs !== undefined && !this.#warned) {
+      this.#warned = true;
+      this.options.log?.(
+        "warn",
+        "history archive: TRIBUTARY_HISTORY_RETENTION is set, but this process has no output store to archive to " +
+          "(set TRIBUTARY_OUTPUT_DIR or TRIBUTARY_S3_BUCKET); history is kept until a reconciler with one archives it",
+      );
+    }
     if (!this.options.outputStore || this.#working) return Promise.resolve();
     const since = now.getTime() - this.#lastRun;
     if (!this.#more && since >= 0 && since < (this.options.intervalMs ?? 60_000)) return Promise.resolve();
@@ -124,10 +148,15 @@ export class HistoryArchiveTask implements ReconcilerTask {
       try {
         const runLogs = await readRunLogs(this.options.logsDir, batch.runIds);
         const body = await encodeArchive(batch.day, batch.archiveId, { rows: batch.rows, logs: runLogs });
-        const ref = await outputStore.putBytes(`history/${batch.day}/${batch.archiveId}.jsonl.gz`, body, HISTORY_ARCHIVE_CONTENT_TYPE);
+        const ref = await outputStore.putBytes(historyArchiveKey(batch.day, batch.archiveId), body, HISTORY_ARCHIVE_CONTENT_TYPE);
         sizeBytes = body.byteLength;
         logs = runLogs.length;
-        await this.options.store.written(batch.archiveId, ref, sizeBytes, logs);
+        await this.options.store.written(batch.archiveId, {
+          storageRef: ref,
+          sizeBytes,
+          logCount: logs,
+          logPartitions: logPartitions(batch.rows.steps, runLogs),
+        });
       } catch (error) {
         // Nothing was deleted: the rows stay, claimable again.
         await this.options.store.release(batch.archiveId, now).catch(() => undefined);
