@@ -49,10 +49,13 @@ describePostgres("execution: backfills", () => {
   let taskErrors: string[] = [];
   /** The graph caches of the nodes' backfill tasks. */
   let nodeGraphs: GraphCache[] = [];
+  /** Per node, the backfill task's passes that have ended. */
+  let backfillPasses: number[] = [];
   beforeEach(async () => {
     markers = await mkdtemp(path.join(tmpdir(), "tributary-backfill-markers-"));
     taskErrors = [];
     nodeGraphs = [];
+    backfillPasses = [];
   });
   afterEach(async () => {
     await h?.stop();
@@ -64,17 +67,28 @@ describePostgres("execution: backfills", () => {
   const start = async (options: Partial<HarnessOptions> = {}) => {
     h = await Harness.create({
       files: { "backfill.ts": defs(markers) },
-      tasks: (s) => [
-        (nodeGraphs.push(s.graphs),
-        new BackfillTask({
+      tasks: (s) => {
+        nodeGraphs.push(s.graphs);
+        const node = backfillPasses.push(0) - 1;
+        const task = new BackfillTask({
           backfills: new PgBackfillStore(s.handle.db),
           graphs: s.graphs,
           definitions: s.definitions,
           log: (level, message) => {
             if (level === "error") taskErrors.push(message);
           },
-        })),
-      ],
+        });
+        // Counted, so a test can wait for passes that began after a change (one in flight may hold the old graph).
+        return [
+          {
+            name: task.name,
+            run: async (now: Date) => {
+              await task.run(now);
+              backfillPasses[node]!++;
+            },
+          },
+        ];
+      },
       ...options,
     });
     return h;
@@ -436,6 +450,9 @@ describePostgres("execution: backfills", () => {
       10_000,
       "the reconcilers to see the new definitions",
     );
+    // A pass that began before took the old definitions: two more passes each, and every pass since has the new ones.
+    const seen = [...backfillPasses];
+    await h!.until(async () => backfillPasses.every((n, i) => n >= seen[i]! + 2) || undefined, 30_000, "two backfill passes more");
     await unmark("hold");
     const failed = await waitForBackfill(b.id);
     expect(failed.status).toBe("failed");
