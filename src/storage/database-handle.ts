@@ -32,6 +32,12 @@ export interface PgliteConfig {
   template?: string;
   /** See PgliteDialectConfig.sessionWaitTimeoutMs (default 60 s). */
   sessionWaitTimeoutMs?: number;
+  /**
+   * Postgres's `shared_buffers` for this session (e.g. "16MB"); default the data directory's own (128MB). PGlite zeroes
+   * the whole pool when it starts, a third of a second for the default: a command that opens the database for a few
+   * queries and exits asks for less.
+   */
+  sharedBuffers?: string;
 }
 
 export type DatabaseConfig = PostgresConfig | PgliteConfig;

@@ -27,6 +27,17 @@ export interface PgliteHandle extends DatabaseHandle {
 
 const IN_MEMORY = "memory://";
 
+const SHARED_BUFFERS = /^\d+(?:kB|MB|GB)$/;
+
+/** PGlite's options for `config`: our type parsers, and its start parameters with the settings the config asks for. */
+function startOptions(config: PgliteConfig): { parsers: typeof pgliteParsers; startParams?: string[] } {
+  if (config.sharedBuffers === undefined) return { parsers: pgliteParsers };
+  if (!SHARED_BUFFERS.test(config.sharedBuffers)) {
+    throw new StorageError("PGLITE_OPEN_FAILED", `sharedBuffers: "${config.sharedBuffers}" is not a size; write e.g. 16MB`);
+  }
+  return { parsers: pgliteParsers, startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${config.sharedBuffers}`] };
+}
+
 /**
  * Opens (creating if needed) an embedded PGlite database. A directory is
  * locked for this handle's lifetime; see lockDataDir.
@@ -34,6 +45,7 @@ const IN_MEMORY = "memory://";
  * NOTIFY uses PGlite's own LISTEN: delivery follows commit, like Postgres.
  */
 export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
+  const options = startOptions(config);
   const inMemory = config.dataDir.startsWith(IN_MEMORY);
   const lock: DataDirLock | undefined = inMemory ? undefined : lockDataDir(config.dataDir);
   const dataDir = lock?.dataDir ?? config.dataDir;
@@ -54,7 +66,7 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
       const written = new Set<string>();
       try {
         await seedFromTemplate(dataDir, template, written);
-        pglite = await PGlite.create(dataDir, { parsers: pgliteParsers });
+        pglite = await PGlite.create(dataDir, options);
         await assertSeeded(pglite, template);
         origin = "template";
       } catch (cause) {
@@ -70,7 +82,7 @@ export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
     }
   }
   try {
-    pglite ??= await PGlite.create(dataDir, { parsers: pgliteParsers, ...(seed ? { loadDataDir: seed } : {}) });
+    pglite ??= await PGlite.create(dataDir, { ...options, ...(seed ? { loadDataDir: seed } : {}) });
   } catch (cause) {
     lock?.release();
     throw new StorageError(

@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { cliBudget, DEV_START_BUDGET_MS, eventually, runCli, startDev, type DevServer } from "./run-cli.js";
 
 // tributary pause|resume in-process and through a server, and the GraphQL mutations behind them.
@@ -23,6 +23,7 @@ type GraphQLResult<T> = { data?: T; errors?: { message: string; extensions?: { c
 
 let defsDir: string;
 const tempDirs: string[] = [];
+const stores: CommandStore[] = [];
 
 beforeAll(async () => {
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-pause-defs-"));
@@ -30,23 +31,24 @@ beforeAll(async () => {
   await writeFile(path.join(defsDir, "defs.ts"), DEFS);
 });
 afterAll(async () => {
-  await Promise.all(tempDirs.map((d) => rm(d, { recursive: true, force: true })));
+  await Promise.all([...tempDirs.map((d) => rm(d, { recursive: true, force: true })), ...stores.map((s) => s.remove())]);
 });
 
-/** A data directory whose embedded database is already created and migrated: commands do not wait for that. */
-async function dataDir(): Promise<string> {
-  const { path: dir } = await seededDataDir("tributary-pause-data-");
-  tempDirs.push(dir);
-  return dir;
+/** A database of its own (Postgres; what the commands do is the same on the embedded one) and a data directory. */
+async function store(): Promise<CommandStore> {
+  const s = await commandStore("tributary-pause-data-");
+  stores.push(s);
+  return s;
 }
 
-describe("tributary pause / resume (in-process)", () => {
-  // No server listens on port 9: every command works in-process on the embedded database.
-  let dir: string;
+describePostgres("tributary pause / resume (in-process)", () => {
+  // No server listens on port 9: every command works in-process on the database.
+  let at: CommandStore;
   beforeAll(async () => {
-    dir = await dataDir();
+    at = await store();
   });
-  const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "--data-dir", dir, "--url", "http://127.0.0.1:9"]);
+  const cli = (...args: string[]) =>
+    runCli([...args, "--definitions", defsDir, "--data-dir", at.dataDir, "--url", "http://127.0.0.1:9"], { env: at.env });
 
   // Each command is a process of its own: the budget is per command.
   it("pauses named assets and a whole group, keeps the first pausedAt, and resumes them", { timeout: cliBudget(4) }, async () => {
@@ -106,7 +108,7 @@ describe("tributary pause / resume (in-process)", () => {
   });
 });
 
-describe("pauseAutomation / resumeAutomation through a server", () => {
+describePostgres("pauseAutomation / resumeAutomation through a server", () => {
   let dev: DevServer | undefined;
   const url = () => dev!.url;
   async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<GraphQLResult<T>> {
@@ -124,7 +126,8 @@ describe("pauseAutomation / resumeAutomation through a server", () => {
   };
 
   beforeAll(async () => {
-    dev = await startDev({ dataDir: await dataDir(), definitionsDir: defsDir, processes: 1 });
+    const s = await store();
+    dev = await startDev({ dataDir: s.dataDir, env: s.env, definitionsDir: defsDir, processes: 1 });
   }, DEV_START_BUDGET_MS + 30_000);
   afterAll(async () => {
     await dev?.stop();

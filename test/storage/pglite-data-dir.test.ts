@@ -141,4 +141,27 @@ describe("PGlite data directory", () => {
     expect(() => lockDataDir(dir)).toThrow(/in use by process \d+ on not-/);
     expect(JSON.parse(await readFile(lockFile, "utf8"))).toMatchObject({ token: "t" });
   });
+
+  it("opens with the buffer pool a command asks for, and refuses a size it cannot read before touching the directory", async () => {
+    const dir = await tempDir();
+    const small = await openTestPglite({ dataDir: dir, sharedBuffers: "8MB" });
+    try {
+      const { rows } = await sql<{ shared_buffers: string }>`show shared_buffers`.execute(small.db);
+      expect(rows[0]?.shared_buffers).toBe("8MB");
+    } finally {
+      await small.close();
+    }
+    const reopened = await openTestPglite({ dataDir: dir, migrated: false, sharedBuffers: null });
+    try {
+      const { rows } = await sql<{ shared_buffers: string }>`show shared_buffers`.execute(reopened.db);
+      expect(rows[0]?.shared_buffers).toBe("128MB");
+    } finally {
+      await reopened.close();
+    }
+    await expect(openTestPglite({ dataDir: dir, migrated: false, sharedBuffers: "lots" })).rejects.toThrow(
+      /sharedBuffers: "lots" is not a size; write e\.g\. 16MB/,
+    );
+    // Refused before the lock was taken: the directory opens again at once.
+    expect(readLockHolder(dir)).toBeUndefined();
+  });
 });
