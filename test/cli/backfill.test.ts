@@ -1,17 +1,14 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { eventually, freePort, runCli, startCli } from "./run-cli.js";
 
-let dataDir: string;
 let defsDir: string;
 let markers: string;
 
 beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-cli-backfill-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-backfill-defs-"));
   markers = await mkdtemp(path.join(tmpdir(), "tributary-cli-backfill-markers-"));
   await writeFile(
@@ -30,7 +27,7 @@ export const week = asset({ key: "bf/week", partitions: weekly({ start: "2025-01
 });
 
 afterAll(async () => {
-  for (const dir of [dataDir, defsDir, markers]) await rm(dir, { recursive: true, force: true });
+  for (const dir of [defsDir, markers]) await rm(dir, { recursive: true, force: true });
 });
 
 interface BackfillJson {
@@ -47,11 +44,19 @@ interface BackfillJson {
   };
 }
 
-describe("tributary backfill (in-process, no server)", () => {
-  const globals = () => ["--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"];
+describePostgres("tributary backfill (in-process, no server)", () => {
+  let at: CommandStore;
+  beforeAll(async () => {
+    at = await commandStore("tributary-cli-backfill-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+  const cli = (args: string[]) =>
+    runCli([...args, "--data-dir", at.dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"], { env: at.env });
 
   it("runs a backfill to the end, reports failed partitions with exit code 1, re-runs only those; bad input exits 1", async () => {
-    const r = await runCli([
+    const r = await cli([
       "backfill",
       "bf/up",
       "bf/day",
@@ -65,7 +70,6 @@ describe("tributary backfill (in-process, no server)", () => {
       "--processes",
       "1",
       "--json",
-      ...globals(),
     ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as BackfillJson;
@@ -73,7 +77,7 @@ describe("tributary backfill (in-process, no server)", () => {
     expect(out.backfill).toMatchObject({ status: "completed", requested: 15, done: 15, failed: 0, runsCreated: 7 });
 
     await writeFile(path.join(markers, "fail-2025-01-15"), "");
-    const failing = await runCli([
+    const failing = await cli([
       "backfill",
       "bf/up",
       "bf/day",
@@ -85,7 +89,6 @@ describe("tributary backfill (in-process, no server)", () => {
       "2",
       "--processes",
       "1",
-      ...globals(),
     ]);
     expect(failing.code, failing.stderr).toBe(1);
     expect(failing.stdout).toMatch(/failed — 6\/8 partitions done, 2 failed/);
@@ -94,38 +97,40 @@ describe("tributary backfill (in-process, no server)", () => {
     expect(failing.stdout).toContain(`tributary backfill retry-failed ${id}`);
 
     await rm(path.join(markers, "fail-2025-01-15"));
-    const retry = await runCli(["backfill", "retry-failed", id, "--json", "--processes", "1", ...globals()]);
+    const retry = await cli(["backfill", "retry-failed", id, "--json", "--processes", "1"]);
     expect(retry.code, retry.stderr).toBe(0);
     const retried = JSON.parse(retry.stdout) as BackfillJson;
     expect(retried.backfill).toMatchObject({ status: "completed", requested: 2, done: 2, retryOf: id });
 
-    const list = await runCli(["backfills", "--json", ...globals()]);
+    const list = await cli(["backfills", "--json"]);
     expect(list.code, list.stderr).toBe(0);
     expect((JSON.parse(list.stdout) as { backfills: { status: string }[] }).backfills.map((b) => b.status)).toEqual([
       "completed",
       "failed",
       "completed",
     ]);
-    const show = await runCli(["backfill", "show", id, ...globals()]);
+    const show = await cli(["backfill", "show", id]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/pacing: 1 run\(s\) at once, 2 partition\(s\) per run, priority -10/);
 
-    const outside = await runCli(["backfill", "bf/up", "--from", "2024-12-01", "--to", "2025-01-10", ...globals()]);
+    const outside = await cli(["backfill", "bf/up", "--from", "2024-12-01", "--to", "2025-01-10"]);
     expect(outside.code).toBe(1);
     expect(outside.stderr).toMatch(/bf\/up.*existing partitions at .*"2025-01-06" … /s);
-    const unknown = await runCli(["backfill", "bf/dya", "--from", "2025-01-06", "--to", "2025-01-10", ...globals()]);
+    const unknown = await cli(["backfill", "bf/dya", "--from", "2025-01-06", "--to", "2025-01-10"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/GRAPH_UNKNOWN_ASSET.*bf\/day/s);
-    const cancelDone = await runCli(["backfill", "cancel", id, ...globals()]);
+    const cancelDone = await cli(["backfill", "cancel", id]);
     expect(cancelDone.code).toBe(1);
     expect(cancelDone.stderr).toMatch(/BACKFILL_NOT_ACTIVE/);
   }, 240_000);
 
   it("through a running `tributary dev`: launched over GraphQL, advanced by its reconciler, followed to the end", async () => {
-    const devData = (await seededDataDir("tributary-cli-backfill-dev-")).path;
+    const devStore = await commandStore("tributary-cli-backfill-dev-");
     const port = freePort();
     const url = `http://127.0.0.1:${port}`;
-    const dev = startCli(["dev", "--port", String(port), "--data-dir", devData, "--definitions", defsDir, "--processes", "1"]);
+    const dev = startCli(["dev", "--port", String(port), "--data-dir", devStore.dataDir, "--definitions", defsDir, "--processes", "1"], {
+      env: devStore.env,
+    });
     try {
       await eventually(
         async () => ((await fetch(`${url}/healthz`)).ok ? true : undefined),
@@ -175,7 +180,7 @@ describe("tributary backfill (in-process, no server)", () => {
     } finally {
       dev.kill("SIGTERM");
       await new Promise((resolve) => dev.once("exit", resolve));
-      await rm(devData, { recursive: true, force: true });
+      await devStore.remove();
     }
   }, 240_000);
 });

@@ -2,15 +2,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
-let dataDir: string;
 let brokenDir: string;
 
 beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-cli-")).path;
   brokenDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-defs-"));
   await writeFile(
     path.join(brokenDir, "good.ts"),
@@ -23,7 +20,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
   await rm(brokenDir, { recursive: true, force: true });
 });
 
@@ -82,21 +78,32 @@ describe("tributary check", () => {
   });
 });
 
-describe("tributary partitions (in-process, embedded database)", () => {
+describePostgres("tributary partitions (in-process, on its own database)", () => {
+  let at: CommandStore;
+  beforeAll(async () => {
+    at = await commandStore("tributary-cli-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+
   it("lists keys with their windows as UTC instants", async () => {
-    const r = await runCli([
-      "partitions",
-      "shop/raw_orders",
-      "--from",
-      "2025-03-01",
-      "--to",
-      "2025-03-03",
-      "--json",
-      "--data-dir",
-      dataDir,
-      "--url",
-      "http://127.0.0.1:9",
-    ]);
+    const r = await runCli(
+      [
+        "partitions",
+        "shop/raw_orders",
+        "--from",
+        "2025-03-01",
+        "--to",
+        "2025-03-03",
+        "--json",
+        "--data-dir",
+        at.dataDir,
+        "--url",
+        "http://127.0.0.1:9",
+      ],
+      { env: at.env },
+    );
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { totalCount: number; partitions: { key: string; start: string; end: string }[] };
     expect(out.totalCount).toBe(3);
@@ -108,19 +115,22 @@ describe("tributary partitions (in-process, embedded database)", () => {
   });
 
   it("follows the wall clock: the Berlin spring-forward day has 23 hourly keys", async () => {
-    const r = await runCli([
-      "partitions",
-      "shop/clickstream",
-      "--from",
-      "2025-03-30-00:00",
-      "--to",
-      "2025-03-30-23:00",
-      "--json",
-      "--data-dir",
-      dataDir,
-      "--url",
-      "http://127.0.0.1:9",
-    ]);
+    const r = await runCli(
+      [
+        "partitions",
+        "shop/clickstream",
+        "--from",
+        "2025-03-30-00:00",
+        "--to",
+        "2025-03-30-23:00",
+        "--json",
+        "--data-dir",
+        at.dataDir,
+        "--url",
+        "http://127.0.0.1:9",
+      ],
+      { env: at.env },
+    );
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { partitions: { key: string }[] };
     expect(out.partitions).toHaveLength(23);
@@ -128,7 +138,10 @@ describe("tributary partitions (in-process, embedded database)", () => {
   });
 
   it("names the asset and the bad key for a key outside the definition", async () => {
-    const r = await runCli(["partitions", "shop/raw_orders", "--from", "2025-13-01", "--data-dir", dataDir, "--url", "http://127.0.0.1:9"]);
+    const r = await runCli(
+      ["partitions", "shop/raw_orders", "--from", "2025-13-01", "--data-dir", at.dataDir, "--url", "http://127.0.0.1:9"],
+      { env: at.env },
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/PARTITION_KEY_INVALID/);
     expect(r.stderr).toMatch(/shop\/raw_orders/);
@@ -136,7 +149,9 @@ describe("tributary partitions (in-process, embedded database)", () => {
   });
 
   it("suggests the nearest key for an unknown asset", async () => {
-    const r = await runCli(["partitions", "shop/raw_order", "--json", "--data-dir", dataDir, "--url", "http://127.0.0.1:9"]);
+    const r = await runCli(["partitions", "shop/raw_order", "--json", "--data-dir", at.dataDir, "--url", "http://127.0.0.1:9"], {
+      env: at.env,
+    });
     expect(r.code).toBe(1);
     const out = JSON.parse(r.stdout) as { ok: boolean; error: { code: string; message: string } };
     expect(out.error.code).toBe("GRAPH_UNKNOWN_ASSET");

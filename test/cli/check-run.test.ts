@@ -2,12 +2,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openPglite } from "../../src/storage/index.js";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { openPostgres } from "../../src/storage/index.js";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
-// No server listens on port 9: every command works in-process on the embedded database.
+// No server listens on port 9: every command works in-process on its own database.
 const NO_SERVER = ["--url", "http://127.0.0.1:9"];
 
 const DEFS = `
@@ -19,21 +19,26 @@ export const small = check(orders, { name: "small", severity: "warn" }, (_ctx, v
 `;
 
 let defsDir: string;
-let dataDir: string;
-const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "--data-dir", dataDir, ...NO_SERVER]);
+let at: CommandStore;
+const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "--data-dir", at.dataDir, ...NO_SERVER], { env: at.env });
 
 beforeAll(async () => {
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-check-run-defs-"));
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-check-run-data-")).path;
   await writeFile(path.join(defsDir, "orders.ts"), DEFS);
 });
 afterAll(async () => {
   await rm(defsDir, { recursive: true, force: true });
-  await rm(dataDir, { recursive: true, force: true });
 });
 
-describe("tributary check-run (in-process, embedded database)", () => {
+describePostgres("tributary check-run (in-process)", () => {
+  // A database of its own (Postgres; what check-run does is the same on the embedded one) and a data directory.
+  beforeAll(async () => {
+    at = await commandStore("tributary-check-run-data-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+
   it("runs the checks on the latest materialisation, prints each result and exits 1 when one failed; bad input creates no run", async () => {
     // Three days materialised; the blocking check fails on the 3rd (so does the run).
     const materialized = await cli("materialize", "cr/orders", "--from", "2025-01-01", "--to", "2025-01-03");
@@ -55,7 +60,7 @@ describe("tributary check-run (in-process, embedded database)", () => {
     // test/api/checks.test.ts: the CLI passes them through the same command.
 
     // Only the materialisation and the one check run exist; the check run has check steps only.
-    const handle = await openPglite({ kind: "pglite", dataDir: path.join(dataDir, "db") });
+    const handle = await openPostgres({ kind: "postgres", url: at.databaseUrl });
     try {
       const runs = await sql<{ tags: Record<string, string>; steps: number; check_steps: number }>`
         select r.tags, count(s.id)::int as steps, count(s.check_name)::int as check_steps

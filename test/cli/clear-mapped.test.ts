@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { runCli, startDev, type DevServer } from "./run-cli.js";
 
 // `tributary clear <mapped asset> --run R --map-index N` on a partitioned fan-out, through `tributary dev`: the
@@ -9,13 +10,12 @@ import { runCli, startDev, type DevServer } from "./run-cli.js";
 // rerun that succeeds exits 0.
 let root: string;
 let dev: DevServer;
-let dataDir: string;
+let store: CommandStore | undefined;
 let defsDir: string;
 let failDir: string;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "tributary-cli-clear-mapped-"));
-  dataDir = path.join(root, "data");
   defsDir = path.join(root, "defs");
   failDir = path.join(root, "fail");
   await Promise.all([mkdir(defsDir), mkdir(failDir)]);
@@ -35,11 +35,9 @@ export const parsed = asset(
 );
 `,
   );
-  dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
-}, 600_000);
+});
 
 afterAll(async () => {
-  await dev?.stop();
   await rm(root, { recursive: true, force: true });
 });
 
@@ -49,7 +47,16 @@ type RunJson = {
   steps: { assetKey: string; partitionKey: string; mapIndex: number; state: string; tryNumber: number }[];
 };
 
-describe("tributary clear --run --map-index on a partitioned fan-out", () => {
+describePostgres("tributary clear --run --map-index on a partitioned fan-out", () => {
+  beforeAll(async () => {
+    store = await commandStore("tributary-cli-clear-mapped-data-");
+    dev = await startDev({ dataDir: store.dataDir, env: store.env, definitionsDir: defsDir });
+  }, 600_000);
+  afterAll(async () => {
+    await dev?.stop();
+    await store?.remove();
+  });
+
   const globals = () => ["--url", dev.url];
   const launch = async (range: string[]): Promise<RunJson> => {
     const r = await runCli(["materialize", "cm/listing", "cm/parsed", ...range, "--wait", "--json", ...globals()], { timeoutMs: 240_000 });

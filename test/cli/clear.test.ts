@@ -1,16 +1,13 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
-let dataDir: string;
 let defsDir: string;
 
 beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-cli-clear-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-clear-defs-"));
   await writeFile(
     path.join(defsDir, "clear.ts"),
@@ -24,40 +21,31 @@ export const week = asset({ key: "cl/week", partitions: weekly({ start: "2025-01
 });
 
 afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
   await rm(defsDir, { recursive: true, force: true });
 });
 
-describe("tributary clear (in-process, no server)", () => {
-  const globals = () => ["--data-dir", dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"];
+describePostgres("tributary clear (in-process, no server)", () => {
+  // A database of its own (Postgres; what clear does is the same on the embedded one) and a data directory.
+  let at: CommandStore;
+  beforeAll(async () => {
+    at = await commandStore("tributary-cli-clear-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+  const globals = () => ["--data-dir", at.dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"];
 
   it("reruns the chosen days and the affected week, not upstream; bad input exits 1 without a run", async () => {
-    const seeded = await runCli([
-      "materialize",
-      "cl/up",
-      "cl/day",
-      "cl/week",
-      "--from",
-      "2025-01-06",
-      "--to",
-      "2025-01-12",
-      "--json",
-      ...globals(),
-    ]);
+    const seeded = await runCli(
+      ["materialize", "cl/up", "cl/day", "cl/week", "--from", "2025-01-06", "--to", "2025-01-12", "--json", ...globals()],
+      { env: at.env },
+    );
     expect(seeded.code, seeded.stderr).toBe(0);
 
-    const r = await runCli([
-      "clear",
-      "cl/day",
-      "--from",
-      "2025-01-08",
-      "--to",
-      "2025-01-09",
-      "--downstream",
-      "--wait",
-      "--json",
-      ...globals(),
-    ]);
+    const r = await runCli(
+      ["clear", "cl/day", "--from", "2025-01-08", "--to", "2025-01-09", "--downstream", "--wait", "--json", ...globals()],
+      { env: at.env },
+    );
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as {
       ok: boolean;
@@ -76,14 +64,14 @@ describe("tributary clear (in-process, no server)", () => {
       { assetKey: "cl/week", count: 1, sample: ["2025-01-06"] },
     ]);
 
-    const bad = await runCli(["clear", "cl/day", "--from", "2025-01-09", "--to", "2025-01-08", ...globals()]);
+    const bad = await runCli(["clear", "cl/day", "--from", "2025-01-09", "--to", "2025-01-08", ...globals()], { env: at.env });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/cl\/day/);
-    const nothing = await runCli(["clear", "cl/day", "--only-failed", ...globals()]);
+    const nothing = await runCli(["clear", "cl/day", "--only-failed", ...globals()], { env: at.env });
     expect(nothing.code).toBe(1);
     expect(nothing.stderr).toMatch(/nothing to clear/);
 
-    const runs = await runCli(["runs", "--json", ...globals()]);
+    const runs = await runCli(["runs", "--json", ...globals()], { env: at.env });
     expect(runs.code, runs.stderr).toBe(0);
     expect(runs.stdout.match(/"origin":\s*"rerun"/g)).toHaveLength(1);
   }, 120_000);

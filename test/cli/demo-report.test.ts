@@ -1,23 +1,15 @@
-import { readdir, readFile, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { eventually, graphqlAt, runCli, startDev, type DevServer } from "./run-cli.js";
 
 // The demo as the README's tour uses it: partitions reported by an outside producer (`tributary report`, which
 // stores no value) and their readers run by automation or by hand all succeed; and the demo keeps its files in
-// the data directory `dev` was started with.
+// the data directory `dev` was started with (its database is a Postgres of its own, not in that directory).
+let store: CommandStore | undefined;
 let dataDir: string;
 let dev: DevServer;
-beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-demo-report-"));
-  // No TRIBUTARY_DEMO_DATA: the demo must find the data directory by itself.
-  dev = await startDev({ dataDir, seed: true, env: { TRIBUTARY_DEMO_DATA: "" } });
-}, 600_000);
-afterAll(async () => {
-  await dev?.stop();
-  await rm(dataDir, { recursive: true, force: true });
-});
 
 interface Step {
   assetKey: string;
@@ -46,7 +38,18 @@ function noFailedReaders(all: readonly Step[]): void {
   expect(failed.map((s) => `${s.assetKey} ${s.partitionKey}: ${JSON.stringify(s.error)}`)).toEqual([]);
 }
 
-describe("the demo with partitions reported from outside", () => {
+describePostgres("the demo with partitions reported from outside", () => {
+  beforeAll(async () => {
+    store = await commandStore("tributary-demo-report-");
+    dataDir = store.dataDir;
+    // No TRIBUTARY_DEMO_DATA: the demo must find the data directory by itself.
+    dev = await startDev({ dataDir, env: { ...store.env, TRIBUTARY_DEMO_DATA: "" } });
+  }, 600_000);
+  afterAll(async () => {
+    await dev?.stop();
+    await store?.remove();
+  });
+
   it("runs the readers of reported partitions without failing, by automation and by hand", async () => {
     const cli = (args: string[]) => runCli([...args, "--url", dev.url], { timeoutMs: 300_000 });
     const reportedAt = new Date().toISOString();

@@ -1,23 +1,28 @@
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seedDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { eventually, freePort, graphqlAt, ROOT, runCli, startCli } from "./run-cli.js";
 
 // The demo's source asset as `npm start` shows it: the partner's files are
 // missing, the stand-in producer writes the latest ones late, the triggerer
 // observes them and the eager reader runs, with nobody asking.
-let dataDir: string;
 let demoData: string;
+const stores: CommandStore[] = [];
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "tributary-demo-source-"));
   demoData = await mkdtemp(path.join(tmpdir(), "tributary-demo-landing-"));
 });
 afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
-  await rm(demoData, { recursive: true, force: true });
+  await Promise.all([rm(demoData, { recursive: true, force: true }), ...stores.map((s) => s.remove())]);
 });
+
+/** A database of its own, already migrated, and a data directory. */
+async function store(prefix: string): Promise<CommandStore> {
+  const s = await commandStore(prefix);
+  stores.push(s);
+  return s;
+}
 
 type Runs = { runs: { origin: string; status: string; steps: { assetKey: string; partitionKey: string; state: string }[] }[] };
 type Status = {
@@ -27,14 +32,14 @@ type Status = {
   };
 };
 
-describe("the demo's source asset under tributary dev", () => {
+describePostgres("the demo's source asset under tributary dev", () => {
   it("observes the partner's late files and runs their eager reader", { timeout: 300_000 }, async () => {
-    // A migrated embedded database to start from: the source and its reader are the subject, not a first start.
-    await seedDataDir(dataDir);
+    // A migrated database to start from: the source and its reader are the subject, not a first start.
+    const at = await store("tributary-demo-source-");
     const port = freePort();
-    const env = { TRIBUTARY_DEMO_DATA: demoData };
+    const env = { ...at.env, TRIBUTARY_DEMO_DATA: demoData };
     const dev = startCli(
-      ["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", path.join(ROOT, "asset-definitions"), "--processes", "1"],
+      ["dev", "--port", String(port), "--data-dir", at.dataDir, "--definitions", path.join(ROOT, "asset-definitions"), "--processes", "1"],
       { env },
     );
     try {
@@ -88,7 +93,7 @@ describe("the demo's source asset under tributary dev", () => {
   });
 });
 
-describe("a source asset's timeout under tributary dev", () => {
+describePostgres("a source asset's timeout under tributary dev", () => {
   it("times out the partitions that do not appear: status timed_out, one alert to the owner each; the one that did is observed", async () => {
     const root = await mkdtemp(path.join(tmpdir(), "tributary-source-timeout-"));
     try {
@@ -105,20 +110,12 @@ export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "
 `,
       );
       await writeFile(path.join(landing, `${day(2)}.json`), "{}");
-      // A migrated embedded database to start from: the timeouts are the subject, not a first start.
-      await seedDataDir(path.join(root, "data"));
+      // A migrated database to start from: the timeouts are the subject, not a first start.
+      const at = await store("tributary-source-timeout-data-");
       const port = freePort();
-      const dev = startCli([
-        "dev",
-        "--port",
-        String(port),
-        "--data-dir",
-        path.join(root, "data"),
-        "--definitions",
-        defs,
-        "--processes",
-        "1",
-      ]);
+      const dev = startCli(["dev", "--port", String(port), "--data-dir", at.dataDir, "--definitions", defs, "--processes", "1"], {
+        env: at.env,
+      });
       try {
         type Ranges = {
           asset: {

@@ -1,17 +1,14 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { eventually, freePort, graphqlAt, runCli, startCli } from "./run-cli.js";
 
 // addDynamicPartitions through a real `tributary dev` server.
-let dataDir: string;
 let defsDir: string;
 
 beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-dyn-data-")).path;
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-dyn-defs-"));
   await writeFile(
     path.join(defsDir, "customers.ts"),
@@ -21,7 +18,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
   await rm(defsDir, { recursive: true, force: true });
 });
 
@@ -29,10 +25,21 @@ type Added = { addDynamicPartitions: { name: string; added: string[]; total: num
 const add = (name: string, keys: string[]) =>
   `mutation { addDynamicPartitions(name: ${JSON.stringify(name)}, keys: ${JSON.stringify(keys)}) { name added total } }`;
 
-describe("addDynamicPartitions", () => {
+describePostgres("addDynamicPartitions", () => {
+  let at: CommandStore | undefined;
+  beforeAll(async () => {
+    // A migrated database to start from: what the tests are about comes after a first start.
+    at = await commandStore("tributary-dyn-data-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+
   it("adds keys idempotently, rejects unknown sets and bad keys without writing, and the keys are plannable at once", async () => {
     const port = freePort();
-    const dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
+    const dev = startCli(["dev", "--port", String(port), "--data-dir", at!.dataDir, "--definitions", defsDir, "--processes", "1"], {
+      env: at!.env,
+    });
     try {
       await eventually(
         async () => {

@@ -1,11 +1,11 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { eventually, freePort, startCli } from "./run-cli.js";
 
-// Asset.partitionStatus and the status of listed partitions through a real `tributary dev` server (embedded database).
+// Asset.partitionStatus and the status of listed partitions through a real `tributary dev` server.
 const defs = (downVersion: string) => `
 import { asset, daily } from "tributary";
 const days = daily({ start: "2025-01-01", end: "2025-01-11" });
@@ -26,7 +26,7 @@ type AssetStatus = {
   asset: { codeVersion: string | null; partitionStatus: { counts: Counts; ranges: Range[] }; partitions: { nodes: Node[] } };
 };
 
-let dataDir: string;
+let store: CommandStore | undefined;
 let defsDir: string;
 let port: number;
 let dev: ReturnType<typeof startCli>;
@@ -74,33 +74,35 @@ async function statusOf(key: string): Promise<AssetStatus["asset"]> {
 
 const nodeOf = (a: AssetStatus["asset"], key: string) => a.partitions.nodes.find((n) => n.key === key)!;
 
-beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-ps-data-")).path;
-  defsDir = await mkdtemp(path.join(tmpdir(), "tributary-ps-defs-"));
-  await writeFile(path.join(defsDir, "ps.ts"), defs("d1"));
-  port = freePort();
-  dev = startCli(["dev", "--port", String(port), "--data-dir", dataDir, "--definitions", defsDir, "--processes", "1"]);
-  await eventually(
-    async () => {
-      const r = await gql<{ assets: unknown[] }>("{ assets { key } }");
-      return r.data?.assets.length ? true : undefined;
-    },
-    90_000,
-    () => `dev to start\n${dev.output()}`,
-  );
-}, 120_000);
+describePostgres("GraphQL partition status (tributary dev)", () => {
+  beforeAll(async () => {
+    // A migrated database to start from: what the tests are about comes after a first start.
+    store = await commandStore("tributary-ps-data-");
+    defsDir = await mkdtemp(path.join(tmpdir(), "tributary-ps-defs-"));
+    await writeFile(path.join(defsDir, "ps.ts"), defs("d1"));
+    port = freePort();
+    dev = startCli(["dev", "--port", String(port), "--data-dir", store.dataDir, "--definitions", defsDir, "--processes", "1"], {
+      env: store.env,
+    });
+    await eventually(
+      async () => {
+        const r = await gql<{ assets: unknown[] }>("{ assets { key } }");
+        return r.data?.assets.length ? true : undefined;
+      },
+      90_000,
+      () => `dev to start\n${dev.output()}`,
+    );
+  }, 120_000);
 
-afterAll(async () => {
-  if (dev && dev.exitCode === null) {
-    dev.kill("SIGTERM");
-    await new Promise((resolve) => dev.once("exit", resolve));
-  }
-  await rm(dataDir, { recursive: true, force: true });
-  await rm(defsDir, { recursive: true, force: true });
-});
+  afterAll(async () => {
+    if (dev && dev.exitCode === null) {
+      dev.kill("SIGTERM");
+      await new Promise((resolve) => dev.once("exit", resolve));
+    }
+    await store?.remove();
+    await rm(defsDir, { recursive: true, force: true });
+  });
 
-describe("GraphQL partition status (tributary dev)", () => {
   it("a new asset is all missing, as counts and as one range", async () => {
     const a = await statusOf("ps/down");
     expect(a.partitionStatus.counts).toEqual({ missing: 10, materializing: 0, materialized: 0, failed: 0, stale: 0, total: 10 });

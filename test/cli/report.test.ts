@@ -1,25 +1,25 @@
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { ROOT, runCli } from "./run-cli.js";
 
-// No server listens on port 9: every command works in-process on the embedded database.
+// No server listens on port 9: every command works in-process on its own database.
 const NO_SERVER = ["--url", "http://127.0.0.1:9"];
-let dataDir: string;
 
-beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-report-")).path;
-});
-afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
-});
+describePostgres("tributary report (in-process, demo definitions)", () => {
+  // A database of its own (Postgres; what report does is the same on the embedded one) and a data directory.
+  let at: CommandStore;
+  beforeAll(async () => {
+    at = await commandStore("tributary-report-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
 
-const report = (...args: string[]) => runCli(["report", ...args, "--data-dir", dataDir, ...NO_SERVER]);
+  const report = (...args: string[]) => runCli(["report", ...args, "--data-dir", at.dataDir, ...NO_SERVER], { env: at.env });
 
-describe("tributary report (in-process, demo definitions)", () => {
   it("records an external event and prints its id", async () => {
     const r = await report("shop/raw_orders", "--partition", "2025-03-10", "--metadata", '{"rows":3}');
     expect(r.code, r.stderr).toBe(0);
@@ -51,35 +51,35 @@ describe("tributary report (in-process, demo definitions)", () => {
   });
 });
 
-describe("materialising on top of reported upstream partitions", () => {
+describePostgres("materialising on top of reported upstream partitions", () => {
   let defs: string;
-  let dir: string;
+  let at: CommandStore;
 
   beforeAll(async () => {
     // The demo definitions: revenue_7d takes upstream days without a stored value (an external producer wrote
     // them: they reach the asset as null).
     defs = await mkdtemp(path.join(tmpdir(), "tributary-report-defs-"));
-    dir = (await seededDataDir("tributary-report-data-")).path;
+    at = await commandStore("tributary-report-data-");
     await cp(path.join(ROOT, "asset-definitions"), defs, { recursive: true });
   });
   afterAll(async () => {
     await rm(defs, { recursive: true, force: true });
-    await rm(dir, { recursive: true, force: true });
+    await at?.remove();
   });
 
   it("runs shop/revenue_7d without --include-upstream once the seven raw_orders days were reported", async () => {
-    const common = ["--definitions", defs, "--data-dir", dir, ...NO_SERVER];
-    const before = await runCli(["materialize", "shop/revenue_7d", "--partition", "2025-03-10", ...common]);
+    const common = ["--definitions", defs, "--data-dir", at.dataDir, ...NO_SERVER];
+    const before = await runCli(["materialize", "shop/revenue_7d", "--partition", "2025-03-10", ...common], { env: at.env });
     expect(before.code).toBe(1);
     expect(before.stderr).toMatch(/PLAN_MISSING_UPSTREAM/);
     for (const day of ["04", "05", "06", "07", "08", "09", "10"]) {
-      const r = await runCli(["report", "shop/raw_orders", "--partition", `2025-03-${day}`, ...common]);
+      const r = await runCli(["report", "shop/raw_orders", "--partition", `2025-03-${day}`, ...common], { env: at.env });
       expect(r.code, r.stderr).toBe(0);
     }
-    const r = await runCli(["materialize", "shop/revenue_7d", "--partition", "2025-03-10", "--json", ...common]);
+    const r = await runCli(["materialize", "shop/revenue_7d", "--partition", "2025-03-10", "--json", ...common], { env: at.env });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { ok: boolean; run: { status: string; stepsTotal: number } };
     expect(out).toMatchObject({ ok: true, run: { status: "success", stepsTotal: 1 } });
-    // Nine CLI processes, each opening the embedded database and loading the demo.
+    // Nine CLI processes, each connecting to the database and loading the demo.
   }, 180_000);
 });

@@ -1,20 +1,10 @@
-import { rm } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededDataDir } from "../support/data-dir-template.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
-// No server listens on port 9: every command works in-process on the embedded database.
+// No server listens on port 9: every command works in-process on the database.
 const NO_SERVER = ["--url", "http://127.0.0.1:9"];
-let dataDir: string;
-
-beforeAll(async () => {
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  dataDir = (await seededDataDir("tributary-trailing-")).path;
-});
-afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
-});
 
 /** `asset@partition` of the steps in the run table `--wait` prints (checks left out). */
 function stepsOf(stdout: string): string[] {
@@ -25,12 +15,30 @@ function stepsOf(stdout: string): string[] {
     .map((m) => `${m[1]}@${m[2]} ${m[3]}`);
 }
 
-describe("the first days of a trailing window (demo shop/revenue_7d, startOffset -6)", () => {
+describePostgres("the first days of a trailing window (demo shop/revenue_7d, startOffset -6)", () => {
+  let at: CommandStore;
+  beforeAll(async () => {
+    at = await commandStore("tributary-trailing-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+
   it("materialise with --include-upstream: they read the days there are", async () => {
-    const env = { TRIBUTARY_DEMO_DATA: path.join(dataDir, "demo-data") };
+    const env = { ...at.env, TRIBUTARY_DEMO_DATA: path.join(at.dataDir, "demo-data") };
     const materialize = (partition: string) =>
       runCli(
-        ["materialize", "shop/revenue_7d", "--partition", partition, "--include-upstream", "--wait", "--data-dir", dataDir, ...NO_SERVER],
+        [
+          "materialize",
+          "shop/revenue_7d",
+          "--partition",
+          partition,
+          "--include-upstream",
+          "--wait",
+          "--data-dir",
+          at.dataDir,
+          ...NO_SERVER,
+        ],
         {
           env,
           timeoutMs: 400_000,

@@ -1,11 +1,11 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { AutomationTask } from "../../src/reconciler/index.js";
 import { PgAutomationStore, PgEventStore, PgPauseStore } from "../../src/storage/index.js";
 import { Harness } from "../execution/harness.js";
-import { describePostgres } from "../support/pg.js";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { eventually, runCli, startDev, type DevServer } from "./run-cli.js";
 
 // `tributary why` and the automationEvaluations query, on records the automation tick really wrote:
@@ -235,7 +235,7 @@ describePostgres("tributary why (in-process, Postgres, records from real automat
   });
 });
 
-// Through a real server: `tributary dev` on the embedded database, its automation running on the real clock.
+// Through a real server: `tributary dev` on a database of its own, its automation running on the real clock.
 const LIVE_DEFS = `
 import { asset, daily, eager } from "tributary";
 const days = daily({ start: "2025-01-01" });
@@ -251,8 +251,9 @@ const QUERY = `query ($assetKey: String!, $partition: String, $first: Int) {
   }
 }`;
 
-describe("automationEvaluations and tributary why through a running server", () => {
+describePostgres("automationEvaluations and tributary why through a running server", () => {
   let dev: DevServer;
+  let store: CommandStore | undefined;
   const tempDirs: string[] = [];
   let defsDir: string;
   const url = () => dev.url;
@@ -272,14 +273,14 @@ describe("automationEvaluations and tributary why through a running server", () 
 
   beforeAll(async () => {
     defsDir = await mkdtemp(path.join(tmpdir(), "tributary-why-defs-"));
-    const dataDir = await mkdtemp(path.join(tmpdir(), "tributary-why-dev-"));
-    tempDirs.push(defsDir, dataDir);
+    tempDirs.push(defsDir);
+    store = await commandStore("tributary-why-dev-");
     await writeFile(path.join(defsDir, "live.ts"), LIVE_DEFS);
-    dev = await startDev({ dataDir, definitionsDir: defsDir, seed: true });
+    dev = await startDev({ dataDir: store.dataDir, env: store.env, definitionsDir: defsDir });
   }, 120_000);
   afterAll(async () => {
     await dev?.stop();
-    await Promise.all(tempDirs.map((d) => rm(d, { recursive: true, force: true })));
+    await Promise.all([...tempDirs.map((d) => rm(d, { recursive: true, force: true })), store?.remove()]);
   });
 
   it("answers why a partition waited, and why it ran once its upstream arrived", async () => {

@@ -1,17 +1,15 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LineageEvent } from "../../src/reconciler/index.js";
-import { seedDataDir } from "../support/data-dir-template.js";
+import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
 import { runCli } from "../cli/run-cli.js";
 
 let dir: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tributary-ol-cli-"));
-  // A migrated embedded database to start from: what the tests are about comes after a first start.
-  await seedDataDir(path.join(dir, "data"));
   await writeFile(
     path.join(dir, "lineage.ts"),
     `import { asset, daily } from "tributary";
@@ -26,12 +24,20 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe("tributary with TRIBUTARY_OPENLINEAGE_FILE (a real child process, embedded database)", () => {
-  const globals = () => ["--data-dir", path.join(dir, "data"), "--definitions", dir, "--url", "http://127.0.0.1:9"];
+describePostgres("tributary with TRIBUTARY_OPENLINEAGE_FILE (a real child process)", () => {
+  // A database of its own (Postgres; the events are the same on the embedded one) and a data directory.
+  let at: CommandStore;
+  beforeAll(async () => {
+    at = await commandStore("tributary-ol-cli-data-");
+  });
+  afterAll(async () => {
+    await at?.remove();
+  });
+  const globals = () => ["--data-dir", at.dataDir, "--definitions", dir, "--url", "http://127.0.0.1:9"];
 
   it("writes the run's OpenLineage events before a one-off materialize exits", async () => {
     const file = path.join(dir, "lineage.jsonl");
-    const env = { TRIBUTARY_OPENLINEAGE_FILE: file, TRIBUTARY_OPENLINEAGE_NAMESPACE: "tributary://cli-test" };
+    const env = { ...at.env, TRIBUTARY_OPENLINEAGE_FILE: file, TRIBUTARY_OPENLINEAGE_NAMESPACE: "tributary://cli-test" };
     const r = await runCli(["materialize", "ol/up", "ol/down", "--partition", "2025-01-03", "--wait", "--json", ...globals()], { env });
     expect(r.code, r.stderr).toBe(0);
     const runId = (JSON.parse(r.stdout) as { run: { id: string } }).run.id;
@@ -52,7 +58,7 @@ describe("tributary with TRIBUTARY_OPENLINEAGE_FILE (a real child process, embed
 
   it("refuses to start with a non-http(s) TRIBUTARY_OPENLINEAGE_URL, naming it", async () => {
     const r = await runCli(["materialize", "ol/up", "--partition", "2025-01-03", ...globals()], {
-      env: { TRIBUTARY_OPENLINEAGE_URL: "file:///tmp/lineage" },
+      env: { ...at.env, TRIBUTARY_OPENLINEAGE_URL: "file:///tmp/lineage" },
     });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/OPENLINEAGE_CONFIG_INVALID.*TRIBUTARY_OPENLINEAGE_URL: "file:" URLs are not supported/);
