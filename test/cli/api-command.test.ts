@@ -60,6 +60,9 @@ describePostgres("tributary api", () => {
       const health = await fetch(`${base}/healthz`);
       expect(health.status).toBe(200);
       expect(await health.json()).toMatchObject({ status: "ok" });
+      // Idle connections outlive a client's own keep-alive (Node's fetch lets go after 4 s): a client never reuses one
+      // the server is closing at that moment, which it would see as a reset.
+      expect(health.headers.get("keep-alive")).toBe("timeout=65");
 
       const { data, errors } = await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }");
       expect(errors).toBeUndefined();

@@ -68,6 +68,8 @@ describePostgres("tributary reconciler --metrics-port", () => {
           const res = await fetch(`http://127.0.0.1:${port}/metrics`);
           expect(res.status).toBe(200);
           expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+          // A scraper's idle connection is closed by the scraper, never under it (see tributary api).
+          expect(res.headers.get("keep-alive")).toBe("timeout=65");
           const parsed = parsePrometheusText(await res.text());
           return sample(parsed, "tributary_reconciler_dispatched_steps_total", {}) >= 1 ? parsed : undefined;
         },

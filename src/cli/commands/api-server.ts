@@ -149,9 +149,30 @@ function localUrl(host: string, port: number): string {
   return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
 }
 
+/**
+ * How long an idle client connection stays open: longer than clients and proxies keep theirs (Node's fetch 4 s, load
+ * balancers about 60 s). With Node's default of 5 s a client that reused a connection just as the server closed it
+ * got a reset instead of an answer; now the client always lets go first.
+ */
+const KEEP_ALIVE_MS = 65_000;
+
+/** Serves `fetch` on `port`; idle connections are kept KEEP_ALIVE_MS. */
+export function serveHttp(
+  fetch: (req: Request, env: unknown) => Response | Promise<Response>,
+  port: number,
+  hostname: string,
+  listening: () => void,
+): ServerType {
+  const server = serve({ fetch, port, hostname }, listening);
+  (server as Server).keepAliveTimeout = KEEP_ALIVE_MS;
+  // A request's headers are awaited longer than the connection idles, as Node requires for keep-alive to hold.
+  (server as Server).headersTimeout = KEEP_ALIVE_MS + 1_000;
+  return server;
+}
+
 function listen(fetch: (req: Request, env: unknown) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port, hostname }, () => resolve(server));
+    const server = serveHttp(fetch, port, hostname, () => resolve(server));
     server.once("error", (err: NodeJS.ErrnoException) => {
       reject(
         err.code === "EADDRINUSE" ? new InputError(`port ${port} on ${hostname} is already in use; pass --port to choose another`) : err,

@@ -1,5 +1,5 @@
 import type { Server } from "node:http";
-import { serve, type ServerType } from "@hono/node-server";
+import type { ServerType } from "@hono/node-server";
 import { sql } from "kysely";
 import pc from "picocolors";
 import { metricsApp, observabilityOf, type Observability } from "../../api/index.js";
@@ -11,6 +11,7 @@ import { durationMs, positiveInt } from "../options.js";
 import { embeddedDbDir, openRuntime, processHealth, untilReachable } from "../runtime.js";
 import { resolveSettings, type GlobalOptions } from "../settings.js";
 import { VERSION } from "../version.js";
+import { serveHttp } from "./api-server.js";
 import type { ReconcilerCommandOptions } from "./reconciler.js";
 import { untilStopSignal } from "../../health/index.js";
 
@@ -128,7 +129,7 @@ async function serveMetrics(
   let server: ServerType;
   try {
     server = await new Promise<ServerType>((resolve, reject) => {
-      const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));
+      const s = serveHttp(app.fetch, port, hostname, () => resolve(s));
       s.once("error", (err: NodeJS.ErrnoException) =>
         reject(
           err.code === "EADDRINUSE" ? new InputError(`--metrics-port: port ${port} on ${hostname} is already in use; choose another`) : err,
