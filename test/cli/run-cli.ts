@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { seedDataDir } from "../support/data-dir-template.js";
 
@@ -157,12 +159,27 @@ export interface DevOptions {
 export async function startDev(options: DevOptions): Promise<DevServer> {
   // Copying the migrated embedded database saves the minutes a first start can take on a loaded machine.
   if (options.seed && options.dataDir && !existsSync(path.join(options.dataDir, "db"))) await seedDataDir(options.dataDir);
+  // Without one, a data directory of its own (the steps' logs go there), removed when the server stops: never the
+  // checkout's .tributary, which other suites' servers would share.
+  const ownDataDir = options.dataDir ? undefined : await mkdtemp(path.join(tmpdir(), "tributary-dev-"));
+  const withDataDir = ownDataDir ? { ...options, dataDir: ownDataDir } : options;
   // A random port can be taken by another suite's server: another one then.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startDevOn(freePort(), options);
+      const dev = await startDevOn(freePort(), withDataDir);
+      if (!ownDataDir) return dev;
+      return {
+        ...dev,
+        stop: async () => {
+          await dev.stop();
+          await rm(ownDataDir, { recursive: true, force: true });
+        },
+      };
     } catch (err) {
-      if (attempt >= 3 || !/already in use/.test((err as Error).message)) throw err;
+      if (attempt >= 3 || !/already in use/.test((err as Error).message)) {
+        if (ownDataDir) await rm(ownDataDir, { recursive: true, force: true });
+        throw err;
+      }
     }
   }
 }

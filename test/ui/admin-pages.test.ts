@@ -4,11 +4,12 @@ import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { graphqlAt } from "../cli/run-cli.js";
+import { useTestDatabase } from "../support/pg.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage, screenshot, startDev, type DevServer } from "./browser.js";
 
-// Pools, definitions, triggers and audit pages against `tributary dev` on a small definitions directory: a source asset
-// whose observation waits for files that never land (waiting triggers), a file with a syntax error and a file
-// with an invalid definition.
+// Pools, definitions, triggers and audit pages against `tributary dev` on Postgres with a small definitions directory:
+// a source asset whose observation waits for files that never land (waiting triggers), a file with a syntax error and
+// a file with an invalid definition.
 const GOOD = `import { asset, daily, fileExists, sourceAsset } from "tributary";
 const days = daily({ start: "2026-01-01" });
 export const landing = sourceAsset({ key: "admin/landing", partitions: days, observe: fileExists("/nonexistent/tributary-ui-admin/{partition}.csv"), pollInterval: "5s", owner: "team:ops" });
@@ -22,6 +23,7 @@ export const p = asset({ key: "admin/problem", deps: { nope: "admin/does_not_exi
 `;
 
 describeBrowser("UI: pools, definitions, triggers, audit", () => {
+  const database = useTestDatabase();
   let dir: string;
   let dev: DevServer;
   let browser: Browser;
@@ -38,7 +40,11 @@ describeBrowser("UI: pools, definitions, triggers, audit", () => {
     await writeFile(path.join(definitionsDir, "good.ts"), GOOD);
     await writeFile(path.join(definitionsDir, "broken.ts"), SYNTAX_ERROR);
     await writeFile(path.join(definitionsDir, "invalid.ts"), INVALID);
-    [dev, browser] = await Promise.all([startDev({ dataDir: path.join(dir, "data"), seed: true, definitionsDir }), openBrowser()]);
+    // A data directory of its own keeps the server's local files (logs) out of the checkout; the database is Postgres.
+    [dev, browser] = await Promise.all([
+      startDev({ databaseUrl: database.url, dataDir: path.join(dir, "data"), definitionsDir }),
+      openBrowser(),
+    ]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -96,7 +96,10 @@ export function useUi(options: { files?: Record<string, string>; databaseUrl?: (
     }
     const [dev, browser] = await Promise.all([
       startDev({
-        ...(options.databaseUrl ? { databaseUrl: options.databaseUrl() } : { dataDir: path.join(dir, "data"), seed: !options.firstStart }),
+        // With Postgres the data directory holds no database, but still the steps' logs and the demo's files: this
+        // suite's, not the checkout's .tributary.
+        dataDir: path.join(dir, "data"),
+        ...(options.databaseUrl ? { databaseUrl: options.databaseUrl() } : { seed: !options.firstStart }),
         ...(definitionsDir ? { definitionsDir } : {}),
       }),
       openBrowser(),

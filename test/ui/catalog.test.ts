@@ -4,10 +4,11 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { eventually, graphqlAt } from "../cli/run-cli.js";
+import { useTestDatabase } from "../support/pg.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage, screenshot, startDev, type DevServer } from "./browser.js";
 
-// The asset catalog against `tributary dev` on four assets brought into known states through the API: one all
-// materialised, one failed, one with a stale partition, one with missing partitions.
+// The asset catalog against `tributary dev` on Postgres with four assets brought into known states through the API:
+// one all materialised, one failed, one with a stale partition, one with missing partitions.
 const DEFINITIONS = `import { asset, daily } from "tributary";
 const days = daily({ start: "2026-01-01" });
 export const events = asset({ key: "ingest/events", owner: "team:data", tags: { tier: "gold" }, partitions: days }, async () => null);
@@ -27,6 +28,7 @@ interface Counts {
 }
 
 describeBrowser("UI: asset catalog", () => {
+  const database = useTestDatabase();
   let dir: string;
   let dev: DevServer;
   let browser: Browser;
@@ -63,7 +65,11 @@ describeBrowser("UI: asset catalog", () => {
     const definitionsDir = path.join(dir, "definitions");
     await mkdir(definitionsDir);
     await writeFile(path.join(definitionsDir, "assets.ts"), DEFINITIONS);
-    [dev, browser] = await Promise.all([startDev({ dataDir: path.join(dir, "data"), seed: true, definitionsDir }), openBrowser()]);
+    // A data directory of its own keeps the server's local files (logs) out of the checkout; the database is Postgres.
+    [dev, browser] = await Promise.all([
+      startDev({ databaseUrl: database.url, dataDir: path.join(dir, "data"), definitionsDir }),
+      openBrowser(),
+    ]);
     await expect(run({ assetKeys: ["ingest/users"] })).resolves.toBe("success");
     await expect(run({ assetKeys: ["marts/broken"] })).resolves.toBe("failed");
     // The report reads events' partition; events is materialised again after, so the report's partition is stale.

@@ -1,6 +1,7 @@
 import type { Page } from "playwright-core";
 import { expect, it } from "vitest";
 import { graphqlAt } from "../cli/run-cli.js";
+import { useTestDatabase } from "../support/pg.js";
 import { describeBrowser, expectNoProblems, openPage, screenshot, useUi } from "./browser.js";
 
 // The asset graph of the demo (asset-definitions/) in `tributary dev`.
@@ -49,7 +50,8 @@ describeBrowser("UI: asset graph", () => {
       .getByTestId("graph-node")
       .evaluateAll((nodes) => Object.fromEntries(nodes.map((n) => [n.getAttribute("data-key"), n.getAttribute("data-status")])));
 
-  const ui = useUi();
+  const database = useTestDatabase();
+  const ui = useUi({ databaseUrl: () => database.url });
 
   it("draws every demo asset in its group's cluster, coloured by status, with every dependency", async () => {
     const { page, problems } = await openPage(ui.browser, ui.dev.url);

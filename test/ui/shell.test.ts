@@ -1,9 +1,11 @@
 import { expect, it } from "vitest";
+import { useTestDatabase } from "../support/pg.js";
 import { describeBrowser, expectNoProblems, openPage, useUi } from "./browser.js";
 
 // The shell every page shares: served at every page URL, navigation, not-found pages, the API-unreachable banner.
 describeBrowser("UI shell", () => {
-  const ui = useUi();
+  const database = useTestDatabase();
+  const ui = useUi({ databaseUrl: () => database.url });
 
   it("serves the UI at every page URL, its files for good, and leaves API paths to the API", async () => {
     const page = await fetch(`${ui.dev.url}/runs/123`, { headers: { accept: "text/html" } });
