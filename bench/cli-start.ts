@@ -1,11 +1,15 @@
-// Start-up of one-off CLI commands: `tributary --version` (the command line alone) and `tributary runs --json`
-// answered by a running `tributary api` (what an operational command costs when a server holds the data).
+// Start-up of one-off CLI commands: `tributary --version` (the command line alone), `tributary runs --json`
+// answered by a running `tributary api` (what an operational command costs when a server holds the data), and the
+// same command working in-process on the demo definitions: on Postgres, and on the embedded database of a data
+// directory copied from the package's template (what a command costs beside no server).
 // Median of --samples runs each (default 5), with the load average; needs a Postgres server (DATABASE_URL, default
 // the local one), on which it creates and drops a scratch database. Prints one JSON object.
 //   npx tsx bench/cli-start.ts [--samples 5]
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
+import path from "node:path";
 import { parseArgs } from "node:util";
+import { checkPgliteTemplate, PACKAGE_PGLITE_TEMPLATE, seedFromTemplate } from "../src/storage/index.js";
 import { ascending, floorRank, printResult, REPO_ROOT, startTributary, stopProcess, TRIBUTARY_BIN, withScope } from "./_setup.js";
 
 const { values } = parseArgs({ options: { samples: { type: "string", default: "5" } } });
@@ -43,11 +47,21 @@ await withScope(async (scope) => {
   const loadBefore = loadavg()[0]!;
   const versionMs = await median(["--version"], env);
   const runsViaServerMs = await median(["runs", "--json", "--url", serverUrl], env);
+  // No server listens on port 9: the command opens the database itself.
+  const inProcess = ["runs", "--json", "--url", "http://127.0.0.1:9"];
+  const runsOnPostgresMs = await median([...inProcess, "--data-dir", await scope.tempDir("cli-pg")], env);
+  const template = await checkPgliteTemplate(PACKAGE_PGLITE_TEMPLATE);
+  if (!template.usable) throw new Error(`the package's database template is not usable (npm run build:db-template): ${template.reason}`);
+  const dataDir = await scope.tempDir("cli-embedded");
+  await seedFromTemplate(path.join(dataDir, "db"), template, new Set());
+  const runsEmbeddedMs = await median([...inProcess, "--data-dir", dataDir], { ...env, DATABASE_URL: "" });
   printResult({
     bench: "cli-start",
     samples,
     versionMs,
     runsViaServerMs,
+    runsOnPostgresMs,
+    runsEmbeddedMs,
     loadAverage: [loadBefore, loadavg()[0]].map((l) => Math.round(l! * 10) / 10),
   });
 });
