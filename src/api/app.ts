@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { createYoga, maskError } from "graphql-yoga";
 import { GraphQLError } from "graphql";
 import { bodyLimit } from "hono/body-limit";
-import { schema } from "./graphql/schema.js";
+import { graphqlSchema } from "./graphql/schema.js";
 import type { AccessApi, ApiServices, AssetsApi, RunsApi } from "./services.js";
 import { localGuard, type Guard } from "../access/index.js";
 import { authRoutes } from "./auth/auth-routes.js";
@@ -74,7 +74,7 @@ export interface ApiOptions {
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
 export function createApiApp(options: ApiOptions): Hono {
   const yoga = createYoga({
-    schema,
+    schema: graphqlSchema(),
     // The request's Guard comes from the authentication middleware, through yoga's server context.
     context: ({ guard }: { guard?: Guard; callerKey?: () => string }) => ({ ...options.context, guard: guard ?? localGuard() }),
     graphqlEndpoint: "/graphql",

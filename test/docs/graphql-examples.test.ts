@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { schema } from "../../src/api/graphql/schema.js";
+import { graphqlSchema } from "../../src/api/graphql/schema.js";
 import { checkExample, extractExamples, type GraphQLExample } from "./graphql-examples.js";
+
+const schema = graphqlSchema();
 
 // Every GraphQL example in README.md and docs/*.md, checked against the schema the server serves (built from src).
 const ROOT = path.resolve(import.meta.dirname, "../..");
