@@ -300,10 +300,25 @@ async function storeCodeRef(outDir: string, entry: string, codeHash: string, bun
   await rename(tmp, ref);
 }
 
-async function prune(outDir: string): Promise<void> {
+/** How often the cache is pruned at most: every command is a process of its own, and a pass stats every file. */
+const PRUNE_EVERY_MS = 3_600_000;
+/** In the cache directory; its modification time is when it was last pruned. */
+const PRUNED_MARKER = ".pruned";
+
+/**
+ * Deletes compiled files unused for a day, at most once an hour whichever process asks (the marker's time says when
+ * the last pass began).
+ */
+export async function prune(outDir: string): Promise<void> {
   try {
+    const marker = path.join(outDir, PRUNED_MARKER);
+    const last = await stat(marker).catch(() => undefined);
+    if (last && Date.now() - last.mtimeMs < PRUNE_EVERY_MS) return;
+    // Claimed before the pass: processes starting meanwhile skip it (two passes at once would only repeat work).
+    await writeFile(marker, "");
     const cutoff = Date.now() - STALE_AFTER_MS;
     for (const name of await readdir(outDir)) {
+      if (name === PRUNED_MARKER) continue;
       const file = path.join(outDir, name);
       const info = await stat(file).catch(() => undefined);
       if (info?.isFile() && info.mtimeMs < cutoff) await rm(file, { force: true });
