@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { commandStore, describePostgres, useCommandStore } from "../support/pg.js";
 import { eventually, freePort, runCli, startCli } from "./run-cli.js";
 
 let defsDir: string;
@@ -45,13 +45,7 @@ interface BackfillJson {
 }
 
 describePostgres("tributary backfill (in-process, no server)", () => {
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-cli-backfill-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-cli-backfill-");
   const cli = (args: string[]) =>
     runCli([...args, "--data-dir", at.dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"], { env: at.env });
 

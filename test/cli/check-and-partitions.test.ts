@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
 let brokenDir: string;
@@ -79,31 +79,13 @@ describe("tributary check", () => {
 });
 
 describePostgres("tributary partitions (in-process, on its own database)", () => {
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-cli-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-cli-");
+  // No server listens on port 9: the command works in-process on this describe's database.
+  const partitions = (...args: string[]) =>
+    runCli(["partitions", ...args, "--data-dir", at.dataDir, "--url", "http://127.0.0.1:9"], { env: at.env });
 
   it("lists keys with their windows as UTC instants", async () => {
-    const r = await runCli(
-      [
-        "partitions",
-        "shop/raw_orders",
-        "--from",
-        "2025-03-01",
-        "--to",
-        "2025-03-03",
-        "--json",
-        "--data-dir",
-        at.dataDir,
-        "--url",
-        "http://127.0.0.1:9",
-      ],
-      { env: at.env },
-    );
+    const r = await partitions("shop/raw_orders", "--from", "2025-03-01", "--to", "2025-03-03", "--json");
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { totalCount: number; partitions: { key: string; start: string; end: string }[] };
     expect(out.totalCount).toBe(3);
@@ -115,22 +97,7 @@ describePostgres("tributary partitions (in-process, on its own database)", () =>
   });
 
   it("follows the wall clock: the Berlin spring-forward day has 23 hourly keys", async () => {
-    const r = await runCli(
-      [
-        "partitions",
-        "shop/clickstream",
-        "--from",
-        "2025-03-30-00:00",
-        "--to",
-        "2025-03-30-23:00",
-        "--json",
-        "--data-dir",
-        at.dataDir,
-        "--url",
-        "http://127.0.0.1:9",
-      ],
-      { env: at.env },
-    );
+    const r = await partitions("shop/clickstream", "--from", "2025-03-30-00:00", "--to", "2025-03-30-23:00", "--json");
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { partitions: { key: string }[] };
     expect(out.partitions).toHaveLength(23);
@@ -138,10 +105,7 @@ describePostgres("tributary partitions (in-process, on its own database)", () =>
   });
 
   it("names the asset and the bad key for a key outside the definition", async () => {
-    const r = await runCli(
-      ["partitions", "shop/raw_orders", "--from", "2025-13-01", "--data-dir", at.dataDir, "--url", "http://127.0.0.1:9"],
-      { env: at.env },
-    );
+    const r = await partitions("shop/raw_orders", "--from", "2025-13-01");
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/PARTITION_KEY_INVALID/);
     expect(r.stderr).toMatch(/shop\/raw_orders/);
@@ -149,9 +113,7 @@ describePostgres("tributary partitions (in-process, on its own database)", () =>
   });
 
   it("suggests the nearest key for an unknown asset", async () => {
-    const r = await runCli(["partitions", "shop/raw_order", "--json", "--data-dir", at.dataDir, "--url", "http://127.0.0.1:9"], {
-      env: at.env,
-    });
+    const r = await partitions("shop/raw_order", "--json");
     expect(r.code).toBe(1);
     const out = JSON.parse(r.stdout) as { ok: boolean; error: { code: string; message: string } };
     expect(out.error.code).toBe("GRAPH_UNKNOWN_ASSET");

@@ -4,7 +4,7 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openPostgres } from "../../src/storage/index.js";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
 // No server listens on port 9: every command works in-process on its own database.
@@ -19,8 +19,6 @@ export const small = check(orders, { name: "small", severity: "warn" }, (_ctx, v
 `;
 
 let defsDir: string;
-let at: CommandStore;
-const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "--data-dir", at.dataDir, ...NO_SERVER], { env: at.env });
 
 beforeAll(async () => {
   defsDir = await mkdtemp(path.join(tmpdir(), "tributary-check-run-defs-"));
@@ -32,12 +30,8 @@ afterAll(async () => {
 
 describePostgres("tributary check-run (in-process)", () => {
   // A database of its own (Postgres; what check-run does is the same on the embedded one) and a data directory.
-  beforeAll(async () => {
-    at = await commandStore("tributary-check-run-data-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-check-run-data-");
+  const cli = (...args: string[]) => runCli([...args, "--definitions", defsDir, "--data-dir", at.dataDir, ...NO_SERVER], { env: at.env });
 
   it("runs the checks on the latest materialisation, prints each result and exits 1 when one failed; bad input creates no run", async () => {
     // Three days materialised; the blocking check fails on the 3rd (so does the run).

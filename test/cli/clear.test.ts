@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
 let defsDir: string;
@@ -26,13 +26,7 @@ afterAll(async () => {
 
 describePostgres("tributary clear (in-process, no server)", () => {
   // A database of its own (Postgres; what clear does is the same on the embedded one) and a data directory.
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-cli-clear-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-cli-clear-");
   const globals = () => ["--data-dir", at.dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"];
 
   it("reruns the chosen days and the affected week, not upstream; bad input exits 1 without a run", async () => {

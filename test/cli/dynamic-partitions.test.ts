@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { eventually, freePort, graphqlAt, runCli, startCli } from "./run-cli.js";
 
 // addDynamicPartitions through a real `tributary dev` server.
@@ -26,19 +26,13 @@ const add = (name: string, keys: string[]) =>
   `mutation { addDynamicPartitions(name: ${JSON.stringify(name)}, keys: ${JSON.stringify(keys)}) { name added total } }`;
 
 describePostgres("addDynamicPartitions", () => {
-  let at: CommandStore | undefined;
-  beforeAll(async () => {
-    // A migrated database to start from: what the tests are about comes after a first start.
-    at = await commandStore("tributary-dyn-data-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  // A migrated database to start from: what the tests are about comes after a first start.
+  const at = useCommandStore("tributary-dyn-data-");
 
   it("adds keys idempotently, rejects unknown sets and bad keys without writing, and the keys are plannable at once", async () => {
     const port = freePort();
-    const dev = startCli(["dev", "--port", String(port), "--data-dir", at!.dataDir, "--definitions", defsDir, "--processes", "1"], {
-      env: at!.env,
+    const dev = startCli(["dev", "--port", String(port), "--data-dir", at.dataDir, "--definitions", defsDir, "--processes", "1"], {
+      env: at.env,
     });
     try {
       await eventually(

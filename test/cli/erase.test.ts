@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { cliBudget, runCli } from "./run-cli.js";
 
 // `tributary erase` in its own process on a database of its own, with no server: a dry run, a request carried out in
@@ -41,13 +41,7 @@ interface RequestJson {
 }
 
 describePostgres("tributary erase (in-process)", () => {
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-cli-erase-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-cli-erase-");
   const cli = (args: string[]) =>
     runCli([...args, "--data-dir", at.dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"], { env: at.env });
 

@@ -2,7 +2,7 @@ import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { commandStore, describePostgres, type CommandStore, useCommandStore } from "../support/pg.js";
 import { ROOT, runCli } from "./run-cli.js";
 
 // No server listens on port 9: every command works in-process on its own database.
@@ -10,13 +10,7 @@ const NO_SERVER = ["--url", "http://127.0.0.1:9"];
 
 describePostgres("tributary report (in-process, demo definitions)", () => {
   // A database of its own (Postgres; what report does is the same on the embedded one) and a data directory.
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-report-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-report-");
 
   const report = (...args: string[]) => runCli(["report", ...args, "--data-dir", at.dataDir, ...NO_SERVER], { env: at.env });
 

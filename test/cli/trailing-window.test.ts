@@ -1,6 +1,6 @@
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { expect, it } from "vitest";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 
 // No server listens on port 9: every command works in-process on the database.
@@ -16,13 +16,7 @@ function stepsOf(stdout: string): string[] {
 }
 
 describePostgres("the first days of a trailing window (demo shop/revenue_7d, startOffset -6)", () => {
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-trailing-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-trailing-");
 
   it("materialise with --include-upstream: they read the days there are", async () => {
     const env = { ...at.env, TRIBUTARY_DEMO_DATA: path.join(at.dataDir, "demo-data") };

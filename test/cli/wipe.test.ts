@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { cliBudget, runCli } from "./run-cli.js";
 
 // `tributary wipe` in its own process on a database of its own: a dry run, a wipe, and bad input, each a real command.
@@ -36,13 +36,7 @@ type WipeJson = {
 
 describePostgres("tributary wipe (in-process)", () => {
   // No server listens on port 9: every command works in-process on the database.
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-cli-wipe-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-cli-wipe-");
   const cli = (args: string[]) =>
     runCli([...args, "--data-dir", at.dataDir, "--definitions", defsDir, "--url", "http://127.0.0.1:9"], { env: at.env });
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LineageEvent } from "../../src/reconciler/index.js";
-import { commandStore, describePostgres, type CommandStore } from "../support/pg.js";
+import { describePostgres, useCommandStore } from "../support/pg.js";
 import { runCli } from "../cli/run-cli.js";
 
 let dir: string;
@@ -26,13 +26,7 @@ afterAll(async () => {
 
 describePostgres("tributary with TRIBUTARY_OPENLINEAGE_FILE (a real child process)", () => {
   // A database of its own (Postgres; the events are the same on the embedded one) and a data directory.
-  let at: CommandStore;
-  beforeAll(async () => {
-    at = await commandStore("tributary-ol-cli-data-");
-  });
-  afterAll(async () => {
-    await at?.remove();
-  });
+  const at = useCommandStore("tributary-ol-cli-data-");
   const globals = () => ["--data-dir", at.dataDir, "--definitions", dir, "--url", "http://127.0.0.1:9"];
 
   it("writes the run's OpenLineage events before a one-off materialize exits", async () => {

@@ -127,3 +127,35 @@ export async function commandStore(prefix = "tributary-cli-"): Promise<CommandSt
     },
   };
 }
+
+/**
+ * A commandStore() for a describe block: made in beforeAll, removed in afterAll. The returned object's fields are
+ * valid from beforeAll on.
+ */
+export function useCommandStore(prefix?: string): CommandStore {
+  let store: CommandStore | undefined;
+  const current = () => {
+    if (!store) throw new Error("useCommandStore(): the store exists only from beforeAll to afterAll");
+    return store;
+  };
+  beforeAll(async () => {
+    store = await commandStore(prefix);
+  });
+  afterAll(async () => {
+    const made = store;
+    store = undefined;
+    await made?.remove();
+  });
+  return {
+    get dataDir() {
+      return current().dataDir;
+    },
+    get databaseUrl() {
+      return current().databaseUrl;
+    },
+    get env() {
+      return current().env;
+    },
+    remove: () => current().remove(),
+  };
+}
