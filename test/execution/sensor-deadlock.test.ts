@@ -57,9 +57,16 @@ describePostgres("execution: sensors holding every slot", () => {
     const producers = await h.launch(["k/producer"], { from: "2025-03-01", to: "2025-03-02" });
     const [sensorRun, producerRun] = await h.waitForRuns([sensors, producers], 60_000);
     expect(sensorRun!.status).toBe("failed");
-    for (const s of sensorRun!.steps) expect(s.error).toMatchObject({ code: "TRIGGER_TIMED_OUT" });
+    // Every sensor times out, except that the second, started later on a loaded machine, may see its partition's
+    // producer finish in the slot the first gave up before its own timeout comes.
+    const timedOut = sensorRun!.steps.filter((s) => (s.error as { code?: string } | null)?.code === "TRIGGER_TIMED_OUT");
+    expect(timedOut.length).toBeGreaterThanOrEqual(1);
+    for (const s of sensorRun!.steps) if (!timedOut.includes(s)) expect(s.state).toBe("success");
     expect(producerRun!.status).toBe("success");
     const all = await times(h, [sensors, producers]);
+    const sensorSteps = all.filter((s) => s.asset_key === "k/sensor").sort((a, b) => a.last_end!.getTime() - b.last_end!.getTime());
+    // The first to end gave up: nothing could have produced its data while both slots were held.
+    expect(sensorSteps[0]!.state).toBe("failed");
     // The first slot freed is the first sensor's, when it gave up: the producer could not start before (the second
     // sensor, started later on a loaded machine, may still be poking when it does).
     const firstSensorEnded = Math.min(...all.filter((s) => s.asset_key === "k/sensor").map((s) => s.last_end!.getTime()));
