@@ -36,15 +36,27 @@ describeBrowser("UI shell", () => {
     await expect(page.getByTestId("not-found").textContent()).resolves.toContain("not found");
     expectNoProblems(problems);
 
-    // The API goes away: requests fail, the banner says so and offers a retry.
+    // The API goes away: requests fail, the banner says so and offers a retry. The page's clock is held
+    // still, so its own backed-off probe cannot fire: only the button can bring the page back.
+    await page.clock.install();
+    await page.clock.pauseAt(Date.now() + 60_000);
     await page.route("**/graphql", (route) => route.abort("connectionrefused"));
     await page.route("**/healthz", (route) => route.abort("connectionrefused"));
     await page.goto("/assets");
     await page.getByTestId("api-banner").waitFor();
-    // It comes back: the banner goes and the page loads.
+    // It comes back: the banner goes after "Retry now" and the page loads.
     await page.unroute("**/graphql");
     await page.unroute("**/healthz");
     await page.getByRole("button", { name: "Retry now" }).click();
+    await page.getByTestId("api-banner").waitFor({ state: "detached" });
+    // And without the button: the page probes by itself, backing off, once its time moves on.
+    await page.route("**/graphql", (route) => route.abort("connectionrefused"));
+    await page.route("**/healthz", (route) => route.abort("connectionrefused"));
+    await page.goto("/runs");
+    await page.getByTestId("api-banner").waitFor();
+    await page.unroute("**/graphql");
+    await page.unroute("**/healthz");
+    await page.clock.runFor(16_000);
     await page.getByTestId("api-banner").waitFor({ state: "detached" });
     await page.context().close();
   });
