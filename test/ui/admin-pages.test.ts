@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { graphqlAt } from "../cli/run-cli.js";
+import { eventually, graphqlAt } from "../cli/run-cli.js";
 import { useTestDatabase } from "../support/pg.js";
 import { describeBrowser, expectNoProblems, openBrowser, openPage, screenshot, startDev, type DevServer } from "./browser.js";
 
@@ -80,9 +80,16 @@ describeBrowser("UI: pools, definitions, triggers, audit", () => {
   });
 
   it("lists the waiting triggers first, filters by status in the URL and counts them as the API does", async () => {
-    // The source asset's observations of its recent partitions wait for files that never land.
-    const { triggerCounts } = await gql<{ triggerCounts: { waiting: number } }>("{ triggerCounts { waiting } }");
-    expect(triggerCounts.waiting).toBeGreaterThan(0);
+    // The source asset's observations of its recent partitions wait for files that never land: once the server's
+    // automation has made them (serving the definitions comes first).
+    const { triggerCounts } = await eventually(
+      async () => {
+        const r = await gql<{ triggerCounts: { waiting: number } }>("{ triggerCounts { waiting } }");
+        return r.triggerCounts.waiting > 0 ? r : undefined;
+      },
+      120_000,
+      "the source asset's observations to wait",
+    );
 
     const { page, problems } = await openPage(browser, dev.url);
     await page.goto("/triggers");
