@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -16,13 +17,14 @@ import { Harness, sleep, type HarnessOptions } from "./harness.js";
 //                  → roll7 (daily, reads the last seven days of clean)
 // plus hours (hourly, unrelated), high (daily, the "scheduled work" of the priority test).
 const defs = (markers: string) => `
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { asset, daily, dep, hourly, timeWindow, weekly } from "tributary";
 const days = daily({ start: "2025-01-06" });
 const nap = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const marker = (name: string) => existsSync(${JSON.stringify(markers)} + "/" + name);
 export const raw = asset({ key: "bf/raw", partitions: days, retries: 0 }, async (ctx) => {
   if (marker("fail-" + ctx.partition.key)) throw new Error("marker says fail " + ctx.partition.key);
+  writeFileSync(${JSON.stringify(markers)} + "/started-" + ctx.partition.key, "");
   while (marker("hold")) await nap(10);
   await nap(marker("slow") ? 60 : 2);
   return ctx.partition.key;
@@ -438,6 +440,9 @@ describePostgres("execution: backfills", () => {
       15_000,
       "its first step to run",
     );
+    // And its code is running (a step is "running" from its claim, before its code is imported): the definitions
+    // directory is replaced next, and a step importing it then would fail for a reason that is not this test's.
+    await h!.until(async () => existsSync(path.join(markers, "started-2025-01-06")) || undefined, 30_000, "its code to run");
     const version = await h!.redefine({
       "backfill.ts": defs(markers).replace('daily({ start: "2025-01-06" })', 'daily({ start: "2025-01-05" })'),
     });
