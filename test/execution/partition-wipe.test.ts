@@ -231,7 +231,10 @@ describePostgres("partition wipe", () => {
     await task.stop();
     // The runs it started end before the next test counts rows: their outputs and statuses are not a wipe's doing.
     const started = await sql<{ id: string }>`select id from runs where origin = 'automation'`.execute(h.db);
-    for (const { id } of started.rows) await h.waitForRun(id, 60_000);
+    await h.waitForRuns(
+      started.rows.map((r) => r.id),
+      60_000,
+    );
   });
 
   it("refuses while a run writes one of the partitions, naming the run, and removes nothing", async () => {

@@ -36,26 +36,30 @@ describeBrowser("UI shell", () => {
     await expect(page.getByTestId("not-found").textContent()).resolves.toContain("not found");
     expectNoProblems(problems);
 
-    // The API goes away: requests fail, the banner says so and offers a retry. The page's clock is held
-    // still, so its own backed-off probe cannot fire: only the button can bring the page back.
+    // The API goes away (its requests fail) while the page shows `path`, until it comes back.
+    const apiAwayAt = async (path: string) => {
+      await page.route("**/graphql", (route) => route.abort("connectionrefused"));
+      await page.route("**/healthz", (route) => route.abort("connectionrefused"));
+      await page.goto(path);
+      await page.getByTestId("api-banner").waitFor();
+    };
+    const apiBack = async () => {
+      await page.unroute("**/graphql");
+      await page.unroute("**/healthz");
+    };
+
+    // The banner says so and offers a retry. The page's clock is held still, so its own backed-off probe cannot
+    // fire: only the button can bring the page back.
     await page.clock.install();
     await page.clock.pauseAt(Date.now() + 60_000);
-    await page.route("**/graphql", (route) => route.abort("connectionrefused"));
-    await page.route("**/healthz", (route) => route.abort("connectionrefused"));
-    await page.goto("/assets");
-    await page.getByTestId("api-banner").waitFor();
+    await apiAwayAt("/assets");
     // It comes back: the banner goes after "Retry now" and the page loads.
-    await page.unroute("**/graphql");
-    await page.unroute("**/healthz");
+    await apiBack();
     await page.getByRole("button", { name: "Retry now" }).click();
     await page.getByTestId("api-banner").waitFor({ state: "detached" });
     // And without the button: the page probes by itself, backing off, once its time moves on.
-    await page.route("**/graphql", (route) => route.abort("connectionrefused"));
-    await page.route("**/healthz", (route) => route.abort("connectionrefused"));
-    await page.goto("/runs");
-    await page.getByTestId("api-banner").waitFor();
-    await page.unroute("**/graphql");
-    await page.unroute("**/healthz");
+    await apiAwayAt("/runs");
+    await apiBack();
     await page.clock.runFor(16_000);
     await page.getByTestId("api-banner").waitFor({ state: "detached" });
     await page.context().close();
