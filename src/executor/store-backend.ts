@@ -1,6 +1,7 @@
 import { serializeError, StorageError, TributaryError } from "../errors/index.js";
-import { readsMany, type AssetGraph, type SnapshotAsset } from "../graph/index.js";
-import { loadPartitionContext, partitionSpace, UNPARTITIONED, upstreamPartitions } from "../partitions/index.js";
+import type { AssetGraph, SnapshotAsset } from "../graph/index.js";
+import { loadPartitionContext } from "../partitions/index.js";
+import { stepReads, type StepRead } from "../planner/index.js";
 import {
   INLINE_OUTPUT_LIMIT_BYTES,
   type DefinitionStore,
@@ -105,7 +106,7 @@ export class StoreExecutionBackend implements ExecutionBackend {
     const ctx = await loadPartitionContext(involved, (name) => this.options.definitions.listDynamicPartitions(name));
     const now = this.clock();
     // 1. Which upstream partitions each step reads, per dependency, in partition order.
-    const wanted = new Map<number, { asset: SnapshotAsset; reads: { name: string; many: boolean; assetKey: string; keys: string[] }[] }>();
+    const wanted = new Map<number, { asset: SnapshotAsset; reads: readonly StepRead[] }>();
     const needed = new Map<string, { assetKey: string; partitionKey: string }>();
     for (const step of steps) {
       try {
@@ -117,15 +118,9 @@ export class StoreExecutionBackend implements ExecutionBackend {
           wanted.set(step.stepId, { asset, reads: [{ name: "value", many: false, assetKey: step.assetKey, keys: [step.partitionKey] }] });
           continue;
         }
-        const reads = asset.deps.map((dep) => {
-          const up = graph.require(dep.assetKey);
-          const downSubset = asset.partitions ? partitionSpace(asset.partitions, ctx).subset([step.partitionKey]) : UNPARTITIONED;
-          const { subset } = upstreamPartitions(asset.partitions, up.partitions, dep.mapping, downSubset, ctx, now);
-          const keys = up.partitions ? [...partitionSpace(up.partitions, ctx).keys(subset)] : [""];
-          for (const k of keys) needed.set(`${dep.assetKey}\u0000${k}`, { assetKey: dep.assetKey, partitionKey: k });
-          const many = dep.mapping !== null && readsMany(asset.partitions, up.partitions, dep.mapping);
-          return { name: dep.name, many, assetKey: dep.assetKey, keys };
-        });
+        const reads = stepReads(graph, asset, step.partitionKey, ctx, now);
+        for (const read of reads)
+          for (const k of read.keys) needed.set(`${read.assetKey}\u0000${k}`, { assetKey: read.assetKey, partitionKey: k });
         wanted.set(step.stepId, { asset, reads });
       } catch (err) {
         // The step's asset or one it reads is not in the definitions (or cannot map its partitions).

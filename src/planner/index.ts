@@ -5,6 +5,8 @@ export { planRun, planPartitions } from "./plan-run.js";
 export type { PlanRunRequest, PlannedPartitions } from "./plan-run.js";
 export { resolveSelection, describeExisting } from "./resolve-selection.js";
 export type { PartitionSelection, SelectionScope } from "./resolve-selection.js";
+export { stepReads } from "./step-reads.js";
+export type { StepRead } from "./step-reads.js";
 export { dimensionSliceKeys, MAX_SLICE_PARTITIONS } from "./dimension-slice.js";
 export type { DimensionSlice } from "./dimension-slice.js";
 export type { RunPlan, PlannedStep, MissingUpstream } from "./run-plan.js";
