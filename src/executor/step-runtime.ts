@@ -32,6 +32,8 @@ export interface RuntimeHost {
   readonly materialized: MaterializedLookup;
   /** Where ctx.secrets.get looks; default: environment variables. */
   readonly secrets?: SecretResolver;
+  /** The log of a try; default: the file at the dispatch's `logRef`. */
+  openLog?(dispatch: StepDispatch): StepLog;
 }
 
 /** Per-try extras of {@link StepRuntime.run}. */
@@ -103,7 +105,7 @@ export class StepRuntime {
     return new Promise<TryEnd>((resolve) => {
       const active: ActiveTry = {
         dispatch,
-        log: new StepLog(dispatch.logRef),
+        log: this.host.openLog?.(dispatch) ?? new StepLog(dispatch.logRef),
         controller: new AbortController(),
         tx: options.tx,
         skipReason: undefined,
@@ -410,6 +412,26 @@ function rootCause(error: SerializedError): SerializedError {
   let e = error;
   while (e.cause) e = e.cause;
   return e;
+}
+
+/**
+ * A try that no runtime runs, and the context its function sees (tributary/testing's buildContext): log, secrets,
+ * waits and fan-out behave as in a worker; `ctx.skip` records its reason in the try's `skipReason` and throws.
+ */
+export function standaloneTry(dispatch: StepDispatch, host: RuntimeHost, log: StepLog): { active: ActiveTry; context: AssetContext } {
+  const active: ActiveTry = {
+    dispatch,
+    log,
+    controller: new AbortController(),
+    tx: undefined,
+    skipReason: undefined,
+    exitError: undefined,
+    waitEnd: undefined,
+    definition: undefined,
+    ended: false,
+    settle: () => undefined,
+  };
+  return { active, context: makeContext(active, host, active.controller.signal) };
 }
 
 function makeContext(active: ActiveTry, host: RuntimeHost, signal: AbortSignal): AssetContext {

@@ -19,7 +19,7 @@ export type {
 export { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, MAX_MAP_LABEL_LENGTH, isExpansion, makeExpansion } from "./fan-out.js";
 export type { MapItem, MapLabel, Expansion, GatheredOutput, FanOutFunctions } from "./fan-out.js";
 export { check, checkAppliesTo } from "./check.js";
-export type { CheckDefinition, CheckResult } from "./check.js";
+export type { CheckConfig, CheckDefinition, CheckResult } from "./check.js";
 export {
   onCron,
   eager,
@@ -39,7 +39,8 @@ export {
   validateAutomation,
 } from "./automation.js";
 export type { AutomationSpec, AutomationOperand } from "./automation.js";
-export { describeCondition } from "./describe-condition.js";
+export { describeCondition, conditionInWords } from "./describe-condition.js";
+export type { ConditionSubject } from "./describe-condition.js";
 export {
   at,
   fileExists,
@@ -59,6 +60,7 @@ export type { WaitMode, WaitOptions, WaitOptions as DeferOptions, WaitForOptions
 export { parseDuration } from "./duration.js";
 export type { Duration } from "./duration.js";
 export { definitionKind, DEFINITION_BRAND } from "./definition.js";
+export { declaredUpstreams } from "./upstream-definitions.js";
 export type { DefinitionKind } from "./definition.js";
 export type { AssetContext, MappedContext, PartitionContext, StepLogger, Secrets } from "./context.js";
 export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";
