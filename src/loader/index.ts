@@ -7,3 +7,5 @@ export type { DefinitionsChange, DefinitionsWatcher, WatchDefinitionsOptions } f
 export { discoverDefinitionFiles, isDefinitionFile } from "./discover-files.js";
 export { compiledCode, type CompiledCode } from "./compiled-code.js";
 export { SDK_GLOBAL } from "./child-protocol.js";
+export { checkDefinitionTypes, loadTypeScript } from "./check-definition-types.js";
+export type { DefinitionTypeError, DefinitionTypesResult, TypeScriptModule } from "./check-definition-types.js";

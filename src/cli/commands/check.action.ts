@@ -1,5 +1,6 @@
+import path from "node:path";
 import pc from "picocolors";
-import { loadDefinitions } from "../../loader/index.js";
+import { checkDefinitionTypes, loadDefinitions, loadTypeScript, type DefinitionTypeError } from "../../loader/index.js";
 import { formatLocation } from "../../errors/index.js";
 import { previousOwnersFromStore, problemsOfFiles } from "../definitions-sync.js";
 import { printJson, table } from "../output.js";
@@ -7,8 +8,10 @@ import { resolveSettings, type GlobalOptions, type Settings } from "../settings.
 import { graphql, serverFor } from "../server-client.js";
 import { embeddedDbDir, embeddedDbExists } from "../server-identity.js";
 
-export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
+export async function runCheck(opts: { json?: boolean; types?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
+  // Before anything is loaded: without TypeScript in the project, --types fails at once, saying how to add it.
+  const typescript = opts.types ? await loadTypeScript(settings.definitionsDir) : undefined;
   const started = performance.now();
   const history = await previousLoad(settings);
   const result = await loadDefinitions({ dir: settings.definitionsDir, timeoutMs: settings.loadTimeoutMs, previousOwners: history.owners });
@@ -18,7 +21,11 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
   // no previous load to say which came first, every definition of it is in error.
   const problemsByFile = problemsOfFiles(result.problems);
   const statusOf = (f: (typeof result.files)[number]) => (f.status === "ok" && problemsByFile.has(f.file) ? "error" : f.status);
-  const ok = fileErrors.length === 0 && result.problems.length === 0;
+  const loadOk = fileErrors.length === 0 && result.problems.length === 0;
+  const typesStarted = performance.now();
+  const types = typescript ? await checkDefinitionTypes(typescript, settings.definitionsDir) : undefined;
+  const typesMs = Math.round(performance.now() - typesStarted);
+  const ok = loadOk && (types?.errors.length ?? 0) === 0;
   if (opts.json) {
     printJson({
       ok,
@@ -37,6 +44,12 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
         error: f.error ?? null,
       })),
       problems: result.problems,
+      ...(types
+        ? {
+            types: { typescript: types.typescript, tsconfig: types.tsconfig, checked: types.checked, files: types.files, totalMs: typesMs },
+            typeErrors: types.errors,
+          }
+        : {}),
     });
   } else {
     process.stdout.write(
@@ -58,12 +71,41 @@ export async function runCheck(opts: { json?: boolean }, globals: GlobalOptions)
       const where = formatLocation({ ...(p.file ? { file: p.file } : {}), ...(p.assetKey ? { assetKey: p.assetKey } : {}) });
       process.stdout.write(`${pc.red("error")} ${pc.dim(`[${p.code}]`)} ${p.message.includes(where) ? "" : `${where}: `}${p.message}\n`);
     }
+    for (const e of types?.errors ?? []) {
+      process.stdout.write(`${pc.red("error")} ${pc.dim(`[${e.code}]`)} ${typeErrorPlace(e)}${e.message}\n`);
+    }
     process.stdout.write(
-      `${ok ? pc.green("✓") : pc.red("✗")} ${result.snapshot.assets.length} assets from ${result.files.length} files in ${totalMs} ms` +
-        `${ok ? "" : `, ${fileErrors.length + result.problems.length} error(s)`}\n`,
+      `${loadOk ? pc.green("✓") : pc.red("✗")} ${result.snapshot.assets.length} assets from ${result.files.length} files in ${totalMs} ms` +
+        `${loadOk ? "" : `, ${fileErrors.length + result.problems.length} error(s)`}\n`,
     );
+    if (types) {
+      const typesOk = types.errors.length === 0;
+      const config = types.tsconfig ? path.relative(process.cwd(), types.tsconfig) || "tsconfig.json" : "no tsconfig.json: defaults";
+      process.stdout.write(
+        types.checked
+          ? `${typesOk ? pc.green("✓") : pc.red("✗")} types: ${count(types.errors.length, "error")} in ${count(types.files, "file")} in ${typesMs} ms ` +
+              pc.dim(`(TypeScript ${types.typescript}, ${config})\n`)
+          : `${pc.red("✗")} types: not checked, ${count(types.errors.length, "error")} in ${types.tsconfig}\n`,
+      );
+    }
   }
   process.exitCode = ok ? 0 : 1;
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** Where a type error is, as the other errors say it: `file:line:column asset "key": `. */
+function typeErrorPlace(e: DefinitionTypeError): string {
+  if (e.file === null) return "";
+  const definition =
+    e.check !== null
+      ? ` check "${e.check}"${e.assetKey !== null ? ` of asset "${e.assetKey}"` : ""}`
+      : e.assetKey !== null
+        ? ` asset "${e.assetKey}"`
+        : "";
+  return `${e.file}:${e.line}:${e.column}${definition}: `;
 }
 
 /**
