@@ -11,6 +11,7 @@ import { registerClear } from "./commands/clear.js";
 import { registerBackfill } from "./commands/backfill.js";
 import { registerReport } from "./commands/report.js";
 import { registerWhy } from "./commands/why.js";
+import { registerExplain } from "./commands/explain.js";
 import { registerPause } from "./commands/pause.js";
 import { registerWipe } from "./commands/wipe.js";
 import { registerErase } from "./commands/erase.js";
@@ -67,6 +68,7 @@ export function buildProgram(): Command {
   registerBackfill(program);
   registerReport(program);
   registerWhy(program);
+  registerExplain(program);
   registerPause(program);
   registerWipe(program);
   registerErase(program);

@@ -8,6 +8,15 @@ export { canonicalJson, hashSnapshot } from "./canonical-json.js";
 export { graphProblemToError } from "./graph-problem.js";
 export type { GraphProblem, GraphProblemCode } from "./graph-problem.js";
 export { checkDependencyMapping, readsMany } from "./partition-deps.js";
+export { explainAsset } from "./explain-asset.js";
+export type {
+  AssetExplanation,
+  CheckExplanation,
+  DependencyExplanation,
+  DownstreamExplanation,
+  ExplainOptions,
+  PartitionReads,
+} from "./explain-asset.js";
 export { SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
 export type { DefinitionsSnapshot, SnapshotAsset, SnapshotCheck } from "./snapshot.js";
 export { stepSettings } from "./step-settings.js";

@@ -36,6 +36,8 @@ export type { DefaultMapping } from "./default-mapping.js";
 export { validateMapping } from "./validate-mapping.js";
 
 export { describePartitions, describeMapping } from "./describe-partitions.js";
+export { partitionsInWords, mappingInWords } from "./partitions-in-words.js";
+export { cronInWords } from "./cron-in-words.js";
 export { specsEqual, specHash } from "./specs-equal.js";
 export { partitionKeyWindowIso } from "./partition-key-window-iso.js";
 export { partitionInfo } from "./partition-info.js";

@@ -13,10 +13,17 @@ export function identity(): MappingOf<"identity"> {
   return deepFreeze({ kind: "identity" });
 }
 
+/** The options of timeWindow(). */
 export interface TimeWindowMappingOptions {
-  /** Downstream windows to move the start by: -6 on daily reads the last seven days. Default 0. */
+  /**
+   * Downstream windows to move the start by: -6 on daily reads the last seven days. Default 0.
+   * @example timeWindow({ startOffset: -6 }) // a daily partition reads its day and the six before it
+   */
   startOffset?: number;
-  /** Downstream windows to move the end by. Default 0. */
+  /**
+   * Downstream windows to move the end by. Default 0.
+   * @example timeWindow({ startOffset: 1, endOffset: 1 }) // a daily partition reads the next day
+   */
   endOffset?: number;
   /**
    * Whether a window reaching outside the upstream's definition (before its
@@ -24,6 +31,7 @@ export interface TimeWindowMappingOptions {
    * six partitions of `startOffset: -6` read the one to six days there are.
    * false: such a partition reads upstream partitions that can never exist,
    * so it cannot be materialised (planning reports them missing).
+   * @example timeWindow({ startOffset: -6, allowPartial: false }) // the first six days have no full week to read
    */
   allowPartial?: boolean;
 }
@@ -82,10 +90,17 @@ export function staticMapping(map: Readonly<Record<string, string | readonly str
   return deepFreeze({ kind: "static", map: o.map });
 }
 
+/** One entry of multiMapping(): what a downstream dimension reads. */
 export interface MultiMappingDimension {
-  /** The upstream dimension this downstream dimension reads. */
+  /**
+   * The upstream dimension this downstream dimension reads.
+   * @example multiMapping({ day: { upstreamDimension: "date", mapping: identity() } })
+   */
   upstreamDimension: string;
-  /** How keys of the two dimensions map (identity, timeWindow, static, all, last). */
+  /**
+   * How keys of the two dimensions map (identity, timeWindow, static, all, last).
+   * @example multiMapping({ date: { upstreamDimension: "date", mapping: timeWindow({ startOffset: -1 }) } })
+   */
   mapping: PartitionMappingSpec;
 }
 

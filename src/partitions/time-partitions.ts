@@ -15,21 +15,41 @@ import {
 import { TimePartitionSpace } from "./time-partition-space.js";
 import type { TimeCadence, TimeWindowPartitionsSpec } from "./types.js";
 
+/** The options of hourly(), daily(), weekly() and monthly(). */
 export interface TimePartitionsOptions {
-  /** First window start: `2025-01-01` or `2025-01-01T06:00`, wall clock in `timezone`. A start between window boundaries begins with the next window. */
+  /**
+   * First window start: `2025-01-01` or `2025-01-01T06:00`, wall clock in `timezone`. A start between window boundaries begins with the next window.
+   * @example hourly({ start: "2025-01-01T06:00" })
+   */
   start: string;
-  /** Exclusive: no window starts at or after it. Same syntax as `start`. */
+  /**
+   * Exclusive: no window starts at or after it. Same syntax as `start`.
+   * @example daily({ start: "2025-01-01", end: "2026-01-01" }) // the days of 2025
+   */
   end?: string;
-  /** IANA zone name; default "UTC". */
+  /**
+   * IANA zone name; default "UTC".
+   * @example daily({ start: "2025-01-01", timezone: "America/New_York" }) // days from local midnight
+   */
   timezone?: string;
-  /** 0: a partition exists once its window has closed; 1: the open window too; n: n windows ahead. Default 0. */
+  /**
+   * 0: a partition exists once its window has closed; 1: the open window too; n: n windows ahead. Default 0.
+   * @example daily({ start: "2025-01-01", endOffset: 1 }) // today's partition exists already
+   */
   endOffset?: number;
 }
 
+/** The options of timeWindows(): the time options and the cron whose ticks bound the windows. */
 export interface TimeWindowsOptions extends TimePartitionsOptions {
-  /** 5-field cron whose ticks, in `timezone`, are the window boundaries. */
+  /**
+   * 5-field cron whose ticks, in `timezone`, are the window boundaries.
+   * @example timeWindows({ cron: "0 6 * * 1-5", start: "2025-01-06" }) // from one working day's 06:00 to the next one's
+   */
   cron: string;
-  /** Luxon format of keys; default `yyyy-MM-dd-HH:mm`. It must tell every window apart. */
+  /**
+   * Luxon format of keys; default `yyyy-MM-dd-HH:mm`. It must tell every window apart.
+   * @example timeWindows({ cron: "0 6 * * *", start: "2025-01-01", format: "yyyyMMdd" })
+   */
   format?: string;
 }
 

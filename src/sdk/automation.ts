@@ -51,26 +51,45 @@ export function onCron(cron: string, options: { timezone?: string } = {}): Autom
   return deepFreeze({ kind: "cron", cron, timezone });
 }
 
-/** Materialise when any upstream partition it reads was materialised since its own last materialisation. */
+/**
+ * Materialise when any upstream partition it reads was materialised since its own last materialisation, or when
+ * it is missing and its upstreams exist; never while in progress.
+ * @example
+ * // given orders: AssetDefinition<{ rows: number }>
+ * asset({ key: "sales/summary", partitions: daily({ start: "2025-01-01" }), automation: eager(), deps: { orders } }, async () => 1);
+ */
 export function eager(): AutomationSpec {
   return deepFreeze({ kind: "eager" });
 }
 
-/** Materialise missing partitions once their upstreams exist. */
+/**
+ * Materialise missing partitions once their upstreams exist; not while in progress, not after a failure.
+ * @example asset({ key: "sales/orders", partitions: daily({ start: "2025-01-01" }), automation: onMissing() }, async () => 1)
+ */
 export function onMissing(): AutomationSpec {
   return deepFreeze({ kind: "missing" });
 }
 
-/** All of the conditions. */
+/**
+ * All of the conditions.
+ * @example allOf(onCron("0 6 * * *"), not(hasFailed()))
+ */
 export function allOf(...operands: AutomationSpec[]): AutomationSpec {
   return deepFreeze({ kind: "and", operands: [...operands] });
 }
 
-/** Any of the conditions. */
+/**
+ * Any of the conditions.
+ * @example anyOf(onCron("0 1 * * *"), allOf(isMissing(), inLatestWindow(14), not(isInProgress())))
+ */
 export function anyOf(...operands: AutomationSpec[]): AutomationSpec {
   return deepFreeze({ kind: "or", operands: [...operands] });
 }
 
+/**
+ * The condition does not hold.
+ * @example allOf(upstreamUpdated(), not(isInProgress()), not(hasFailed()))
+ */
 export function not(operand: AutomationSpec): AutomationSpec {
   return deepFreeze({ kind: "not", operand });
 }
@@ -84,22 +103,34 @@ export function isMissing(): AutomationSpec {
   return deepFreeze({ kind: "is_missing" });
 }
 
-/** Operand: a step for the partition is in an active run. */
+/**
+ * Operand: a step for the partition is in an active run.
+ * @example allOf(upstreamUpdated(), not(isInProgress()))
+ */
 export function isInProgress(): AutomationSpec {
   return deepFreeze({ kind: "in_progress" });
 }
 
-/** Operand: the partition's latest try failed for good. */
+/**
+ * Operand: the partition's latest try failed for good.
+ * @example allOf(isMissing(), inLatestWindow(3), not(hasFailed()))
+ */
 export function hasFailed(): AutomationSpec {
   return deepFreeze({ kind: "failed" });
 }
 
-/** Operand: an upstream partition it reads was materialised after the version it last read. */
+/**
+ * Operand: an upstream partition it reads was materialised after the version it last read.
+ * @example allOf(upstreamUpdated(), upstreamsReady(), not(isInProgress()))
+ */
 export function upstreamUpdated(): AutomationSpec {
   return deepFreeze({ kind: "upstream_updated" });
 }
 
-/** Operand: every upstream partition it reads exists and is materialised. */
+/**
+ * Operand: every upstream partition it reads exists and is materialised.
+ * @example allOf(isMissing(), upstreamsReady(), not(isInProgress()))
+ */
 export function upstreamsReady(): AutomationSpec {
   return deepFreeze({ kind: "upstreams_ready" });
 }
@@ -115,7 +146,10 @@ export function cronTickPassed(cron: string, options: { timezone?: string } = {}
   return deepFreeze({ kind: "cron_tick", cron, timezone });
 }
 
-/** Operand: among the latest `count` partitions that exist (default 1). */
+/**
+ * Operand: among the latest `count` partitions that exist (default 1).
+ * @example allOf(isMissing(), inLatestWindow(14), not(isInProgress()), not(hasFailed()))
+ */
 export function inLatestWindow(count = 1): AutomationSpec {
   if (!Number.isInteger(count) || count < 1) {
     throw new DefinitionError(`field "automation.in_latest_window": count must be a whole number ≥ 1, got ${String(count)}`, {
@@ -125,7 +159,10 @@ export function inLatestWindow(count = 1): AutomationSpec {
   return deepFreeze({ kind: "in_latest_window", count });
 }
 
-/** Operand: materialised with a code version other than the asset's current one. */
+/**
+ * Operand: materialised with a code version other than the asset's current one (`codeVersion`).
+ * @example allOf(codeVersionChanged(), inLatestWindow(30), not(isInProgress()))
+ */
 export function codeVersionChanged(): AutomationSpec {
   return deepFreeze({ kind: "code_version_changed" });
 }
@@ -145,6 +182,9 @@ const LEAF_KINDS = [
  * Checks a condition tree (it may come from a hand-written object rather than
  * the constructors). Throws DefinitionError naming the path of the bad node,
  * e.g. `automation.operands[1].operand`.
+ * @example
+ * const condition: unknown = JSON.parse('{"kind":"and","operands":[{"kind":"is_missing"}]}');
+ * validateAutomation(condition); // condition is an AutomationSpec from here on
  */
 export function validateAutomation(spec: unknown, path = "automation"): asserts spec is AutomationSpec {
   const bad = (what: string): never => {
@@ -181,6 +221,10 @@ export function validateAutomation(spec: unknown, path = "automation"): asserts 
   }
 }
 
+/**
+ * Checks a 5-field cron expression in a timezone (null: the process's own); throws DefinitionError naming `field`.
+ * @example validateCron("0 1 * * *", "Europe/Berlin", "automation.cron")
+ */
 export function validateCron(cron: unknown, timezone: string | null, field: string): void {
   if (typeof cron !== "string" || cron.trim() === "") {
     throw new DefinitionError(`field "${field}": a cron expression is required, e.g. "0 1 * * *"`, {

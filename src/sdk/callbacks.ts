@@ -30,11 +30,25 @@ export interface RetryInfo {
  *   async (ctx) => load(ctx.partition.window!));
  */
 export interface AssetCallbacks {
-  /** The try succeeded. */
+  /**
+   * The try succeeded.
+   * @example asset({ key: "sales/orders", onSuccess: (ctx) => ctx.log.info("orders are in") }, async () => ({ rows: 42 }))
+   */
   onSuccess?: (ctx: AssetContext) => unknown;
-  /** The try failed and will not be retried (retries exhausted, or a failure that is never retried such as a cancel). */
+  /**
+   * The try failed and will not be retried (retries exhausted, or a failure that is never retried such as a cancel).
+   * @example
+   * // given page: (text: string) => Promise<void>
+   * asset({ key: "sales/orders", onFailure: (ctx, error) => page(`${ctx.assetKey}: ${error.code} ${error.message}`) }, async () => 1);
+   */
   onFailure?: (ctx: AssetContext, error: StepFailure) => unknown;
-  /** The try failed and the step will be tried again. */
+  /**
+   * The try failed and the step will be tried again.
+   * @example
+   * asset({ key: "sales/orders", retries: 3,
+   *   onRetry: (ctx, error, retry) => ctx.log.warn(`try ${retry.nextTry} of ${retry.lastTry} follows`, { error: error.message }) },
+   *   async () => ({ rows: 42 }));
+   */
   onRetry?: (ctx: AssetContext, error: StepFailure, retry: RetryInfo) => unknown;
 }
 

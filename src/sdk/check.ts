@@ -12,6 +12,46 @@ export interface CheckResult {
   metadata?: Record<string, JsonValue>;
 }
 
+/** The config of a check: see check(). */
+export interface CheckConfig {
+  /**
+   * Unique among the asset's checks: letters, digits, `_`, `.` and `-`.
+   * @example
+   * // given orders: AssetDefinition<{ rows: number }>
+   * check(orders, { name: "not_empty" }, (_ctx, value) => ({ passed: (value?.rows ?? 0) > 0 }));
+   */
+  name: string;
+  /**
+   * A failing blocking check keeps the partition's readers from running (they end `upstream_failed`, naming the
+   * check); default false.
+   * @example
+   * // given orders: AssetDefinition<{ rows: number }>
+   * check(orders, { name: "not_empty", blocking: true }, (_ctx, value) => ({ passed: (value?.rows ?? 0) > 0 }));
+   */
+  blocking?: boolean;
+  /**
+   * How a failure is shown and alerted on: `error` (the default) or `warn`.
+   * @example
+   * // given orders: AssetDefinition<{ rows: number }>
+   * check(orders, { name: "usual_volume", severity: "warn" }, (_ctx, value) => ({ passed: (value?.rows ?? 0) > 1000 }));
+   */
+  severity?: "warn" | "error";
+  /**
+   * What the check makes sure of, for the people reading its results.
+   * @example
+   * // given orders: AssetDefinition<{ rows: number }>
+   * check(orders, { name: "not_empty", description: "The day has at least one order" }, (_ctx, v) => ({ passed: (v?.rows ?? 0) > 0 }));
+   */
+  description?: string;
+  /**
+   * Only these partitions (keys, or a range of a time-partitioned asset, either end open); every partition by default.
+   * @example
+   * // given orders: AssetDefinition<{ rows: number }>
+   * check(orders, { name: "since_migration", partitions: { from: "2025-03-01" } }, (_ctx, v) => ({ passed: v !== null }));
+   */
+  partitions?: readonly string[] | { from?: string; to?: string };
+}
+
 export interface CheckDefinition extends Branded {
   readonly spec: CheckSpec;
   readonly fn: (ctx: AssetContext, value: unknown) => CheckResult | Promise<CheckResult>;
@@ -43,14 +83,7 @@ const checkConfigSchema = z.strictObject({
  */
 export function check<A extends AssetDefinition>(
   target: A | string,
-  config: {
-    name: string;
-    blocking?: boolean;
-    severity?: "warn" | "error";
-    description?: string;
-    /** Only these partitions (keys, or a range of a time-partitioned asset); every partition by default. */
-    partitions?: readonly string[] | { from?: string; to?: string };
-  },
+  config: CheckConfig,
   fn: (ctx: AssetContext, value: Upstream<OutputOf<A>>) => CheckResult | Promise<CheckResult>,
 ): CheckDefinition {
   const assetKey = typeof target === "string" ? target : target?.key;
@@ -91,7 +124,10 @@ function checkPartitions(
   return { from: range.from ?? null, to: range.to ?? null };
 }
 
-/** Whether a check runs on this partition of its asset (see CheckSpec.partitions). */
+/**
+ * Whether a check runs on this partition of its asset (see CheckSpec.partitions).
+ * @example checkAppliesTo({ partitions: { from: "2025-03-01", to: null } }, "2025-03-10") // true
+ */
 export function checkAppliesTo(spec: Pick<CheckSpec, "partitions">, partitionKey: string): boolean {
   const p = spec.partitions;
   if (!p) return true;

@@ -11,6 +11,13 @@ export interface Branded {
   readonly [DEFINITION_BRAND]: DefinitionKind;
 }
 
+/**
+ * What a definitions file exports, by its brand: an asset, a source asset, a check or a trigger kind; undefined for
+ * anything else.
+ * @example
+ * // given exported: Record<string, unknown>
+ * Object.entries(exported).filter(([, value]) => definitionKind(value) === "asset");
+ */
 export function definitionKind(value: unknown): DefinitionKind | undefined {
   if (value === null || (typeof value !== "object" && typeof value !== "function")) return undefined;
   const kind = (value as Partial<Branded>)[DEFINITION_BRAND];

@@ -7,7 +7,10 @@ type DurationUnit = "ms" | "s" | "m" | "h" | "d";
 const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION_RE = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 
-/** Parses a duration to milliseconds; `field` names the config field in the error. */
+/**
+ * Parses a duration to milliseconds; `field` names the config field in the error.
+ * @example parseDuration("90s", "timeout") // 90000
+ */
 export function parseDuration(value: unknown, field: string): number {
   if (typeof value === "number") {
     if (Number.isFinite(value) && value >= 0) return Math.round(value);

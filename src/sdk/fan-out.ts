@@ -33,10 +33,18 @@ export interface Expansion<I = unknown> {
   readonly label: MapLabel<I> | undefined;
 }
 
+/**
+ * The value `ctx.expand(items, { label })` returns: an asset function returns it to fan out.
+ * @example makeExpansion(["eu", "us"], (region: string) => region.toUpperCase())
+ */
 export function makeExpansion<I>(items: unknown, label: MapLabel<I> | undefined): Expansion<I> {
   return Object.freeze({ [EXPANSION_BRAND]: true as const, items, label });
 }
 
+/**
+ * Whether an asset function's return value is a fan-out (`ctx.expand(…)`), also one made by another copy of the SDK.
+ * @example isExpansion(makeExpansion([1, 2], undefined)) // true
+ */
 export function isExpansion(value: unknown): value is Expansion {
   return typeof value === "object" && value !== null && (value as Partial<Expansion>)[EXPANSION_BRAND] === true;
 }

@@ -5,6 +5,7 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 /**
  * Definitions are stored as JSON, so every config value must survive
  * JSON.stringify unchanged. Returns the path of the first offending value.
+ * @example findNonJson({ at: new Date(), rows: [1, NaN] }, "metadata") // "metadata.at (a Date; only plain objects, …)"
  */
 export function findNonJson(value: unknown, path: string, seen = new Set<object>()): string | undefined {
   if (value === null || typeof value === "string" || typeof value === "boolean") return undefined;
@@ -45,7 +46,10 @@ export function assertJson(value: unknown, field: string): asserts value is Json
   }
 }
 
-/** Deep-freezes a plain JSON-like structure in place and returns it. */
+/**
+ * Deep-freezes a plain JSON-like structure in place and returns it.
+ * @example const spec = deepFreeze({ kind: "static", keys: ["eu", "us"] }); // spec.keys.push("x") throws
+ */
 export function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object" && !Object.isFrozen(value)) {
     Object.freeze(value);

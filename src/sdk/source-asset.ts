@@ -16,13 +16,27 @@ import type { AssetSpec } from "./spec.js";
 import type { TriggerSpec } from "./triggers.js";
 import { definitionErrorFromZod } from "./zod-issues.js";
 
+/** The config of a source asset: see sourceAsset(). */
 export interface SourceAssetConfig extends Pick<
   AssetConfigBase,
   "key" | "partitions" | "group" | "owner" | "description" | "tags" | "metadata" | "deadline"
 > {
-  /** How a partition is observed, e.g. fileExists("/landing/{partition}.csv"). */
+  /**
+   * How a partition is observed, e.g. fileExists("/landing/{partition}.csv"); `{partition}`, `{start}` and `{end}`
+   * are filled in from the partition. Without it, partitions are only reported (`tributary report`).
+   * @example sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-01-01" }), observe: fileExists("/landing/{partition}.csv") })
+   */
   observe?: TriggerSpec;
+  /**
+   * Time between two checks of a partition not observed yet (default 1 min).
+   * @example sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-01-01" }), observe: fileExists("/in/{partition}.csv"), pollInterval: "5m" })
+   */
   pollInterval?: Duration;
+  /**
+   * How long a partition is looked for after its window ends (a partition without a window: after it is first
+   * looked for) before it counts as timed out; no limit by default.
+   * @example sourceAsset({ key: "partner/feed", partitions: daily({ start: "2025-01-01" }), observe: fileExists("/in/{partition}.csv"), timeout: "12h" })
+   */
   timeout?: Duration;
 }
 

@@ -21,23 +21,36 @@ function make<S extends z.ZodType>(kind: string, schema: S, args: unknown): Trig
 
 const template = z.string().min(1);
 
-/** Fires at an instant (ISO string or Date). */
+/**
+ * Fires at an instant (ISO string or Date).
+ * @example
+ * asset({ key: "reports/after_close" }, async (ctx) => ctx.defer(at("2025-03-10T18:00:00Z")));
+ */
 export function at(instant: string | Date): TriggerSpec {
   const iso = instant instanceof Date ? instant.toISOString() : instant;
   return make("at", z.object({ at: z.iso.datetime({ offset: true }) }), { at: iso });
 }
 
-/** Fires when a file exists. @example fileExists("/data/in/{partition}.csv") */
+/**
+ * Fires when a file exists.
+ * @example fileExists("/data/in/{partition}.csv")
+ */
 export function fileExists(path: string): TriggerSpec {
   return make("fileExists", z.object({ path: template }), { path });
 }
 
-/** Fires when an S3 object exists. */
+/**
+ * Fires when an S3 object exists.
+ * @example s3ObjectExists("partner-drops", "exports/{partition}/_SUCCESS")
+ */
 export function s3ObjectExists(bucket: string, key: string): TriggerSpec {
   return make("s3ObjectExists", z.object({ bucket: z.string().min(1), key: template }), { bucket, key });
 }
 
-/** Fires when the URL answers with the expected status (default 200). */
+/**
+ * Fires when the URL answers with the expected status (default 200).
+ * @example httpOk("https://partner.example/exports/{partition}", { status: 204 })
+ */
 export function httpOk(url: string, options: { status?: number } = {}): TriggerSpec {
   return make("httpOk", z.object({ url: template, status: z.number().int().min(100).max(599) }), {
     url,
@@ -45,7 +58,10 @@ export function httpOk(url: string, options: { status?: number } = {}): TriggerS
   });
 }
 
-/** Fires when a SQL query against a named connection returns at least one row. */
+/**
+ * Fires when a SQL query against a named connection returns at least one row.
+ * @example sqlReturnsRows("warehouse", "select 1 from loads where day = '{partition}' and done")
+ */
 export function sqlReturnsRows(connection: string, sql: string): TriggerSpec {
   return make("sqlReturnsRows", z.object({ connection: z.string().min(1), sql: z.string().min(1) }), {
     connection,
@@ -53,7 +69,10 @@ export function sqlReturnsRows(connection: string, sql: string): TriggerSpec {
   });
 }
 
-/** Fires when a partition of a Tributary asset is materialised. */
+/**
+ * Fires when a partition of a Tributary asset is materialised (default: the partition with the waiting one's key).
+ * @example assetMaterialized("sales/orders", { partition: "{partition}" })
+ */
 export function assetMaterialized(assetKey: string, options: { partition?: string } = {}): TriggerSpec {
   return make("assetMaterialized", z.object({ assetKey: z.string().min(1), partition: template }), {
     assetKey,
@@ -203,7 +222,10 @@ export function triggerKind<S extends ArgsSchema = ArgsSchema>(config: TriggerKi
   return definition;
 }
 
-/** Whether `kind` is a built-in trigger kind or one defined with triggerKind() in this process. */
+/**
+ * Whether `kind` is a built-in trigger kind or one defined with triggerKind() in this process.
+ * @example isTriggerKindKnown("fileExists") // true
+ */
 export function isTriggerKindKnown(kind: string): boolean {
   return BUILT_IN_TRIGGER_KINDS.includes(kind) || realmKinds().has(kind);
 }
@@ -211,6 +233,7 @@ export function isTriggerKindKnown(kind: string): boolean {
 /**
  * Every kind triggerKind() defined in this process so far, exported or not
  * (a helper module may define kinds that asset files import).
+ * @example definedTriggerKinds().map((k) => k.kind)
  */
 export function definedTriggerKinds(): TriggerKindDefinition[] {
   return [...realmKinds().values()];

@@ -12,16 +12,35 @@ export type WaitMode = "deferrable" | "reschedule" | "poke";
 
 export const WAIT_MODES: readonly WaitMode[] = ["deferrable", "reschedule", "poke"];
 
+/** How long and how often ctx.defer waits for a trigger. */
 export interface WaitOptions {
-  /** How long the wait may last in all (default 7 days); past it the step fails, or is skipped with `softFail`. */
+  /**
+   * How long the wait may last in all (default 7 days); past it the step fails, or is skipped with `softFail`.
+   * @example
+   * asset({ key: "partner/import" }, async (ctx) => ctx.defer(fileExists("/landing/{partition}.csv"), { timeout: "6h" }));
+   */
   timeout?: Duration;
-  /** Time between checks (default 5 s deferrable, 60 s reschedule, 10 s poke). */
+  /**
+   * Time between checks (default 5 s deferrable, 60 s reschedule, 10 s poke).
+   * @example
+   * asset({ key: "partner/import" }, async (ctx) => ctx.defer(httpOk("https://partner.example/ready"), { interval: "1m" }));
+   */
   interval?: Duration;
-  /** On timeout the step is skipped instead of failed (downstream follows its trigger rule). */
+  /**
+   * On timeout the step is skipped instead of failed (downstream follows its trigger rule).
+   * @example
+   * asset({ key: "partner/import" }, async (ctx) => ctx.defer(fileExists("/landing/extra.csv"), { timeout: "1h", softFail: true }));
+   */
   softFail?: boolean;
 }
 
+/** How ctx.waitFor waits for a trigger: WaitOptions and the mode. */
 export interface WaitForOptions extends WaitOptions {
+  /**
+   * How the step waits (see WaitMode); default `deferrable`.
+   * @example
+   * asset({ key: "partner/import" }, async (ctx) => ctx.waitFor(fileExists("/landing/{partition}.csv"), { mode: "reschedule", interval: "5m" }));
+   */
   mode?: WaitMode;
 }
 
@@ -40,6 +59,7 @@ export interface ResolvedWait {
 /**
  * Validates the options of ctx.defer/ctx.waitFor. Throws an InputError
  * (WAIT_OPTIONS_INVALID) naming the field and `where` (the step).
+ * @example resolveWait({ timeout: "2h" }, { what: "ctx.defer", assetKey: "sales/orders" }) // deferrable, checked every 5 s
  */
 export function resolveWait(options: unknown, where: { what: string; assetKey: string }): ResolvedWait {
   const fail = (field: string, message: string): never => {

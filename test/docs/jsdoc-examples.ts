@@ -35,16 +35,26 @@ export function extractExamples(): JsdocExample[] {
     const text = readFileSync(file, "utf8");
     for (const comment of text.matchAll(/\/\*\*[\s\S]*?\*\//g)) {
       const start = text.slice(0, comment.index).split("\n").length;
-      const lines = comment[0].split("\n").map((l) => l.replace(/^\s*\/?\*+\/?\s?/, "").replace(/\s*\*\/$/, ""));
-      for (let i = 0; i < lines.length; i++) {
-        const tag = /^@example\b ?(.*)$/.exec(lines[i]!);
-        if (!tag) continue;
-        const body = [tag[1]!];
-        for (let j = i + 1; j < lines.length && !lines[j]!.startsWith("@"); j++) body.push(lines[j]!);
-        const code = body.join("\n").trim();
-        if (code) out.push({ file: path.relative(ROOT, file), line: start + i, code });
-      }
+      for (const { line, code } of examplesOfComment(comment[0])) out.push({ file: path.relative(ROOT, file), line: start + line, code });
     }
+  }
+  return out;
+}
+
+/**
+ * The `@example` blocks of one JSDoc comment (`/** … *\/`), each with the 0-based line of its tag within the comment.
+ * A tag counts at the start of a line only: one in the middle of a sentence is not read, nor type-checked.
+ */
+export function examplesOfComment(comment: string): { line: number; code: string }[] {
+  const out: { line: number; code: string }[] = [];
+  const lines = comment.split("\n").map((l) => l.replace(/^\s*\/?\*+\/?\s?/, "").replace(/\s*\*\/$/, ""));
+  for (let i = 0; i < lines.length; i++) {
+    const tag = /^@example\b ?(.*)$/.exec(lines[i]!);
+    if (!tag) continue;
+    const body = [tag[1]!];
+    for (let j = i + 1; j < lines.length && !lines[j]!.startsWith("@"); j++) body.push(lines[j]!);
+    const code = body.join("\n").trim();
+    if (code) out.push({ line: i, code });
   }
   return out;
 }
@@ -87,6 +97,7 @@ function moduleText(example: JsdocExample, imports: readonly { from: string; nam
     while (i < all.length && !/\bfrom\s+["'][^"']+["'];?\s*$/.test(all[i]!)) hoisted.push(all[i++]!);
     if (i < all.length) hoisted.push(all[i]!);
   }
+  const ownNames = importedNames(hoisted.join("\n"));
   lines = lines.filter((l, i) => i > 0 || l.trim() !== "");
   const given = /^\/\/ given (.+)$/.exec(lines[0]?.trim() ?? "");
   const body = given ? lines.slice(1) : lines;
@@ -95,11 +106,35 @@ function moduleText(example: JsdocExample, imports: readonly { from: string; nam
   const topLevel = body.some((l) => /^export\b/.test(l));
   return [
     ...hoisted,
-    ...imports.filter((i) => i.names.length > 0).map((i) => `import { ${i.names.join(", ")} } from ${JSON.stringify(i.from)};`),
+    // A name the example imports itself is its own: it is not imported a second time.
+    ...imports
+      .map((i) => ({ ...i, names: i.names.filter((n) => !ownNames.has(n)) }))
+      .filter((i) => i.names.length > 0)
+      .map((i) => `import { ${i.names.join(", ")} } from ${JSON.stringify(i.from)};`),
     ...declared,
     ...(topLevel ? body : ["export async function example(): Promise<void> {", ...body.map((l) => `  ${l}`), "}"]),
     "",
   ].join("\n");
+}
+
+/** The local names `import` statements bind: `a` and `c` of `import a, { b as c } from "m"`, `ns` of `* as ns`. */
+function importedNames(imports: string): Set<string> {
+  const names = new Set<string>();
+  for (const [, clause = ""] of imports.matchAll(/\bimport\s+(?:type\s+)?([\s\S]*?)\s+from\s+["']/g)) {
+    const braces = /\{([^}]*)\}/.exec(clause);
+    for (const item of braces?.[1]?.split(",") ?? []) {
+      const local = item
+        .trim()
+        .replace(/^type\s+/, "")
+        .split(/\s+as\s+/)
+        .pop()
+        ?.trim();
+      if (local) names.add(local);
+    }
+    const outside = clause.replace(/\{[^}]*\}/, "");
+    for (const m of outside.matchAll(/(?:\*\s+as\s+)?([A-Za-z_$][\w$]*)/g)) if (m[1] !== "type") names.add(m[1]!);
+  }
+  return names;
 }
 
 export interface ExampleProblem {
