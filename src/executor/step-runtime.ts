@@ -10,6 +10,7 @@ import {
   type AssetDefinition,
   type CheckDefinition,
   type Expansion,
+  type TriggerSpec,
 } from "../sdk/index.js";
 import type { MaterializedLookup } from "../trigger-checks/index.js";
 import { describeTry, STEP_ERROR_CODES, stepError, stopFailureClass, withoutStack, wrapUserError } from "./step-errors.js";
@@ -34,6 +35,11 @@ export interface RuntimeHost {
   readonly secrets?: SecretResolver;
   /** The log of a try; default: the file at the dispatch's `logRef`. */
   openLog?(dispatch: StepDispatch): StepLog;
+  /**
+   * Answers a poke or reschedule wait without checking its trigger (a test says what the trigger yields); undefined
+   * lets the check run. Default: every wait is checked.
+   */
+  answerWait?(trigger: TriggerSpec, dispatch: StepDispatch): Promise<{ payload: unknown } | undefined>;
 }
 
 /** Per-try extras of {@link StepRuntime.run}. */

@@ -53,6 +53,11 @@ export function makeWaits(active: ActiveTry, host: RuntimeHost, signal: AbortSig
       );
     }
     if (resolved.mode === "deferrable") return end(active, { kind: "deferred", trigger: { ...spec, ...deferFields(resolved) } });
+    const answer = await host.answerWait?.(spec, d);
+    if (answer) {
+      active.log.write("info", `wait on trigger ${spec.kind} answered without a check`);
+      return answer.payload;
+    }
     const check = async () => checkOnce(spec, d, await checks(), signal, (m) => active.log.write("warn", m));
     if (resolved.mode === "poke") return poke(active, spec, resolved, check, signal);
     return reschedule(active, spec, resolved, check);

@@ -5,6 +5,7 @@ import type { AssetContext } from "./context.js";
 import { callerFile, DEFINITION_BRAND, type Branded } from "./definition.js";
 import { deepFreeze, type JsonValue } from "./json.js";
 import type { CheckPartitionsSpec, CheckSpec } from "./spec.js";
+import { rememberCheck } from "./upstream-definitions.js";
 import { definitionErrorFromZod } from "./zod-issues.js";
 
 export interface CheckResult {
@@ -107,12 +108,14 @@ export function check<A extends AssetDefinition>(
     description: parsed.data.description ?? null,
     partitions: checkPartitions(parsed.data.partitions),
   });
-  return Object.freeze({
+  const definition: CheckDefinition = Object.freeze({
     [DEFINITION_BRAND]: "check" as const,
     spec,
     fn: fn as CheckDefinition["fn"],
     definedIn: callerFile(),
   });
+  if (typeof target !== "string") rememberCheck(target, definition);
+  return definition;
 }
 
 function checkPartitions(

@@ -60,7 +60,7 @@ export type { WaitMode, WaitOptions, WaitOptions as DeferOptions, WaitForOptions
 export { parseDuration } from "./duration.js";
 export type { Duration } from "./duration.js";
 export { definitionKind, DEFINITION_BRAND } from "./definition.js";
-export { declaredUpstreams } from "./upstream-definitions.js";
+export { declaredChecks, declaredUpstreams } from "./upstream-definitions.js";
 export type { DefinitionKind } from "./definition.js";
 export type { AssetContext, MappedContext, PartitionContext, StepLogger, Secrets } from "./context.js";
 export { DEFAULT_CALLBACK_TIMEOUT_MS } from "./callbacks.js";

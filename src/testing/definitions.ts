@@ -1,7 +1,7 @@
 import path from "node:path";
 import { InputError } from "../errors/index.js";
 import { AssetGraph, buildSnapshot, type SnapshotAsset, type SnapshotCheck } from "../graph/index.js";
-import { declaredUpstreams, definitionKind, type AssetDefinition, type CheckDefinition } from "../sdk/index.js";
+import { declaredChecks, declaredUpstreams, definitionKind, type AssetDefinition, type CheckDefinition } from "../sdk/index.js";
 
 /** What a test hands over: definitions, or modules of them (`import * as shop from "../asset-definitions/shop.js"`). */
 export type DefinitionsInput = readonly unknown[];
@@ -28,7 +28,7 @@ export function checkFile(assetKey: string, name: string): string {
 
 /**
  * Collects the given definitions (module namespaces are searched one level deep), adds the upstream definitions
- * their dependencies name as objects, and validates the whole as the loader would: a cycle, a dependency on an
+ * their dependencies name as objects and the checks declared on each asset's definition, and validates the whole as the loader would: a cycle, a dependency on an
  * asset that is neither given nor reachable, a mapping that does not fit, are errors naming the asset.
  */
 export function memoryDefinitions(what: string, items: DefinitionsInput): MemoryDefinitions {
@@ -75,6 +75,13 @@ export function memoryDefinitions(what: string, items: DefinitionsInput): Memory
       if (assets.has(up.key)) continue;
       assets.set(up.key, up);
       queue.push(up);
+    }
+  }
+  // The checks declared on the assets' definitions come with them; one given in the list under the same name wins.
+  for (const def of assets.values()) {
+    for (const c of declaredChecks(def)) {
+      const id = `${c.spec.assetKey}\u0000${c.spec.name}`;
+      if (!checks.has(id)) checks.set(id, c);
     }
   }
   const modules = new Map<string, Record<string, unknown>>();

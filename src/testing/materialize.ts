@@ -58,7 +58,8 @@ export interface MaterializeOptions {
   readonly now?: Date | string;
   /**
    * Deferred waits (`ctx.defer`, `ctx.waitFor` in `deferrable` mode) resolve with this payload and the function is
-   * entered again, as after the triggerer fires. Without it, a step that defers ends `deferred`.
+   * entered again, as after the triggerer fires; `poke` and `reschedule` waits pass at once with it. Without it, a
+   * step that defers ends `deferred`, and poke and reschedule waits check their trigger for real, as on a worker.
    */
   readonly triggers?: { readonly resolve: TriggerPayload };
   /** Keys of dynamic partition sets the plan needs, by name. */
@@ -322,6 +323,11 @@ class MemoryRun {
         this.logs.set(d.stepId, log);
         return log;
       },
+      // Poke and reschedule waits pass at once with the test's payload; without one, they check for real.
+      answerWait: async (trigger, d) => {
+        const resolver = this.options.triggers;
+        return resolver ? { payload: await payloadOf(resolver, { kind: trigger.kind, args: trigger.args }, d) } : undefined;
+      },
     };
     this.runtime = new StepRuntime(host);
   }
@@ -471,18 +477,8 @@ class MemoryRun {
         );
         return { outcome, state: { status: "failed", error: error.toJSON(), logs } };
       }
-      const payload =
-        typeof resolver.resolve === "function"
-          ? await (resolver.resolve as (t: typeof trigger, s: StepRef) => unknown)(trigger, {
-              assetKey: d.assetKey,
-              partitionKey: d.partitionKey,
-            })
-          : resolver.resolve;
-      d = {
-        ...d,
-        stepId: this.nextStepId++,
-        resumed: [...(d.resumed ?? []), { ...trigger, payload: JSON.parse(JSON.stringify(payload ?? null)) as unknown }],
-      };
+      const payload = await payloadOf(resolver, trigger, d);
+      d = { ...d, stepId: this.nextStepId++, resumed: [...(d.resumed ?? []), { ...trigger, payload }] };
     }
   }
 
@@ -660,4 +656,20 @@ function memoryResult(graph: AssetGraph, steps: readonly StepReport[], checks: r
     },
     logs: (asset, partition) => step(asset, partition).logs,
   };
+}
+
+/** What a trigger yields by the test's resolver, through JSON as a stored payload goes. */
+async function payloadOf(
+  resolver: NonNullable<MaterializeOptions["triggers"]>,
+  trigger: { readonly kind: string; readonly args: Readonly<Record<string, unknown>> },
+  d: StepDispatch,
+): Promise<unknown> {
+  const payload =
+    typeof resolver.resolve === "function"
+      ? await (resolver.resolve as (t: typeof trigger, s: StepRef) => unknown)(trigger, {
+          assetKey: d.assetKey,
+          partitionKey: d.partitionKey,
+        })
+      : resolver.resolve;
+  return JSON.parse(JSON.stringify(payload ?? null)) as unknown;
 }

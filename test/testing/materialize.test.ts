@@ -37,13 +37,19 @@ describe("materializeInMemory", () => {
   it("runs the selection in dependency order with the real partition maths, and types the outputs", async () => {
     const result = await materializeInMemory([rawOrders, trailing], { from: "2025-03-01", to: "2025-03-03", now: NOW });
     expect(result.success).toBe(true);
-    expect(result.steps.map((s) => [s.assetKey, s.partitionKey, s.status])).toEqual([
+    expect(result.steps.filter((s) => s.check === undefined).map((s) => [s.assetKey, s.partitionKey, s.status])).toEqual([
       ["shop/raw_orders", "2025-03-01", "success"],
       ["shop/raw_orders", "2025-03-02", "success"],
       ["shop/raw_orders", "2025-03-03", "success"],
       ["shop/trailing_3d", "2025-03-01", "success"],
       ["shop/trailing_3d", "2025-03-02", "success"],
       ["shop/trailing_3d", "2025-03-03", "success"],
+    ]);
+    // The checks declared on an asset's definition come with it.
+    expect(result.checks.map((c) => [c.name, c.partitionKey, c.passed])).toEqual([
+      ["not_empty", "2025-03-01", true],
+      ["not_empty", "2025-03-02", true],
+      ["not_empty", "2025-03-03", true],
     ]);
     // A time window receives its days in partition order; the first day's window starts with the partitions.
     expect(result.output(trailing, "2025-03-01")).toEqual({ days: ["2025-03-01"], rows: 1 });
@@ -138,6 +144,24 @@ describe("materializeInMemory", () => {
       status: "deferred",
       trigger: { kind: "fileExists", args: { path: "/landing/today.csv" } },
     });
+  });
+
+  it("passes poke and reschedule waits with the test's payload, and checks their trigger for real without one", async () => {
+    const missing = "/nonexistent/landing/today.csv";
+    const rescheduled = asset({ key: "landing/rescheduled" }, async (ctx) =>
+      ctx.waitFor<{ path: string }>(fileExists(missing), { mode: "reschedule", interval: "5m" }),
+    );
+    const poked = asset({ key: "landing/poked" }, async (ctx) =>
+      ctx.waitFor<{ path: string }>(fileExists(missing), { mode: "poke", interval: "1s", timeout: "1s" }),
+    );
+    const answered = await materializeInMemory([rescheduled, poked], { triggers: { resolve: (t) => ({ path: t.args["path"] }) } });
+    expect(answered.output(rescheduled)).toEqual({ path: missing });
+    expect(answered.output(poked)).toEqual({ path: missing });
+    expect(answered.logs(poked).map((l) => l.message)).toContain("wait on trigger fileExists answered without a check");
+
+    const checked = await materializeInMemory([rescheduled, poked], { raiseOnError: false });
+    expect(checked.step(rescheduled)).toMatchObject({ status: "rescheduled", reason: expect.stringMatching(/^checks again at /) });
+    expect(checked.step(poked)).toMatchObject({ status: "failed", error: { message: expect.stringMatching(/past its timeout/) } });
   });
 
   it("reads secrets from the map given, masks them in the logs, and follows skips down all_success", async () => {
