@@ -1,3 +1,4 @@
+/// <reference path="../import-meta.d.ts" />
 import { register } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";

@@ -1,3 +1,4 @@
+/// <reference path="../import-meta.d.ts" />
 let registered: Promise<void> | undefined;
 
 /**

@@ -1,3 +1,4 @@
+/// <reference path="../import-meta.d.ts" />
 import { fork, type ChildProcess } from "node:child_process";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
