@@ -12,6 +12,7 @@ import { registerBackfill } from "./commands/backfill.js";
 import { registerReport } from "./commands/report.js";
 import { registerWhy } from "./commands/why.js";
 import { registerExplain } from "./commands/explain.js";
+import { registerInit } from "./commands/init.js";
 import { registerPause } from "./commands/pause.js";
 import { registerWipe } from "./commands/wipe.js";
 import { registerErase } from "./commands/erase.js";
@@ -59,6 +60,7 @@ export function buildProgram(): Command {
     .option("--verbose", "errors with their stack traces (also in --json output)")
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true });
+  registerInit(program);
   registerDev(program);
   registerCheck(program);
   registerPartitions(program);
