@@ -130,11 +130,14 @@ describe("help", () => {
 });
 
 describe("examples", () => {
-  it.each(["hello-world", "dst-hourly", "rollups", "multi-dimensional"])("examples/%s loads without problems", async (name) => {
-    const r = await runCli(["check", "--json", "--definitions", `examples/${name}`]);
-    expect(r.code, r.stdout).toBe(0);
-    const out = JSON.parse(r.stdout) as { ok: boolean; assets: unknown[]; files: { warnings: string[] }[] };
-    expect(out.assets.length).toBeGreaterThan(0);
-    expect(out.files.flatMap((f) => f.warnings)).toEqual([]);
-  });
+  it.each(["hello-world", "dst-hourly", "rollups", "multi-dimensional", "tested-sensors"])(
+    "examples/%s loads without problems",
+    async (name) => {
+      const r = await runCli(["check", "--json", "--definitions", `examples/${name}`]);
+      expect(r.code, r.stdout).toBe(0);
+      const out = JSON.parse(r.stdout) as { ok: boolean; assets: unknown[]; files: { warnings: string[] }[] };
+      expect(out.assets.length).toBeGreaterThan(0);
+      expect(out.files.flatMap((f) => f.warnings)).toEqual([]);
+    },
+  );
 });
