@@ -9,6 +9,7 @@ const scripts: [string, ...string[]][] = [
   ["load-definitions.ts"],
   ["dev-cold-start.ts"],
   ["cli-start.ts"],
+  ["authoring.ts"],
   ["executor-overhead.ts"],
   ["peers.ts", "--repeat", "3"],
   ["execution.ts", "--reconcilers", "1"],
