@@ -3,7 +3,7 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } fro
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cliBudget, CLI_COMMAND_BUDGET_MS, ROOT, runCli, type CliResult } from "./run-cli.js";
+import { cliBudget, CLI_COMMAND_BUDGET_MS, eventually, graphqlAt, listeningPort, ROOT, runCli, type CliResult } from "./run-cli.js";
 
 const temps: string[] = [];
 
@@ -29,13 +29,18 @@ async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
   return out.sort();
 }
 
-/** npm in the project, as a user runs it: without the variables of the npm that runs this suite. */
-function npm(args: string[], cwd: string): Promise<CliResult> {
+/** The environment of npm in the project, as a user runs it: without the variables of the npm that runs this suite. */
+function npmEnv(): NodeJS.ProcessEnv {
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^npm_(package|lifecycle|config_(global|prefix|workspace))/i.test(k)),
   );
+  return { ...env, NO_COLOR: "1", DATABASE_URL: "" };
+}
+
+/** npm in the project, as a user runs it. */
+function npm(args: string[], cwd: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn("npm", args, { cwd, env: { ...env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("npm", args, { cwd, env: npmEnv(), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -61,7 +66,7 @@ const PROJECT_FILES = [
 
 describe("tributary init", () => {
   it(
-    "writes a project that installs from this checkout, passes npm test, and fails it when an asset is wrong",
+    "writes a project that installs from this checkout, passes npm test, serves its assets with npm start, and fails its tests when an asset is wrong",
     async () => {
       const dir = path.join(await tempDir(), "new", "analytics project");
       const init = await runCli(["init", dir]);
@@ -91,6 +96,32 @@ describe("tributary init", () => {
       expect(test.stdout).toMatch(/^# pass 3$/m);
       expect(test.stdout).toMatch(/^# fail 0$/m);
 
+      // npm start serves the project's assets, and its automation fills the last days.
+      const start = Object.assign(
+        spawn("npm", ["start", "--", "--port", "0"], { cwd: dir, env: npmEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true }),
+        { output: () => started },
+      );
+      let started = "";
+      start.stdout.on("data", (d: Buffer) => (started += d.toString()));
+      start.stderr.on("data", (d: Buffer) => (started += d.toString()));
+      try {
+        const port = await listeningPort(start);
+        const assets = await graphqlAt<{ assets: { key: string }[] }>(port, "{ assets { key } }");
+        expect(assets.data?.assets.map((a) => a.key).sort()).toEqual(["shop/daily_orders", "shop/weekly_revenue"]);
+        await eventually(
+          async () => {
+            const runs = await graphqlAt<{ runs: { status: string }[] }>(port, "{ runs { status } }");
+            return runs.data?.runs.some((r) => r.status === "success") ? true : undefined;
+          },
+          CLI_COMMAND_BUDGET_MS,
+          () => `a run of the project's automation to succeed:\n${started}`,
+        );
+      } finally {
+        const exited = new Promise((resolve) => start.once("close", resolve));
+        process.kill(-start.pid!, "SIGTERM");
+        await exited;
+      }
+
       // The whole project type-checks with its own tsconfig.json, the SDK's sources as it sees them included.
       const typecheck = await npm(["run", "typecheck"], dir);
       expect(typecheck.code, `${typecheck.stdout}\n${typecheck.stderr}`).toBe(0);
@@ -104,7 +135,7 @@ describe("tributary init", () => {
       expect(failing.code).not.toBe(0);
       expect(failing.stdout).toMatch(/^not ok 1 - a day's summary adds up its orders$/m);
     },
-    cliBudget(5),
+    cliBudget(7),
   );
 
   it("refuses an existing project, with or without --force, and writes nothing", async () => {
