@@ -198,7 +198,10 @@ async function openMigrated(settings: Settings, health: DependencyHealth, lifeti
           applicationName: "tributary",
           onConnectionError: (error) => health.failed("postgres", error),
         }
-      : { ...embeddedDatabase(settings), ...(lifetime === "command" ? { sharedBuffers: COMMAND_SHARED_BUFFERS } : {}) },
+      : {
+          ...embeddedDatabase(settings),
+          sharedBuffers: embeddedSharedBuffers(settings, lifetime),
+        },
   );
   noteUnusedTemplate(database);
   try {
@@ -210,8 +213,19 @@ async function openMigrated(settings: Settings, health: DependencyHealth, lifeti
   return database;
 }
 
-/** The embedded database's buffer pool in a command that exits when it has answered; servers keep the default 128MB. */
+/**
+ * The embedded database's buffer pool unless TRIBUTARY_EMBEDDED_SHARED_BUFFERS says otherwise: in a command that exits
+ * when it has answered, and in a server. PGlite zeroes the whole pool in WebAssembly as it starts (a third of a second
+ * for Postgres's default 128MB); the embedded database holds one developer's project, whose pages the operating
+ * system's cache keeps besides.
+ */
 const COMMAND_SHARED_BUFFERS = "16MB";
+const SERVER_SHARED_BUFFERS = "32MB";
+
+/** The embedded database's buffer pool for a process of this lifetime. */
+export function embeddedSharedBuffers(settings: Pick<Settings, "embeddedSharedBuffers">, lifetime: "server" | "command"): string {
+  return settings.embeddedSharedBuffers ?? (lifetime === "command" ? COMMAND_SHARED_BUFFERS : SERVER_SHARED_BUFFERS);
+}
 
 /** The embedded database in the data directory: a new one is copied from the package's template when it is current. */
 export function embeddedDatabase(settings: Pick<Settings, "dataDir">): PgliteConfig {

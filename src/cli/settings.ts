@@ -33,6 +33,12 @@ export interface Settings {
   redisUrl: string | undefined;
   /** Key prefix of the BullMQ queues in Redis (TRIBUTARY_REDIS_PREFIX, default "tributary"). */
   redisPrefix: string | undefined;
+  /**
+   * The embedded database's buffer pool (TRIBUTARY_EMBEDDED_SHARED_BUFFERS, e.g. `64MB`); default 32MB for servers
+   * (`dev`) and 16MB for commands that answer and exit. PGlite zeroes the whole pool as it starts: a small one starts
+   * faster, a large one keeps more of a large project's pages in memory.
+   */
+  embeddedSharedBuffers: string | undefined;
   /** Where a running server is asked first by operational commands. */
   serverUrl: string;
   /**
@@ -232,6 +238,16 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be letters, digits, '_', '.' or '-'")
     .optional(),
   TRIBUTARY_URL: z.string().url().optional(),
+  TRIBUTARY_EMBEDDED_SHARED_BUFFERS: z
+    .string()
+    .regex(/^\d+(?:kB|MB|GB)$/, "must be a size in kB, MB or GB, e.g. 64MB")
+    .refine((v) => {
+      const size = /^(\d+)(kB|MB|GB)$/.exec(v);
+      if (!size) return true; // the regex says what is wrong
+      const kb = Number(size[1]) * { kB: 1, MB: 1024, GB: 1024 * 1024 }[size[2] as "kB" | "MB" | "GB"];
+      return kb >= 1024 && kb <= 1024 * 1024;
+    }, "must be between 1MB and 1GB")
+    .optional(),
   TRIBUTARY_OUTPUT_DIR: z.string().min(1).optional(),
   TRIBUTARY_LOGS_DIR: z.string().min(1).optional(),
   TRIBUTARY_S3_ENDPOINT: z
@@ -262,6 +278,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     REDIS_URL: env.REDIS_URL || undefined,
     TRIBUTARY_REDIS_PREFIX: env.TRIBUTARY_REDIS_PREFIX || undefined,
     TRIBUTARY_URL: env.TRIBUTARY_URL || undefined,
+    TRIBUTARY_EMBEDDED_SHARED_BUFFERS: env.TRIBUTARY_EMBEDDED_SHARED_BUFFERS || undefined,
     TRIBUTARY_OUTPUT_DIR: env.TRIBUTARY_OUTPUT_DIR || undefined,
     TRIBUTARY_LOGS_DIR: env.TRIBUTARY_LOGS_DIR || undefined,
     TRIBUTARY_S3_ENDPOINT: env.TRIBUTARY_S3_ENDPOINT || undefined,
@@ -299,6 +316,7 @@ export function resolveSettings(options: GlobalOptions, env: NodeJS.ProcessEnv =
     databaseUrl: parsedEnv.data.DATABASE_URL,
     redisUrl: parsedEnv.data.REDIS_URL,
     redisPrefix: parsedEnv.data.TRIBUTARY_REDIS_PREFIX,
+    embeddedSharedBuffers: parsedEnv.data.TRIBUTARY_EMBEDDED_SHARED_BUFFERS,
     serverUrl: options.url ?? parsedEnv.data.TRIBUTARY_URL ?? DEFAULT_SERVER_URL,
     explicit: {
       definitions: options.definitions !== undefined,
