@@ -1,21 +1,8 @@
 export { asset, dep, buildSpec } from "./asset.js";
+export type { AssetConfig, AssetConfigBase, MappedAssetConfig, RetryConfig } from "./asset-config.js";
 export { sourceAsset } from "./source-asset.js";
 export type { SourceAssetConfig, SourceObservation } from "./source-asset.js";
-export type {
-  AssetDefinition,
-  AssetConfig,
-  AssetConfigBase,
-  AssetFunction,
-  Dep,
-  DepsRecord,
-  InputsOf,
-  OutputOf,
-  Upstream,
-  RetryConfig,
-  SingleMapping,
-  ManyMapping,
-  MappedAssetConfig,
-} from "./asset.js";
+export type { AssetDefinition, AssetFunction, Dep, DepsRecord, InputsOf, OutputOf, Upstream, SingleMapping, ManyMapping } from "./asset.js";
 export { DEFAULT_MAX_MAP_ITEMS, MAX_MAP_ITEMS_LIMIT, MAX_MAP_LABEL_LENGTH, isExpansion, makeExpansion } from "./fan-out.js";
 export type { MapItem, MapLabel, Expansion, GatheredOutput, FanOutFunctions } from "./fan-out.js";
 export { check, checkAppliesTo } from "./check.js";

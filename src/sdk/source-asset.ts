@@ -1,14 +1,7 @@
 import { z } from "zod";
 import { DefinitionError } from "../errors/index.js";
-import {
-  baseShape,
-  buildSpec,
-  durationField,
-  makeDefinition,
-  parseDurationAt,
-  type AssetConfigBase,
-  type AssetDefinition,
-} from "./asset.js";
+import { baseShape, buildSpec, durationField, makeDefinition, parseDurationAt, type AssetDefinition } from "./asset.js";
+import type { AssetConfigBase } from "./asset-config.js";
 import { callerFile } from "./definition.js";
 import type { Duration } from "./duration.js";
 import type { JsonValue } from "./json.js";

@@ -11,7 +11,8 @@ import {
 import { partitionInfo, partitionSpace, type PartitionContext } from "../partitions/index.js";
 import { standaloneTry } from "../executor/runtime/index.js";
 import { MemoryLog, type LogEntry } from "./memory-log.js";
-import { secretsOf, type StepRef, type TriggerPayload } from "./materialize.js";
+import type { StepRef, TriggerPayload } from "./materialize-types.js";
+import { payloadOf, secretsOf } from "./test-answers.js";
 import { EXPORT_NAME } from "./definitions.js";
 
 export interface BuildContextOptions {
@@ -124,7 +125,7 @@ export function buildContext(options: BuildContextOptions): TestContext {
         return Promise.resolve();
       },
       materialized: () => Promise.resolve(undefined),
-      secrets: secretsOf(options.secrets),
+      secrets: secretsOf(options.secrets, "buildContext"),
     },
     log,
   );
@@ -143,10 +144,7 @@ export function buildContext(options: BuildContextOptions): TestContext {
         { code: "BUILD_CONTEXT_WAIT_UNRESOLVED", location: { assetKey } },
       );
     }
-    const args = (trigger as { args?: Record<string, unknown> }).args ?? {};
-    return typeof resolver.resolve === "function"
-      ? (resolver.resolve as (t: { kind: string; args: Record<string, unknown> }, s: StepRef) => unknown)({ kind, args }, step)
-      : resolver.resolve;
+    return payloadOf(resolver, { kind, args: (trigger as { args?: Record<string, unknown> }).args ?? {} }, step);
   };
   return Object.freeze({
     ...context,

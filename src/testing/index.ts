@@ -1,5 +1,6 @@
 // Testing asset functions in the test's own process: `import { materializeInMemory, buildContext } from "tributary/testing"`.
-export { materializeInMemory, MaterializeError } from "./materialize.js";
+export { materializeInMemory } from "./materialize.js";
+export { MaterializeError } from "./materialize-types.js";
 export type {
   MaterializeOptions,
   MaterializeResult,
@@ -9,7 +10,7 @@ export type {
   StepRef,
   TriggerPayload,
   UpstreamValue,
-} from "./materialize.js";
+} from "./materialize-types.js";
 export { buildContext } from "./build-context.js";
 export type { BuildContextOptions, TestContext } from "./build-context.js";
 export type { LogEntry } from "./memory-log.js";

@@ -1,17 +1,7 @@
 import { z } from "zod";
-import { InputError, PartitionError, TributaryError, type SerializedError } from "../errors/index.js";
+import { InputError, PartitionError, type SerializedError } from "../errors/index.js";
 import type { StepDispatch, StepOutcome } from "../execution/index.js";
-import {
-  captureConsole,
-  ChainSecretBackend,
-  EnvSecretBackend,
-  SecretResolver,
-  StepRuntime,
-  timeoutError,
-  type CheckOutput,
-  type RuntimeHost,
-  type SecretBackend,
-} from "../executor/runtime/index.js";
+import { captureConsole, StepRuntime, timeoutError, type CheckOutput, type RuntimeHost } from "../executor/runtime/index.js";
 import type { AssetGraph, SnapshotAsset } from "../graph/index.js";
 import { partitionInfo, PartitionSubset, type PartitionContext } from "../partitions/index.js";
 import {
@@ -22,114 +12,22 @@ import {
   type PartitionSelection,
   type PlannedStep,
 } from "../planner/index.js";
-import { findNonJson, type AssetDefinition, type JsonValue, type OutputOf } from "../sdk/index.js";
-import { assetFile, checkFile, describe, EXPORT_NAME, memoryDefinitions, type DefinitionsInput } from "./definitions.js";
+import { findNonJson } from "../sdk/index.js";
+import { assetFile, checkFile, EXPORT_NAME, memoryDefinitions, type DefinitionsInput } from "./definitions.js";
 import { MemoryLog, type LogEntry } from "./memory-log.js";
+import {
+  MaterializeError,
+  WHAT,
+  type CheckReport,
+  type MaterializeOptions,
+  type MaterializeResult,
+  type StepRef,
+  type StepReport,
+  type StepStatus,
+} from "./materialize-types.js";
+import { describeStep, memoryResult, stepKey } from "./memory-result.js";
+import { payloadOf, secretsOf } from "./test-answers.js";
 
-/** The value of an upstream the test provides: the same for every partition, or a function of the partition key. */
-export type UpstreamValue = unknown;
-
-/** A fired trigger's payload for a deferred wait: one for every wait, or a function of the trigger and the step. */
-export type TriggerPayload =
-  JsonValue | ((trigger: { readonly kind: string; readonly args: Readonly<Record<string, unknown>> }, step: StepRef) => unknown);
-
-export interface StepRef {
-  readonly assetKey: string;
-  readonly partitionKey: string;
-}
-
-export interface MaterializeOptions {
-  /** One partition, in the partitions definition of the selection's roots (as `tributary materialize --partition`). */
-  readonly partition?: string;
-  /** Several partitions. */
-  readonly partitions?: readonly string[];
-  /** A range of partitions, both ends included; give both. */
-  readonly from?: string;
-  readonly to?: string;
-  /**
-   * Values of the upstream assets the test provides instead of materialising them, by key: the value for every
-   * partition, or a function `(partitionKey) => value`. Every asset given here is read, never run. Values go
-   * through JSON, as stored outputs do.
-   */
-  readonly upstreams?: Readonly<Record<string, UpstreamValue>>;
-  /** What `ctx.secrets.get(name)` answers. Without it, secrets come from the environment, as in a worker. */
-  readonly secrets?: Readonly<Record<string, string>>;
-  /** The clock of the plan: which partitions exist. Default: now. */
-  readonly now?: Date | string;
-  /**
-   * Deferred waits (`ctx.defer`, `ctx.waitFor` in `deferrable` mode) resolve with this payload and the function is
-   * entered again, as after the triggerer fires; `poke` and `reschedule` waits pass at once with it. Without it, a
-   * step that defers ends `deferred`, and poke and reschedule waits check their trigger for real, as on a worker.
-   */
-  readonly triggers?: { readonly resolve: TriggerPayload };
-  /** Keys of dynamic partition sets the plan needs, by name. */
-  readonly dynamicPartitions?: Readonly<Record<string, readonly string[]>>;
-  /** Throw a MaterializeError when a step fails (the result is on the error). Default true. */
-  readonly raiseOnError?: boolean;
-}
-
-export type StepStatus = "success" | "failed" | "skipped" | "upstream_failed" | "deferred" | "rescheduled" | "pending";
-
-/** How one step ended: an asset's partition, one item of a fan-out, or a check on a partition. */
-export interface StepReport {
-  readonly assetKey: string;
-  readonly partitionKey: string;
-  /** Set on a check's step. */
-  readonly check?: string;
-  /** Set on a fan-out's mapped step: its item's position. */
-  readonly mapIndex?: number;
-  readonly status: StepStatus;
-  /** The output as a reader receives it (after JSON); a fan-out's step holds the gathered array. */
-  readonly output?: unknown;
-  readonly error?: SerializedError;
-  /** Why it skipped (`ctx.skip`), or which trigger rule skipped it. */
-  readonly reason?: string;
-  /** What a deferred step waits for. */
-  readonly trigger?: { readonly kind: string; readonly args: Readonly<Record<string, unknown>> };
-  /** What the function logged, every entry of every entry into it. */
-  readonly logs: readonly LogEntry[];
-}
-
-export interface CheckReport {
-  readonly assetKey: string;
-  readonly name: string;
-  readonly partitionKey: string;
-  readonly blocking: boolean;
-  readonly passed: boolean;
-  readonly metadata: Readonly<Record<string, unknown>>;
-  /** What the check threw, or why its answer was not a verdict. */
-  readonly error: SerializedError | null;
-}
-
-type AssetRef<A extends AssetDefinition = AssetDefinition> = A | string;
-
-export interface MaterializeResult {
-  /** No step failed, and every planned step ran to its end. */
-  readonly success: boolean;
-  /** Every step in the order it ran (dependency order). */
-  readonly steps: readonly StepReport[];
-  readonly checks: readonly CheckReport[];
-  /** A partition's output; throws naming its status when it has none. `partition` may be left out for an unpartitioned asset. */
-  output<A extends AssetDefinition>(asset: AssetRef<A>, partition?: string): OutputOf<A>;
-  /** Every materialised partition's output, in partition order. */
-  outputs<A extends AssetDefinition>(asset: AssetRef<A>): ReadonlyMap<string, OutputOf<A>>;
-  /** The report of an asset partition's step. */
-  step(asset: AssetRef, partition?: string): StepReport;
-  /** What an asset partition's step logged. */
-  logs(asset: AssetRef, partition?: string): readonly LogEntry[];
-}
-
-/** A step failed under `raiseOnError`; the whole result is on `result`. */
-export class MaterializeError extends TributaryError {
-  constructor(
-    message: string,
-    readonly result: MaterializeResult,
-  ) {
-    super("MATERIALIZE_FAILED", message);
-  }
-}
-
-const WHAT = "materializeInMemory";
 /** How often one step may defer and be entered again before the test is told its resolver never satisfies it. */
 const MAX_REENTRIES = 100;
 /** After a timeout aborts ctx.signal, how long the function has to return before it is given up on. */
@@ -249,27 +147,6 @@ function selectionOf(o: MaterializeOptions): PartitionSelection | undefined {
   return undefined;
 }
 
-function describeStep(s: { assetKey: string; partitionKey: string; check?: string | undefined; mapIndex?: number | undefined }): string {
-  const partition = s.partitionKey === "" ? "" : ` partition "${s.partitionKey}"`;
-  const what = s.check ? `check "${s.check}" of asset "${s.assetKey}"` : `asset "${s.assetKey}"`;
-  return `${what}${partition}${s.mapIndex === undefined ? "" : ` item ${s.mapIndex}`}`;
-}
-
-const stepKey = (assetKey: string, partitionKey: string) => `${assetKey}\u0000${partitionKey}`;
-
-/** A secret backend over the map a test gives. */
-class MapSecretBackend implements SecretBackend {
-  readonly name = "the secrets given to materializeInMemory";
-  constructor(private readonly values: Readonly<Record<string, string>>) {}
-  get(name: string): Promise<string | undefined> {
-    return Promise.resolve(Object.hasOwn(this.values, name) ? this.values[name] : undefined);
-  }
-}
-
-export function secretsOf(map: Readonly<Record<string, string>> | undefined): SecretResolver {
-  return new SecretResolver(map ? new MapSecretBackend(map) : new ChainSecretBackend([new EnvSecretBackend()]));
-}
-
 interface StepState {
   status: StepStatus;
   output?: unknown;
@@ -317,7 +194,7 @@ class MemoryRun {
         if (index !== undefined) return Promise.resolve(this.states[index]?.status === "success" ? { eventId: index + 1 } : undefined);
         return Promise.resolve(this.provided.has(key) ? { eventId: 0 } : undefined);
       },
-      secrets: secretsOf(options.secrets),
+      secrets: secretsOf(options.secrets, WHAT),
       openLog: (d) => {
         const log = new MemoryLog();
         this.logs.set(d.stepId, log);
@@ -326,7 +203,7 @@ class MemoryRun {
       // Poke and reschedule waits pass at once with the test's payload; without one, they check for real.
       answerWait: async (trigger, d) => {
         const resolver = this.options.triggers;
-        return resolver ? { payload: await payloadOf(resolver, { kind: trigger.kind, args: trigger.args }, d) } : undefined;
+        return resolver ? { payload: await payloadOf(resolver, { kind: trigger.kind, args: trigger.args }, refOf(d)) } : undefined;
       },
     };
     this.runtime = new StepRuntime(host);
@@ -477,7 +354,7 @@ class MemoryRun {
         );
         return { outcome, state: { status: "failed", error: error.toJSON(), logs } };
       }
-      const payload = await payloadOf(resolver, trigger, d);
+      const payload = await payloadOf(resolver, trigger, refOf(d));
       d = { ...d, stepId: this.nextStepId++, resumed: [...(d.resumed ?? []), { ...trigger, payload }] };
     }
   }
@@ -598,78 +475,6 @@ function stateOf(outcome: StepOutcome, logs: LogEntry[]): StepState {
   }
 }
 
-function memoryResult(graph: AssetGraph, steps: readonly StepReport[], checks: readonly CheckReport[]): MaterializeResult {
-  const byPartition = new Map<string, StepReport>();
-  for (const s of steps) if (s.check === undefined && s.mapIndex === undefined) byPartition.set(stepKey(s.assetKey, s.partitionKey), s);
-  const keyOf = (asset: AssetRef): string => {
-    const key = typeof asset === "string" ? asset : asset?.key;
-    if (typeof key !== "string" || !graph.has(key)) {
-      const near = typeof key === "string" ? graph.suggest(key) : undefined;
-      throw new InputError(
-        `${WHAT} result: ${typeof key === "string" ? `"${key}"` : describe(asset)} is not an asset of this materialisation` +
-          `${near ? ` (did you mean "${near}"?)` : ""}`,
-        { code: "MATERIALIZE_UNKNOWN_ASSET" },
-      );
-    }
-    return key;
-  };
-  const step = (asset: AssetRef, partition = ""): StepReport => {
-    const key = keyOf(asset);
-    const found = byPartition.get(stepKey(key, partition));
-    if (!found) {
-      const planned = steps
-        .filter((s) => s.assetKey === key && s.check === undefined && s.mapIndex === undefined)
-        .map((s) => s.partitionKey);
-      throw new InputError(
-        `${WHAT} result: asset "${key}" ${partition === "" ? "(no partition given)" : `partition "${partition}"`} was not materialised here; ` +
-          (planned.length > 0
-            ? `its partitions here: ${planned.slice(0, 10).join(", ")}${planned.length > 10 ? ", …" : ""}`
-            : "none of its partitions was"),
-        { code: "MATERIALIZE_NOT_PLANNED", location: { assetKey: key, ...(partition ? { partitionKey: partition } : {}) } },
-      );
-    }
-    return found;
-  };
-  return {
-    success: steps.every((s) => s.status === "success" || s.status === "skipped"),
-    steps,
-    checks,
-    step,
-    output<A extends AssetDefinition>(asset: AssetRef<A>, partition?: string): OutputOf<A> {
-      const s = step(asset, partition);
-      if (s.status !== "success") {
-        throw new InputError(
-          `${WHAT} result: ${describeStep(s)} has no output: it ended ${s.status}${s.error ? ` (${s.error.message})` : s.reason ? ` (${s.reason})` : ""}`,
-          { code: "MATERIALIZE_NO_OUTPUT", location: { assetKey: s.assetKey } },
-        );
-      }
-      return s.output as OutputOf<A>;
-    },
-    outputs<A extends AssetDefinition>(asset: AssetRef<A>): ReadonlyMap<string, OutputOf<A>> {
-      const key = keyOf(asset);
-      const out = new Map<string, OutputOf<A>>();
-      for (const s of steps) {
-        if (s.assetKey === key && s.check === undefined && s.mapIndex === undefined && s.status === "success")
-          out.set(s.partitionKey, s.output as OutputOf<A>);
-      }
-      return out;
-    },
-    logs: (asset, partition) => step(asset, partition).logs,
-  };
-}
-
-/** What a trigger yields by the test's resolver, through JSON as a stored payload goes. */
-async function payloadOf(
-  resolver: NonNullable<MaterializeOptions["triggers"]>,
-  trigger: { readonly kind: string; readonly args: Readonly<Record<string, unknown>> },
-  d: StepDispatch,
-): Promise<unknown> {
-  const payload =
-    typeof resolver.resolve === "function"
-      ? await (resolver.resolve as (t: typeof trigger, s: StepRef) => unknown)(trigger, {
-          assetKey: d.assetKey,
-          partitionKey: d.partitionKey,
-        })
-      : resolver.resolve;
-  return JSON.parse(JSON.stringify(payload ?? null)) as unknown;
+function refOf(d: StepDispatch): StepRef {
+  return { assetKey: d.assetKey, partitionKey: d.partitionKey };
 }

@@ -1,22 +1,15 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describePostgres, useCommandStore } from "../support/pg.js";
-import { runCli } from "./run-cli.js";
+import { runCli, writeGoodAndBadDefinitions } from "./run-cli.js";
 
 let brokenDir: string;
 
 beforeAll(async () => {
   brokenDir = await mkdtemp(path.join(tmpdir(), "tributary-cli-defs-"));
-  await writeFile(
-    path.join(brokenDir, "good.ts"),
-    `import { asset, daily } from "tributary";\nexport const good = asset({ key: "t/good", partitions: daily({ start: "2025-01-01" }) }, async () => 1);\n`,
-  );
-  await writeFile(
-    path.join(brokenDir, "bad.ts"),
-    `import { asset, daily } from "tributary";\nexport const bad = asset({ key: "t/bad", partitions: daily({ start: "2025-01-01", timezone: "Mars/Olympus" }) }, async () => 1);\n`,
-  );
+  await writeGoodAndBadDefinitions(brokenDir);
 });
 
 afterAll(async () => {

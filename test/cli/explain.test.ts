@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliBudget, runCli } from "./run-cli.js";
+import { cliBudget, runCli, writeGoodAndBadDefinitions } from "./run-cli.js";
 
 // `tributary explain` on the demo definitions (asset-definitions/) and on a directory with broken files. It loads
 // the definitions as `tributary check` does: no database, no server.
@@ -34,14 +34,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), "tributary-explain-"));
   brokenDir = path.join(scratch, "definitions");
   await mkdir(brokenDir);
-  await writeFile(
-    path.join(brokenDir, "good.ts"),
-    `import { asset, daily } from "tributary";\nexport const good = asset({ key: "t/good", partitions: daily({ start: "2025-01-01" }) }, async () => 1);\n`,
-  );
-  await writeFile(
-    path.join(brokenDir, "bad.ts"),
-    `import { asset, daily } from "tributary";\nexport const bad = asset({ key: "t/bad", partitions: daily({ start: "2025-01-01", timezone: "Mars/Olympus" }) }, async () => 1);\n`,
-  );
+  await writeGoodAndBadDefinitions(brokenDir);
   await writeFile(
     path.join(brokenDir, "throws.ts"),
     `import { asset } from "tributary";\nthrow new Error("no connection to the warehouse");\nexport const later = asset({ key: "t/later" }, async () => 1);\n`,

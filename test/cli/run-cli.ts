@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { seedDataDir } from "../support/data-dir-template.js";
@@ -272,4 +272,19 @@ export async function startApi(options: { databaseUrl: string; args?: readonly s
       }
     },
   };
+}
+
+/**
+ * Two definitions files in `dir`: good.ts (asset t/good, daily) that loads, and bad.ts (asset t/bad) whose partitions
+ * name a time zone that does not exist, so it fails to load.
+ */
+export async function writeGoodAndBadDefinitions(dir: string): Promise<void> {
+  await writeFile(
+    path.join(dir, "good.ts"),
+    `import { asset, daily } from "tributary";\nexport const good = asset({ key: "t/good", partitions: daily({ start: "2025-01-01" }) }, async () => 1);\n`,
+  );
+  await writeFile(
+    path.join(dir, "bad.ts"),
+    `import { asset, daily } from "tributary";\nexport const bad = asset({ key: "t/bad", partitions: daily({ start: "2025-01-01", timezone: "Mars/Olympus" }) }, async () => 1);\n`,
+  );
 }

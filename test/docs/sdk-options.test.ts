@@ -8,7 +8,7 @@ import { examplesOfComment, ROOT } from "./jsdoc-examples.js";
 
 /** The config interfaces of the SDK, by the file that declares them. Inherited and picked properties count too. */
 const CONFIG_INTERFACES: Record<string, readonly string[]> = {
-  "src/sdk/asset.ts": ["AssetConfigBase", "AssetConfig", "MappedAssetConfig", "RetryConfig"],
+  "src/sdk/asset-config.ts": ["AssetConfigBase", "AssetConfig", "MappedAssetConfig", "RetryConfig"],
   "src/sdk/source-asset.ts": ["SourceAssetConfig"],
   "src/sdk/check.ts": ["CheckConfig"],
   "src/sdk/wait.ts": ["WaitOptions", "WaitForOptions"],
