@@ -3,6 +3,7 @@
 // sources through tsx, so a checkout works without a build step and an edit takes effect at once.
 // TRIBUTARY_RUN_SOURCES=1 runs the sources whatever dist/cli holds; TRIBUTARY_DEBUG_START=1 says which ran and why.
 import { precompiled } from "../src/precompiled.mjs";
+import { mapStacksLazily } from "../src/stack-source-maps.mjs";
 
 const choice = precompiled();
 if (process.env.TRIBUTARY_DEBUG_START === "1") {
@@ -13,8 +14,8 @@ if (process.env.TRIBUTARY_DEBUG_START === "1") {
   );
 }
 if ("dir" in choice) {
-  // Stack traces name the sources, as they do through tsx.
-  process.setSourceMapsEnabled(true);
+  // Stack traces name the sources, as they do through tsx; the source maps are read when a stack is formatted.
+  mapStacksLazily(choice.dir);
   await import(new URL("main.mjs", choice.dir).href);
 } else {
   const { register } = await import("tsx/esm/api");

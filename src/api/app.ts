@@ -1,19 +1,14 @@
 import { Hono } from "hono";
-import { createYoga, maskError } from "graphql-yoga";
-import { GraphQLError } from "graphql";
 import { bodyLimit } from "hono/body-limit";
-import { graphqlSchema } from "./graphql/schema.js";
 import type { AccessApi, ApiServices, AssetsApi, RunsApi } from "./services.js";
-import { localGuard, type Guard } from "../access/index.js";
+import { localGuard } from "../access/index.js";
 import { authRoutes } from "./auth/auth-routes.js";
 import { authenticateRequests } from "./auth/authenticate-requests.js";
 import { oidcRoutes, type OidcOptions } from "./auth/oidc-routes.js";
 import { guardOf } from "./auth/request-guard.js";
-import { TributaryError } from "../errors/index.js";
-import { refusalStatus } from "./graphql/errors.js";
 import { observabilityRoutes, type Observability } from "./metrics/observability-routes.js";
+import type { RequestLimitOptions } from "./graphql/request-limits.js";
 import { createAirflowApi, type AirflowApiServices } from "./rest/airflow-api.js";
-import { requestLimitPlugins, type RequestLimitOptions } from "./graphql/request-limits.js";
 import { httpSafety, type HttpSafetyOptions } from "./http/http-safety.js";
 import { graphqlTransport } from "./http/graphql-transport.js";
 import { defaultCallerKey, remoteAddressOf } from "./http/caller-key.js";
@@ -21,8 +16,7 @@ import { stepLogRoutes, type StepLogServices } from "./logs/step-logs.js";
 import { runEventRoutes } from "./logs/run-events.js";
 import { uiRoutes } from "./ui-routes.js";
 import { definitionsReadiness } from "./catalog.js";
-import { graphiqlRoutes, renderLocalGraphiQL } from "./graphiql-routes.js";
-import { stderrLog, yogaLogger } from "./graphql/yoga-logger.js";
+import { graphiqlRoutes } from "./graphiql-routes.js";
 import { executionRoutes, type ExecutionApiServices } from "./execution/execution-routes.js";
 
 /** Largest `/graphql` request body accepted; larger ones get 413 with a GraphQL-shaped JSON error. */
@@ -73,30 +67,10 @@ export interface ApiOptions {
 
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
 export function createApiApp(options: ApiOptions): Hono {
-  const yoga = createYoga({
-    schema: graphqlSchema(),
-    // The request's Guard comes from the authentication middleware, through yoga's server context.
-    context: ({ guard }: { guard?: Guard; callerKey?: () => string }) => ({ ...options.context, guard: guard ?? localGuard() }),
-    graphqlEndpoint: "/graphql",
-    landingPage: false,
-    graphiql: { title: "Tributary GraphiQL" },
-    renderGraphiQL: renderLocalGraphiQL, // from the installed package: no CDN
-    plugins: requestLimitPlugins(options.limits), // depth, cost, partitions, mutations per request and per caller
-    cors: false, // CORS is the allow-list in front of every route (httpSafety)
-    multipart: false, // no file uploads: a multipart body is a form another site can post
-    logging: yogaLogger(stderrLog), // a client's mistake is one info line, not a stack trace
-    maskedErrors: {
-      maskError(error, message, isDev) {
-        const original = error instanceof GraphQLError ? error.originalError : undefined;
-        // A refusal keeps its HTTP status: 401 for a missing or bad credential, 403 for a missing role.
-        const status = refusalStatus(original);
-        if (original instanceof TributaryError) {
-          return new GraphQLError(original.message, { extensions: { code: original.code, ...(status ? { http: { status } } : {}) } });
-        }
-        return maskError(error, message, isDev);
-      },
-    },
-  });
+  // GraphQL (graphql-js, yoga, the schema) is a module of its own, imported as the app is made: a command that uses
+  // the API's services in its own process, without serving them, never loads it.
+  const yoga = import("./graphql/yoga-server.js").then((m) => m.graphqlServer(options.context, options.limits));
+  yoga.catch(() => undefined); // if it failed, every /graphql request answers with the error instead
 
   // Services built only for /metrics or the GraphiQL page (as in tests) have no runs or assets.
   const runs = options.context.runs as RunsApi | undefined;
@@ -144,11 +118,11 @@ export function createApiApp(options: ApiOptions): Hono {
   app.route("/", graphiqlRoutes());
   const callerKey = options.limits?.callerKey ?? defaultCallerKey;
   const trustProxy = options.safety?.trustProxy ?? false;
-  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlTransport(), graphqlBodyLimit, (c) => {
+  app.on(["GET", "POST", "OPTIONS"], "/graphql", graphqlTransport(), graphqlBodyLimit, async (c) => {
     const guard = access ? guardOf(c) : localGuard();
     // Mutations are rate-limited per token (or signed-in user); without access control, per client.
     const identity = guard.caller.tokenId ?? guard.caller.principalId;
-    return yoga.fetch(c.req.raw, {
+    return (await yoga).fetch(c.req.raw, {
       guard,
       callerKey: () => (identity ? `caller:${identity}` : callerKey(c.req.raw, remoteAddressOf(c, trustProxy))),
     });

@@ -6,9 +6,13 @@ export { isSameOrigin, requestOrigin, type OriginOptions } from "./http/same-ori
 export { listenHostName, LOOPBACK_HOSTS } from "./http/host-check.js";
 export { defaultCallerKey, type CallerKey } from "./http/caller-key.js";
 export type { RequestLimitOptions } from "./graphql/request-limits.js";
-export { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./graphql/limits.js";
-export { DEFAULT_MAX_MUTATIONS } from "./graphql/mutation-limits.js";
-export { DEFAULT_MUTATION_RATE, type MutationRate } from "./graphql/mutation-rate-limit.js";
+export {
+  DEFAULT_MAX_MUTATIONS,
+  DEFAULT_MUTATION_RATE,
+  DEFAULT_QUERY_LIMITS,
+  type MutationRate,
+  type QueryLimits,
+} from "./graphql/limit-defaults.js";
 export type { OidcOptions } from "./auth/oidc-routes.js";
 // /metrics and /readyz.
 export { metricsApp, observabilityOf, observabilityRoutes } from "./metrics/observability-routes.js";

@@ -1,3 +1,4 @@
+/// <reference path="../import-meta.d.ts" />
 // The body of a LocalExecutor worker child process: after worker-entry.mjs
 // registered tsx, or precompiled (dist/cli/worker-child.mjs, started as it
 // is). Long-lived: it runs every step the parent sends, several at once,
@@ -13,7 +14,11 @@ import { captureConsole, guardProcessExit } from "./process-guards.js";
 import { secretBackendFromEnv, SECRETS_BACKEND_ENV, SecretResolver } from "./secrets.js";
 import { StepRuntime, tryStorage } from "./step-runtime.js";
 import { allowTypeScriptImports } from "./typescript-imports.js";
+import { mapStacksLazily } from "../stack-source-maps.mjs";
 import type { FromWorker, HostCall, ToWorker, WorkerEvent } from "./worker-protocol.js";
+
+// Precompiled: stack traces name the sources, each source map read when a stack first needs it.
+if (import.meta.precompiled) mapStacksLazily(new URL(import.meta.precompiled));
 
 const sdkUrl = process.argv[2];
 const definitionsDir = process.argv[3] || undefined;

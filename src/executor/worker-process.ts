@@ -14,9 +14,8 @@ import type { FromWorker, HostCall, ToWorker } from "./worker-protocol.js";
  */
 const PRECOMPILED = import.meta.precompiled ?? precompiledDir();
 // From the sources, plain JS that registers tsx, then runs worker-child.ts. Precompiled, worker-child.ts compiled,
-// with source maps so that stack traces name the sources as they do through tsx.
+// its stack traces naming the sources through their maps (see worker-child.ts).
 const ENTRY = fileURLToPath(PRECOMPILED ? new URL("worker-child.mjs", PRECOMPILED) : new URL("./worker-entry.mjs", import.meta.url));
-const NODE_FLAGS = PRECOMPILED ? ["--enable-source-maps"] : [];
 /** What definitions files import as `tributary`: this checkout's SDK, the instance the worker's code uses. */
 const SDK_URL = PRECOMPILED ? new URL("index.mjs", PRECOMPILED).href : new URL("../index.ts", import.meta.url).href;
 const STDERR_TAIL_BYTES = 16 * 1024;
@@ -76,7 +75,7 @@ export class WorkerProcess implements Lane {
     this.capacity = options.capacity;
     this.proc = fork(ENTRY, [SDK_URL, options.definitionsDir ?? ""], {
       // Explicit, so the parent's own flags (a tsx loader, inspector) are not inherited.
-      execArgv: [...NODE_FLAGS, `--max-old-space-size=${options.memoryMb}`],
+      execArgv: [`--max-old-space-size=${options.memoryMb}`],
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",
     });

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { Kysely } from "kysely";
 import { StorageError } from "../errors/index.js";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
@@ -30,12 +30,15 @@ const IN_MEMORY = "memory://";
 const SHARED_BUFFERS = /^\d+(?:kB|MB|GB)$/;
 
 /** PGlite's options for `config`: our type parsers, and its start parameters with the settings the config asks for. */
-function startOptions(config: PgliteConfig): { parsers: typeof pgliteParsers; startParams?: string[] } {
+function startOptions(
+  config: PgliteConfig,
+  defaultStartParams: readonly string[],
+): { parsers: typeof pgliteParsers; startParams?: string[] } {
   if (config.sharedBuffers === undefined) return { parsers: pgliteParsers };
   if (!SHARED_BUFFERS.test(config.sharedBuffers)) {
     throw new StorageError("PGLITE_OPEN_FAILED", `sharedBuffers: "${config.sharedBuffers}" is not a size; write e.g. 16MB`);
   }
-  return { parsers: pgliteParsers, startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${config.sharedBuffers}`] };
+  return { parsers: pgliteParsers, startParams: [...defaultStartParams, "-c", `shared_buffers=${config.sharedBuffers}`] };
 }
 
 /**
@@ -45,7 +48,9 @@ function startOptions(config: PgliteConfig): { parsers: typeof pgliteParsers; st
  * NOTIFY uses PGlite's own LISTEN: delivery follows commit, like Postgres.
  */
 export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
-  const options = startOptions(config);
+  // Imported here, not with this module: a command on Postgres never loads PGlite.
+  const { PGlite } = await import("@electric-sql/pglite");
+  const options = startOptions(config, PGlite.defaultStartParams);
   const inMemory = config.dataDir.startsWith(IN_MEMORY);
   const lock: DataDirLock | undefined = inMemory ? undefined : lockDataDir(config.dataDir);
   const dataDir = lock?.dataDir ?? config.dataDir;

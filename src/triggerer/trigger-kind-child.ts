@@ -1,3 +1,4 @@
+/// <reference path="../import-meta.d.ts" />
 // The body of a triggerer's trigger-kind child process (after
 // trigger-kind-entry.mjs registered tsx): imports the definitions files, keeps
 // the custom trigger kinds they export (triggerKind()) and runs their checks
@@ -11,7 +12,11 @@ import { MessageChannel } from "node:worker_threads";
 import { serializeError, type SerializedError } from "../errors/index.js";
 import { definedTriggerKinds, definitionKind, type TriggerKindDefinition } from "../sdk/index.js";
 import { checkTrigger, triggerCheckOf, type TriggerCheck } from "../trigger-checks/index.js";
+import { mapStacksLazily } from "../stack-source-maps.mjs";
 import type { FromKindProcess, ToKindProcess } from "./trigger-kind-protocol.js";
+
+// Precompiled: stack traces name the sources, each source map read when a stack first needs it.
+if (import.meta.precompiled) mapStacksLazily(new URL(import.meta.precompiled));
 
 /** The triggerer enforces each check's timeout; this only bounds a check it forgot to abort. */
 const CHILD_CHECK_LIMIT_MS = 3_600_000;

@@ -7,12 +7,11 @@ import { defineTriggerCheck, TriggerError, type CheckContext, type CheckResult, 
 import type { FromKindProcess, ToKindProcess } from "./trigger-kind-protocol.js";
 
 const PRECOMPILED = import.meta.precompiled;
-// Plain JS: registers tsx, then runs trigger-kind-child.ts; precompiled, both compiled, with source maps so that
-// stack traces name the sources as they do through tsx.
+// Plain JS: registers tsx, then runs trigger-kind-child.ts; precompiled, both compiled (the child's stack traces name
+// the sources through their maps, as they do through tsx).
 const ENTRY = fileURLToPath(
   PRECOMPILED ? new URL("trigger-kind-entry.mjs", PRECOMPILED) : new URL("./trigger-kind-entry.mjs", import.meta.url),
 );
-const NODE_FLAGS = PRECOMPILED ? ["--enable-source-maps"] : [];
 /** What definitions files import as `tributary`: this checkout's SDK, the instance the child's code uses. */
 const SDK_URL = PRECOMPILED ? new URL("index.mjs", PRECOMPILED).href : new URL("../index.ts", import.meta.url).href;
 /** How long importing the definitions may take before the process counts as broken. */
@@ -171,7 +170,7 @@ export class TriggerKindProcess {
     this.#lastStart = Date.now();
     const proc = fork(ENTRY, [SDK_URL, this.#options.definitionsDir, ...this.#options.files], {
       // Explicit, so the parent's own flags (a tsx loader, inspector) are not inherited.
-      execArgv: [...NODE_FLAGS, `--max-old-space-size=${this.#options.memoryMb ?? 512}`],
+      execArgv: [`--max-old-space-size=${this.#options.memoryMb ?? 512}`],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
       serialization: "json",
     });

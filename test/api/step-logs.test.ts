@@ -95,8 +95,9 @@ describePostgres("live step logs (GET /runs/:runId/steps/:stepId/logs)", () => {
 
     it("sends each line while the step runs", () => {
       expect(messages(events)).toEqual(["line 1", "line 2", "line 3", "line 4", "line 5"]);
-      // The first lines arrived while the try was still running: followed, not read after the fact.
-      expect(statesAtLines[0]).toBe("running");
+      // The first lines arrived before the try ended: followed, not read after the fact. (The worker reports the
+      // start beside the first lines, so on a busy machine the try can still read as queued then.)
+      expect(["queued", "running"]).toContain(statesAtLines[0]);
     });
 
     it("ends with the try's final state once the log is drained", () => {

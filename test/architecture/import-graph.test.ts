@@ -42,7 +42,8 @@ const ALLOWED: Record<Module, readonly Module[]> = {
   "trigger-checks": ["errors", "health", "partitions", "sdk", "storage"],
   executor: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "loader", "execution", "trigger-checks", "index"],
   reconciler: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "execution"],
-  triggerer: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks"],
+  // index: the helpers beside the public surface its child process starts with (stack-source-maps.mjs).
+  triggerer: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "trigger-checks", "index"],
   // Who is calling and what they may do: credentials, roles per team, the one authorisation decision.
   access: ["errors", "storage"],
   api: ["errors", "health", "partitions", "sdk", "graph", "planner", "storage", "execution", "access"],

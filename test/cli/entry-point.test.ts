@@ -82,7 +82,11 @@ describePostgres("the tributary executable", () => {
 
     const verbose = await runCli(["partitions", "entry/nope", "--json", "--verbose", ...globals()], { env: env() });
     expect(verbose.code).toBe(1);
-    expect((JSON.parse(verbose.stdout) as { error: { stack?: string } }).error.stack).toMatch(/\n\s+at /);
+    const stack = (JSON.parse(verbose.stdout) as { error: { stack?: string } }).error.stack;
+    expect(stack).toMatch(/\n\s+at /);
+    // Precompiled or not, its frames name the sources (their lines and columns), not the compiled chunks.
+    expect(stack).toMatch(/src\/cli\/[\w./-]+\.ts:\d+:\d+/);
+    expect(stack).not.toContain("dist/cli/");
   }, 300_000);
 
   it("a long-lived command stops when the process that started it is killed", async () => {

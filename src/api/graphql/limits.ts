@@ -15,27 +15,10 @@ import type {
 // Errors made by yoga's createGraphQLError belong to the copy of graphql that yoga runs, so its error masking passes them
 // through unchanged; the schema is walked by name and shape, never with graphql's instanceof-based helpers, for the same reason.
 import { createGraphQLError, type Plugin } from "graphql-yoga";
+import { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./limit-defaults.js";
 import { PARTITION_LISTS } from "./partition-cost.js";
 
-/** How much one GraphQL operation may ask for. */
-export interface QueryLimits {
-  /** Nested field levels: `{ assets { key } }` is 2 deep. */
-  maxDepth: number;
-  /** Estimated fields resolved (see {@link queryCost}). */
-  maxCost: number;
-  /** Items assumed for a list field without a `first` argument. */
-  defaultListSize: number;
-  /** Partitions listed, summed over every field that lists them (see PARTITION_LISTS) and over aliases. */
-  maxPartitions: number;
-}
-
-/**
- * The limits of `/graphql`. 15 levels leave room for GraphiQL's introspection
- * query; a cost of 500 000 admits a 10 000-partition page with its statuses,
- * while one field asking for ten million rows is refused before it runs;
- * 20 000 partitions admit two full pages in one request, not 24 of them under aliases.
- */
-export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxDepth: 15, maxCost: 500_000, defaultListSize: 10, maxPartitions: 20_000 };
+export { DEFAULT_QUERY_LIMITS, type QueryLimits };
 
 /**
  * Refuses operations deeper than `maxDepth` (a validation rule: QUERY_TOO_DEEP),

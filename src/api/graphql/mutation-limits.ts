@@ -1,10 +1,10 @@
 import { Kind } from "graphql";
 import type { ASTVisitor, DocumentNode, GraphQLError, OperationDefinitionNode, SelectionSetNode, ValidationContext } from "graphql";
 import { createGraphQLError, type Plugin } from "graphql-yoga";
+import { DEFAULT_MAX_MUTATIONS } from "./limit-defaults.js";
 import { fragmentsOf } from "./limits.js";
 
-/** Root mutation fields one operation may run: `launchRun` ten times under ten aliases counts ten. */
-export const DEFAULT_MAX_MUTATIONS = 10;
+export { DEFAULT_MAX_MUTATIONS };
 
 /**
  * Refuses a mutation operation with more than `maxMutations` root fields

@@ -1,15 +1,10 @@
 import type { GraphQLError } from "graphql";
 import { createGraphQLError, type Plugin } from "graphql-yoga";
+import { DEFAULT_MUTATION_RATE, type MutationRate } from "./limit-defaults.js";
 import { operationOf } from "./limits.js";
 import { rootFieldsOf } from "./mutation-limits.js";
 
-/** Mutations a caller may run: `perMinute` on average, up to `burst` at once. */
-export interface MutationRate {
-  perMinute: number;
-  burst: number;
-}
-
-export const DEFAULT_MUTATION_RATE: MutationRate = { perMinute: 60, burst: 30 };
+export { DEFAULT_MUTATION_RATE, type MutationRate };
 
 /** What the GraphQL context carries for the rate limit: who is asking (see ApiOptions' callerKey). */
 export interface CallerContext {
