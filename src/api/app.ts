@@ -65,11 +65,25 @@ export interface ApiOptions {
   oidc?: OidcOptions;
 }
 
+let graphql: Promise<typeof import("./graphql/yoga-server.js")> | undefined;
+
+/**
+ * Imports GraphQL and builds the schema, once per process; createApiApp waits for it. A server starts it while it
+ * waits for something else (its definitions' child processes), so that its first GraphQL answer does not wait for it.
+ */
+export function preloadGraphql(): Promise<typeof import("./graphql/yoga-server.js")> {
+  graphql ??= import("./graphql/yoga-server.js").then((m) => {
+    m.prepareSchema();
+    return m;
+  });
+  return graphql;
+}
+
 /** The HTTP surface: health, GraphQL, REST, metrics, logs, and the web UI at every other page URL. */
 export function createApiApp(options: ApiOptions): Hono {
   // GraphQL (graphql-js, yoga, the schema) is a module of its own, imported as the app is made: a command that uses
   // the API's services in its own process, without serving them, never loads it.
-  const yoga = import("./graphql/yoga-server.js").then((m) => m.graphqlServer(options.context, options.limits));
+  const yoga = preloadGraphql().then((m) => m.graphqlServer(options.context, options.limits));
   yoga.catch(() => undefined); // if it failed, every /graphql request answers with the error instead
 
   // Services built only for /metrics or the GraphiQL page (as in tests) have no runs or assets.

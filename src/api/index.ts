@@ -1,4 +1,4 @@
-export { createApiApp } from "./app.js";
+export { createApiApp, preloadGraphql } from "./app.js";
 export type { ApiOptions, ServerIdentity } from "./app.js";
 // Browser safety and request limits (docs/security.md).
 export type { HttpSafetyOptions } from "./http/http-safety.js";

@@ -15,6 +15,11 @@ export interface GraphqlRequestContext {
   callerKey?: () => string;
 }
 
+/** Builds the schema (once per process) ahead of the first server. */
+export function prepareSchema(): void {
+  graphqlSchema();
+}
+
 /** The GraphQL server behind `/graphql`: the schema over the API's services, its limits, its error masking. */
 export function graphqlServer(context: ApiServices, limits: RequestLimitOptions | undefined) {
   return createYoga<GraphqlRequestContext>({

@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import { serve, type ServerType } from "@hono/node-server";
 import { sql } from "kysely";
-import { createApiApp, listenHostName, observabilityOf, type Observability } from "../../api/index.js";
+import { createApiApp, listenHostName, observabilityOf, preloadGraphql, type Observability } from "../../api/index.js";
 import { InputError } from "../../errors/index.js";
 import { StoreExecutionBackend } from "../../executor/index.js";
 import {
@@ -39,6 +39,8 @@ export interface RunningApiServer {
  * refuses to serve until an admin exists, and closes what it opened. Says which database it is on.
  */
 export async function openServingRuntime(settings: Settings, options: RuntimeOptions, log: (message: string) => void): Promise<Runtime> {
+  // While the database opens and the definitions are imported: the GraphQL module, for the server's first answer.
+  preloadGraphql().catch(() => undefined); // a failure is the first request's to report
   const runtime = await openRuntime(settings, options);
   if (!options.openAccess) {
     try {
