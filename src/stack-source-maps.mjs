@@ -49,7 +49,7 @@ export function mapStacksLazily(dir) {
  * @param {(file: string) => SourceMap | undefined} mapOf
  * @returns {string}
  */
-export function mappedFrame(frame, mapOf) {
+function mappedFrame(frame, mapOf) {
   const text = frame.toString();
   const file = frame.getFileName();
   const line = frame.getLineNumber();

@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApiApp } from "../../src/api/index.js";
 import { MAX_GRAPHQL_BODY_BYTES } from "../../src/api/app.js";
-import { DEFAULT_QUERY_LIMITS } from "../../src/api/graphql/limits.js";
+import { DEFAULT_QUERY_LIMITS } from "../../src/api/graphql/limit-defaults.js";
 import { openRuntime, type Runtime } from "../../src/cli/runtime.js";
 import { resolveSettings } from "../../src/cli/settings.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";

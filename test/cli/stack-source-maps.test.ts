@@ -24,24 +24,12 @@ describe("stack traces of precompiled code, mapped when formatted", () => {
       `// a comment, so that lines differ\nexport function explode(): never {\n  const why: string = "from the source";\n  throw new Error(why);\n}\n`,
     );
     await writeFile(path.join(dir, "src/user.ts"), `\n\nexport function fail(): never {\n  throw new TypeError("user code");\n}\n`);
+    const compile = (source: string, outfile: string, format: "esm" | "cjs", sourcemap: "linked" | "inline") =>
+      build({ entryPoints: [path.join(dir, source)], outfile, bundle: true, format, sourcemap, logLevel: "silent" });
     // As the CLI's build makes them: an ES module with its map linked beside it.
-    await build({
-      entryPoints: [path.join(dir, "src/thrower.ts")],
-      outfile: path.join(compiled, "chunk.mjs"),
-      bundle: true,
-      format: "esm",
-      sourcemap: "linked",
-      logLevel: "silent",
-    });
+    await compile("src/thrower.ts", path.join(compiled, "chunk.mjs"), "esm", "linked");
     // As the loader compiles definitions: CommonJS, loaded while Node's own support is on.
-    await build({
-      entryPoints: [path.join(dir, "src/user.ts")],
-      outfile: path.join(dir, "user.cjs"),
-      bundle: true,
-      format: "cjs",
-      sourcemap: "inline",
-      logLevel: "silent",
-    });
+    await compile("src/user.ts", path.join(dir, "user.cjs"), "cjs", "inline");
   });
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });

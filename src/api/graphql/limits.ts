@@ -18,8 +18,6 @@ import { createGraphQLError, type Plugin } from "graphql-yoga";
 import { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./limit-defaults.js";
 import { PARTITION_LISTS } from "./partition-cost.js";
 
-export { DEFAULT_QUERY_LIMITS, type QueryLimits };
-
 /**
  * Refuses operations deeper than `maxDepth` (a validation rule: QUERY_TOO_DEEP),
  * costlier than `maxCost` once the variables are known (QUERY_TOO_COSTLY), or

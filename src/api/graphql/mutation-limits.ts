@@ -4,8 +4,6 @@ import { createGraphQLError, type Plugin } from "graphql-yoga";
 import { DEFAULT_MAX_MUTATIONS } from "./limit-defaults.js";
 import { fragmentsOf } from "./limits.js";
 
-export { DEFAULT_MAX_MUTATIONS };
-
 /**
  * Refuses a mutation operation with more than `maxMutations` root fields
  * (aliases and fragments counted) while validating, so none of them runs:

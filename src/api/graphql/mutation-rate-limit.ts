@@ -4,8 +4,6 @@ import { DEFAULT_MUTATION_RATE, type MutationRate } from "./limit-defaults.js";
 import { operationOf } from "./limits.js";
 import { rootFieldsOf } from "./mutation-limits.js";
 
-export { DEFAULT_MUTATION_RATE, type MutationRate };
-
 /** What the GraphQL context carries for the rate limit: who is asking (see ApiOptions' callerKey). */
 export interface CallerContext {
   callerKey?: () => string;

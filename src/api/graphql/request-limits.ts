@@ -1,8 +1,15 @@
 import type { Plugin } from "graphql-yoga";
 import type { CallerKey } from "../http/caller-key.js";
-import { DEFAULT_QUERY_LIMITS, useQueryLimits, type QueryLimits } from "./limits.js";
-import { DEFAULT_MAX_MUTATIONS, useMutationLimit } from "./mutation-limits.js";
-import { DEFAULT_MUTATION_RATE, useMutationRateLimit, type MutationRate } from "./mutation-rate-limit.js";
+import {
+  DEFAULT_MAX_MUTATIONS,
+  DEFAULT_MUTATION_RATE,
+  DEFAULT_QUERY_LIMITS,
+  type MutationRate,
+  type QueryLimits,
+} from "./limit-defaults.js";
+import { useQueryLimits } from "./limits.js";
+import { useMutationLimit } from "./mutation-limits.js";
+import { useMutationRateLimit } from "./mutation-rate-limit.js";
 
 /** How much one request, and one caller, may ask of `/graphql` (docs/security.md); each field has a default. */
 export interface RequestLimitOptions {
