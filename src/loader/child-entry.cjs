@@ -1,10 +1,11 @@
 // The script a definitions child process starts with: plain JS for plain
 // node, with no TypeScript hooks. argv: the child runtime (child-main.ts
 // bundled with the SDK and its packages, as one CommonJS script; see
-// child-runtime.ts), the file for V8's code cache of it, and the load request
-// (JSON). Messages to the loader go to file descriptor 3, one JSON per line.
+// child-runtime.ts) and the file for V8's code cache of it. Requests come from
+// the loader on file descriptor 3 and messages go back on it, one JSON per
+// line; the process ends when the loader closes it.
 //
-// A CommonJS script reporting through a pipe, because every child pays for
+// A CommonJS script talking through a socket, because every child pays for
 // what node sets up for it, and the ES module loader (for an .mjs entry) and
 // node's IPC channel each add several milliseconds to a child that otherwise
 // takes a few tens. The runtime is compiled through vm.Script so V8 can reuse
@@ -13,13 +14,14 @@
 // child's start-up.
 "use strict";
 const { readFileSync, renameSync, writeFileSync, writeSync } = require("node:fs");
+const net = require("node:net");
 const path = require("node:path");
 const vm = require("node:vm");
 
 const MESSAGE_FD = 3;
-const [runtimeFile, codeCacheFile, requestJson] = process.argv.slice(2);
-if (!runtimeFile || !codeCacheFile || !requestJson) {
-  process.stderr.write("child-entry: start me through the definitions loader (runtime, code cache, request; a pipe on fd 3)\n");
+const [runtimeFile, codeCacheFile] = process.argv.slice(2);
+if (!runtimeFile || !codeCacheFile) {
+  process.stderr.write("child-entry: start me through the definitions loader (runtime, code cache; a socket on fd 3)\n");
   process.exit(2);
 }
 
@@ -60,10 +62,25 @@ function send(message) {
   }
 }
 
-runtime.exports.childMain({
-  request: JSON.parse(requestJson),
+const load = runtime.exports.childMain({
   importModule: (url) => import(url),
   requireModule: require,
   send,
-  beforeReply: saveCodeCache,
+  afterFirstImport: saveCodeCache,
 });
+
+// Requests, one per line. The loader sends the next only after the reply to the last.
+const channel = new net.Socket({ fd: MESSAGE_FD });
+channel.setEncoding("utf8");
+let buffered = "";
+channel.on("data", (chunk) => {
+  buffered += chunk;
+  for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+    const line = buffered.slice(0, end);
+    buffered = buffered.slice(end + 1);
+    if (line !== "") load(JSON.parse(line));
+  }
+});
+// No more files: timers or sockets the files left open must not keep us alive.
+channel.on("end", () => process.exit(0));
+channel.on("error", () => process.exit(0));

@@ -1,7 +1,8 @@
 // The body of a definitions child process, bundled with the SDK into the child
-// runtime (see child-runtime.ts) and started by child-entry.cjs: loads exactly
-// one compiled definitions file, reports what it exports, and exits. The
-// parent enforces the time limit; the heap limit is a node flag.
+// runtime (see child-runtime.ts) and started by child-entry.cjs: imports the
+// compiled definitions files the loader sends, one after another, and reports
+// what each exports. The parent enforces the time limit per file and decides
+// when the process has served long enough; the heap limit is a node flag.
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -19,29 +20,36 @@ import {
 import { describeLoadFailure } from "./load-failure.js";
 
 export interface ChildMainOptions {
-  readonly request: LoadRequest;
   /** `import()` and `require()` from the entry script: the runtime is compiled by itself and has neither. */
   readonly importModule: (url: string) => Promise<Record<string, unknown>>;
   readonly requireModule: (id: string) => unknown;
   /** Delivers a message to the loader, synchronously. */
   readonly send: (message: ChildMessage) => void;
-  /** Runs once the import is over, just before the reply (which ends the process). */
-  readonly beforeReply?: () => void;
+  /** Runs once the first import is over, just before its reply. */
+  readonly afterFirstImport?: () => void;
 }
 
-export function childMain({ request, importModule, requireModule, send, beforeReply }: ChildMainOptions): void {
-  let replied = false;
+/**
+ * Sets the process up for definitions files and returns what imports one. A
+ * failure outside an import's own promise (an uncaught exception, an unhandled
+ * rejection) is the file being imported's error; it leaves the process in an
+ * unknown state, so the process ends once it is reported. Outside an import it
+ * belongs to a file already reported, and the process ends without a word.
+ */
+export function childMain({ importModule, requireModule, send, afterFirstImport }: ChildMainOptions): (request: LoadRequest) => void {
+  let current: { request: LoadRequest; replied: boolean } | undefined;
+  let imported = 0;
 
-  const reply = (message: LoadReply): void => {
-    if (replied) return;
-    replied = true;
-    beforeReply?.();
-    send(message);
-    // Timers or sockets the file left open must not keep us alive.
-    process.exit(0);
+  const reply = (load: NonNullable<typeof current>, message: LoadReply): void => {
+    if (load.replied) return;
+    load.replied = true;
+    if (current === load) current = undefined;
+    if (imported++ === 0) afterFirstImport?.();
+    send({ ...message, heapMb: Math.ceil(process.memoryUsage().heapUsed / 2 ** 20) });
   };
 
-  const fail = (err: unknown): void => {
+  const fail = (load: NonNullable<typeof current>, err: unknown, unhandled: boolean): void => {
+    const { request } = load;
     let error: SerializedError;
     try {
       error = describeLoadFailure(err, { dir: request.dir, file: request.file, relFile: request.relFile, sdk });
@@ -54,12 +62,17 @@ export function childMain({ request, importModule, requireModule, send, beforeRe
         location: { file: request.relFile },
       };
     }
-    reply({ type: "result", status: "error", assets: [], checks: [], warnings: [], error });
+    reply(load, { type: "result", status: "error", assets: [], checks: [], warnings: [], error, ...(unhandled ? { unhandled } : {}) });
   };
 
   // A promise the file leaves rejected, or a throw from a callback, is the file's error too.
-  process.on("uncaughtException", fail);
-  process.on("unhandledRejection", fail);
+  const unhandled = (err: unknown): void => {
+    if (current) fail(current, err, true);
+    // Timers or sockets the files left open must not keep a broken process alive.
+    process.exit(0);
+  };
+  process.on("uncaughtException", unhandled);
+  process.on("unhandledRejection", unhandled);
   // The loader went away (this process was handed to another parent): nothing left to report to.
   const loader = process.ppid;
   setInterval(() => {
@@ -71,16 +84,25 @@ export function childMain({ request, importModule, requireModule, send, beforeRe
   // Stack traces point at the definitions sources (file:line:col), through the
   // compiled file's source map: error messages and `definedIn` need them.
   process.setSourceMapsEnabled(true);
-  trustExtraCaCertificates(request, requireModule);
-  send({ type: "started" });
-  Promise.resolve()
-    .then(() =>
-      request.bundle.endsWith(".cjs")
-        ? (requireModule(request.bundle) as Record<string, unknown>)
-        : importModule(pathToFileURL(request.bundle).href),
-    )
-    .then((namespace) => describeExports(namespace, request))
-    .then(reply, fail);
+  const trustTls = trustExtraCaCertificates(requireModule);
+
+  return (request) => {
+    const load = { request, replied: false };
+    current = load;
+    if (request.tls) trustTls?.();
+    send({ type: "started" });
+    Promise.resolve()
+      .then(() =>
+        request.bundle.endsWith(".cjs")
+          ? (requireModule(request.bundle) as Record<string, unknown>)
+          : importModule(pathToFileURL(request.bundle).href),
+      )
+      .then((namespace) => describeExports(namespace, request))
+      .then(
+        (message) => reply(load, message),
+        (err: unknown) => fail(load, err, false),
+      );
+  };
 }
 
 /**
@@ -89,13 +111,13 @@ export function childMain({ request, importModule, requireModule, send, beforeRe
  * certificates at start-up, which takes longer than the rest of a child's
  * start-up, while definitions files rarely open a TLS connection at import.
  * The certificates are added as node adds them (to the default trust, for
- * contexts that set no `ca` of their own) when the file may need them: at
- * once when it imports tls, https, http2 or a package, else on the first call
- * of `fetch`.
+ * contexts that set no `ca` of their own) when a file may need them: through
+ * the function returned, called before importing a file that imports tls,
+ * https, http2 or a package, else on the first call of `fetch`.
  */
-function trustExtraCaCertificates(request: LoadRequest, requireModule: (id: string) => unknown): void {
+function trustExtraCaCertificates(requireModule: (id: string) => unknown): (() => void) | undefined {
   const file = process.env[EXTRA_CA_CERTS_ENV];
-  if (!file) return;
+  if (!file) return undefined;
   delete process.env[EXTRA_CA_CERTS_ENV];
   // As the file and the processes it starts would see it.
   process.env.NODE_EXTRA_CA_CERTS = file;
@@ -113,7 +135,6 @@ function trustExtraCaCertificates(request: LoadRequest, requireModule: (id: stri
       return createSecureContext({ ...options, ca });
     };
   };
-  if (request.tls) return trust();
   const fetch = globalThis.fetch;
   globalThis.fetch = Object.defineProperty(
     (...args: Parameters<typeof fetch>) => {
@@ -123,6 +144,7 @@ function trustExtraCaCertificates(request: LoadRequest, requireModule: (id: stri
     "name",
     { value: "fetch" },
   );
+  return trust;
 }
 
 function readCertificates(file: string): string[] {

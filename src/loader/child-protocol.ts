@@ -1,7 +1,8 @@
 import type { SerializedError } from "../errors/index.js";
 import type { AssetSpec, CheckSpec } from "../sdk/index.js";
 
-// What passes between the loader and a definitions child process.
+// What passes between the loader and a definitions child process: JSON, one message per line, both ways over the
+// child's file descriptor 3. The loader sends one request at a time and closes the channel when it has no more.
 
 /**
  * Where the child runtime leaves the SDK for compiled definitions files:
@@ -12,7 +13,7 @@ export const SDK_GLOBAL = "tributary.sdk";
 /** Where the loader passes NODE_EXTRA_CA_CERTS to a child, which reads it lazily (see child-main.ts). */
 export const EXTRA_CA_CERTS_ENV = "TRIBUTARY_EXTRA_CA_CERTS";
 
-/** Parent → child, as the last command-line argument (JSON): import this one compiled file, report, exit. */
+/** Parent → child: import this compiled file and report. */
 export interface LoadRequest {
   /** The compiled file to load (absolute): a CommonJS script (`.cjs`) or an ES module (`.mjs`). */
   readonly bundle: string;
@@ -26,7 +27,7 @@ export interface LoadRequest {
   readonly dir: string;
 }
 
-/** Child → parent: the runtime is up; the import starts now (the time limit counts from here). */
+/** Child → parent: the import of the last request starts now (its time limit counts from here). */
 export interface ChildStarted {
   readonly type: "started";
 }
@@ -36,7 +37,7 @@ export interface ExportedSpec<S> {
   readonly spec: S;
 }
 
-/** Child → parent: the outcome of the one import. */
+/** Child → parent: the outcome of the last request's import. */
 export interface LoadReply {
   readonly type: "result";
   readonly status: "ok" | "error";
@@ -44,6 +45,10 @@ export interface LoadReply {
   readonly checks: readonly ExportedSpec<CheckSpec>[];
   readonly warnings: readonly string[];
   readonly error?: SerializedError;
+  /** The error came from outside the import's own promise (an uncaught exception, an unhandled rejection): the process ends after this reply. */
+  readonly unhandled?: true;
+  /** The process's heap in use after the import, in MB. */
+  readonly heapMb?: number;
 }
 
 export type ChildMessage = ChildStarted | LoadReply;

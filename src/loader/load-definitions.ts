@@ -12,10 +12,11 @@ import {
   type SnapshotAsset,
   type SnapshotCheck,
 } from "../graph/index.js";
+import type { LoadRequest } from "./child-protocol.js";
 import { childRuntime, type ChildRuntime } from "./child-runtime.js";
 import { compileDefinitions, type CompiledDefinitions, type CompiledFile } from "./compile-definitions.js";
 import { discoverDefinitionFiles } from "./discover-files.js";
-import { loadInChild, type ChildOutcome } from "./load-in-child.js";
+import { LoaderChild, type ChildOutcome } from "./load-in-child.js";
 
 export interface LoadDefinitionsOptions {
   /** The definitions directory. */
@@ -91,10 +92,14 @@ export const DEFAULT_LOAD_TIMEOUT_MS = 60_000;
 export const DEFAULT_LOAD_MEMORY_MB = 512;
 /** A file still importing after this long no longer counts against `concurrency`. */
 const STRAGGLER_MS = 2_000;
+/** A child process imports at most this many files… */
+const FILES_PER_CHILD = 64;
+/** …and none once its heap holds more than this share of its limit: what files leave behind stays in memory. */
+const CHILD_HEAP_SHARE = 0.5;
 
 /**
- * Imports every definitions file under `dir`, each in its own child process
- * with a time and memory limit, and assembles the snapshot. A file that fails
+ * Imports every definitions file under `dir` in child processes, each file
+ * with a time limit and every process with a memory limit, and assembles the snapshot. A file that fails
  * (syntax, exception, timeout, memory) gets an error of its own and never
  * delays or breaks the others. Independent of storage: the caller persists.
  * @example
@@ -141,11 +146,19 @@ export function assembleResult(
 }
 
 /**
- * Imports the given files (relative to `dir`), each in a fresh child process,
- * `concurrency` at a time. The files are compiled first, all at once (see
+ * Imports the given files (relative to `dir`) in child processes, `concurrency`
+ * at a time. The files are compiled first, all at once (see
  * compileDefinitions), so a child only loads plain JavaScript: node, the
- * child runtime and one compiled file. A file that does not compile gets its
+ * child runtime and compiled files. A file that does not compile gets its
  * error without a child.
+ *
+ * A child imports file after file while each import ends cleanly (an error the
+ * import itself throws included), up to FILES_PER_CHILD files or
+ * CHILD_HEAP_SHARE of its heap. A file whose import crashes the process, times
+ * out, or fails outside its own promise ends that process; when the process had
+ * imported other files first, a crash or such a failure is tried again in a
+ * fresh process, so that what an earlier file left running is never blamed on
+ * it.
  */
 export async function loadFiles(
   dir: string,
@@ -185,28 +198,33 @@ export async function loadFiles(
     );
   }
   const pending = [...relFiles];
-  // A lane loads files one after another. When a file takes longer than
-  // STRAGGLER_MS (stuck, or waiting on the network), a new lane starts and the
-  // slow one ends with its file: slow files do not hold up the rest (at most
-  // `concurrency` of them at a time get this, so a directory of hanging files
-  // stays bounded).
+  // A lane loads files one after another, in a child process of its own. When
+  // a file takes longer than STRAGGLER_MS (stuck, or waiting on the network),
+  // a new lane starts and the slow one ends with its file: slow files do not
+  // hold up the rest (at most `concurrency` of them at a time get this, so a
+  // directory of hanging files stays bounded).
   const lanes: Promise<void>[] = [];
   let stragglers = 0;
   const lane = async (): Promise<void> => {
-    for (let rel = pending.shift(); rel !== undefined; rel = pending.shift()) {
-      let straggling = false;
-      const timer = setTimeout(() => {
-        if (stragglers >= concurrency || pending.length === 0) return;
-        straggling = true;
-        stragglers++;
-        lanes.push(lane());
-      }, STRAGGLER_MS);
-      results.push(await loadOne(compiled.dir, rel, compiled.files.get(rel)!, runtime, limits));
-      clearTimeout(timer);
-      if (straggling) {
-        stragglers--;
-        return;
+    const children = new ChildSupply(runtime, limits);
+    try {
+      for (let rel = pending.shift(); rel !== undefined; rel = pending.shift()) {
+        let straggling = false;
+        const timer = setTimeout(() => {
+          if (stragglers >= concurrency || pending.length === 0) return;
+          straggling = true;
+          stragglers++;
+          lanes.push(lane());
+        }, STRAGGLER_MS);
+        results.push(await loadOne(compiled.dir, rel, compiled.files.get(rel)!, children));
+        clearTimeout(timer);
+        if (straggling) {
+          stragglers--;
+          return;
+        }
       }
+    } finally {
+      children.close();
     }
   };
   for (let i = 0; i < Math.min(concurrency, pending.length); i++) lanes.push(lane());
@@ -215,19 +233,56 @@ export async function loadFiles(
   return results.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
 }
 
-async function loadOne(
-  dir: string,
-  rel: string,
-  compiled: CompiledFile,
-  runtime: ChildRuntime,
-  limits: { timeoutMs: number; memoryMb: number },
-): Promise<FileLoadResult> {
+/** A lane's child process: kept while it serves well, replaced when it does not. */
+class ChildSupply {
+  #child: LoaderChild | undefined;
+
+  constructor(
+    readonly runtime: ChildRuntime,
+    readonly limits: { readonly timeoutMs: number; readonly memoryMb: number },
+  ) {}
+
+  /** Imports one file, in a fresh process again when it failed in one that had imported other files. */
+  async load(request: LoadRequest): Promise<ChildOutcome> {
+    const reused = this.#child?.usable === true;
+    const outcome = await this.#take().load(request);
+    this.#retire();
+    const unclean = outcome.kind === "exit" || outcome.kind === "not-started" || (outcome.kind === "reply" && outcome.reply.unhandled);
+    return reused && unclean
+      ? this.#take()
+          .load(request)
+          .finally(() => this.#retire())
+      : outcome;
+  }
+
+  close(): void {
+    this.#child?.close();
+    this.#child = undefined;
+  }
+
+  #take(): LoaderChild {
+    if (!this.#child?.usable) {
+      this.#child?.close();
+      this.#child = new LoaderChild(this.runtime, this.limits);
+    }
+    return this.#child;
+  }
+
+  /** Ends the child when it cannot or should not take another file. */
+  #retire(): void {
+    const child = this.#child;
+    if (!child) return;
+    if (!child.usable || child.filesLoaded >= FILES_PER_CHILD || child.heapMb > this.limits.memoryMb * CHILD_HEAP_SHARE) this.close();
+  }
+}
+
+async function loadOne(dir: string, rel: string, compiled: CompiledFile, children: ChildSupply): Promise<FileLoadResult> {
   const abs = path.join(dir, ...rel.split("/"));
   const sourceHash = hashFile(abs);
   const base = { file: rel, assets: [], checks: [], warnings: [], imports: [...compiled.imports] };
   if (compiled.status === "error") return { ...base, sourceHash: await sourceHash, status: "error", loadMs: 0, error: compiled.error };
-  const outcome = await loadInChild(runtime, { bundle: compiled.bundle, tls: compiled.tls, file: abs, relFile: rel, dir }, limits);
-  return { ...base, ...fromOutcome(rel, outcome, limits, compiled.codeHash), sourceHash: await sourceHash };
+  const outcome = await children.load({ bundle: compiled.bundle, tls: compiled.tls, file: abs, relFile: rel, dir });
+  return { ...base, ...fromOutcome(rel, outcome, children.limits, compiled.codeHash), sourceHash: await sourceHash };
 }
 
 function fromOutcome(

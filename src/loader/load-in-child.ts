@@ -1,15 +1,17 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { EXTRA_CA_CERTS_ENV, type ChildMessage, type LoadReply, type LoadRequest } from "./child-protocol.js";
 import type { ChildRuntime } from "./child-runtime.js";
 
-// Plain JS run by plain node: it loads the child runtime and hands it the request.
+// Plain JS run by plain node: it loads the child runtime and takes requests.
 const CHILD_ENTRY = fileURLToPath(new URL("./child-entry.cjs", import.meta.url));
 const TAIL_BYTES = 16 * 1024;
-/** How long a child may take to start (node, the runtime) before it counts as broken. */
+/** How long a child may take to start an import (node and the runtime, for its first) before it counts as broken. */
 const START_LIMIT_MS = 60_000;
+/** How long a child may take to exit once it has no more files. */
+const EXIT_GRACE_MS = 5_000;
 
 export type ChildOutcome =
   | { readonly kind: "reply"; readonly reply: LoadReply; readonly ms: number }
@@ -25,80 +27,144 @@ export type ChildOutcome =
   /** The process ended, or took too long, before the import started. */
   | { readonly kind: "not-started"; readonly reason: string };
 
-/**
- * Imports one compiled definitions file in a fresh child process (plain node,
- * `--max-old-space-size=memoryMb`) and SIGKILLs it when the import takes more
- * than `timeoutMs`, counted from the moment the import starts.
- */
-export function loadInChild(
-  runtime: ChildRuntime,
-  request: LoadRequest,
-  limits: { readonly timeoutMs: number; readonly memoryMb: number },
-): Promise<ChildOutcome> {
-  return new Promise((resolve) => {
-    const args = [runtime.file, runtime.codeCacheFile(limits.memoryMb), JSON.stringify(request)];
-    // Not the parent's flags (a tsx loader, inspector): only the heap limit. Messages come on fd 3.
-    const proc = spawn(process.execPath, [`--max-old-space-size=${limits.memoryMb}`, CHILD_ENTRY, ...args], {
-      env: childEnv(),
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
-    });
-    let stderr = "";
-    let startedAt: number | undefined;
-    let replied = false;
-    let timedOut = false;
-    const kill = (): void => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
-    };
-    const elapsed = (): number => (startedAt === undefined ? 0 : performance.now() - startedAt);
-    let timer = setTimeout(() => {
-      stderr += `\nthe loader child did not start within ${START_LIMIT_MS / 1000} s`;
-      kill();
-    }, START_LIMIT_MS);
-    const finish = (outcome: ChildOutcome): void => {
-      clearTimeout(timer);
-      resolve(outcome);
-    };
+interface Pending {
+  readonly resolve: (outcome: ChildOutcome) => void;
+  startedAt?: number;
+  timedOut: boolean;
+  timer: NodeJS.Timeout;
+}
 
+/**
+ * A definitions child process (plain node, `--max-old-space-size=memoryMb`)
+ * that imports compiled definitions files one at a time. It is SIGKILLed when
+ * an import takes more than `timeoutMs`, counted from the moment the import
+ * starts. Starting node is most of what a small file costs, so one child
+ * serves several files; the caller decides when it has served long enough
+ * (see `usable`, `filesLoaded`, `heapMb`).
+ */
+export class LoaderChild {
+  readonly #proc: ChildProcess;
+  readonly #channel: Duplex;
+  readonly #timeoutMs: number;
+  /** The end of stderr since the current import was asked for. */
+  #stderr = "";
+  #pending: Pending | undefined;
+  #ended = false;
+  #closed = false;
+  #filesLoaded = 0;
+  #heapMb = 0;
+
+  constructor(runtime: ChildRuntime, limits: { readonly timeoutMs: number; readonly memoryMb: number }) {
+    this.#timeoutMs = limits.timeoutMs;
+    // Not the parent's flags (a tsx loader, inspector): only the heap limit. Messages go both ways on fd 3.
+    this.#proc = spawn(
+      process.execPath,
+      [`--max-old-space-size=${limits.memoryMb}`, CHILD_ENTRY, runtime.file, runtime.codeCacheFile(limits.memoryMb)],
+      { env: childEnv(), stdio: ["ignore", "pipe", "pipe", "pipe"] },
+    );
+    this.#channel = this.#proc.stdio[3] as Duplex;
+    // A child that died cannot be written to; its end is reported through `close`.
+    this.#channel.on("error", () => undefined);
     // Definitions files may print at import; keep the end of stderr for crash reports.
-    proc.stdout?.resume();
-    proc.stderr?.setEncoding("utf8");
-    proc.stderr?.on("data", (chunk: string) => {
-      stderr = (stderr + chunk).slice(-TAIL_BYTES);
+    this.#proc.stdout?.resume();
+    this.#proc.stderr?.setEncoding("utf8");
+    this.#proc.stderr?.on("data", (chunk: string) => {
+      this.#stderr = (this.#stderr + chunk).slice(-TAIL_BYTES);
     });
-    createInterface({ input: proc.stdio[3] as Readable, crlfDelay: Infinity }).on("line", (line) => {
-      let message: ChildMessage;
-      try {
-        message = JSON.parse(line) as ChildMessage;
-      } catch {
-        return; // Not ours: something in the file wrote to fd 3.
-      }
-      if (message.type === "started" && startedAt === undefined) {
-        startedAt = performance.now();
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          timedOut = true;
-          kill();
-        }, limits.timeoutMs);
-      } else if (message.type === "result" && !replied) {
-        replied = true;
-        finish({ kind: "reply", reply: message, ms: elapsed() });
-        // The child exits by itself once the reply is flushed; make sure of it.
-        setTimeout(kill, 5_000).unref();
-      }
-    });
-    const ended = (code: number | null, signal: NodeJS.Signals | null): void => {
-      if (replied) return;
-      if (startedAt === undefined) finish({ kind: "not-started", reason: stderr.trim() || `it exited with code ${code}` });
-      else if (timedOut) finish({ kind: "timeout", ms: elapsed() });
-      else finish({ kind: "exit", ms: elapsed(), code, signal, stderr });
-    };
-    proc.once("close", ended);
+    createInterface({ input: this.#channel as Readable, crlfDelay: Infinity }).on("line", (line) => this.#onLine(line));
+    this.#proc.once("close", (code, signal) => this.#onEnd(code, signal));
     // A process that cannot spawn emits error and may never emit close.
-    proc.once("error", (err) => {
-      stderr += `\n${err.message}`;
-      ended(null, null);
+    this.#proc.once("error", (err) => {
+      this.#stderr += `\n${err.message}`;
+      this.#onEnd(null, null);
     });
-  });
+  }
+
+  /** Files this child has replied for. */
+  get filesLoaded(): number {
+    return this.#filesLoaded;
+  }
+
+  /** Its heap in use after the last import, in MB. */
+  get heapMb(): number {
+    return this.#heapMb;
+  }
+
+  /** It is alive and idle: it can take another file. */
+  get usable(): boolean {
+    return !this.#ended && !this.#closed && this.#pending === undefined;
+  }
+
+  /** Imports one compiled file; one request at a time. */
+  load(request: LoadRequest): Promise<ChildOutcome> {
+    if (!this.usable) return Promise.resolve({ kind: "not-started", reason: this.#stderr.trim() || "the loader child is not running" });
+    return new Promise((resolve) => {
+      this.#stderr = "";
+      const timer = setTimeout(() => {
+        this.#stderr += `\nthe loader child did not start the import within ${START_LIMIT_MS / 1000} s`;
+        this.kill();
+      }, START_LIMIT_MS);
+      this.#pending = { resolve, timedOut: false, timer };
+      this.#channel.write(`${JSON.stringify(request)}\n`);
+    });
+  }
+
+  /** No more files: the child exits by itself (and is killed if it does not). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ended) return;
+    this.#channel.end();
+    setTimeout(() => this.kill(), EXIT_GRACE_MS).unref();
+  }
+
+  kill(): void {
+    if (this.#proc.exitCode === null && this.#proc.signalCode === null) this.#proc.kill("SIGKILL");
+  }
+
+  #onLine(line: string): void {
+    let message: ChildMessage;
+    try {
+      message = JSON.parse(line) as ChildMessage;
+    } catch {
+      return; // Not ours: something in a file wrote to fd 3.
+    }
+    const pending = this.#pending;
+    if (!pending) return;
+    if (message.type === "started" && pending.startedAt === undefined) {
+      pending.startedAt = performance.now();
+      clearTimeout(pending.timer);
+      pending.timer = setTimeout(() => {
+        pending.timedOut = true;
+        this.kill();
+      }, this.#timeoutMs);
+    } else if (message.type === "result" && pending.startedAt !== undefined) {
+      this.#filesLoaded++;
+      this.#heapMb = message.heapMb ?? 0;
+      // It ends by itself after an unhandled error: take no more files there.
+      if (message.unhandled) this.close();
+      this.#settle({ kind: "reply", reply: message, ms: performance.now() - pending.startedAt });
+    }
+  }
+
+  #onEnd(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const pending = this.#pending;
+    if (!pending) return;
+    const ms = pending.startedAt === undefined ? 0 : performance.now() - pending.startedAt;
+    if (pending.startedAt === undefined)
+      this.#settle({ kind: "not-started", reason: this.#stderr.trim() || `it exited with code ${code}` });
+    else if (pending.timedOut) this.#settle({ kind: "timeout", ms });
+    else this.#settle({ kind: "exit", ms, code, signal, stderr: this.#stderr });
+  }
+
+  #settle(outcome: ChildOutcome): void {
+    const pending = this.#pending!;
+    this.#pending = undefined;
+    clearTimeout(pending.timer);
+    pending.resolve(outcome);
+  }
 }
 
 /** The parent's environment, but NODE_EXTRA_CA_CERTS under another name: the child reads the file only if it needs it. */

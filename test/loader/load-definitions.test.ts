@@ -167,6 +167,60 @@ while (true) hoard.push(new Array(100_000).fill(1));
     expect(fileResult(result, "fine.ts").status).toBe("ok");
   }, 60_000);
 
+  /** A file whose asset's metadata names the process that imported it. */
+  const pidAsset = (key: string, extra = ""): string => `import { asset } from "tributary";
+${extra}
+export const a = asset({ key: "${key}", metadata: { pid: process.pid } }, async () => 1);
+`;
+  const pidOf = (result: LoadDefinitionsResult, key: string): unknown => result.snapshot.assets.find((a) => a.key === key)?.metadata?.pid;
+
+  it("imports file after file in one process per lane", async () => {
+    const dir = await definitionsDir(Object.fromEntries(["a", "b", "c", "d", "e"].map((k) => [`${k}.ts`, pidAsset(k)])));
+    const result = await loadDefinitions({ dir, concurrency: 1 });
+    expect(result.files.map((f) => f.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+    expect(new Set(["a", "b", "c", "d", "e"].map((k) => pidOf(result, k))).size).toBe(1);
+    expect(pidOf(result, "a")).not.toBe(process.pid);
+  }, 60_000);
+
+  it("never blames a file for what an earlier file in its process left running", async () => {
+    const dir = await definitionsDir({
+      // Imports cleanly, then throws from a timer and rejects a promise while the next file is importing.
+      "a-leaves-trouble.ts": pidAsset(
+        "a",
+        `setTimeout(() => { throw new Error("thrown by a's timer"); }, 300);
+setTimeout(() => void Promise.reject(new Error("rejected by a's timer")), 300);`,
+      ),
+      "b-takes-a-second.ts": pidAsset("b", `await new Promise((resolve) => setTimeout(resolve, 1_000));`),
+      "c-exits.ts": `process.exit(3);
+`,
+      "d.ts": pidAsset("d"),
+    });
+    const result = await loadDefinitions({ dir, concurrency: 1 });
+    expect(fileResult(result, "a-leaves-trouble.ts").status).toBe("ok");
+    // b failed where a's timer went off, so it was imported again in a process of its own.
+    expect(fileResult(result, "b-takes-a-second.ts")).toMatchObject({ status: "ok", warnings: [] });
+    expect(pidOf(result, "b")).not.toBe(pidOf(result, "a"));
+    // A file that ends its process is named whatever ran there before it, and the next file gets a new process.
+    expect(fileResult(result, "c-exits.ts").error?.message).toContain("c-exits.ts: the loader process exited with code 3");
+    expect(fileResult(result, "d.ts").status).toBe("ok");
+    expect(pidOf(result, "d")).not.toBe(pidOf(result, "b"));
+  }, 60_000);
+
+  it("imports no more files in a process once the files before them hold half of its heap", async () => {
+    const dir = await definitionsDir({
+      "a-hoards.ts": pidAsset(
+        "a",
+        `(globalThis as Record<string, unknown>).hoard = Array.from({ length: 40 }, () => new Array(250_000).fill(1.5));`,
+      ),
+      "b.ts": pidAsset("b"),
+      "c.ts": pidAsset("c"),
+    });
+    const result = await loadDefinitions({ dir, concurrency: 1, memoryMb: 128 });
+    expect(result.files.map((f) => f.status)).toEqual(["ok", "ok", "ok"]);
+    expect(pidOf(result, "b")).not.toBe(pidOf(result, "a"));
+    expect(pidOf(result, "c")).toBe(pidOf(result, "b"));
+  }, 60_000);
+
   it("ignores files in the previous load that no longer exist", async () => {
     const dir = await definitionsDir({ "a.ts": dailyAsset("a") });
     const first = await loadDefinitions({ dir });
