@@ -187,7 +187,8 @@ export function processHealth(log: (message: string) => void): DependencyHealth 
 
 /**
  * Opens the database the settings name and migrates it; lost Postgres connections are reported to `health`. A
- * `command` (a few queries, then exit) opens the embedded database with a small buffer pool, which starts faster.
+ * `command` (a few queries, then exit) opens the embedded database with a small buffer pool and unoptimised
+ * WebAssembly, which start faster.
  */
 async function openMigrated(settings: Settings, health: DependencyHealth, lifetime: "server" | "command"): Promise<DatabaseHandle> {
   const database = await openDatabase(
@@ -201,6 +202,7 @@ async function openMigrated(settings: Settings, health: DependencyHealth, lifeti
       : {
           ...embeddedDatabase(settings),
           sharedBuffers: embeddedSharedBuffers(settings, lifetime),
+          baselineCodeOnly: lifetime === "command",
         },
   );
   noteUnusedTemplate(database);

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
 import type { PGlite } from "@electric-sql/pglite";
 import { Kysely } from "kysely";
 import { StorageError } from "../errors/index.js";
@@ -48,6 +49,8 @@ function startOptions(
  * NOTIFY uses PGlite's own LISTEN: delivery follows commit, like Postgres.
  */
 export async function openPglite(config: PgliteConfig): Promise<PgliteHandle> {
+  // Before PGlite compiles its WebAssembly, which reads the flag.
+  if (config.baselineCodeOnly) setFlagsFromString("--liftoff-only");
   // Imported here, not with this module: a command on Postgres never loads PGlite.
   const { PGlite } = await import("@electric-sql/pglite");
   const options = startOptions(config, PGlite.defaultStartParams);

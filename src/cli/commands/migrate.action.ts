@@ -5,7 +5,9 @@ import { resolveSettings, type GlobalOptions } from "../settings.js";
 
 export async function runMigrate(opts: { json?: boolean }, globals: GlobalOptions): Promise<void> {
   const settings = resolveSettings(globals);
-  const database = await openDatabase(settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl } : embeddedDatabase(settings));
+  const database = await openDatabase(
+    settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl } : { ...embeddedDatabase(settings), baselineCodeOnly: true },
+  );
   noteUnusedTemplate(database);
   try {
     const result = await migrate(database.db);
