@@ -55,6 +55,8 @@ export interface ExecutionOptions {
   readonly automation?: boolean;
   /** Also check deferred steps' triggers here (a one-off in-process run has no `tributary triggerer` to do it). */
   readonly triggerer?: boolean;
+  /** See StartTriggererOptions.kindFiles. */
+  readonly triggerKindFiles?: readonly string[];
   /** Called after every reconciler pass (the API's /metrics). */
   readonly onPass?: ReconcilerOptions["onPass"];
 }
@@ -285,7 +287,10 @@ export async function startExecution(runtime: Runtime, givenOptions: ExecutionOp
   await reconciler.start();
   // Started in the background: importing the definitions for custom trigger kinds must not delay the run.
   const triggerer = options.triggerer
-    ? startTriggerer(runtime, { log: options.log ?? (() => undefined) }).catch((err: unknown) => {
+    ? startTriggerer(runtime, {
+        log: options.log ?? (() => undefined),
+        ...(options.triggerKindFiles ? { kindFiles: options.triggerKindFiles } : {}),
+      }).catch((err: unknown) => {
         options.log?.("error", `the triggerer did not start, deferred steps wait until one runs: ${(err as Error).message}`);
         return undefined;
       })

@@ -55,7 +55,11 @@ export async function openInProcess(
 ): Promise<{ runtime: Runtime; execution: Execution | undefined }> {
   const { openRuntime, openWithCurrentDefinitions } = await import("./runtime.js");
   if (!options.execute) return { runtime: await openRuntime(settings), execution: undefined };
-  const [{ runtime, sync }, { startExecution }] = await Promise.all([openWithCurrentDefinitions(settings), import("./execution.js")]);
+  const [{ runtime, sync }, { startExecution }, { triggerKindFiles }] = await Promise.all([
+    openWithCurrentDefinitions(settings),
+    import("./execution.js"),
+    import("../loader/index.js"),
+  ]);
   try {
     for (const f of sync.result.files) {
       if (f.status === "error") process.stderr.write(`warning: ${f.error?.message ?? f.file}\n`);
@@ -64,6 +68,7 @@ export async function openInProcess(
       ...(options.processes ? { processes: options.processes } : {}),
       // Nothing else may be checking this run's waits (the embedded database is this process's alone).
       triggerer: true,
+      triggerKindFiles: triggerKindFiles(sync.result.files),
       log: (level, message) => {
         if (level !== "info") process.stderr.write(`[${level}] ${message}\n`);
       },

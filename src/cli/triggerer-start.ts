@@ -10,6 +10,12 @@ export interface StartTriggererOptions {
   readonly capacity?: number;
   readonly checkTimeoutMs?: number;
   readonly leaseMs?: number;
+  /**
+   * The definitions files that export custom trigger kinds, when a load of the directory has just said (see
+   * triggerKindFiles in the loader): only these are imported for them at start, and with none no child process starts. Without it,
+   * every file is. A reload imports every file again.
+   */
+  readonly kindFiles?: readonly string[];
   readonly log: (level: "info" | "warn" | "error", message: string) => void;
 }
 
@@ -34,11 +40,13 @@ export async function startTriggerer(runtime: Runtime, options: StartTriggererOp
   let kinds: TriggerKindProcess | undefined;
   let reloading = Promise.resolve();
 
-  const loadKinds = async (): Promise<void> => {
-    const files = await discoverDefinitionFiles(definitionsDir).catch((err: unknown) => {
-      options.log("warn", `no custom trigger kinds: ${(err as Error).message}`);
-      return [];
-    });
+  const loadKinds = async (known?: readonly string[]): Promise<void> => {
+    const files =
+      known ??
+      (await discoverDefinitionFiles(definitionsDir).catch((err: unknown) => {
+        options.log("warn", `no custom trigger kinds: ${(err as Error).message}`);
+        return [];
+      }));
     if (kinds) await kinds.reload(files);
     else if (files.length > 0) {
       kinds = await TriggerKindProcess.start({ definitionsDir, files }).catch((err: unknown) => {
@@ -53,7 +61,7 @@ export async function startTriggerer(runtime: Runtime, options: StartTriggererOp
     }
   };
 
-  await loadKinds();
+  await loadKinds(options.kindFiles);
   const triggerer = new Triggerer({
     store: new PgTriggerStore(runtime.database.db, runtime.decisions),
     registry: () => (kinds ? { ...builtIns, ...kinds.registry } : builtIns),
@@ -74,7 +82,7 @@ export async function startTriggerer(runtime: Runtime, options: StartTriggererOp
     },
     reloadKinds() {
       reloading = reloading
-        .then(loadKinds)
+        .then(() => loadKinds())
         .catch((err: unknown) => options.log("error", `reloading custom trigger kinds: ${(err as Error).message}`));
       return reloading;
     },

@@ -217,5 +217,5 @@ function describeExports(namespace: Record<string, unknown>, request: LoadReques
         "(export const orders = asset(...)) for Tributary to see them",
     );
   }
-  return { type: "result", status: "ok", assets, checks, warnings };
+  return { type: "result", status: "ok", assets, checks, warnings, triggerKinds };
 }

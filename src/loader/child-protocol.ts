@@ -45,6 +45,8 @@ export interface LoadReply {
   readonly checks: readonly ExportedSpec<CheckSpec>[];
   readonly warnings: readonly string[];
   readonly error?: SerializedError;
+  /** Custom trigger kinds the file exports (the triggerer imports them itself). */
+  readonly triggerKinds?: number;
   /** The error came from outside the import's own promise (an uncaught exception, an unhandled rejection): the process ends after this reply. */
   readonly unhandled?: true;
   /** The process's heap in use after the import, in MB. */

@@ -1,6 +1,6 @@
 // Imports definitions files in isolated child processes and assembles the
 // snapshot. Independent of storage: it returns results; the CLI persists them.
-export { loadDefinitions, loadFiles, DEFAULT_LOAD_MEMORY_MB, DEFAULT_LOAD_TIMEOUT_MS } from "./load-definitions.js";
+export { loadDefinitions, loadFiles, triggerKindFiles, DEFAULT_LOAD_MEMORY_MB, DEFAULT_LOAD_TIMEOUT_MS } from "./load-definitions.js";
 export type { FileLoadResult, LoadDefinitionsOptions, LoadDefinitionsResult, PreviousLoad } from "./load-definitions.js";
 export { watchDefinitions } from "./watch-definitions.js";
 export type { DefinitionsChange, DefinitionsWatcher, WatchDefinitionsOptions } from "./watch-definitions.js";

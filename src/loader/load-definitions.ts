@@ -71,6 +71,8 @@ export interface FileLoadResult {
   readonly loadMs: number;
   /** Other files under the definitions directory that this file imported (transitively), for watch mode. */
   readonly imports: string[];
+  /** Custom trigger kinds the file exports: the triggerer imports the files that have some (0 on error). */
+  readonly triggerKinds: number;
 }
 
 export interface LoadDefinitionsResult {
@@ -121,6 +123,11 @@ export async function loadDefinitions(options: LoadDefinitionsOptions): Promise<
     ? discovered.filter((f) => !only.has(f) && previousGood.has(f)).map((f) => asFileDefinitions(f, previousGood.get(f)!))
     : [];
   return assembleResult(dir, files, untouched, { previousGood, previousOwners }, concurrency, started);
+}
+
+/** The files of a load that export custom trigger kinds: those the triggerer imports for them. */
+export function triggerKindFiles(files: readonly Pick<FileLoadResult, "file" | "triggerKinds">[]): string[] {
+  return files.filter((f) => f.triggerKinds > 0).map((f) => f.file);
 }
 
 /** The snapshot for a set of per-file results; shared by loadDefinitions and watch mode. */
@@ -188,6 +195,7 @@ export async function loadFiles(
         checks: [],
         warnings: [],
         imports: [],
+        triggerKinds: 0,
         ...failed(
           0,
           "LOAD_CHILD_FAILED",
@@ -279,7 +287,7 @@ class ChildSupply {
 async function loadOne(dir: string, rel: string, compiled: CompiledFile, children: ChildSupply): Promise<FileLoadResult> {
   const abs = path.join(dir, ...rel.split("/"));
   const sourceHash = hashFile(abs);
-  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [...compiled.imports] };
+  const base = { file: rel, assets: [], checks: [], warnings: [], imports: [...compiled.imports], triggerKinds: 0 };
   if (compiled.status === "error") return { ...base, sourceHash: await sourceHash, status: "error", loadMs: 0, error: compiled.error };
   const outcome = await children.load({ bundle: compiled.bundle, tls: compiled.tls, file: abs, relFile: rel, dir });
   return { ...base, ...fromOutcome(rel, outcome, children.limits, compiled.codeHash), sourceHash: await sourceHash };
@@ -291,7 +299,7 @@ function fromOutcome(
   limits: { timeoutMs: number; memoryMb: number },
   /** Which code the workers run for these definitions (see compiledCode). */
   codeHash: string,
-): Pick<FileLoadResult, "status" | "loadMs"> & Partial<Pick<FileLoadResult, "assets" | "checks" | "warnings" | "error">> {
+): Pick<FileLoadResult, "status" | "loadMs"> & Partial<Pick<FileLoadResult, "assets" | "checks" | "warnings" | "error" | "triggerKinds">> {
   switch (outcome.kind) {
     case "reply": {
       const r = outcome.reply;
@@ -300,6 +308,7 @@ function fromOutcome(
         assets: r.assets.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName, codeHash })),
         checks: r.checks.map(({ exportName, spec }) => ({ ...spec, file: rel, exportName, codeHash })),
         warnings: [...r.warnings],
+        triggerKinds: r.triggerKinds ?? 0,
         loadMs: outcome.ms,
       };
       return r.error ? { ...result, error: r.error } : result;

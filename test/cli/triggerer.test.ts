@@ -190,4 +190,24 @@ export const waits = asset({ key: "w/waits", partitions: daily({ start: "2025-03
     expect(out.run.status).toBe("success");
     expect(out.run.steps[0]!.tries.map((t) => t.state)).toEqual(["deferred", "success"]);
   });
+
+  it("an in-process `materialize` checks a custom trigger kind that another file exports, in a child importing that file", async () => {
+    const defs = path.join(work, "custom-kind-defs");
+    await mkdir(defs, { recursive: true });
+    await writeFile(path.join(defs, "partner.ts"), PARTNER);
+    await writeFile(
+      path.join(defs, "w.ts"),
+      `import { asset } from "tributary";
+import { partnerReady } from "./partner.js";
+export const waits = asset({ key: "w/partner" }, async (ctx) => ctx.defer(partnerReady({ feed: "orders" }), { interval: "200ms", timeout: "2m" }));`,
+    );
+    const result = await runCli(["materialize", "w/partner", "--wait", "--json", "--definitions", defs, "--url", "http://127.0.0.1:9"], {
+      env: { DATABASE_URL: database.url },
+      timeoutMs: 90_000,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const out = JSON.parse(result.stdout) as { run: { status: string; steps: { tries: { state: string }[] }[] } };
+    expect(out.run.status).toBe("success");
+    expect(out.run.steps[0]!.tries.map((t) => t.state)).toEqual(["deferred", "success"]);
+  });
 });

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
-import { loadDefinitions } from "../../src/loader/index.js";
+import { loadDefinitions, triggerKindFiles } from "../../src/loader/index.js";
 import { definedTriggerKinds, definitionKind, isTriggerKindKnown, triggerKind } from "../../src/sdk/index.js";
 import { ROOT } from "../cli/run-cli.js";
 
@@ -86,16 +86,22 @@ describe("the definitions loader and trigger kinds", () => {
         `export const partner = triggerKind({ kind: "partner", check: async () => ({ fired: false }) });\n` +
         `export const orders = asset({ key: "orders" }, async () => 1);\n`,
     );
+    await writeFile(
+      path.join(dir, "plain.ts"),
+      `import { asset } from "tributary";\nexport const plain = asset({ key: "plain" }, async () => 1);\n`,
+    );
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("loads files exporting trigger kinds without errors or warnings, and counts only the assets", async () => {
+  it("loads files exporting trigger kinds without errors or warnings, counts only the assets, and names the files with kinds", async () => {
     const result = await loadDefinitions({ dir });
     const byFile = Object.fromEntries(result.files.map((f) => [f.file, f]));
-    expect(byFile["kinds.ts"]).toMatchObject({ status: "ok", assets: [], warnings: [] });
-    expect(byFile["assets.ts"]).toMatchObject({ status: "ok", warnings: [] });
-    expect(result.snapshot.assets.map((a) => a.key)).toEqual(["orders"]);
+    expect(byFile["kinds.ts"]).toMatchObject({ status: "ok", assets: [], warnings: [], triggerKinds: 1 });
+    expect(byFile["assets.ts"]).toMatchObject({ status: "ok", warnings: [], triggerKinds: 1 });
+    expect(byFile["plain.ts"]).toMatchObject({ status: "ok", triggerKinds: 0 });
+    expect(result.snapshot.assets.map((a) => a.key)).toEqual(["orders", "plain"]);
+    expect(triggerKindFiles(result.files)).toEqual(["assets.ts", "kinds.ts"]);
   }, 60_000);
 });

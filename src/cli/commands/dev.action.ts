@@ -1,6 +1,6 @@
 import pc from "picocolors";
 import { insecureWarning, runsOpen } from "../access-mode.js";
-import { watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
+import { triggerKindFiles, watchDefinitions, type DefinitionsChange } from "../../loader/index.js";
 import { lastLoadFromStore, persistLoad } from "../definitions-sync.js";
 import { startExecution } from "../execution.js";
 import { positiveInt } from "../options.js";
@@ -53,7 +53,10 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
 
   // Triggerer: started below; reimports the definitions for custom trigger kinds when they change.
   let triggerer: RunningTriggerer | undefined;
+  /** The first load's files that export custom trigger kinds, once it is over and while nothing changed since. */
+  let firstKindFiles: string[] | undefined;
   const onChange = async (change: DefinitionsChange) => {
+    firstKindFiles = change.initial ? triggerKindFiles(change.result.files) : undefined;
     const runtime = await opening;
     if (!change.initial) void triggerer?.reloadKinds();
     // Stored once the database answers, however long it is away: a load is never dropped for an outage.
@@ -117,6 +120,7 @@ export async function runDev(opts: DevOptions, globals: GlobalOptions): Promise<
   log(`reconciler ${execution.reconciler.id} and the local executor are running`);
   triggerer = await startTriggerer(runtime, {
     log: (level, message) => log(`${level === "error" ? pc.red(level) : level} triggerer: ${message}`),
+    ...(firstKindFiles ? { kindFiles: firstKindFiles } : {}),
   });
 
   let stopping = false;
