@@ -38,13 +38,16 @@ export interface ChildMainOptions {
  */
 export function childMain({ importModule, requireModule, send, afterFirstImport }: ChildMainOptions): (request: LoadRequest) => void {
   let current: { request: LoadRequest; replied: boolean } | undefined;
-  let imported = 0;
+  let firstImportOver = false;
 
   const reply = (load: NonNullable<typeof current>, message: LoadReply): void => {
     if (load.replied) return;
     load.replied = true;
     if (current === load) current = undefined;
-    if (imported++ === 0) afterFirstImport?.();
+    if (!firstImportOver) {
+      firstImportOver = true;
+      afterFirstImport?.();
+    }
     send({ ...message, heapMb: Math.ceil(process.memoryUsage().heapUsed / 2 ** 20) });
   };
 

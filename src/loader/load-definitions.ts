@@ -252,6 +252,7 @@ class ChildSupply {
 
   /** Imports one file, in a fresh process again when it failed in one that had imported other files. */
   async load(request: LoadRequest): Promise<ChildOutcome> {
+    // A child kept after a load has imported other files before this one.
     const reused = this.#child?.usable === true;
     const outcome = await this.#take().load(request);
     this.#retire();
