@@ -128,6 +128,16 @@ CREATE INDEX automation_evaluations_asset_partition_idx ON public.automation_eva
 CREATE INDEX automation_evaluations_run_idx ON public.automation_evaluations USING btree (run_id) WHERE (run_id IS NOT NULL);
 CREATE INDEX automation_evaluations_time_idx ON public.automation_evaluations USING btree (evaluated_at);
 
+CREATE TABLE public.automation_partitions (
+    asset_key text NOT NULL,
+    partitions text NOT NULL,
+    materialized jsonb NOT NULL,
+    failed jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+COMMENT ON TABLE public.automation_partitions IS 'Per asset: the materialised and failed partitions the automation loop holds, as of the automation cursor. Written with the cursor, only by the reconciler that holds the automation lease.';
+ALTER TABLE public.automation_partitions ADD CONSTRAINT automation_partitions_pkey PRIMARY KEY (asset_key);
+
 CREATE TABLE public.automation_state (
     asset_key text NOT NULL,
     state jsonb NOT NULL,

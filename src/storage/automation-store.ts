@@ -47,6 +47,17 @@ export interface PartitionStates {
   readonly failed: Map<string, string[]>;
 }
 
+/**
+ * An asset's materialised and failed partitions as the automation loop holds them, stored with the automation cursor
+ * (inclusive [from, to] key ranges in the order of the partitions definition `partitions` names; ["", ""] for an
+ * unpartitioned asset).
+ */
+export interface PartitionSummary {
+  readonly partitions: string;
+  readonly materialized: readonly (readonly [string, string])[];
+  readonly failed: readonly (readonly [string, string])[];
+}
+
 export interface StoredEvaluation {
   readonly assetKey: string;
   readonly decision: "requested" | "declined" | "skipped";
@@ -71,6 +82,8 @@ export interface TickCommit {
   /** New state per evaluated asset (JSON). */
   readonly states: ReadonlyMap<string, unknown>;
   readonly evaluations: readonly StoredEvaluation[];
+  /** Partition summaries of the assets whose partitions changed (or were read from partition_status) since the last commit. */
+  readonly summaries?: ReadonlyMap<string, PartitionSummary>;
 }
 
 /**
@@ -88,8 +101,10 @@ export interface AutomationStore {
    * and the cursor past them.
    */
   readEvents(after: EventCursor, limit: number): Promise<EventPage>;
-  /** Materialised and failed partitions of every asset. */
-  partitionStates(): Promise<PartitionStates>;
+  /** Materialised and failed partitions of every asset, or of the assets given. */
+  partitionStates(assetKeys?: readonly string[]): Promise<PartitionStates>;
+  /** The partition summaries the last commits stored, per asset (see TickCommit.summaries). */
+  loadSummaries(): Promise<Map<string, PartitionSummary>>;
   /** Partitions with a step in an active run, per asset. */
   inProgress(): Promise<Map<string, string[]>>;
   /** Of these partitions, those whose latest materialisation is behind an upstream (or that never materialised). */

@@ -489,6 +489,14 @@ export interface AutomationStateTable {
   updated_at: GeneratedTimestamp;
 }
 
+export interface AutomationPartitionsTable {
+  asset_key: string;
+  partitions: string;
+  materialized: Json;
+  failed: Json;
+  updated_at: GeneratedTimestamp;
+}
+
 export interface CursorsTable {
   name: string;
   value: Json;
@@ -556,6 +564,7 @@ export interface Database extends AccessTables {
   automation_evaluations: AutomationEvaluationsTable;
   cursors: CursorsTable;
   automation_state: AutomationStateTable;
+  automation_partitions: AutomationPartitionsTable;
   component_heartbeats: ComponentHeartbeatsTable;
   alerts: AlertsTable;
 }

@@ -140,6 +140,7 @@ export type {
   PartitionRef,
   StalePartition,
   PartitionStates,
+  PartitionSummary,
   StoredEvaluation,
   EvaluationRow,
   ListEvaluationsOptions,

@@ -8,6 +8,7 @@ import type {
   ListEvaluationsOptions,
   PartitionRef,
   PartitionStates,
+  PartitionSummary,
   StalePartition,
   StreamEvent,
   TickCommit,
@@ -85,12 +86,17 @@ export class PgAutomationStore implements AutomationStore {
     return { events, cursor: page.end };
   }
 
-  async partitionStates(): Promise<PartitionStates> {
-    const rows = await this.#db
+  async partitionStates(assetKeys?: readonly string[]): Promise<PartitionStates> {
+    let q = this.#db
       .selectFrom("partition_status")
       .select(["asset_key", "partition_key", "status", "last_materialization_event_id", "failed_check"])
-      .where((eb) => eb.or([eb("last_materialization_event_id", "is not", null), eb("status", "=", "failed")]))
-      .execute();
+      .where((eb) => eb.or([eb("last_materialization_event_id", "is not", null), eb("status", "=", "failed")]));
+    if (assetKeys) {
+      if (assetKeys.length === 0) return { materialized: new Map(), failed: new Map() };
+      // One array parameter however many assets.
+      q = q.where(sql<boolean>`asset_key = any(${[...assetKeys]}::text[])`);
+    }
+    const rows = await q.execute();
     const materialized = new Map<string, string[]>();
     const failed = new Map<string, string[]>();
     for (const r of rows) {
@@ -171,6 +177,18 @@ export class PgAutomationStore implements AutomationStore {
     return new Set(rows.map((r) => r.key));
   }
 
+  async loadSummaries(): Promise<Map<string, PartitionSummary>> {
+    const rows = await this.#db.selectFrom("automation_partitions").select(["asset_key", "partitions", "materialized", "failed"]).execute();
+    const out = new Map<string, PartitionSummary>();
+    for (const r of rows) {
+      const materialized = keyRanges(r.materialized);
+      const failed = keyRanges(r.failed);
+      // A row this code cannot read is as good as none: the asset's partitions are read from partition_status.
+      if (materialized && failed) out.set(r.asset_key, { partitions: r.partitions, materialized, failed });
+    }
+    return out;
+  }
+
   async loadStates(): Promise<Map<string, unknown>> {
     const rows = await this.#db.selectFrom("automation_state").select(["asset_key", "state"]).execute();
     return new Map(rows.map((r) => [r.asset_key, r.state as unknown]));
@@ -188,6 +206,22 @@ export class PgAutomationStore implements AutomationStore {
           select x.asset_key, x.state, ${now}
           from jsonb_to_recordset(${toJson(states)}::jsonb) as x(asset_key text, state jsonb)
           on conflict (asset_key) do update set state = excluded.state, updated_at = excluded.updated_at`.execute(trx);
+      }
+      if (commit.summaries && commit.summaries.size > 0) {
+        const summaries = [...commit.summaries].map(([asset_key, s]) => ({
+          asset_key,
+          partitions: s.partitions,
+          materialized: s.materialized,
+          failed: s.failed,
+        }));
+        await sql`
+          insert into automation_partitions (asset_key, partitions, materialized, failed, updated_at)
+          select x.asset_key, x.partitions, x.materialized, x.failed, ${now}
+          from jsonb_to_recordset(${toJson(summaries)}::jsonb) as x(asset_key text, partitions text, materialized jsonb, failed jsonb)
+          on conflict (asset_key) do update
+            set partitions = excluded.partitions, materialized = excluded.materialized, failed = excluded.failed, updated_at = excluded.updated_at`.execute(
+          trx,
+        );
       }
       if (commit.evaluations.length > 0) {
         const evaluations = commit.evaluations.map((e) => ({
@@ -265,4 +299,15 @@ function push(map: Map<string, string[]>, key: string, value: string): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
+}
+
+/** Stored key ranges, or undefined when the value is not a list of [from, to] string pairs. */
+function keyRanges(value: unknown): [string, string][] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out: [string, string][] = [];
+  for (const r of value) {
+    if (!Array.isArray(r) || r.length !== 2 || typeof r[0] !== "string" || typeof r[1] !== "string") return undefined;
+    out.push([r[0], r[1]]);
+  }
+  return out;
 }

@@ -104,6 +104,13 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     evaluated_at: "not null",
     tick: "not null",
   },
+  automation_partitions: {
+    asset_key: "not null",
+    partitions: "not null",
+    materialized: "not null",
+    failed: "not null",
+    updated_at: "not null",
+  },
   automation_state: { asset_key: "not null", state: "not null", updated_at: "not null" },
   backfills: {
     id: "not null",

@@ -1,7 +1,14 @@
-import type { AssetGraph } from "../../graph/index.js";
-import { dynamicNames, PartitionSubset, UNPARTITIONED, type PartitionContext, type PartitionSpace } from "../../partitions/index.js";
-import type { StreamEvent } from "../../storage/index.js";
-import type { AssetAutomationState } from "./automation-state.js";
+import type { AssetGraph, SnapshotAsset } from "../../graph/index.js";
+import {
+  dynamicNames,
+  PartitionSubset,
+  specHash,
+  UNPARTITIONED,
+  type PartitionContext,
+  type PartitionSpace,
+} from "../../partitions/index.js";
+import type { PartitionSummary, StreamEvent } from "../../storage/index.js";
+import { toKeyRanges, type AssetAutomationState, type KeyRanges } from "./automation-state.js";
 
 // What the automation loop keeps in memory between ticks: each asset's materialised and failed partitions, kept
 // current by the event stream, and its automation state.
@@ -16,6 +23,10 @@ export interface Cache {
   states: Map<string, AssetAutomationState>;
   /** What is stored per asset (its state without lastEvaluatedAt) and when it was written. */
   written: Map<string, { essence: string; at: number }>;
+  /** Assets whose partitions changed (or were read from partition_status) since their summary was last committed. */
+  unsaved: Set<string>;
+  /** How many assets' partitions the last load read from partition_status (the others came from their summaries). */
+  readFromRows: number;
 }
 
 /** Applies events to the cached partition states; returns, per asset, the keys they touched. */
@@ -52,7 +63,11 @@ export function applyEvents(
       c.materialized.set(e.assetKey, (c.materialized.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
       c.failed.set(e.assetKey, (c.failed.get(e.assetKey) ?? PartitionSubset.EMPTY).difference(one));
       entry.other.push(e.partitionKey);
+    } else {
+      // A planned run, a non-blocking check's result: the partitions held do not change.
+      continue;
     }
+    c.unsaved.add(e.assetKey);
   }
   return touched;
 }
@@ -64,4 +79,52 @@ export function dynamicSignatureOf(graph: AssetGraph, ctx: PartitionContext): st
     .sort()
     .map((n) => `${n}:${ctx.dynamicKeys(n).length}`)
     .join(",");
+}
+
+/**
+ * What an asset's partition summary is stored against: its partitions definition. None for definitions with dynamic
+ * partitions, whose keys (and so the order ranges are taken in) change without the definition changing: those are
+ * always read from partition_status.
+ */
+export function summaryDefinition(asset: SnapshotAsset): string | undefined {
+  if (!asset.partitions) return "unpartitioned";
+  return dynamicNames(asset.partitions).length > 0 ? undefined : specHash(asset.partitions);
+}
+
+/** The asset's partitions as the cache holds them, to store with the cursor. */
+export function summaryOf(c: Cache, key: string, definition: string, space: PartitionSpace | null): PartitionSummary {
+  return {
+    partitions: definition,
+    materialized: toKeyRanges(space, c.materialized.get(key) ?? PartitionSubset.EMPTY),
+    failed: toKeyRanges(space, c.failed.get(key) ?? PartitionSubset.EMPTY),
+  };
+}
+
+/**
+ * A stored summary in the asset's space, when it was taken in this same definition and every range still names keys
+ * of it; otherwise undefined (the asset's partitions are read from partition_status instead).
+ */
+export function restoreSummary(
+  summary: PartitionSummary | undefined,
+  definition: string | undefined,
+  space: PartitionSpace | null,
+): { materialized: PartitionSubset; failed: PartitionSubset } | undefined {
+  if (!summary || definition === undefined || summary.partitions !== definition) return undefined;
+  const materialized = subsetOfRanges(summary.materialized, space);
+  const failed = subsetOfRanges(summary.failed, space);
+  return materialized && failed ? { materialized, failed } : undefined;
+}
+
+function subsetOfRanges(ranges: KeyRanges, space: PartitionSpace | null): PartitionSubset | undefined {
+  if (ranges.length === 0) return PartitionSubset.EMPTY;
+  if (!space) return ranges.length === 1 && ranges[0]![0] === "" && ranges[0]![1] === "" ? UNPARTITIONED : undefined;
+  const parts: [number, number][] = [];
+  for (const [from, to] of ranges) {
+    if (!space.has(from) || !space.has(to)) return undefined;
+    const a = space.indexOf(from);
+    const b = space.indexOf(to);
+    if (b < a) return undefined;
+    parts.push([a, b + 1]);
+  }
+  return PartitionSubset.fromRanges(parts);
 }

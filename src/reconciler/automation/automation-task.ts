@@ -15,12 +15,13 @@ import type {
   DefinitionStore,
   EventCursor,
   GraphCache,
+  PartitionSummary,
   RunStore,
   StoredEvaluation,
   StreamEvent,
 } from "../../storage/index.js";
 import type { ReconcilerTask } from "../reconciler.js";
-import { applyEvents, dynamicSignatureOf, type Cache } from "./automation-cache.js";
+import { applyEvents, dynamicSignatureOf, restoreSummary, summaryDefinition, summaryOf, type Cache } from "./automation-cache.js";
 import { essenceOf, fromKeyRanges, parseState, toKeyRanges, toStored, type AssetAutomationState } from "./automation-state.js";
 import { DEFAULT_GAP_MS, DEFAULT_MAX_REQUESTED, runAutomationTick, spaceCache, type RunRequest } from "./automation-tick.js";
 import type { AssetView, EvaluationRecord, UpdateCause } from "./evaluate-asset.js";
@@ -56,6 +57,11 @@ export interface AutomationTickStats {
   readonly ms: number;
   /** Where the time went (ms): lease+graph, loading partition states, reading events, views, evaluation, runs, commit. */
   readonly phases: Readonly<Record<string, number>>;
+  /**
+   * When the tick loaded its cache (a lease just taken over, definitions changed): of the assets, how many had their
+   * partitions read from partition_status rather than from the summaries stored with the cursor.
+   */
+  readonly loaded?: { readonly assets: number; readonly fromPartitionStatus: number };
 }
 
 const EVENT_PAGE = 5_000;
@@ -286,9 +292,16 @@ export class AutomationTask implements ReconcilerTask {
       if (written && written.essence === essence && nowMs - written.at < refreshMs && nowMs >= written.at) continue;
       toWrite.set(key, s);
     }
+    // The partitions held, as of the cursor committed with them, of the assets whose partitions changed.
+    const summaries = new Map<string, PartitionSummary>();
+    for (const key of c.unsaved) {
+      const a = graph.get(key);
+      const definition = a && summaryDefinition(a);
+      if (definition !== undefined) summaries.set(key, summaryOf(c, key, definition, space(key)));
+    }
     const committed = await o.store.commitTick(
       o.owner,
-      { tick: lease.tick, cursor, snapshotVersion: version, states: toWrite, evaluations },
+      { tick: lease.tick, cursor, snapshotVersion: version, states: toWrite, evaluations, summaries },
       now,
     );
     if (!committed) {
@@ -298,6 +311,7 @@ export class AutomationTask implements ReconcilerTask {
       return undefined;
     }
     phase("commit");
+    c.unsaved.clear();
     for (const [k, s] of states) c.states.set(k, s);
     for (const [k, s] of toWrite) c.written.set(k, { essence: essenceOf(s), at: nowMs });
     if (full) {
@@ -315,20 +329,44 @@ export class AutomationTask implements ReconcilerTask {
       records: evaluations.length,
       ms: performance.now() - started,
       phases,
+      ...(reload ? { loaded: { assets: graph.assets.length, fromPartitionStatus: c.readFromRows } } : {}),
     };
     return this.#stats;
   }
 
+  /**
+   * The cache of a reconciler that just took the lease (or whose definitions changed): each asset's partitions from
+   * the summary stored with the cursor, when it was taken in the same partitions definition; the others', and the
+   * assets with dynamic partitions', from partition_status.
+   */
   async #load(graph: AssetGraph, version: number, dynamicSignature: string, space: (key: string) => PartitionSpace | null): Promise<Cache> {
-    const [partitionStates, storedStates] = await Promise.all([this.options.store.partitionStates(), this.options.store.loadStates()]);
+    const [summaries, storedStates] = await Promise.all([this.options.store.loadSummaries(), this.options.store.loadStates()]);
     const materialized = new Map<string, PartitionSubset>();
     const failed = new Map<string, PartitionSubset>();
+    const unsaved = new Set<string>();
+    const fromRows: SnapshotAsset[] = [];
     for (const a of graph.assets) {
-      const s = space(a.key);
-      const toSubset = (keys: string[] | undefined): PartitionSubset =>
-        !keys || keys.length === 0 ? PartitionSubset.EMPTY : s ? s.subset(keys.filter((k) => s.has(k))) : UNPARTITIONED;
-      materialized.set(a.key, toSubset(partitionStates.materialized.get(a.key)));
-      failed.set(a.key, toSubset(partitionStates.failed.get(a.key)));
+      const definition = summaryDefinition(a);
+      const restored = restoreSummary(summaries.get(a.key), definition, space(a.key));
+      if (restored) {
+        materialized.set(a.key, restored.materialized);
+        failed.set(a.key, restored.failed);
+      } else {
+        fromRows.push(a);
+        if (definition !== undefined) unsaved.add(a.key);
+      }
+    }
+    if (fromRows.length > 0) {
+      const partitionStates = await this.options.store.partitionStates(
+        fromRows.length === graph.assets.length ? undefined : fromRows.map((a) => a.key),
+      );
+      for (const a of fromRows) {
+        const s = space(a.key);
+        const toSubset = (keys: string[] | undefined): PartitionSubset =>
+          !keys || keys.length === 0 ? PartitionSubset.EMPTY : s ? s.subset(keys.filter((k) => s.has(k))) : UNPARTITIONED;
+        materialized.set(a.key, toSubset(partitionStates.materialized.get(a.key)));
+        failed.set(a.key, toSubset(partitionStates.failed.get(a.key)));
+      }
     }
     const states = new Map<string, AssetAutomationState>();
     const written = new Map<string, { essence: string; at: number }>();
@@ -338,7 +376,7 @@ export class AutomationTask implements ReconcilerTask {
       states.set(key, state);
       written.set(key, { essence: essenceOf(state), at: Date.parse(state.lastEvaluatedAt) });
     }
-    return { version, dynamicSignature, materialized, failed, states, written };
+    return { version, dynamicSignature, materialized, failed, states, written, unsaved, readFromRows: fromRows.length };
   }
 
   /**
