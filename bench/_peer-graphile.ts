@@ -63,13 +63,19 @@ export async function startGraphileBench(scope: BenchScope): Promise<PeerBench> 
       },
     ]),
   );
+  // The runner's and the utilities' connections come from a pool of ours, ended when the scope closes: graphile-worker
+  // leaves a pool it made itself open after stopping, and dropping the database then kills its idle connections.
+  const { Pool } = (await import("pg")).default;
+  const workerPool = new Pool({ connectionString: url, max: GRAPHILE_SETTINGS.concurrentJobs + 2 });
+  workerPool.on("error", () => undefined);
+  workerPool.on("connect", (client) => client.on("error", () => undefined));
+  scope.onClose(() => workerPool.end());
   const runner: Runner = await run({
     taskList: counted,
+    pgPool: workerPool,
     preset: {
       worker: {
-        connectionString: url,
         concurrentJobs: GRAPHILE_SETTINGS.concurrentJobs,
-        maxPoolSize: GRAPHILE_SETTINGS.concurrentJobs + 2,
         pollInterval: 500,
         logger: silent,
         localQueue: { size: GRAPHILE_SETTINGS.localQueueSize },
@@ -80,9 +86,8 @@ export async function startGraphileBench(scope: BenchScope): Promise<PeerBench> 
     noHandleSignals: true,
   });
   scope.onClose(() => runner.stop());
-  const utils = await makeWorkerUtils({ connectionString: url, logger: silent });
+  const utils = await makeWorkerUtils({ pgPool: workerPool, logger: silent });
   scope.onClose(() => utils.release());
-  const { Pool } = (await import("pg")).default;
   const pool = new Pool({ connectionString: url, max: 2 });
   scope.onClose(() => pool.end());
   await pool.query("create table bench_fan_in (remaining int not null)");
