@@ -130,6 +130,10 @@ const result = await build({
   define: {
     "import.meta.url": `${META_BINDING}.url`,
     "import.meta.precompiled": `${META_BINDING}.precompiled`,
+    // Read unguarded only by graphql-js, which otherwise looks for a second copy of itself behind every failed
+    // instanceof of its execution (a tenth of answering `assets { partitionStatus { counts } }` over 10 000 assets):
+    // the bundle holds exactly one copy.
+    "process.env.NODE_ENV": '"production"',
   },
   metafile: true,
   write: false,
