@@ -10,7 +10,9 @@ import { releaseDeferredPoolSlotsIn } from "./pools.js";
 import { requeuedIn } from "./requeue.js";
 import { lockRuns } from "./run-counters.js";
 import {
+  cancelingRuns,
   cancelUnneededWaits,
+  choresDue,
   lockQueuedRuns,
   lockZombies,
   requeueHeldByGone,
@@ -40,74 +42,81 @@ export async function housekeeping(
       return result;
     });
 
+  const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
+  const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
+  const deadAfterMs = options.holderDeadAfterMs;
+  // One read says which chores have anything to do: idle, housekeeping costs that statement alone.
+  const due = await choresDue(db, { now, zombieBefore, queuedBefore, deadAfterMs });
+
   // Retries whose delay has passed become runnable again.
-  const retriesDue = await chore(
-    async (trx) => (await scheduleDueRetries(trx, now)).length,
-    (n) => n > 0,
-  );
-
-  // Zombies: running steps nobody has heard from. Their try fails as an infrastructure failure: the worker or its
-  // host is gone, whatever the step's code was doing (it may have run to the end and not been able to say so).
-  const zombies = !outlived(options.zombieAfterMs)
+  const retriesDue = !due.retries
     ? 0
     : await chore(
-        async (trx) => {
-          const zombieBefore = new Date(now.getTime() - options.zombieAfterMs);
-          const rows = await lockZombies(trx, zombieBefore);
-          if (rows.length > 0) {
-            await completeIn(
-              trx,
-              rows.map((z): StepCompletion => ({
-                stepId: Number(z.id),
-                tryNumber: z.try_number,
-                startedAt: null,
-                endedAt: now,
-                workerId: z.worker_id,
-                logRef: null,
-                outcome: "failed",
-                retryable: true,
-                failureClass: "infrastructure",
-                error: {
-                  name: "ZombieStep",
-                  code: "STEP_ZOMBIE",
-                  message:
-                    `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
-                    `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
-                },
-              })),
-              now,
-              decisions,
-              random,
-            );
-          }
-          return rows.length;
-        },
-        () => false, // completeIn notifies
-      );
-
-  // Handed out but never started (the executor or the queue lost it): hand it out again. The try is an
-  // infrastructure failure that uses up neither budget: nothing of the step's code ran.
-  const requeued = !outlived(options.queuedTimeoutMs)
-    ? 0
-    : await chore(
-        async (trx) => {
-          const queuedBefore = new Date(now.getTime() - options.queuedTimeoutMs);
-          const stuck = await requeueUnstarted(trx, queuedBefore, now);
-          await requeuedIn(trx, stuck, now, {
-            name: "QueuedTimeout",
-            code: "STEP_QUEUED_TIMEOUT",
-            message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
-          });
-          return stuck.length;
-        },
+        async (trx) => (await scheduleDueRetries(trx, now)).length,
         (n) => n > 0,
       );
 
+  // Zombies: running steps nobody has heard from. Their try fails as an infrastructure failure: the worker or its
+  // host is gone, whatever the step's code was doing (it may have run to the end and not been able to say so).
+  const zombies =
+    !due.zombies || !outlived(options.zombieAfterMs)
+      ? 0
+      : await chore(
+          async (trx) => {
+            const rows = await lockZombies(trx, zombieBefore);
+            if (rows.length > 0) {
+              await completeIn(
+                trx,
+                rows.map((z): StepCompletion => ({
+                  stepId: Number(z.id),
+                  tryNumber: z.try_number,
+                  startedAt: null,
+                  endedAt: now,
+                  workerId: z.worker_id,
+                  logRef: null,
+                  outcome: "failed",
+                  retryable: true,
+                  failureClass: "infrastructure",
+                  error: {
+                    name: "ZombieStep",
+                    code: "STEP_ZOMBIE",
+                    message:
+                      `no heartbeat from worker ${z.worker_id ?? "(unknown)"} for more than ${Math.round(options.zombieAfterMs / 1000)} s ` +
+                      `(last at ${z.heartbeat_at?.toISOString() ?? "never"}): the worker process or its host is presumed dead`,
+                  },
+                })),
+                now,
+                decisions,
+                random,
+              );
+            }
+            return rows.length;
+          },
+          () => false, // completeIn notifies
+        );
+
+  // Handed out but never started (the executor or the queue lost it): hand it out again. The try is an
+  // infrastructure failure that uses up neither budget: nothing of the step's code ran.
+  const requeued =
+    !due.unstarted || !outlived(options.queuedTimeoutMs)
+      ? 0
+      : await chore(
+          async (trx) => {
+            const stuck = await requeueUnstarted(trx, queuedBefore, now);
+            await requeuedIn(trx, stuck, now, {
+              name: "QueuedTimeout",
+              code: "STEP_QUEUED_TIMEOUT",
+              message: `not started within ${Math.round(options.queuedTimeoutMs / 1000)} s of being handed out; handed out again`,
+            });
+            return stuck.length;
+          },
+          (n) => n > 0,
+        );
+
   // Held by a reconciler that died (or stopped) before starting them: hand them out again now, not at the queued
   // timeout. Like a queued timeout, nothing of the step's code ran, so neither budget is used.
-  const deadAfterMs = options.holderDeadAfterMs;
   const holderLost =
-    deadAfterMs === undefined || !outlived(deadAfterMs)
+    deadAfterMs === undefined || !due.heldByGone || !outlived(deadAfterMs)
       ? 0
       : await chore(
           async (trx) => {
@@ -131,34 +140,36 @@ export async function housekeeping(
         );
 
   // Runs waiting for their job's maxActiveRuns.
-  const runsStarted = await chore(
-    async (trx) => {
-      const queuedRuns = await lockQueuedRuns(trx);
-      let started = 0;
-      for (const r of queuedRuns) if (await startRun(trx, r.id, now)) started++;
-      return started;
-    },
-    (n) => n > 0,
-  );
+  const runsStarted = !due.queuedRuns
+    ? 0
+    : await chore(
+        async (trx) => {
+          const queuedRuns = await lockQueuedRuns(trx);
+          let started = 0;
+          for (const r of queuedRuns) if (await startRun(trx, r.id, now)) started++;
+          return started;
+        },
+        (n) => n > 0,
+      );
 
   // Cancellation: unstarted steps are skipped, active ones are aborted by
   // their executor. Steps are locked before their runs (in id order), as
   // completions do; doing it twice at once is harmless.
-  const { runsCanceled, toAbort } = await chore(
-    async (trx) => {
-      const canceling = await sql<{ id: string }>`
-        select id from runs where cancel_requested_at is not null and status in ('queued', 'running')
-        order by id limit 100`.execute(trx);
-      const toAbort: { stepId: number; executor: string }[] = [];
-      if (canceling.rows.length === 0) return { runsCanceled: 0, toAbort };
-      const runIds = canceling.rows.map((r) => r.id);
-      const { rows: deferred } = await sql<{ id: string }>`
+  const { runsCanceled, toAbort } = !due.canceling
+    ? { runsCanceled: 0, toAbort: [] }
+    : await chore(
+        async (trx) => {
+          const canceling = await cancelingRuns(trx);
+          const toAbort: { stepId: number; executor: string }[] = [];
+          if (canceling.length === 0) return { runsCanceled: 0, toAbort };
+          const runIds = canceling.map((r) => r.id);
+          const { rows: deferred } = await sql<{ id: string }>`
         select id from steps where run_id = any(${runIds}::uuid[]) and state = 'deferred' order by id for no key update`.execute(trx);
-      await releaseDeferredPoolSlotsIn(
-        trx,
-        deferred.map((r) => Number(r.id)),
-      );
-      const skipped = await sql<{ run_id: string; n: number }>`
+          await releaseDeferredPoolSlotsIn(
+            trx,
+            deferred.map((r) => Number(r.id)),
+          );
+          const skipped = await sql<{ run_id: string; n: number }>`
         with locked as (
           select id from steps
           where run_id = any(${runIds}::uuid[]) and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
@@ -170,33 +181,34 @@ export async function housekeeping(
             and state in ('pending', 'scheduled', 'up_for_retry', 'up_for_reschedule', 'deferred')
           returning run_id
         ) select run_id, count(*)::int as n from s group by run_id`.execute(trx);
-      await lockRuns(trx, runIds);
-      for (const s of skipped.rows) {
-        await trx
-          .updateTable("runs")
-          .set((eb) => ({ steps_done: eb("steps_done", "+", s.n), updated_at: now }))
-          .where("id", "=", s.run_id)
-          .execute();
-      }
-      const active = await sql<{ id: number; executor: string }>`
+          await lockRuns(trx, runIds);
+          for (const s of skipped.rows) {
+            await trx
+              .updateTable("runs")
+              .set((eb) => ({ steps_done: eb("steps_done", "+", s.n), updated_at: now }))
+              .where("id", "=", s.run_id)
+              .execute();
+          }
+          const active = await sql<{ id: number; executor: string }>`
         select id, executor from steps where run_id = any(${runIds}::uuid[]) and state in ('queued', 'running')`.execute(trx);
-      for (const a of active.rows) toAbort.push({ stepId: Number(a.id), executor: a.executor });
-      const done = await sql<{ id: string }>`
+          for (const a of active.rows) toAbort.push({ stepId: Number(a.id), executor: a.executor });
+          const done = await sql<{ id: string }>`
         update runs set status = 'canceled', ended_at = ${now}, updated_at = ${now}
         where id = any(${runIds}::uuid[]) and status in ('queued', 'running') and steps_active = 0
           and not exists (select 1 from steps where steps.run_id = runs.id and steps.state in ('queued', 'running'))
         returning id`.execute(trx);
-      return { runsCanceled: done.rows.length, toAbort };
-    },
-    (r) => r.runsCanceled > 0,
-  );
+          return { runsCanceled: done.rows.length, toAbort };
+        },
+        (r) => r.runsCanceled > 0,
+      );
 
   // Waits nobody needs any more (their step was canceled or cleared meanwhile): stop checking them. Triggers are
   // locked before steps are read, as the trigger store does, and steps are only read.
-  await chore(
-    (trx) => cancelUnneededWaits(trx, now),
-    () => false,
-  );
+  if (due.unneededWaits)
+    await chore(
+      (trx) => cancelUnneededWaits(trx, now),
+      () => false,
+    );
 
   return { retriesDue, zombies, requeued, holderLost, runsStarted, toAbort, runsCanceled };
 }

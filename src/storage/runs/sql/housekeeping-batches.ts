@@ -4,13 +4,64 @@ import { toJson } from "../../json.js";
 import { HOUSEKEEPING_BATCH, type Trx } from "../step-rows.js";
 
 // Housekeeping's batches: each takes at most HOUSEKEEPING_BATCH rows and skips rows a claim or completion holds
-// (FOR NO KEY UPDATE SKIP LOCKED in a subquery), which the builder does not express.
+// (FOR NO KEY UPDATE SKIP LOCKED in a subquery), which the builder does not express. What each batch takes is one
+// condition, which choresDue also asks about.
+
+/** Steps (of `steps`) whose retry or reschedule is due. */
+const retryDue = (now: Date) => sql`state in ('up_for_retry', 'up_for_reschedule') and next_retry_at <= ${now}`;
+/** Running steps (of `steps`) not heard from since `before`. */
+const zombie = (before: Date) => sql`state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${before}`;
+/** Steps (of `steps`) handed out before `before` and not started. */
+const unstarted = (before: Date) => sql`state = 'queued' and queued_at < ${before}`;
+/** Queued steps (`steps s`) held by a reconciler without a heartbeat within `deadAfterMs` (by the database's clock). */
+const heldByGone = (deadAfterMs: number) => sql`s.state = 'queued' and s.worker_id is not null
+  and not exists (select 1 from component_heartbeats h
+                  where h.id = s.worker_id and h.kind = 'reconciler'
+                    and h.heartbeat_at > now() - make_interval(secs => ${deadAfterMs / 1000}::float8))`;
+/** Queued runs (of `runs`) not being canceled. */
+const queuedRun = sql`status = 'queued' and cancel_requested_at is null`;
+/** Runs (of `runs`) being canceled. */
+const cancelingRun = sql`cancel_requested_at is not null and status in ('queued', 'running')`;
+/** Waiting triggers (`triggers t`) whose step (`steps s`) is no longer deferred. */
+const unneededWait = sql`t.status = 'waiting' and s.state <> 'deferred'`;
+
+/** Which chores would find something now (see the conditions above). */
+export interface ChoresDue {
+  readonly retries: boolean;
+  readonly zombies: boolean;
+  readonly unstarted: boolean;
+  /** False when no `deadAfterMs` was given. */
+  readonly heldByGone: boolean;
+  readonly queuedRuns: boolean;
+  readonly canceling: boolean;
+  readonly unneededWaits: boolean;
+}
+
+/**
+ * Whether each chore has anything to do, in one read: an idle database costs this statement instead of a
+ * transaction per chore. A row that appears after it is found by the next housekeeping, as it would be had it
+ * appeared after that chore ran.
+ */
+export async function choresDue(
+  db: Kysely<Database>,
+  at: { readonly now: Date; readonly zombieBefore: Date; readonly queuedBefore: Date; readonly deadAfterMs: number | undefined },
+): Promise<ChoresDue> {
+  const { rows } = await sql<ChoresDue>`
+    select exists (select 1 from steps where ${retryDue(at.now)}) as retries,
+           exists (select 1 from steps where ${zombie(at.zombieBefore)}) as zombies,
+           exists (select 1 from steps where ${unstarted(at.queuedBefore)}) as unstarted,
+           ${at.deadAfterMs === undefined ? sql`false` : sql`exists (select 1 from steps s where ${heldByGone(at.deadAfterMs)})`} as "heldByGone",
+           exists (select 1 from runs where ${queuedRun}) as "queuedRuns",
+           exists (select 1 from runs where ${cancelingRun}) as canceling,
+           exists (select 1 from triggers t join steps s on s.id = t.step_id where ${unneededWait}) as "unneededWaits"`.execute(db);
+  return rows[0]!;
+}
 
 /** Retries and reschedules whose time has come become scheduled. Returns the steps moved. */
 export async function scheduleDueRetries(trx: Trx, now: Date): Promise<{ id: number }[]> {
   const { rows } = await sql<{ id: number }>`
     update steps set state = 'scheduled', scheduled_at = ${now}, next_retry_at = null, updated_at = ${now}
-    where id in (select id from steps where state in ('up_for_retry', 'up_for_reschedule') and next_retry_at <= ${now}
+    where id in (select id from steps where ${retryDue(now)}
                  order by next_retry_at limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
     returning id`.execute(trx);
   return rows;
@@ -23,7 +74,7 @@ export async function lockZombies(
 ): Promise<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }[]> {
   const { rows } = await sql<{ id: number; try_number: number; worker_id: string | null; heartbeat_at: Date | null }>`
     select id, try_number, worker_id, heartbeat_at from steps
-    where state = 'running' and coalesce(heartbeat_at, started_at, queued_at) < ${zombieBefore}
+    where ${zombie(zombieBefore)}
     order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked`.execute(trx);
   return rows;
 }
@@ -32,7 +83,7 @@ export async function lockZombies(
 export async function requeueUnstarted(trx: Trx, queuedBefore: Date, now: Date): Promise<RequeuedStep[]> {
   const { rows } = await sql<RequeuedStep>`
     update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
-    where id in (select id from steps where state = 'queued' and queued_at < ${queuedBefore}
+    where id in (select id from steps where ${unstarted(queuedBefore)}
                  order by id limit ${HOUSEKEEPING_BATCH}::int for no key update skip locked)
     returning id, run_id, try_number, pool, pool_slots`.execute(trx);
   return rows;
@@ -46,10 +97,7 @@ export async function requeueHeldByGone(trx: Trx, deadAfterMs: number, now: Date
   const { rows } = await sql<RequeuedStep & { holder: string }>`
     update steps set state = 'scheduled', scheduled_at = ${now}, tries_before = tries_before + 1, updated_at = ${now}
     where id in (select s.id from steps s
-                 where s.state = 'queued' and s.worker_id is not null
-                   and not exists (select 1 from component_heartbeats h
-                                   where h.id = s.worker_id and h.kind = 'reconciler'
-                                     and h.heartbeat_at > now() - make_interval(secs => ${deadAfterMs / 1000}::float8))
+                 where ${heldByGone(deadAfterMs)}
                  order by s.id limit ${HOUSEKEEPING_BATCH}::int for no key update of s skip locked)
       and state = 'queued'
     returning id, run_id, try_number, pool, pool_slots, worker_id as holder`.execute(trx);
@@ -100,10 +148,16 @@ export async function queuedBefore(
   return rows;
 }
 
+/** Runs being canceled, oldest id first (at most 100). */
+export async function cancelingRuns(trx: Trx): Promise<{ id: string }[]> {
+  const { rows } = await sql<{ id: string }>`select id from runs where ${cancelingRun} order by id limit 100`.execute(trx);
+  return rows;
+}
+
 /** Queued runs not being canceled, best first, locked: those waiting for their job's maxActiveRuns. */
 export async function lockQueuedRuns(trx: Trx): Promise<{ id: string }[]> {
   const { rows } = await sql<{ id: string }>`
-    select id from runs where status = 'queued' and cancel_requested_at is null
+    select id from runs where ${queuedRun}
     order by priority desc, created_at limit 100 for no key update skip locked`.execute(trx);
   return rows;
 }
@@ -114,7 +168,7 @@ export async function cancelUnneededWaits(trx: Trx, now: Date): Promise<bigint |
     update triggers set status = 'canceled', ended_at = ${now}, lease_owner = null, lease_expires_at = null,
                         updated_at = ${now}
     where id in (select t.id from triggers t join steps s on s.id = t.step_id
-                 where t.status = 'waiting' and s.state <> 'deferred'
+                 where ${unneededWait}
                  order by t.id limit ${HOUSEKEEPING_BATCH}::int for no key update of t skip locked)`.execute(trx);
   return result.numAffectedRows;
 }
