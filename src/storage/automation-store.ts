@@ -84,6 +84,8 @@ export interface TickCommit {
   readonly evaluations: readonly StoredEvaluation[];
   /** Partition summaries of the assets whose partitions changed (or were read from partition_status) since the last commit. */
   readonly summaries?: ReadonlyMap<string, PartitionSummary>;
+  /** Assets whose stored partition summary is deleted: the definitions no longer have them. */
+  readonly dropSummaries?: readonly string[];
 }
 
 /**

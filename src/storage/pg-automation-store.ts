@@ -223,6 +223,9 @@ export class PgAutomationStore implements AutomationStore {
           trx,
         );
       }
+      if (commit.dropSummaries && commit.dropSummaries.length > 0) {
+        await sql`delete from automation_partitions where asset_key = any(${[...commit.dropSummaries]}::text[])`.execute(trx);
+      }
       if (commit.evaluations.length > 0) {
         const evaluations = commit.evaluations.map((e) => ({
           asset_key: e.assetKey,

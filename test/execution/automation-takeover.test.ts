@@ -125,5 +125,12 @@ describePostgres("automation: a reconciler taking the lease over reads the parti
       "tk/total": { materialized: [["", ""]] },
     });
     expect(await cleanSteps()).toEqual(["2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13", "2025-03-14"]);
+
+    // An asset the definitions no longer have: its summary goes with the next commit.
+    await h.redefine({ "takeover.ts": defs("2025-02-01").replace(/export const total = .*\n/, "") });
+    await h.graphs.current({ fresh: true });
+    const pruned = await c.task.tick(new Date((clock += 10)));
+    expect(pruned?.loaded).toEqual({ assets: 3, fromPartitionStatus: 1 });
+    expect(Object.keys(await summaries())).toEqual(["tk/clean", "tk/src"]);
   });
 });

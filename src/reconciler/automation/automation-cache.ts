@@ -25,6 +25,8 @@ export interface Cache {
   written: Map<string, { essence: string; at: number }>;
   /** Assets whose partitions changed (or were read from partition_status) since their summary was last committed. */
   unsaved: Set<string>;
+  /** Stored summaries of assets the definitions no longer have, deleted with the next commit. */
+  orphans: string[];
   /** How many assets' partitions the last load read from partition_status (the others came from their summaries). */
   readFromRows: number;
 }

@@ -301,7 +301,7 @@ export class AutomationTask implements ReconcilerTask {
     }
     const committed = await o.store.commitTick(
       o.owner,
-      { tick: lease.tick, cursor, snapshotVersion: version, states: toWrite, evaluations, summaries },
+      { tick: lease.tick, cursor, snapshotVersion: version, states: toWrite, evaluations, summaries, dropSummaries: c.orphans },
       now,
     );
     if (!committed) {
@@ -312,6 +312,7 @@ export class AutomationTask implements ReconcilerTask {
     }
     phase("commit");
     c.unsaved.clear();
+    c.orphans = [];
     for (const [k, s] of states) c.states.set(k, s);
     for (const [k, s] of toWrite) c.written.set(k, { essence: essenceOf(s), at: nowMs });
     if (full) {
@@ -376,7 +377,8 @@ export class AutomationTask implements ReconcilerTask {
       states.set(key, state);
       written.set(key, { essence: essenceOf(state), at: Date.parse(state.lastEvaluatedAt) });
     }
-    return { version, dynamicSignature, materialized, failed, states, written, unsaved, readFromRows: fromRows.length };
+    const orphans = [...summaries.keys()].filter((key) => !graph.has(key));
+    return { version, dynamicSignature, materialized, failed, states, written, unsaved, orphans, readFromRows: fromRows.length };
   }
 
   /**
