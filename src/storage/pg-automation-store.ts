@@ -19,6 +19,8 @@ import { parseEventCursor, readEventStream, STREAM_START, type PendingTransactio
 import { toJson } from "./json.js";
 
 const CURSOR = "automation";
+/** Partition summaries written per statement (see commitTick). */
+const SUMMARIES_PER_STATEMENT = 200;
 
 interface CursorValue {
   tick: number;
@@ -207,17 +209,17 @@ export class PgAutomationStore implements AutomationStore {
           from jsonb_to_recordset(${toJson(states)}::jsonb) as x(asset_key text, state jsonb)
           on conflict (asset_key) do update set state = excluded.state, updated_at = excluded.updated_at`.execute(trx);
       }
-      if (commit.summaries && commit.summaries.size > 0) {
-        const summaries = [...commit.summaries].map(([asset_key, s]) => ({
-          asset_key,
-          partitions: s.partitions,
-          materialized: s.materialized,
-          failed: s.failed,
-        }));
+      // A few hundred assets a statement: summaries of scattered partitions are large, and one statement's
+      // parameter has a size limit.
+      const summaries = [...(commit.summaries ?? [])];
+      for (let i = 0; i < summaries.length; i += SUMMARIES_PER_STATEMENT) {
+        const rows = summaries
+          .slice(i, i + SUMMARIES_PER_STATEMENT)
+          .map(([asset_key, s]) => ({ asset_key, partitions: s.partitions, materialized: s.materialized, failed: s.failed }));
         await sql`
           insert into automation_partitions (asset_key, partitions, materialized, failed, updated_at)
           select x.asset_key, x.partitions, x.materialized, x.failed, ${now}
-          from jsonb_to_recordset(${toJson(summaries)}::jsonb) as x(asset_key text, partitions text, materialized jsonb, failed jsonb)
+          from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(asset_key text, partitions text, materialized jsonb, failed jsonb)
           on conflict (asset_key) do update
             set partitions = excluded.partitions, materialized = excluded.materialized, failed = excluded.failed, updated_at = excluded.updated_at`.execute(
           trx,

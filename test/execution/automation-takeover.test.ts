@@ -35,13 +35,21 @@ describePostgres("automation: a reconciler taking the lease over reads the parti
   });
 
   /** An automation task on its own connection, as a separate reconciler process would have. */
-  const task = async (owner: string) => {
+  const task = async (owner: string, options: { maxSummaryRanges?: number } = {}) => {
     const handle = await openPostgres({ kind: "postgres", url: h!.url, applicationName: owner });
     extra.push(handle);
     const store = new RecordingStore(handle.db);
     return {
       store,
-      task: new AutomationTask({ store, runs: h!.runs, graphs: h!.graphs, definitions: h!.definitions, owner, minIntervalMs: 0 }),
+      task: new AutomationTask({
+        store,
+        runs: h!.runs,
+        graphs: h!.graphs,
+        definitions: h!.definitions,
+        owner,
+        minIntervalMs: 0,
+        ...options,
+      }),
     };
   };
   const report = (assetKey: string, partition?: string) =>
@@ -132,5 +140,25 @@ describePostgres("automation: a reconciler taking the lease over reads the parti
     const pruned = await c.task.tick(new Date((clock += 10)));
     expect(pruned?.loaded).toEqual({ assets: 3, fromPartitionStatus: 1 });
     expect(Object.keys(await summaries())).toEqual(["tk/clean", "tk/src"]);
+  });
+
+  it("stores no summary of an asset whose partitions take too many ranges, and drops the one it had", async () => {
+    h = await Harness.create({ files: { "takeover.ts": defs() }, start: false });
+    let clock = Date.parse("2025-03-20T12:00:00Z");
+    const a = await task("rec-a", { maxSummaryRanges: 1 });
+    await a.task.tick(new Date(clock));
+    await report("tk/src", "2025-03-10");
+    for (let i = 0; i < 50 && (await cleanSteps()).length < 1; i++) await a.task.tick(new Date((clock += 10)));
+    expect((await summaries())["tk/src"]).toEqual({ materialized: [["2025-03-10", "2025-03-10"]], failed: [] });
+    // A second range: more than this holder stores, so the stored one (now behind the cursor) goes.
+    await report("tk/src", "2025-03-12");
+    for (let i = 0; i < 50 && (await cleanSteps()).length < 2; i++) await a.task.tick(new Date((clock += 10)));
+    expect(await cleanSteps()).toEqual(["2025-03-10", "2025-03-12"]);
+    expect(Object.keys(await summaries())).toEqual(["tk/clean", "tk/total"]);
+    // The next holder reads that asset from partition_status.
+    const b = await task("rec-b");
+    clock += 60_000;
+    expect((await b.task.tick(new Date(clock)))?.loaded).toEqual({ assets: 4, fromPartitionStatus: 2 });
+    expect(b.store.rowReads).toEqual([["tk/profile", "tk/src"]]);
   });
 });

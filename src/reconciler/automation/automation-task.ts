@@ -43,6 +43,11 @@ export interface AutomationTaskOptions {
   readonly maxRequestedPerAsset?: number;
   /** Most events consumed per tick (default 50 000); the rest in the next one. */
   readonly maxEventsPerTick?: number;
+  /**
+   * An asset whose partitions held take more key ranges than this (default 10 000) stores none with the cursor: a
+   * reconciler taking the lease over reads its partition_status rows instead.
+   */
+  readonly maxSummaryRanges?: number;
   readonly log?: (level: "info" | "warn" | "error", message: string) => void;
 }
 
@@ -292,16 +297,21 @@ export class AutomationTask implements ReconcilerTask {
       if (written && written.essence === essence && nowMs - written.at < refreshMs && nowMs >= written.at) continue;
       toWrite.set(key, s);
     }
-    // The partitions held, as of the cursor committed with them, of the assets whose partitions changed.
+    // The partitions held, as of the cursor committed with them, of the assets whose partitions changed. One too
+    // scattered to store is dropped instead: a stored summary must never be older than the cursor.
     const summaries = new Map<string, PartitionSummary>();
+    const dropSummaries = [...c.orphans];
     for (const key of c.unsaved) {
       const a = graph.get(key);
       const definition = a && summaryDefinition(a);
-      if (definition !== undefined) summaries.set(key, summaryOf(c, key, definition, space(key)));
+      if (definition === undefined) continue;
+      const ranges = (c.materialized.get(key)?.rangeCount ?? 0) + (c.failed.get(key)?.rangeCount ?? 0);
+      if (ranges <= (o.maxSummaryRanges ?? 10_000)) summaries.set(key, summaryOf(c, key, definition, space(key)));
+      else dropSummaries.push(key);
     }
     const committed = await o.store.commitTick(
       o.owner,
-      { tick: lease.tick, cursor, snapshotVersion: version, states: toWrite, evaluations, summaries, dropSummaries: c.orphans },
+      { tick: lease.tick, cursor, snapshotVersion: version, states: toWrite, evaluations, summaries, dropSummaries },
       now,
     );
     if (!committed) {
