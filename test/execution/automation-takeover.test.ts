@@ -1,9 +1,8 @@
 import { sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
-import { reportAssetEvent } from "../../src/api/index.js";
-import { AutomationTask } from "../../src/reconciler/index.js";
-import { openPostgres, PgAutomationStore, PgEventStore, type PartitionStates, type PostgresHandle } from "../../src/storage/index.js";
+import { PgAutomationStore, type PartitionStates } from "../../src/storage/index.js";
 import { describePostgres } from "../support/pg.js";
+import { automationSupport } from "./automation-support.js";
 import { Harness } from "./harness.js";
 
 // src (external, daily) → clean (eager); an unpartitioned eager asset; one with dynamic partitions.
@@ -27,37 +26,20 @@ class RecordingStore extends PgAutomationStore {
 
 describePostgres("automation: a reconciler taking the lease over reads the partition summaries stored with the cursor", () => {
   let h: Harness | undefined;
-  const extra: PostgresHandle[] = [];
+  const support = automationSupport(() => h!);
+  const { report } = support;
   afterEach(async () => {
-    for (const x of extra.splice(0)) await x.close().catch(() => undefined);
+    await support.close();
     await h?.stop();
     h = undefined;
   });
 
-  /** An automation task on its own connection, as a separate reconciler process would have. */
+  /** An automation task on its own connection, with the store recording its reads of partition_status. */
   const task = async (owner: string, options: { maxSummaryRanges?: number } = {}) => {
-    const handle = await openPostgres({ kind: "postgres", url: h!.url, applicationName: owner });
-    extra.push(handle);
-    const store = new RecordingStore(handle.db);
-    return {
-      store,
-      task: new AutomationTask({
-        store,
-        runs: h!.runs,
-        graphs: h!.graphs,
-        definitions: h!.definitions,
-        owner,
-        minIntervalMs: 0,
-        ...options,
-      }),
-    };
+    let store!: RecordingStore;
+    const task = await support.task(owner, { ...options, store: (db) => (store = new RecordingStore(db)) });
+    return { store, task };
   };
-  const report = (assetKey: string, partition?: string) =>
-    reportAssetEvent(
-      { graphs: h!.graphs, events: new PgEventStore(h!.db), definitions: h!.definitions },
-      partition === undefined ? { assetKey } : { assetKey, partition },
-      new Date(),
-    );
   const summaries = async () =>
     Object.fromEntries(
       (

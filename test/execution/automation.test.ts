@@ -1,10 +1,10 @@
 import { sql } from "kysely";
 import pg from "pg";
 import { afterEach, expect, it } from "vitest";
-import { reportAssetEvent } from "../../src/api/index.js";
 import { AutomationTask } from "../../src/reconciler/index.js";
-import { openPostgres, PgAutomationStore, PgEventStore, type PostgresHandle } from "../../src/storage/index.js";
+import { PgAutomationStore } from "../../src/storage/index.js";
 import { createScratchDatabase, describePostgres } from "../support/pg.js";
+import { automationSupport } from "./automation-support.js";
 import { Harness } from "./harness.js";
 
 // src (external, daily) → clean (eager) → report (eager, reads the last 2 days of clean)
@@ -23,19 +23,13 @@ export const hourlyCron = asset({ key: "au/nightly", automation: onCron("0 3 * *
 
 describePostgres("automation: the reconciler's automation task", () => {
   let h: Harness | undefined;
-  const extra: PostgresHandle[] = [];
+  const { task, report, close } = automationSupport(() => h!);
   afterEach(async () => {
-    for (const x of extra.splice(0)) await x.close().catch(() => undefined);
+    await close();
     await h?.stop();
     h = undefined;
   });
 
-  const report = (assetKey: string, partition: string) =>
-    reportAssetEvent(
-      { graphs: h!.graphs, events: new PgEventStore(h!.db), definitions: h!.definitions },
-      { assetKey, partition },
-      new Date(),
-    );
   const stepsOf = async (assetKey: string) =>
     (
       await sql<{ partition_key: string; n: string }>`
@@ -43,20 +37,6 @@ describePostgres("automation: the reconciler's automation task", () => {
         h!.db,
       )
     ).rows.map((r) => `${r.partition_key}×${r.n}`);
-  /** An automation task on its own connection, as a separate reconciler process would have. */
-  const task = async (owner: string, options: Partial<ConstructorParameters<typeof AutomationTask>[0]> = {}) => {
-    const handle = await openPostgres({ kind: "postgres", url: h!.url, applicationName: owner });
-    extra.push(handle);
-    return new AutomationTask({
-      store: new PgAutomationStore(handle.db),
-      runs: h!.runs,
-      graphs: h!.graphs,
-      definitions: h!.definitions,
-      owner,
-      minIntervalMs: 0,
-      ...options,
-    });
-  };
 
   it("consumes each event once through the stored cursor: two reconcilers, a restart, no lost or doubled request", async () => {
     h = await Harness.create({ files: { "auto.ts": defs() }, start: false });

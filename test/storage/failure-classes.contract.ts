@@ -19,7 +19,34 @@ const top = () => 1;
 const ZOMBIE_AFTER_MS = 60_000;
 const QUEUED_TIMEOUT_MS = 300_000;
 
-const retries = (max: number, delayMs = 1_000): RetryPolicySpec => ({ max, delayMs, backoff: "fixed", maxDelayMs: null, jitter: false });
+export const retries = (max: number, delayMs = 1_000): RetryPolicySpec => ({
+  max,
+  delayMs,
+  backoff: "fixed",
+  maxDelayMs: null,
+  jitter: false,
+});
+
+/** A run of one unpartitioned step of asset `a/one` with these retries, as the run store creates it. */
+export function oneStepRunInput(policy: RetryPolicySpec): Parameters<PgRunStore["createRun"]>[0] {
+  return {
+    steps: [{ assetKey: "a/one", partitionKey: "", upstream: [] }],
+    plan: {},
+    snapshotVersion: 1,
+    origin: "manual",
+    settings: () => ({
+      triggerRule: "all_success",
+      retries: policy,
+      pool: null,
+      poolSlots: 1,
+      priority: 0,
+      executor: "local",
+      queue: null,
+      timeoutMs: null,
+      maxConcurrency: null,
+    }),
+  };
+}
 
 /**
  * `setup(infrastructure)`: an empty database and a run store applying the planner's decisions with that
@@ -37,26 +64,7 @@ export function failureClassContract(name: string, setup: (infrastructure: Infra
 
     /** A run of one unpartitioned step of asset `a/one` with these retries; its step id. */
     async function oneStepRun(policy: RetryPolicySpec): Promise<{ runId: string; stepId: number }> {
-      const { runId } = await parts.runs.createRun(
-        {
-          steps: [{ assetKey: "a/one", partitionKey: "", upstream: [] }],
-          plan: {},
-          snapshotVersion: 1,
-          origin: "manual",
-          settings: () => ({
-            triggerRule: "all_success",
-            retries: policy,
-            pool: null,
-            poolSlots: 1,
-            priority: 0,
-            executor: "local",
-            queue: null,
-            timeoutMs: null,
-            maxConcurrency: null,
-          }),
-        },
-        T0,
-      );
+      const { runId } = await parts.runs.createRun(oneStepRunInput(policy), T0);
       const step = await parts.db.selectFrom("steps").select("id").where("run_id", "=", runId).executeTakeFirstOrThrow();
       return { runId, stepId: Number(step.id) };
     }

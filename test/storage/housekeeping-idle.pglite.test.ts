@@ -6,6 +6,7 @@ import { RUN_DECISIONS } from "../../src/planner/index.js";
 import { PgRunStore, type PgliteHandle } from "../../src/storage/index.js";
 import { openTestPglite } from "../support/pglite.js";
 import { resetDatabase } from "../support/reset.js";
+import { oneStepRunInput, retries } from "./failure-classes.contract.js";
 
 const T0 = new Date("2025-06-01T10:00:00Z");
 const at = (s: number) => new Date(T0.getTime() + s * 1000);
@@ -40,29 +41,7 @@ describe("housekeeping on an idle database", () => {
   });
 
   const options = (now: Date) => ({ now, zombieAfterMs: 60_000, queuedTimeoutMs: 300_000, holderDeadAfterMs: 30_000 });
-  const oneStepRun = async () => {
-    const { runId } = await runs.createRun(
-      {
-        steps: [{ assetKey: "a/one", partitionKey: "", upstream: [] }],
-        plan: {},
-        snapshotVersion: 1,
-        origin: "manual",
-        settings: () => ({
-          triggerRule: "all_success",
-          retries: { max: 2, delayMs: 1_000, backoff: "fixed", maxDelayMs: null, jitter: false },
-          pool: null,
-          poolSlots: 1,
-          priority: 0,
-          executor: "local",
-          queue: null,
-          timeoutMs: null,
-          maxConcurrency: null,
-        }),
-      },
-      T0,
-    );
-    return runId;
-  };
+  const oneStepRun = async () => (await runs.createRun(oneStepRunInput(retries(2)), T0)).runId;
 
   it("costs one statement when no chore has anything to do, and does the chores that have", async () => {
     // The first call also prunes the change rows of partition statuses, which the store does once a minute.

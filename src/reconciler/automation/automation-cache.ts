@@ -8,7 +8,7 @@ import {
   type PartitionSpace,
 } from "../../partitions/index.js";
 import type { PartitionSummary, StreamEvent } from "../../storage/index.js";
-import { toKeyRanges, type AssetAutomationState, type KeyRanges } from "./automation-state.js";
+import { rangeIndices, toKeyRanges, type AssetAutomationState, type KeyRanges } from "./automation-state.js";
 
 // What the automation loop keeps in memory between ticks: each asset's materialised and failed partitions, kept
 // current by the event stream, and its automation state.
@@ -121,12 +121,10 @@ function subsetOfRanges(ranges: KeyRanges, space: PartitionSpace | null): Partit
   if (ranges.length === 0) return PartitionSubset.EMPTY;
   if (!space) return ranges.length === 1 && ranges[0]![0] === "" && ranges[0]![1] === "" ? UNPARTITIONED : undefined;
   const parts: [number, number][] = [];
-  for (const [from, to] of ranges) {
-    if (!space.has(from) || !space.has(to)) return undefined;
-    const a = space.indexOf(from);
-    const b = space.indexOf(to);
-    if (b < a) return undefined;
-    parts.push([a, b + 1]);
+  for (const range of ranges) {
+    const indices = rangeIndices(space, range);
+    if (!indices) return undefined;
+    parts.push(indices);
   }
   return PartitionSubset.fromRanges(parts);
 }

@@ -41,13 +41,19 @@ export function fromKeyRanges(space: PartitionSpace | null, ranges: KeyRanges | 
   if (!ranges || ranges.length === 0) return PartitionSubset.EMPTY;
   if (!space) return PartitionSubset.range(0, 1);
   const parts: [number, number][] = [];
-  for (const [from, to] of ranges) {
-    if (!space.has(from) || !space.has(to)) continue;
-    const a = space.indexOf(from);
-    const b = space.indexOf(to);
-    if (b >= a) parts.push([a, b + 1]);
+  for (const range of ranges) {
+    const indices = rangeIndices(space, range);
+    if (indices) parts.push(indices);
   }
   return PartitionSubset.fromRanges(parts);
+}
+
+/** The [start, end) indices of an inclusive key range in the space; undefined when one of its keys left it. */
+export function rangeIndices(space: PartitionSpace, [from, to]: readonly [string, string]): [number, number] | undefined {
+  if (!space.has(from) || !space.has(to)) return undefined;
+  const a = space.indexOf(from);
+  const b = space.indexOf(to);
+  return b >= a ? [a, b + 1] : undefined;
 }
 
 /** An evaluation record as stored, with the runs it requested (several: named in an extra reason). */
