@@ -8,8 +8,11 @@
 //    `partitions(first: 100)` (with status) for hourly assets with 10 000 and
 //    100 000 partitions; statuses mixed in runs and scattered: materialised,
 //    failed, missing, stale (upstream re-materialised, or code version changed).
-//    The status is asked again with a write to the asset before each request
-//    (partitionStatusAfterWrite): the server's cached ranges never hold.
+//    The status is asked again with a write of one of the asset's partitions
+//    before each request (partitionStatusAfterWrite: the server derives that
+//    partition again), and with a statement writing 1 001 of them
+//    (partitionStatusAfterBulkWrite: the server reads and folds every key, as
+//    without a cache).
 // 2. `assets { key group upstream { key } partitionStatus { counts } }` over
 //    10 000 generated assets with 24 recent partitions each.
 // 3. `erasureImpact` over a 5-level graph (2 assets a level, each reading
@@ -150,11 +153,21 @@ async function partitionsScenario() {
             db,
           );
         const afterWrite = await measure(request, STATUS_QUERY, variables, REQUESTS, touch);
+        // A statement writing 1 001 of its partitions before each request: more than a change row names, so every
+        // answer reads and folds all the asset's keys (what an answer without a cache costs).
+        const touchMany = () =>
+          sql`update partition_status set updated_at = updated_at
+              where asset_key = ${variables.key} and partition_key in (
+                select partition_key from partition_status where asset_key = ${variables.key} order by partition_key limit 1001)`.execute(
+            db,
+          );
+        const afterBulkWrite = await measure(request, STATUS_QUERY, variables, REQUESTS, touchMany);
         const page = await measure(request, PAGE_QUERY, variables, REQUESTS);
         const summary = (status.data.asset as { partitionStatus: { counts: object; ranges: unknown[] } }).partitionStatus;
         out[`partitions${n}`] = {
           partitionStatus: status.stats,
           partitionStatusAfterWrite: afterWrite.stats,
+          partitionStatusAfterBulkWrite: afterBulkWrite.stats,
           counts: summary.counts,
           ranges: summary.ranges.length,
           responseBytes: JSON.stringify(status.data).length,

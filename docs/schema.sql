@@ -503,10 +503,23 @@ CREATE TRIGGER partition_status_updated AFTER UPDATE ON public.partition_status 
 CREATE TABLE public.partition_status_changes (
     id bigint DEFAULT nextval('partition_status_changes_id_seq'::regclass) NOT NULL,
     asset_key text NOT NULL,
-    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    partition_keys text[],
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
+COMMENT ON COLUMN public.partition_status_changes.partition_keys IS 'The partitions of the asset the statement inserted, updated or deleted; null when more than 1 000.';
+COMMENT ON COLUMN public.partition_status_changes.created_at IS 'When the row was appended: pruning keeps rows younger than a minute, so a reader that looks again within it can find every change since.';
 ALTER TABLE public.partition_status_changes ADD CONSTRAINT partition_status_changes_pkey PRIMARY KEY (id);
 CREATE INDEX partition_status_changes_asset_idx ON public.partition_status_changes USING btree (asset_key, id);
+
+CREATE TABLE public.partition_status_changes_pruned (
+    singleton boolean DEFAULT true NOT NULL,
+    through_tx bigint DEFAULT 0 NOT NULL
+);
+COMMENT ON TABLE public.partition_status_changes_pruned IS 'One row: the newest transaction id (as a number) among the partition_status_changes rows pruning deleted.';
+ALTER TABLE public.partition_status_changes_pruned ADD CONSTRAINT partition_status_changes_pruned_pkey PRIMARY KEY (singleton);
+ALTER TABLE public.partition_status_changes_pruned ADD CONSTRAINT partition_status_changes_pruned_singleton_check CHECK (singleton);
+ALTER TABLE public.partition_status_changes_pruned ADD CONSTRAINT partition_status_changes_pruned_through_tx_check CHECK ((through_tx >= 0));
 
 CREATE TABLE public.pools (
     name text NOT NULL,
@@ -832,12 +845,16 @@ CREATE OR REPLACE FUNCTION public.partition_status_changed()
 AS $function$
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    INSERT INTO partition_status_changes (asset_key) SELECT DISTINCT asset_key FROM old_rows;
+    INSERT INTO partition_status_changes (asset_key, partition_keys)
+    SELECT asset_key, CASE WHEN count(*) <= 1000 THEN array_agg(partition_key) END FROM old_rows GROUP BY asset_key;
   ELSIF TG_OP = 'UPDATE' THEN
-    INSERT INTO partition_status_changes (asset_key)
-    SELECT asset_key FROM new_rows UNION SELECT asset_key FROM old_rows;
+    INSERT INTO partition_status_changes (asset_key, partition_keys)
+    SELECT asset_key, CASE WHEN count(*) <= 1000 THEN array_agg(partition_key) END
+    FROM (SELECT asset_key, partition_key FROM new_rows UNION SELECT asset_key, partition_key FROM old_rows) written
+    GROUP BY asset_key;
   ELSE
-    INSERT INTO partition_status_changes (asset_key) SELECT DISTINCT asset_key FROM new_rows;
+    INSERT INTO partition_status_changes (asset_key, partition_keys)
+    SELECT asset_key, CASE WHEN count(*) <= 1000 THEN array_agg(partition_key) END FROM new_rows GROUP BY asset_key;
   END IF;
   RETURN NULL;
 END;

@@ -41,8 +41,6 @@ interface CachedStatuses {
   readonly version: RecordedStatusVersion;
   /** Indices of every key of the space (existing yet or not): the partitions that exist are clamped per answer. */
   readonly subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>;
-  /** When (Date.now()) a read found the version changed, if one did: the asset is being written to. */
-  readonly changedAt?: number;
   /** The subsets' ranges, counted against the cache's budget. */
   readonly ranges: number;
 }
@@ -56,13 +54,16 @@ function rangesOf(subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): 
 /**
  * The asset page's partition bar asks for the ranges of an asset with up to
  * 100 000 partitions on every visit; deriving them (staleness joins, then a
- * fold of every recorded key) costs about half a second. This keeps the folded
- * recorded statuses per asset, code version and partition space, with the
- * version they were read at (see RecordedStatusVersion): an answer then costs
- * one statement that reads the fingerprint (from the few change rows that
- * writers of the asset's and its upstreams' statuses append) and the unfinished
- * steps, plus a fold of ranges. A changed fingerprint reads and folds
- * everything again.
+ * fold of every recorded key) costs about a quarter of a second. This keeps the
+ * folded recorded statuses per asset, code version and partition space, with
+ * the version they were read at (see RecordedStatusVersion). An answer then
+ * costs one statement that finds the changes since (in the change rows that
+ * writers of the asset's and its upstreams' statuses append) and the
+ * unfinished steps; when partitions changed, one more that derives those
+ * partitions again, whose statuses replace theirs in the fold. An asset whose
+ * changes cannot all be found (a write of more than 1 000 partitions at once,
+ * or a version older than the change rows kept) is read and folded again in
+ * full.
  *
  * What is never cached: `materializing` (unfinished steps, read every time) and
  * which partitions exist (a time space grows with `now`: cached subsets hold
@@ -74,7 +75,6 @@ export class PartitionStatusCache {
   readonly #entries = new Map<string, CachedStatuses>();
   readonly #maxEntries: number;
   readonly #maxRanges: number;
-  readonly #skipValidationMs: number;
   /** Ranges held by all entries: what the cache's memory grows with. */
   #ranges = 0;
 
@@ -83,37 +83,34 @@ export class PartitionStatusCache {
    *   a large catalog stay answerable by a version check).
    * @param options.maxRanges likewise beyond this many ranges over all entries (1 000 000, some 16 MB): an asset of
    *   100 000 partitions in mixed statuses holds a few thousand.
-   * @param options.skipValidationMs after a failed validation, answers read the keys straight away for this long
-   *   (10 s): the statement that reads the keys reads the fingerprint anyway, so while an asset is being written to
-   *   (a backfill, a sensor) validating first only adds a round trip that finds it changed.
    */
-  constructor(options: { readonly maxEntries?: number; readonly maxRanges?: number; readonly skipValidationMs?: number } = {}) {
+  constructor(options: { readonly maxEntries?: number; readonly maxRanges?: number } = {}) {
     this.#maxEntries = options.maxEntries ?? 50_000;
     this.#maxRanges = options.maxRanges ?? 1_000_000;
-    this.#skipValidationMs = options.skipValidationMs ?? 10_000;
   }
 
   get size(): number {
     return this.#entries.size;
   }
 
-  /** The entry of `key`, and whether to validate it (else read the keys again). */
-  lookup(key: string, now = Date.now()): { readonly entry: CachedStatuses; readonly validate: boolean } | undefined {
+  /** The entry of `key`, now the most recently used. */
+  lookup(key: string): CachedStatuses | undefined {
     const entry = this.#entries.get(key);
     if (!entry) return undefined;
     this.#entries.delete(key);
     this.#entries.set(key, entry);
-    return { entry, validate: entry.changedAt === undefined || now - entry.changedAt >= this.#skipValidationMs };
+    return entry;
   }
 
   /** Keeps what was just read for `key`. */
-  fill(key: string, version: RecordedStatusVersion, subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>, now = Date.now()): void {
+  fill(key: string, version: RecordedStatusVersion, subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): void {
     const previous = this.#entries.get(key);
-    const changedAt = previous && previous.version.fingerprint !== version.fingerprint ? now : previous?.changedAt;
-    if (previous) this.#drop(key, previous);
-    const entry = { version, subsets, ranges: rangesOf(subsets), ...(changedAt !== undefined ? { changedAt } : {}) };
+    const entry = { version, subsets, ranges: previous?.subsets === subsets ? previous.ranges : rangesOf(subsets) };
+    // Replaced in place (a lookup made it the most recently used): deleting and adding every answered entry would
+    // leave the map's front full of deleted slots, which each eviction scan then walks.
     this.#entries.set(key, entry);
-    this.#ranges += entry.ranges;
+    this.#ranges += entry.ranges - (previous?.ranges ?? 0);
+    if (this.#entries.size <= this.#maxEntries && this.#ranges <= this.#maxRanges) return;
     for (const [oldest, old] of this.#entries) {
       if (this.#entries.size <= this.#maxEntries && this.#ranges <= this.#maxRanges) break;
       if (oldest !== key) this.#drop(oldest, old);
@@ -201,11 +198,14 @@ export async function partitionStatusSummaries(
       ? dynamicNames(asset.partitions).flatMap((name) => [name, String(ctx.dynamicKeys(name).length), ...ctx.dynamicKeys(name)])
       : [];
     const cacheKey = cacheKeyOf(asset, dynamic);
-    const cached = cache.lookup(cacheKey);
-    return { asset, space, cacheKey, cached, known: cached?.validate ? cached.entry.version : undefined };
+    return { asset, space, cacheKey, cached: cache.lookup(cacheKey) };
   });
   const reads = await options.store.recordedStatusOfMany(
-    prepared.map(({ asset, known }) => ({ assetKey: asset.key, codeVersion: asset.codeVersion, ...(known ? { known } : {}) })),
+    prepared.map(({ asset, cached }) => ({
+      assetKey: asset.key,
+      codeVersion: asset.codeVersion,
+      ...(cached ? { known: cached.version } : {}),
+    })),
   );
   const out = new Map<SnapshotAsset, PartitionStatusSummary>();
   for (const { asset, space, cacheKey, cached } of prepared) {
@@ -214,13 +214,31 @@ export async function partitionStatusSummaries(
     if (read.recorded) {
       const subsets = new Map<StoredPartitionState, PartitionSubset>();
       for (const status of STORED) subsets.set(status, toSubset(read.recorded.keys.get(status) ?? [], space));
-      cache.fill(cacheKey, read.recorded.version, subsets);
       stored = subsets;
     } else {
-      stored = cached!.entry.subsets;
+      stored = read.changed!.size > 0 ? patched(cached!.subsets, read.changed!, space) : cached!.subsets;
     }
+    cache.fill(cacheKey, read.version, stored);
     const total = space ? space.count(options.now) : 1;
     out.set(asset, summaryOf(stored, toSubset(read.materializing, space), space, total, options.withRanges));
+  }
+  return out;
+}
+
+/** `subsets` with the partitions of `changed` moved to their status now (out of every subset when missing). */
+function patched(
+  subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>,
+  changed: ReadonlyMap<string, StoredPartitionState | null>,
+  space: PartitionSpace | undefined,
+): Map<StoredPartitionState, PartitionSubset> {
+  const moved = toSubset([...changed.keys()], space);
+  const byStatus = new Map<StoredPartitionState, string[]>();
+  for (const [key, status] of changed) if (status !== null) byStatus.set(status, [...(byStatus.get(status) ?? []), key]);
+  const out = new Map<StoredPartitionState, PartitionSubset>();
+  for (const status of STORED) {
+    const kept = (subsets.get(status) ?? PartitionSubset.empty()).difference(moved);
+    const added = byStatus.get(status);
+    out.set(status, added ? kept.union(toSubset(added, space)) : kept);
   }
   return out;
 }

@@ -271,6 +271,15 @@ export interface PartitionStatusChangesTable {
   asset_key: string;
   /** The writing transaction. */
   tx_id: Generated<string>;
+  /** The partitions the statement wrote; null when more than 1 000. */
+  partition_keys: string[] | null;
+  created_at: GeneratedTimestamp;
+}
+
+export interface PartitionStatusChangesPrunedTable {
+  singleton: Generated<boolean>;
+  /** The newest transaction id among the change rows pruning deleted. */
+  through_tx: GeneratedInt8;
 }
 
 export interface PartitionStatusTable {
@@ -548,6 +557,7 @@ export interface Database extends AccessTables {
   event_inputs: EventInputsTable;
   partition_status: PartitionStatusTable;
   partition_status_changes: PartitionStatusChangesTable;
+  partition_status_changes_pruned: PartitionStatusChangesPrunedTable;
   outputs: OutputsTable;
   output_object_deletions: OutputObjectDeletionsTable;
   erasure_requests: ErasureRequestsTable;

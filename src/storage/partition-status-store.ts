@@ -86,10 +86,11 @@ export interface PartitionStatusStore {
   /**
    * For callers that cache what they derive from recorded statuses (the API's
    * partition bar): per asset, the keys with an unfinished step (always read
-   * fresh) and, unless the asset's `known` version still holds, its keys by
-   * recorded status with their new version. At most two statements for all
-   * assets: one reading the fingerprints of the assets that have a `known`
-   * version, one reading the keys of the others.
+   * fresh), the version of its recorded statuses now, and either all its keys
+   * by recorded status or, when the caller holds them at a `known` version,
+   * the partitions whose status may have changed since with their status now.
+   * One statement for the assets with a `known` version (plus one deriving the
+   * changed partitions, when there are any), one for the others.
    */
   recordedStatusOfMany(assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>>;
   /** Status and stale reasons of the given partitions of one asset (a page of a listing), in the order given. */
@@ -103,22 +104,23 @@ export type StoredPartitionState = Exclude<RecordedPartitionState, "materializin
  * What keys by recorded status were derived from. Recorded statuses are a
  * function of the asset's current code version, its partition_status rows, the
  * event_inputs of their latest events (immutable: written with the event) and
- * the partition_status rows of the upstream assets those inputs name. So the
- * same code version, the same rows of the asset and of `upstreamAssetKeys`
- * (which follow from the asset's rows) mean the same statuses.
+ * the partition_status rows of the upstream assets those inputs name. Every
+ * statement that writes partition_status rows appends, per asset, a change row
+ * naming the partitions it wrote (triggers; see migration
+ * partition_status_change_keys). So what changed since a read is what the
+ * change rows of the asset and of `upstreamAssetKeys` committed after its
+ * snapshot name: those partitions of the asset, and the ones whose latest event
+ * read those of an upstream.
  */
 export interface RecordedStatusVersion {
   /**
-   * Per asset among the asset and its `upstreamAssetKeys`: its number of
-   * partition_status_changes rows (one per statement that wrote its statuses,
-   * appended by triggers, pruned to the newest few) and an order-independent
-   * 64-bit hash (XOR) of each row's id and transaction. Read in the same
-   * statement (one snapshot) as what it versions, so it is transactional: an
-   * uncommitted or rolled-back write never shows in it, and one committed late
-   * shows as a row the version did not have.
+   * The snapshot (`pg_current_snapshot()`, as text) of the statement the
+   * statuses were read in: a write committed after it is one whose transaction
+   * it does not see. Uncommitted or rolled-back writes never show; one
+   * committed late shows as a change row the snapshot did not see.
    */
-  readonly fingerprint: string;
-  /** Upstream assets named by the event_inputs of the asset's latest events. */
+  readonly snapshot: string;
+  /** Upstream assets named by the event_inputs of the asset's latest events (a superset is harmless). */
   readonly upstreamAssetKeys: readonly string[];
 }
 
@@ -130,12 +132,18 @@ export interface KnownRecordedStatus extends AssetCodeVersion {
 export interface RecordedStatusRead {
   /** Partitions with an unfinished step: `materializing` whatever their recorded status. */
   readonly materializing: readonly string[];
-  /** Absent when `known` still holds: the caller's keys are current. */
-  readonly recorded?: {
-    readonly version: RecordedStatusVersion;
-    /** Keys by recorded status, materializing steps not applied (see {@link PartitionStatusStore} for the rules). */
-    readonly keys: ReadonlyMap<StoredPartitionState, readonly string[]>;
-  };
+  /** The version of the statuses after this read: the caller keeps it with them. */
+  readonly version: RecordedStatusVersion;
+  /**
+   * All the asset's keys by recorded status, materializing steps not applied (see {@link PartitionStatusStore} for
+   * the rules). Absent when the caller's keys at `known` are brought up to date by `changed`.
+   */
+  readonly recorded?: { readonly keys: ReadonlyMap<StoredPartitionState, readonly string[]> };
+  /**
+   * With `known` and no `recorded`: the partitions whose recorded status may have changed since, with their status
+   * now (null: no record, so missing). Empty when nothing changed.
+   */
+  readonly changed?: ReadonlyMap<string, StoredPartitionState | null>;
 }
 
 /** Step states of a step that has not finished: its partition is being materialised. */

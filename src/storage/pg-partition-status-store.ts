@@ -67,93 +67,13 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
   }
 
   async recordedStatusOfMany(assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>> {
-    const out = new Map<string, RecordedStatusRead>();
-    if (assets.length === 0) return out;
-    const stale: KnownRecordedStatus[] = [];
-    const known = assets.filter((a) => a.known !== undefined);
-    if (known.length > 0) {
-      // Still valid? Fingerprints of the assets and their upstreams, and the unfinished steps, in one statement.
-      const fpKeys = [...new Set(known.flatMap((a) => [a.assetKey, ...a.known!.upstreamAssetKeys]))];
-      const { rows } = await sql<{ kind: "fp" | "active"; asset_key: string; v: string }>`
-        select 'fp' as kind, c.asset_key, ${changesFingerprint} as v
-        from partition_status_changes c where c.asset_key = any(${fpKeys}::text[])
-        group by c.asset_key
-        union all
-        select distinct 'active', s.asset_key, s.partition_key
-        from steps s join runs r on r.id = s.run_id
-        where s.asset_key = any(${known.map((a) => a.assetKey)}::text[]) and ${unfinishedStep} and r.status in ('queued', 'running')`.execute(
-        this.#db,
-      );
-      const fps = new Map<string, string>();
-      const active = new Map<string, string[]>(known.map((a) => [a.assetKey, []]));
-      for (const r of rows) {
-        if (r.kind === "fp") fps.set(r.asset_key, r.v);
-        else active.get(r.asset_key)?.push(r.v);
-      }
-      for (const a of known) {
-        const { upstreamAssetKeys, fingerprint } = a.known!;
-        if (fingerprintOf(a.assetKey, upstreamAssetKeys, fps) === fingerprint)
-          out.set(a.assetKey, { materializing: active.get(a.assetKey)! });
-        else stale.push(a);
-      }
-    }
-    const unknown = [...assets.filter((a) => a.known === undefined), ...stale];
-    if (unknown.length === 0) return out;
-    // Keys by recorded status, the upstream assets their latest events read, the fingerprints of both and the
-    // unfinished steps: one statement, so the fingerprint versions exactly the snapshot the keys come from.
-    const { rows } = await sql<{
-      kind: "keys" | "up" | "fp" | "active";
-      asset_key: string;
-      v: string;
-      keys: Record<StoredPartitionState, string[] | null> | null;
-    }>`
-      with ${recorded(unknown, { upstreams: true })}, ${activeSteps}, fpk as (
-        select asset_key from t union select upstream_asset_key from ups
-      )
-      -- Grouped by asset alone, with one aggregate per status: a hash aggregate over few groups, where grouping by
-      -- (asset, status) had the planner sort every row.
-      select 'keys' as kind, asset_key, null as v,
-             json_build_object(
-               'materialized', json_agg(partition_key) filter (where status = 'materialized'),
-               'failed', json_agg(partition_key) filter (where status = 'failed'),
-               'stale', json_agg(partition_key) filter (where status = 'stale'),
-               'timed_out', json_agg(partition_key) filter (where status = 'timed_out'),
-               'erased', json_agg(partition_key) filter (where status = 'erased')
-             ) as keys
-      from rec where status <> 'missing' group by asset_key
-      union all
-      select 'up', asset_key, upstream_asset_key, null from ups
-      union all
-      -- An array, not a join: the join's estimate (every distinct input an upstream asset) cost millions of rows and
-      -- had Postgres JIT-compile the statement (~0.1 s).
-      select 'fp', c.asset_key, ${changesFingerprint}, null
-      from partition_status_changes c where c.asset_key = any(array(select asset_key from fpk)) group by c.asset_key
-      union all
-      select 'active', asset_key, partition_key, null from active`.execute(this.#db);
-    const keys = new Map(unknown.map((a) => [a.assetKey, new Map<StoredPartitionState, string[]>()]));
-    const ups = new Map<string, string[]>(unknown.map((a) => [a.assetKey, []]));
-    const fps = new Map<string, string>();
-    const active = new Map<string, string[]>(unknown.map((a) => [a.assetKey, []]));
-    for (const r of rows) {
-      if (r.kind === "keys") {
-        for (const [status, list] of Object.entries(r.keys ?? {}) as [StoredPartitionState, string[] | null][]) {
-          if (list) keys.get(r.asset_key)?.set(status, list);
-        }
-      } else if (r.kind === "up") ups.get(r.asset_key)?.push(r.v);
-      else if (r.kind === "fp") fps.set(r.asset_key, r.v);
-      else active.get(r.asset_key)?.push(r.v);
-    }
-    for (const a of unknown) {
-      const upstreamAssetKeys = ups.get(a.assetKey)!.sort(compare);
-      out.set(a.assetKey, {
-        materializing: active.get(a.assetKey)!,
-        recorded: {
-          version: { fingerprint: fingerprintOf(a.assetKey, upstreamAssetKeys, fps), upstreamAssetKeys },
-          keys: keys.get(a.assetKey)!,
-        },
-      });
-    }
-    return out;
+    if (assets.length === 0) return new Map();
+    // Without JIT: over thousands of assets the planner's estimates of the unnested arrays run high enough to compile
+    // the statements, which cost 0.4 s on statements that run in a few milliseconds.
+    return this.#db.transaction().execute(async (trx) => {
+      await sql`set local jit = off`.execute(trx);
+      return recordedStatusIn(trx, assets);
+    });
   }
 
   /** In the order of `partitionKeys`. */
@@ -235,6 +155,186 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
   }
 }
 
+/** {@link PgPartitionStatusStore.recordedStatusOfMany} on `db`. */
+async function recordedStatusIn(db: Kysely<Database>, assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>> {
+  const out = new Map<string, RecordedStatusRead>();
+  const full = assets.filter((a) => a.known === undefined);
+  const known = assets.filter((a) => a.known !== undefined);
+  if (known.length > 0) {
+    const since = await changesSince(db, known);
+    const touched = known.filter((a) => since.changes.get(a.assetKey)?.length);
+    const derived = touched.length > 0 ? await derive(db, touched, since.changes) : undefined;
+    for (const a of known) {
+      const keys = since.changes.get(a.assetKey);
+      if (!keys) {
+        full.push(a);
+        continue;
+      }
+      const statuses = derived?.statuses.get(a.assetKey);
+      const upstreamAssetKeys = [...new Set([...a.known!.upstreamAssetKeys, ...(derived?.upstreams.get(a.assetKey) ?? [])])].sort(compare);
+      out.set(a.assetKey, {
+        materializing: since.active.get(a.assetKey) ?? [],
+        version: { snapshot: since.snapshot, upstreamAssetKeys },
+        changed: new Map(keys.map((k) => [k, statuses?.get(k) ?? null])),
+      });
+    }
+  }
+  if (full.length === 0) return out;
+  // Keys by recorded status, the upstream assets their latest events read, the snapshot and the unfinished steps:
+  // one statement, so the snapshot versions exactly what the keys come from.
+  const { rows } = await sql<{
+    kind: "keys" | "up" | "snapshot" | "active";
+    asset_key: string;
+    v: string;
+    keys: Record<StoredPartitionState, string[] | null> | null;
+  }>`
+    with ${recorded(full, { upstreams: true })}, ${activeSteps}
+    -- Grouped by asset alone, with one aggregate per status: a hash aggregate over few groups, where grouping by
+    -- (asset, status) had the planner sort every row.
+    select 'keys' as kind, asset_key, null as v,
+           json_build_object(
+             'materialized', json_agg(partition_key) filter (where status = 'materialized'),
+             'failed', json_agg(partition_key) filter (where status = 'failed'),
+             'stale', json_agg(partition_key) filter (where status = 'stale'),
+             'timed_out', json_agg(partition_key) filter (where status = 'timed_out'),
+             'erased', json_agg(partition_key) filter (where status = 'erased')
+           ) as keys
+    from rec where status <> 'missing' group by asset_key
+    union all
+    select 'up', asset_key, upstream_asset_key, null from ups
+    union all
+    select 'snapshot', null, pg_current_snapshot()::text, null
+    union all
+    select 'active', asset_key, partition_key, null from active`.execute(db);
+  const keys = new Map(full.map((a) => [a.assetKey, new Map<StoredPartitionState, string[]>()]));
+  const ups = new Map<string, string[]>(full.map((a) => [a.assetKey, []]));
+  const active = new Map<string, string[]>(full.map((a) => [a.assetKey, []]));
+  let snapshot = "";
+  for (const r of rows) {
+    if (r.kind === "keys") {
+      for (const [status, list] of Object.entries(r.keys ?? {}) as [StoredPartitionState, string[] | null][]) {
+        if (list) keys.get(r.asset_key)?.set(status, list);
+      }
+    } else if (r.kind === "up") ups.get(r.asset_key)?.push(r.v);
+    else if (r.kind === "snapshot") snapshot = r.v;
+    else active.get(r.asset_key)?.push(r.v);
+  }
+  for (const a of full) {
+    out.set(a.assetKey, {
+      materializing: active.get(a.assetKey)!,
+      version: { snapshot, upstreamAssetKeys: ups.get(a.assetKey)!.sort(compare) },
+      recorded: { keys: keys.get(a.assetKey)! },
+    });
+  }
+  return out;
+}
+
+/**
+ * What changed since each asset's known version: per asset whose changes can all be found, the partitions to
+ * derive again (its own partitions that change rows committed after the version's snapshot name, and those whose
+ * latest event read an upstream partition they name); none for an asset that must be read in full (a change row
+ * without keys, or pruning deleted rows of a transaction the snapshot may not have seen). Also the unfinished steps
+ * and this statement's snapshot, the assets' new version.
+ */
+async function changesSince(
+  db: Kysely<Database>,
+  assets: readonly KnownRecordedStatus[],
+): Promise<{
+  changes: Map<string, string[]>;
+  active: Map<string, string[]>;
+  snapshot: string;
+}> {
+  // Compact parameters (thousands of assets cost tens of milliseconds to send as text): the distinct snapshots, each
+  // asset with its snapshot's number, each watched asset with its reader's number.
+  const snapshots = [...new Set(assets.map((a) => a.known!.snapshot))];
+  const snapshotNumber = new Map(snapshots.map((s, i) => [s, i + 1]));
+  const assetKeys = assets.map((a) => a.assetKey);
+  const owners: number[] = [];
+  const watched: string[] = [];
+  assets.forEach((a, i) => {
+    for (const w of new Set([a.assetKey, ...a.known!.upstreamAssetKeys])) {
+      owners.push(i + 1);
+      watched.push(w);
+    }
+  });
+  const { rows } = await sql<{ kind: "lost" | "touched" | "active" | "snapshot"; asset_key: string; v: string }>`
+    with s as (
+      select i, snap::pg_snapshot as snap from unnest(${snapshots}::text[]) with ordinality as s(snap, i)
+    ), k as (
+      select k.i, k.asset_key, s.snap
+      from unnest(${assetKeys}::text[], ${assets.map((a) => snapshotNumber.get(a.known!.snapshot)!)}::int[]) with ordinality as k(asset_key, s, i)
+      join s on s.i = k.s
+    ), news as (
+      select k.asset_key as owner, w.watched, c.partition_keys
+      from unnest(${owners}::int[], ${watched}::text[]) as w(o, watched)
+      join k on k.i = w.o
+      join partition_status_changes c on c.asset_key = w.watched
+      where not pg_visible_in_snapshot(c.tx_id, k.snap)
+    ), lost as (
+      select k.asset_key from k, partition_status_changes_pruned p where p.through_tx >= pg_snapshot_xmin(k.snap)::text::bigint
+      union
+      select owner from news where partition_keys is null
+    ), written as (
+      select distinct n.owner, n.watched, p.key
+      from news n cross join unnest(n.partition_keys) as p(key)
+      where n.owner not in (select asset_key from lost)
+    ), touched as (
+      select owner as asset_key, key as partition_key from written where watched = owner
+      union
+      select w.owner, ps.partition_key
+      from written w
+      join event_inputs ei on ei.upstream_asset_key = w.watched and ei.upstream_partition_key = w.key
+      join partition_status ps on ps.last_materialization_event_id = ei.event_id and ps.asset_key = w.owner
+    )
+    select 'lost' as kind, asset_key, null as v from lost
+    union all
+    select 'touched', asset_key, partition_key from touched
+    union all
+    select distinct 'active', s.asset_key, s.partition_key
+    from steps s join runs r on r.id = s.run_id
+    where s.asset_key = any(${assetKeys}::text[]) and ${unfinishedStep} and r.status in ('queued', 'running')
+    union all
+    select 'snapshot', null, pg_current_snapshot()::text`.execute(db);
+  const changes = new Map<string, string[]>(assetKeys.map((k) => [k, []]));
+  const active = new Map<string, string[]>();
+  let snapshot = "";
+  for (const r of rows) {
+    if (r.kind === "touched") changes.get(r.asset_key)?.push(r.v);
+    else if (r.kind === "active") active.set(r.asset_key, [...(active.get(r.asset_key) ?? []), r.v]);
+    else if (r.kind === "snapshot") snapshot = r.v;
+  }
+  for (const r of rows) if (r.kind === "lost") changes.delete(r.asset_key);
+  return { changes, active, snapshot };
+}
+
+/**
+ * The recorded status of the given partitions (null: no record) and the upstream assets their latest events read.
+ * Read after the snapshot that found them changed: a later write they show is found again from that snapshot.
+ */
+async function derive(
+  db: Kysely<Database>,
+  assets: readonly AssetCodeVersion[],
+  partitions: ReadonlyMap<string, readonly string[]>,
+): Promise<{ statuses: Map<string, Map<string, StoredPartitionState | null>>; upstreams: Map<string, string[]> }> {
+  const pairs = assets.flatMap((a) => (partitions.get(a.assetKey) ?? []).map((k) => [a.assetKey, k] as const));
+  const { rows } = await sql<{ kind: "status" | "up"; asset_key: string; v: string; status: StoredPartitionState | "missing" | null }>`
+    with ${recorded(assets, { upstreams: true, only: pairs })}
+    select 'status' as kind, asset_key, partition_key as v, status from rec
+    union all
+    select 'up', asset_key, upstream_asset_key, null from ups`.execute(db);
+  const statuses = new Map<string, Map<string, StoredPartitionState | null>>();
+  const upstreams = new Map<string, string[]>();
+  for (const r of rows) {
+    if (r.kind === "up") upstreams.set(r.asset_key, [...(upstreams.get(r.asset_key) ?? []), r.v]);
+    else {
+      let byKey = statuses.get(r.asset_key);
+      if (!byKey) statuses.set(r.asset_key, (byKey = new Map()));
+      byKey.set(r.v, r.status === "missing" ? null : r.status);
+    }
+  }
+  return { statuses, upstreams };
+}
+
 /**
  * Literal states, not a parameter: the planner uses the partial index
  * steps_asset_unfinished_idx only when it can prove the query's predicate
@@ -254,10 +354,14 @@ const upstreamIsNewer = sql`up.last_materialization_event_id is not null
  * Joins rather than a correlated EXISTS: the planner may then pick hash joins
  * over the asset's rows, and never hashes event_inputs of other assets.
  *
- * recordedStatusOfMany versions what this derives with `changesFingerprint`: a
- * status that comes to read another table must be versioned there too.
+ * recordedStatusOfMany versions what this derives by the partition_status
+ * change rows of the asset and of the upstreams it read: a status that comes
+ * to read another table must be versioned there too.
  */
-function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstreams?: boolean } = {}): RawBuilder<unknown> {
+function recorded(
+  assets: readonly AssetCodeVersion[],
+  options: { readonly upstreams?: boolean; readonly only?: readonly (readonly [assetKey: string, partitionKey: string])[] } = {},
+): RawBuilder<unknown> {
   // unnest of arrays, not a JSON record set: Postgres estimates unnest from the arrays' length (a record set is always
   // "100 rows"), so one asset is joined by index and ten thousand by hash, instead of the other way round.
   const keys = assets.map((a) => a.assetKey);
@@ -274,7 +378,8 @@ function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstr
       select distinct ei.asset_key, ei.partition_key
       from inputs ei
       join partition_status up on up.asset_key = ei.upstream_asset_key and up.partition_key = ei.upstream_partition_key
-      where ei.status not in ('failed', 'erased') and ${upstreamIsNewer}
+      -- Only the upstreams' rows: a hash join over partition_status otherwise hashes every asset's rows.
+      where up.asset_key = any(array(select upstream_asset_key from ups)) and ei.status not in ('failed', 'erased') and ${upstreamIsNewer}
     )`
     : sql`newer as (
       select distinct ps.asset_key, ps.partition_key
@@ -283,11 +388,18 @@ function recorded(assets: readonly AssetCodeVersion[], options: { readonly upstr
       join partition_status up on up.asset_key = ei.upstream_asset_key and up.partition_key = ei.upstream_partition_key
       where ps.status not in ('failed', 'erased') and ${upstreamIsNewer}
     )`;
+  // With `only`, those partitions of the assets, recorded or not (a partition without a row derives as missing).
+  const ps = options.only
+    ? sql`select o.asset_key, o.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
+      from unnest(${options.only.map((o) => o[0])}::text[], ${options.only.map((o) => o[1])}::text[]) as o(asset_key, partition_key)
+      join t on t.asset_key = o.asset_key
+      left join partition_status ps on ps.asset_key = o.asset_key and ps.partition_key = o.partition_key`
+    : sql`select ps.asset_key, ps.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
+      from t join partition_status ps on ps.asset_key = t.asset_key`;
   return sql`t as (
       select * from unnest(${keys}::text[], ${codes}::text[]) as t(asset_key, code_version)
     ), ps as (
-      select ps.asset_key, ps.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
-      from t join partition_status ps on ps.asset_key = t.asset_key
+      ${ps}
     ), ${newer}, rec as (
       select ps.asset_key, ps.partition_key,
              case
@@ -319,21 +431,6 @@ function classified(assets: readonly AssetCodeVersion[]): RawBuilder<unknown> {
              case when active.partition_key is not null then 'materializing' else rec.status end as status
       from rec full join active on active.asset_key = rec.asset_key and active.partition_key = rec.partition_key
     )`;
-}
-
-/**
- * Over the partition_status_changes rows `c` of one asset (grouped by asset_key): their number and the XOR of a
- * 64-bit hash of each row's id and transaction. The triggers on partition_status append a row for every statement
- * that writes an asset's statuses, so a new write, a write committed late (its row is new to the reader, whatever its
- * id) and a pruned row all change it, but for a hash collision (2^-64); transaction ids keep it apart from rows
- * numbered again after a reset of the sequences. The statuses derive from partition_status rows alone (the event
- * inputs a status reads are written with it), so this versions them.
- */
-const changesFingerprint = sql<string>`count(*)::text || ':' || bit_xor(hashtextextended(c.id::text || ':' || c.tx_id::text, 0))::text`;
-
-/** The fingerprint of an asset's recorded statuses: of its rows and its upstreams' (an asset without rows counts as 0). */
-function fingerprintOf(assetKey: string, upstreamAssetKeys: readonly string[], fingerprints: ReadonlyMap<string, string>): string {
-  return JSON.stringify([...new Set([assetKey, ...upstreamAssetKeys])].map((k) => [k, fingerprints.get(k) ?? "0"]));
 }
 
 function emptyCounts(): RecordedStatusCounts {

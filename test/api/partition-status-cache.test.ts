@@ -1,16 +1,17 @@
 // The cache of folded partition statuses behind Asset.partitionStatus.ranges: every write that changes a
 // recorded status (of the asset, or of an upstream it read) is seen by the next answer, the unfinished
 // steps are always read fresh, and a time space growing with `now` shows its new partitions.
-import { sql, type KyselyPlugin } from "kysely";
-import { beforeEach, expect, it } from "vitest";
+import { sql, type Kysely, type KyselyPlugin } from "kysely";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Catalog, createApiApp } from "../../src/api/index.js";
 import type { SnapshotAsset } from "../../src/graph/index.js";
 import { asset, dep, hourly, type AssetDefinition } from "../../src/index.js";
 import { PartitionStatusCache, partitionStatusSummary, type PartitionStatusSummary } from "../../src/api/partition-status-summary.js";
-import { GraphCache, PgDefinitionStore, PgPartitionStatusStore } from "../../src/storage/index.js";
+import { GraphCache, PgDefinitionStore, PgPartitionStatusStore, type Database, type PgliteHandle } from "../../src/storage/index.js";
 import { PartitionSubset } from "../../src/partitions/index.js";
 import { CHANGES_KEPT_PER_ASSET, prunePartitionStatusChanges } from "../../src/storage/runs/partition-status.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { openTestPglite } from "../support/pglite.js";
 import { apiServicesOn } from "../support/api-services.js";
 import { chainSource, storeDefinitions } from "./graphql-fixture.js";
 
@@ -26,17 +27,21 @@ const down = snapshot(downDef("v1"));
 const at = (hour: number) => new Date(Date.UTC(2025, 0, 1, hour));
 const key = (hour: number) => `2025-01-01-${String(hour).padStart(2, "0")}:00`;
 
-describePostgres("partition status ranges: the cache of folded statuses", () => {
-  const database = useTestDatabase();
+/** The suite on a database: `concurrent` where two sessions can hold transactions at once (not PGlite's one). */
+function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boolean): void {
+  /** A test that holds a transaction open while another session reads: on a database that allows it. */
+  const itConcurrent = (name: string, fn: () => Promise<void>) => {
+    if (concurrent) it(name, fn);
+  };
   let store: PgPartitionStatusStore;
   let cache: PartitionStatusCache;
-  /** Per cached answer: whether the store read the keys again or the cache's still held. */
-  let reads: ("keys" | "cached")[];
+  /** Per cached answer: whether the store read all the keys, derived the hours of some partitions again, or neither. */
+  let reads: string[];
   beforeEach(async () => {
     reads = [];
     store = new PgPartitionStatusStore(database.db);
-    cache = new PartitionStatusCache({ skipValidationMs: 0 });
-    await sql`truncate partition_status, event_inputs, events, steps, runs cascade`.execute(database.db);
+    cache = new PartitionStatusCache();
+    await sql`truncate partition_status, partition_status_changes, event_inputs, events, steps, runs cascade`.execute(database.db);
   });
 
   const summaryOf = (a: SnapshotAsset, now: Date, cached: boolean): Promise<PartitionStatusSummary> => {
@@ -44,7 +49,10 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     if (!cached) return partitionStatusSummary(a, { ...base, store });
     const recordedStatusOfMany: PgPartitionStatusStore["recordedStatusOfMany"] = async (assets) => {
       const out = await store.recordedStatusOfMany(assets);
-      for (const read of out.values()) reads.push(read.recorded ? "keys" : "cached");
+      for (const read of out.values()) {
+        const changed = [...(read.changed?.keys() ?? [])].map((k) => k.slice(11, 13)).sort();
+        reads.push(read.recorded ? "keys" : changed.length > 0 ? `changed ${changed.join(",")}` : "cached");
+      }
       return out;
     };
     return partitionStatusSummary(a, { ...base, store: { recordedStatusOfMany }, cache });
@@ -96,30 +104,54 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     await fail("c/up", 1);
     expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "failed 01:00–01:00", "materialized 02:00–03:00", "missing 04:00–05:00"]);
 
-    // Each write above was followed by a fresh read; nothing changed since, so the cache answers.
-    expect(reads).toEqual(["keys", "keys", "keys"]);
+    // After the first read, each write's partition alone was derived again; nothing changed since, so the cache answers.
+    expect(reads).toEqual(["keys", "changed 03", "changed 01"]);
     expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "failed 01:00–01:00", "materialized 02:00–03:00", "missing 04:00–05:00"]);
-    expect(reads).toEqual(["keys", "keys", "keys", "cached"]);
+    expect(reads).toEqual(["keys", "changed 03", "changed 01", "cached"]);
   });
 
-  it("while an asset is being written to, answers read its keys without validating first", async () => {
-    cache = new PartitionStatusCache({ skipValidationMs: 60_000 });
+  it("derives again only the partitions written since, however many writes there were", async () => {
+    for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    await materialize("c/up", 4);
+    await fail("c/up", 0);
+    await sql`update partition_status set status = 'timed_out' where asset_key = 'c/up' and partition_key in (${key(2)}, ${key(3)})`.execute(
+      database.db,
+    );
+    await materialize("c/up", 2);
+    expect(await ranges(up)).toEqual([
+      "failed 00:00–00:00",
+      "materialized 01:00–02:00",
+      "timed_out 03:00–03:00",
+      "materialized 04:00–04:00",
+      "missing 05:00–05:00",
+    ]);
+    expect(reads).toEqual(["keys", "changed 00,02,03,04"]);
+  });
+
+  it("a statement writing more than 1 000 partitions of the asset has it read in full", async () => {
     await materialize("c/up", 0);
     expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
-    expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    // Keys outside the asset's partitions (left out of every answer) make the number.
+    await sql`
+      insert into partition_status (asset_key, partition_key, status)
+      select 'c/up', 'x' || lpad(i::text, 4, '0'), 'failed' from generate_series(1, 1001) as i`.execute(database.db);
+    await fail("c/up", 0);
+    expect(await ranges(up)).toEqual(["failed 00:00–00:00", "missing 01:00–05:00"]);
+    expect(reads).toEqual(["keys", "keys"]);
     await materialize("c/up", 1);
-    expect(await ranges(up)).toEqual(["materialized 00:00–01:00", "missing 02:00–05:00"]);
-    // The validation just failed: the next answers skip it (and are as exact).
-    expect(await ranges(up)).toEqual(["materialized 00:00–01:00", "missing 02:00–05:00"]);
-    expect(reads).toEqual(["keys", "cached", "keys", "keys"]);
+    expect(await ranges(up)).toEqual(["failed 00:00–00:00", "materialized 01:00–01:00", "missing 02:00–05:00"]);
+    expect(reads).toEqual(["keys", "keys", "changed 01"]);
   });
 
   it("an upstream materialised again makes the partitions that read it stale", async () => {
     for (const h of [0, 1, 2]) await materialize("c/up", h);
     for (const h of [0, 1, 2]) await materialize("c/down", h, { codeVersion: "v1", reads: ["c/up"] });
     expect(await ranges(down)).toEqual(["materialized 00:00–02:00", "missing 03:00–05:00"]);
-    // Only c/up's rows change: the fingerprint covers the upstreams the asset's latest events read.
+    // Only c/up's rows change: the version covers the upstreams the asset's latest events read, and the partitions
+    // derived again are those that read the written ones.
     await materialize("c/up", 1);
+    await materialize("c/up", 4);
     expect(await ranges(down)).toEqual([
       "materialized 00:00–00:00",
       "stale 01:00–01:00",
@@ -128,6 +160,19 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     ]);
     await materialize("c/down", 1, { codeVersion: "v1", reads: ["c/up"] });
     expect(await ranges(down)).toEqual(["materialized 00:00–02:00", "missing 03:00–05:00"]);
+    expect(reads).toEqual(["keys", "changed 01", "changed 01"]);
+  });
+
+  it("an upstream the asset did not read before is followed once a new materialisation reads it", async () => {
+    const other = asset({ key: "c/other", partitions: hours }, noop);
+    for (const h of [0, 1]) await materialize("c/other", h);
+    await materialize("c/down", 0, { codeVersion: "v1" });
+    expect(await ranges(down)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    await materialize("c/down", 1, { codeVersion: "v1", reads: [other.key] });
+    expect(await ranges(down)).toEqual(["materialized 00:00–01:00", "missing 02:00–05:00"]);
+    await materialize("c/other", 1);
+    expect(await ranges(down)).toEqual(["materialized 00:00–00:00", "stale 01:00–01:00", "missing 02:00–05:00"]);
+    expect(reads).toEqual(["keys", "changed 01", "changed 01"]);
   });
 
   it("a new code version makes every partition materialised with another one stale", async () => {
@@ -189,35 +234,62 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
     expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
     await sql`update partition_status set updated_at = now() where asset_key = 'c/up'`.execute(database.db);
     expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
-    expect(reads).toEqual(["keys", "keys", "keys"]);
+    expect(reads).toEqual(["keys", "changed 01", "changed 00"]);
   });
 
-  it("pruning the change rows keeps the newest of each asset and makes a cached answer read again, never stale", async () => {
+  const changeCounts = async () => {
+    const { rows } = await sql<{ asset_key: string; n: number }>`
+      select asset_key, count(*)::int as n from partition_status_changes group by asset_key order by asset_key`.execute(database.db);
+    return Object.fromEntries(rows.map((r) => [r.asset_key, r.n]));
+  };
+
+  it("pruning keeps the newest change rows of each asset and those of the last minute; what a reader saw may go", async () => {
     for (let round = 0; round < 3; round++) for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
     await materialize("c/down", 0, { codeVersion: "v1", reads: ["c/up"] });
     expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
-    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
-    const changes = async () => {
-      const { rows } = await sql<{ asset_key: string; n: number }>`
-        select asset_key, count(*)::int as n from partition_status_changes group by asset_key order by asset_key`.execute(database.db);
-      return Object.fromEntries(rows.map((r) => [r.asset_key, r.n]));
-    };
-    const before = await changes();
+    const before = await changeCounts();
     expect(before["c/up"]).toBeGreaterThan(CHANGES_KEPT_PER_ASSET);
-
-    // Two pruners at once: one prunes, the other skips.
-    const pruned = await Promise.all([prunePartitionStatusChanges(database.db), prunePartitionStatusChanges(database.db)]);
-    expect(pruned.reduce((a, b) => a + b)).toBe(before["c/up"]! - CHANGES_KEPT_PER_ASSET);
-    expect(await changes()).toEqual({ ...before, "c/up": CHANGES_KEPT_PER_ASSET });
+    // Every row is younger than a minute: nothing goes.
     expect(await prunePartitionStatusChanges(database.db)).toBe(0);
 
-    // The pruned asset's version changed: read again, then cached; the unpruned one stays cached.
+    // Two pruners at once: one prunes, the other skips.
+    const pruned = await Promise.all([
+      prunePartitionStatusChanges(database.db, { minAgeMs: 0 }),
+      prunePartitionStatusChanges(database.db, { minAgeMs: 0 }),
+    ]);
+    expect(pruned.reduce((a, b) => a + b)).toBe(before["c/up"]! - CHANGES_KEPT_PER_ASSET);
+    expect(await changeCounts()).toEqual({ ...before, "c/up": CHANGES_KEPT_PER_ASSET });
+    expect(await prunePartitionStatusChanges(database.db, { minAgeMs: 0 })).toBe(0);
+
+    // The rows pruned were all seen by the cached read: it still holds.
     expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
-    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
-    expect(reads).toEqual(["keys", "cached", "keys", "cached"]);
+    expect(reads).toEqual(["keys", "cached"]);
   });
 
-  it("a write not yet committed when the cache is filled shows once it commits", async () => {
+  itConcurrent("a change pruned before a reader looked again has the asset read in full, even one committed late", async () => {
+    for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
+    // A writer whose transaction is open while the cache is filled, and stays open while others write.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let written!: () => void;
+    const wasWritten = new Promise<void>((r) => (written = r));
+    const writer = database.db.transaction().execute(async (trx) => {
+      await sql`update partition_status set status = 'failed' where asset_key = 'c/up' and partition_key = ${key(0)}`.execute(trx);
+      written();
+      await released;
+    });
+    await wasWritten;
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    for (let i = 0; i <= CHANGES_KEPT_PER_ASSET; i++) await materialize("c/up", 1 + (i % 3));
+    release();
+    await writer;
+    // The late writer's change row is older than the newest kept: pruned, so no reader can learn what it wrote.
+    expect(await prunePartitionStatusChanges(database.db, { minAgeMs: 0 })).toBeGreaterThan(0);
+    expect(await ranges(up)).toEqual(["failed 00:00–00:00", "materialized 01:00–03:00", "missing 04:00–05:00"]);
+    expect(reads).toEqual(["keys", "keys"]);
+  });
+
+  itConcurrent("a write not yet committed when the cache is filled shows once it commits", async () => {
     await materialize("c/up", 0);
     expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
     let release!: () => void;
@@ -243,12 +315,14 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
   it("through GraphQL: a server's requests share the cache, even with services built per request", async () => {
     const removeDefinitions = await storeDefinitions(database.db, chainSource(2));
     try {
-      // Whether each statement read the keys again (the only one joining event_inputs) or only validated them.
+      // What each statement of the cache did: read all the keys, looked for changes, or derived changed partitions.
       const statements: string[] = [];
       const plugin: KyselyPlugin = {
         transformQuery: (args) => {
           const text = JSON.stringify(args.node);
-          if (text.includes("bit_xor")) statements.push(text.includes("event_inputs") ? "keys" : "validated");
+          if (text.includes("pg_visible_in_snapshot")) statements.push("changes");
+          else if (text.includes("json_build_object")) statements.push("keys");
+          else if (text.includes("'status' as kind")) statements.push("derived");
           return args.node;
         },
         transformResult: async (args) => args.result,
@@ -280,16 +354,38 @@ describePostgres("partition status ranges: the cache of folded statuses", () => 
         database.db,
       );
       expect(await ranges()).toEqual(["MISSING 2025-01-01 1", "FAILED 2025-01-02 2", "MISSING 2025-01-04 2"]);
-      expect(statements).toEqual(["keys", "validated", "validated", "keys"]);
+      expect(statements).toEqual(["keys", "changes", "changes", "derived"]);
     } finally {
       await removeDefinitions();
     }
   });
+}
+
+describePostgres("partition status ranges: the cache of folded statuses (Postgres)", () => {
+  cacheSuite(useTestDatabase(), true);
+});
+
+describe("partition status ranges: the cache of folded statuses (PGlite)", () => {
+  let handle: PgliteHandle | undefined;
+  beforeAll(async () => {
+    handle = await openTestPglite();
+  });
+  afterAll(async () => {
+    await handle?.close();
+  });
+  cacheSuite(
+    {
+      get db() {
+        return handle!.db;
+      },
+    },
+    false,
+  );
 });
 
 it("keeps the counts of many assets within its budget of ranges, dropping the least recently used", () => {
   const cache = new PartitionStatusCache({ maxRanges: 100 });
-  const version = { fingerprint: "f", upstreamAssetKeys: [] };
+  const version = { snapshot: "1:1:", upstreamAssetKeys: [] };
   // 30 ranges of materialised partitions (every other index), then the entry itself: 31 each.
   const subsets = new Map([["materialized", PartitionSubset.fromIndices(Array.from({ length: 30 }, (_, i) => 2 * i))]] as const);
   for (const key of ["a", "b", "c"]) cache.fill(key, version, subsets);

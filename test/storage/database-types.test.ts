@@ -332,7 +332,10 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     id: "not null",
     asset_key: "not null",
     tx_id: "not null",
+    partition_keys: "null",
+    created_at: "not null",
   },
+  partition_status_changes_pruned: { singleton: "not null", through_tx: "not null" },
   pools: {
     name: "not null",
     slots: "not null",

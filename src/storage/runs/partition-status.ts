@@ -63,29 +63,49 @@ export async function partitionKeysWithStatus(db: Kysely<Database>, assetKey: st
   return rows.map((r) => r.partition_key);
 }
 
-/** Change rows of an asset kept by pruning: a reader's version of an asset is read from this many rows at most. */
+/** Change rows of an asset kept by pruning whatever their age: a reader's version of an asset reads these at least. */
 export const CHANGES_KEPT_PER_ASSET = 8;
 
 /**
- * Deletes the change rows that version partition statuses (see migration partition_status_changes) beyond the newest
- * {@link CHANGES_KEPT_PER_ASSET} of each asset, at most `limit` at a time; one pruner at a time (others skip). Deleting
- * a row changes its asset's version, so a cached answer is read again once, never kept past a change.
+ * Change rows younger than this are kept: a reader that holds an asset's statuses as of a snapshot and looks again
+ * within it finds every change since, and derives only the partitions they name.
  */
-export async function prunePartitionStatusChanges(db: Kysely<Database>, limit = 50_000): Promise<number> {
+export const CHANGES_KEPT_MS = 60_000;
+
+/**
+ * Deletes the change rows that version partition statuses (see migration partition_status_changes) beyond the newest
+ * {@link CHANGES_KEPT_PER_ASSET} of each asset and older than `minAgeMs`, at most `limit` at a time; one pruner at a
+ * time (others skip). It records the newest transaction whose rows it deleted (partition_status_changes_pruned): a
+ * reader whose snapshot is older than that may have lost a change, and reads the asset in full.
+ */
+export async function prunePartitionStatusChanges(
+  db: Kysely<Database>,
+  options: { readonly limit?: number; readonly minAgeMs?: number } = {},
+): Promise<number> {
+  const limit = options.limit ?? 50_000;
+  const minAgeMs = options.minAgeMs ?? CHANGES_KEPT_MS;
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ locked: boolean }>`
       select pg_try_advisory_xact_lock(hashtext('tributary.partition_status_changes.prune')) as locked`.execute(trx);
     if (!rows[0]?.locked) return 0;
-    const deleted = await sql`
-      delete from partition_status_changes c
-      where c.id in (
-        select id from (
-          select id, row_number() over (partition by asset_key order by id desc) as newer
-          from partition_status_changes
-        ) ranked
-        where ranked.newer > ${CHANGES_KEPT_PER_ASSET}
-        limit ${limit}
-      )`.execute(trx);
-    return Number(deleted.numAffectedRows ?? 0);
+    const { rows: pruned } = await sql<{ n: number }>`
+      with deleted as (
+        delete from partition_status_changes c
+        where c.id in (
+          select id from (
+            select id, created_at, row_number() over (partition by asset_key order by id desc) as newer
+            from partition_status_changes
+          ) ranked
+          where ranked.newer > ${CHANGES_KEPT_PER_ASSET} and ranked.created_at < clock_timestamp() - make_interval(secs => ${minAgeMs / 1000})
+          limit ${limit}
+        )
+        returning c.tx_id
+      ), horizon as (
+        update partition_status_changes_pruned
+        set through_tx = greatest(through_tx, (select max(tx_id::text::bigint) from deleted))
+        where exists (select 1 from deleted)
+      )
+      select count(*)::int as n from deleted`.execute(trx);
+    return pruned[0]?.n ?? 0;
   });
 }
