@@ -69,9 +69,10 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
   async recordedStatusOfMany(assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>> {
     if (assets.length === 0) return new Map();
     // Without JIT: over thousands of assets the planner's estimates of the unnested arrays run high enough to compile
-    // the statements, which cost 0.4 s on statements that run in a few milliseconds.
+    // the statements, which cost 0.4 s on statements that run in a few milliseconds. With more memory for hashes and
+    // CTEs than the default 4 MB: an asset of 100 000 partitions otherwise spills its inputs to disk (about 10 % slower).
     return this.#db.transaction().execute(async (trx) => {
-      await sql`set local jit = off`.execute(trx);
+      await sql`select set_config('jit', 'off', true), set_config('work_mem', '32MB', true)`.execute(trx);
       return recordedStatusIn(trx, assets);
     });
   }
