@@ -51,11 +51,13 @@ export async function selectCandidates(
                          order by scheduled_at, id limit ${agingLimit}::int)) as aged,
                r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
         from steps s join runs r on r.id = s.run_id
-        where s.state = 'scheduled' and (
-          s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                   order by priority desc, depth desc, id limit ${limit}::int)
-          or s.id in (select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
-                      order by scheduled_at, id limit ${agingLimit}::int))
+        -- The two candidate lists as one array, looked up by primary key: as \`id in (…) or id in (…)\` the planner
+        -- visited every scheduled step on each claim.
+        where s.state = 'scheduled'
+          and s.id = any(array(select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                               order by priority desc, depth desc, id limit ${limit}::int)
+                         || array(select id from steps where state = 'scheduled' and executor = any(${kindNames}::text[])
+                                  order by scheduled_at, id limit ${agingLimit}::int))
         for no key update of s skip locked`.execute(trx);
   return rows;
 }
