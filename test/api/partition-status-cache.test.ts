@@ -42,6 +42,8 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     store = new PgPartitionStatusStore(database.db);
     cache = new PartitionStatusCache();
     await sql`truncate partition_status, partition_status_changes, event_inputs, events, steps, runs cascade`.execute(database.db);
+    // What an earlier test pruned is gone with the rows: a later test's reads must not depend on it.
+    await sql`update partition_status_changes_pruned set through_tx = 0`.execute(database.db);
   });
 
   const summaryOf = (a: SnapshotAsset, now: Date, cached: boolean): Promise<PartitionStatusSummary> => {
@@ -243,7 +245,7 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     return Object.fromEntries(rows.map((r) => [r.asset_key, r.n]));
   };
 
-  it("pruning keeps the newest change rows of each asset and those of the last minute; what a reader saw may go", async () => {
+  it("pruning keeps the newest change rows of each asset and those of the last minute; an answer after it is exact", async () => {
     for (let round = 0; round < 3; round++) for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
     await materialize("c/down", 0, { codeVersion: "v1", reads: ["c/up"] });
     expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
@@ -261,9 +263,14 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     expect(await changeCounts()).toEqual({ ...before, "c/up": CHANGES_KEPT_PER_ASSET });
     expect(await prunePartitionStatusChanges(database.db, { minAgeMs: 0 })).toBe(0);
 
-    // The rows pruned were all seen by the cached read: it still holds.
+    // The rows pruned were all seen by the cached read, and the answer is exact (ranges() checks it against one derived
+    // from scratch). Whether the cache knows they were seen depends on the server's other sessions: it does when no
+    // transaction that began before the pruned writes was still running as the cache was filled (on a server that other
+    // test files share, one may have been; PGlite has no other session), and otherwise reads the asset in full.
     expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
-    expect(reads).toEqual(["keys", "cached"]);
+    if (concurrent) expect(["cached", "keys"]).toContain(reads[1]);
+    else expect(reads).toEqual(["keys", "cached"]);
+    expect(reads).toHaveLength(2);
   });
 
   itConcurrent("a change pruned before a reader looked again has the asset read in full, even one committed late", async () => {
