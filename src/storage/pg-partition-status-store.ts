@@ -156,6 +156,9 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
   }
 }
 
+/** Partitions of an asset derived again one by one after a change; more are read with the rest of the asset. */
+const MAX_DERIVED = 10_000;
+
 /** {@link PgPartitionStatusStore.recordedStatusOfMany} on `db`. */
 async function recordedStatusIn(db: Kysely<Database>, assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>> {
   const out = new Map<string, RecordedStatusRead>();
@@ -163,6 +166,9 @@ async function recordedStatusIn(db: Kysely<Database>, assets: readonly KnownReco
   const known = assets.filter((a) => a.known !== undefined);
   if (known.length > 0) {
     const since = await changesSince(db, known);
+    // So many partitions to derive again (an unpartitioned upstream written again, say) that reading them all costs
+    // less than naming each: read the asset in full.
+    for (const [key, keys] of since.changes) if (keys.length > MAX_DERIVED) since.changes.delete(key);
     const touched = known.filter((a) => since.changes.get(a.assetKey)?.length);
     const derived = touched.length > 0 ? await derive(db, touched, since.changes) : undefined;
     for (const a of known) {

@@ -146,6 +146,22 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     expect(reads).toEqual(["keys", "keys", "changed 01"]);
   });
 
+  it("more than 10 000 partitions written since, a few at a time, have the asset read in full too", async () => {
+    await materialize("c/up", 0);
+    expect(await ranges(up)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    // 11 statements of 1 000 partitions (outside the asset's, left out of every answer) and one failure.
+    for (let from = 1; from <= 11_000; from += 1_000) {
+      await sql`
+        insert into partition_status (asset_key, partition_key, status)
+        select 'c/up', 'x' || lpad(i::text, 5, '0'), 'failed' from generate_series(${from}::int, ${from + 999}::int) as i`.execute(
+        database.db,
+      );
+    }
+    await fail("c/up", 0);
+    expect(await ranges(up)).toEqual(["failed 00:00–00:00", "missing 01:00–05:00"]);
+    expect(reads).toEqual(["keys", "keys"]);
+  });
+
   it("an upstream materialised again makes the partitions that read it stale", async () => {
     for (const h of [0, 1, 2]) await materialize("c/up", h);
     for (const h of [0, 1, 2]) await materialize("c/down", h, { codeVersion: "v1", reads: ["c/up"] });
