@@ -62,8 +62,8 @@ function rangesOf(subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): 
  * unfinished steps; when partitions changed, one more that derives those
  * partitions again, whose statuses replace theirs in the fold. An asset whose
  * changes cannot all be found (a write of more than 1 000 partitions at once,
- * or a version older than the change rows kept) is read and folded again in
- * full.
+ * or a version older than the change rows kept), or with more than 10 000
+ * partitions to derive again, is read and folded again in full.
  *
  * What is never cached: `materializing` (unfinished steps, read every time) and
  * which partitions exist (a time space grows with `now`: cached subsets hold
