@@ -278,7 +278,9 @@ async function changesSince(
       join partition_status_changes c on c.asset_key = w.watched
       where not pg_visible_in_snapshot(c.tx_id, k.snap)
     ), lost as (
-      select k.asset_key from k, partition_status_changes_pruned p where p.through_tx >= pg_snapshot_xmin(k.snap)::text::bigint
+      -- Without the pruning row (never deleted, but if it were), nothing can be ruled out.
+      select k.asset_key from k
+      where coalesce((select through_tx from partition_status_changes_pruned), 9223372036854775807) >= pg_snapshot_xmin(k.snap)::text::bigint
       union
       select owner from news where partition_keys is null
     ), written as (

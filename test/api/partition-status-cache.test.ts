@@ -43,7 +43,8 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     cache = new PartitionStatusCache();
     await sql`truncate partition_status, partition_status_changes, event_inputs, events, steps, runs cascade`.execute(database.db);
     // What an earlier test pruned is gone with the rows: a later test's reads must not depend on it.
-    await sql`update partition_status_changes_pruned set through_tx = 0`.execute(database.db);
+    await sql`insert into partition_status_changes_pruned (singleton, through_tx) values (true, 0)
+              on conflict (singleton) do update set through_tx = 0`.execute(database.db);
   });
 
   const summaryOf = (a: SnapshotAsset, now: Date, cached: boolean): Promise<PartitionStatusSummary> => {
@@ -287,6 +288,20 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     if (concurrent) expect(["cached", "keys"]).toContain(reads[1]);
     else expect(reads).toEqual(["keys", "cached"]);
     expect(reads).toHaveLength(2);
+  });
+
+  it("without the row that records what was pruned, a reader reads in full; the next prune writes it again", async () => {
+    for (let round = 0; round < 3; round++) for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
+    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
+    await sql`delete from partition_status_changes_pruned`.execute(database.db);
+    await fail("c/up", 2);
+    expect(await ranges(up)).toEqual(["materialized 00:00–01:00", "failed 02:00–02:00", "materialized 03:00–03:00", "missing 04:00–05:00"]);
+    expect(reads).toEqual(["keys", "keys"]);
+    expect(await prunePartitionStatusChanges(database.db, { minAgeMs: 0 })).toBeGreaterThan(0);
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from partition_status_changes_pruned where through_tx > 0`.execute(
+      database.db,
+    );
+    expect(rows[0]!.n).toBe(1);
   });
 
   itConcurrent("a change pruned before a reader looked again has the asset read in full, even one committed late", async () => {

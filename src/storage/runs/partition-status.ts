@@ -101,9 +101,10 @@ export async function prunePartitionStatusChanges(
         )
         returning c.tx_id
       ), horizon as (
-        update partition_status_changes_pruned
-        set through_tx = greatest(through_tx, (select max(tx_id::text::bigint) from deleted))
-        where exists (select 1 from deleted)
+        -- An upsert: without its row, readers could not tell what was pruned (they then read in full).
+        insert into partition_status_changes_pruned as p (singleton, through_tx)
+        select true, max(tx_id::text::bigint) from deleted having count(*) > 0
+        on conflict (singleton) do update set through_tx = greatest(p.through_tx, excluded.through_tx)
       )
       select count(*)::int as n from deleted`.execute(trx);
     return pruned[0]?.n ?? 0;
