@@ -232,13 +232,13 @@ function patched(
   space: PartitionSpace | undefined,
 ): Map<StoredPartitionState, PartitionSubset> {
   const moved = toSubset([...changed.keys()], space);
-  const byStatus = new Map<StoredPartitionState, string[]>();
-  for (const [key, status] of changed) if (status !== null) byStatus.set(status, [...(byStatus.get(status) ?? []), key]);
+  const byStatus = new Map<StoredPartitionState, string[]>(STORED.map((status) => [status, []]));
+  for (const [key, status] of changed) if (status !== null) byStatus.get(status)!.push(key);
   const out = new Map<StoredPartitionState, PartitionSubset>();
   for (const status of STORED) {
     const kept = (subsets.get(status) ?? PartitionSubset.empty()).difference(moved);
-    const added = byStatus.get(status);
-    out.set(status, added ? kept.union(toSubset(added, space)) : kept);
+    const added = byStatus.get(status)!;
+    out.set(status, added.length > 0 ? kept.union(toSubset(added, space)) : kept);
   }
   return out;
 }

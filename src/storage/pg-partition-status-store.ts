@@ -180,7 +180,7 @@ async function recordedStatusIn(db: Kysely<Database>, assets: readonly KnownReco
       const statuses = derived?.statuses.get(a.assetKey);
       const upstreamAssetKeys = [...new Set([...a.known!.upstreamAssetKeys, ...(derived?.upstreams.get(a.assetKey) ?? [])])].sort(compare);
       out.set(a.assetKey, {
-        materializing: since.active.get(a.assetKey) ?? [],
+        materializing: since.active.get(a.assetKey)!,
         version: { snapshot: since.snapshot, upstreamAssetKeys },
         changed: new Map(keys.map((k) => [k, statuses?.get(k) ?? null])),
       });
@@ -294,22 +294,22 @@ async function changesSince(
       from written w
       join event_inputs ei on ei.upstream_asset_key = w.watched and ei.upstream_partition_key = w.key
       join partition_status ps on ps.last_materialization_event_id = ei.event_id and ps.asset_key = w.owner
-    )
+    ), t as (
+      select asset_key from k
+    ), ${activeSteps}
     select 'lost' as kind, asset_key, null as v from lost
     union all
     select 'touched', asset_key, partition_key from touched
     union all
-    select distinct 'active', s.asset_key, s.partition_key
-    from steps s join runs r on r.id = s.run_id
-    where s.asset_key = any(${assetKeys}::text[]) and ${unfinishedStep} and r.status in ('queued', 'running')
+    select 'active', asset_key, partition_key from active
     union all
     select 'snapshot', null, pg_current_snapshot()::text`.execute(db);
   const changes = new Map<string, string[]>(assetKeys.map((k) => [k, []]));
-  const active = new Map<string, string[]>();
+  const active = new Map<string, string[]>(assetKeys.map((k) => [k, []]));
   let snapshot = "";
   for (const r of rows) {
     if (r.kind === "touched") changes.get(r.asset_key)?.push(r.v);
-    else if (r.kind === "active") active.set(r.asset_key, [...(active.get(r.asset_key) ?? []), r.v]);
+    else if (r.kind === "active") active.get(r.asset_key)?.push(r.v);
     else if (r.kind === "snapshot") snapshot = r.v;
   }
   for (const r of rows) if (r.kind === "lost") changes.delete(r.asset_key);
@@ -331,15 +331,11 @@ async function derive(
     select 'status' as kind, asset_key, partition_key as v, status from rec
     union all
     select 'up', asset_key, upstream_asset_key, null from ups`.execute(db);
-  const statuses = new Map<string, Map<string, StoredPartitionState | null>>();
-  const upstreams = new Map<string, string[]>();
+  const statuses = new Map(assets.map((a) => [a.assetKey, new Map<string, StoredPartitionState | null>()]));
+  const upstreams = new Map<string, string[]>(assets.map((a) => [a.assetKey, []]));
   for (const r of rows) {
-    if (r.kind === "up") upstreams.set(r.asset_key, [...(upstreams.get(r.asset_key) ?? []), r.v]);
-    else {
-      let byKey = statuses.get(r.asset_key);
-      if (!byKey) statuses.set(r.asset_key, (byKey = new Map()));
-      byKey.set(r.v, r.status === "missing" ? null : r.status);
-    }
+    if (r.kind === "up") upstreams.get(r.asset_key)?.push(r.v);
+    else statuses.get(r.asset_key)?.set(r.v, r.status === "missing" ? null : r.status);
   }
   return { statuses, upstreams };
 }

@@ -8,7 +8,7 @@ import {
   type PartitionSpace,
 } from "../../partitions/index.js";
 import type { PartitionSummary, StreamEvent } from "../../storage/index.js";
-import { rangeIndices, toKeyRanges, type AssetAutomationState, type KeyRanges } from "./automation-state.js";
+import { subsetOfKeyRanges, toKeyRanges, type AssetAutomationState } from "./automation-state.js";
 
 // What the automation loop keeps in memory between ticks: each asset's materialised and failed partitions, kept
 // current by the event stream, and its automation state.
@@ -112,19 +112,7 @@ export function restoreSummary(
   space: PartitionSpace | null,
 ): { materialized: PartitionSubset; failed: PartitionSubset } | undefined {
   if (!summary || definition === undefined || summary.partitions !== definition) return undefined;
-  const materialized = subsetOfRanges(summary.materialized, space);
-  const failed = subsetOfRanges(summary.failed, space);
-  return materialized && failed ? { materialized, failed } : undefined;
-}
-
-function subsetOfRanges(ranges: KeyRanges, space: PartitionSpace | null): PartitionSubset | undefined {
-  if (ranges.length === 0) return PartitionSubset.EMPTY;
-  if (!space) return ranges.length === 1 && ranges[0]![0] === "" && ranges[0]![1] === "" ? UNPARTITIONED : undefined;
-  const parts: [number, number][] = [];
-  for (const range of ranges) {
-    const indices = rangeIndices(space, range);
-    if (!indices) return undefined;
-    parts.push(indices);
-  }
-  return PartitionSubset.fromRanges(parts);
+  const materialized = subsetOfKeyRanges(space, summary.materialized);
+  const failed = subsetOfKeyRanges(space, summary.failed);
+  return materialized.complete && failed.complete ? { materialized: materialized.subset, failed: failed.subset } : undefined;
 }

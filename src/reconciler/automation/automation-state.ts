@@ -38,18 +38,28 @@ export function toKeyRanges(space: PartitionSpace | null, subset: PartitionSubse
 
 /** The subset of key ranges in the current space; ranges whose keys left the definition are dropped. */
 export function fromKeyRanges(space: PartitionSpace | null, ranges: KeyRanges | undefined): PartitionSubset {
-  if (!ranges || ranges.length === 0) return PartitionSubset.EMPTY;
-  if (!space) return PartitionSubset.range(0, 1);
+  return subsetOfKeyRanges(space, ranges ?? []).subset;
+}
+
+/**
+ * The subset of key ranges in the current space, and whether every range still names keys of it (an unpartitioned
+ * asset's: exactly [["", ""]]). Ranges that do not are left out of the subset.
+ */
+export function subsetOfKeyRanges(space: PartitionSpace | null, ranges: KeyRanges): { subset: PartitionSubset; complete: boolean } {
+  if (ranges.length === 0) return { subset: PartitionSubset.EMPTY, complete: true };
+  if (!space) {
+    return { subset: PartitionSubset.range(0, 1), complete: ranges.length === 1 && ranges[0]![0] === "" && ranges[0]![1] === "" };
+  }
   const parts: [number, number][] = [];
   for (const range of ranges) {
     const indices = rangeIndices(space, range);
     if (indices) parts.push(indices);
   }
-  return PartitionSubset.fromRanges(parts);
+  return { subset: PartitionSubset.fromRanges(parts), complete: parts.length === ranges.length };
 }
 
 /** The [start, end) indices of an inclusive key range in the space; undefined when one of its keys left it. */
-export function rangeIndices(space: PartitionSpace, [from, to]: readonly [string, string]): [number, number] | undefined {
+function rangeIndices(space: PartitionSpace, [from, to]: readonly [string, string]): [number, number] | undefined {
   if (!space.has(from) || !space.has(to)) return undefined;
   const a = space.indexOf(from);
   const b = space.indexOf(to);
