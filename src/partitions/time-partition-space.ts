@@ -66,13 +66,18 @@ export class TimePartitionSpace extends BasePartitionSpace {
 
   locate(key: string): number | string {
     if (this.grid.empty) return "it has no windows: its cron never fires";
-    const instant = this.parseKey(key);
-    if (typeof instant === "string") return instant;
+    const parsed = this.parseKey(key);
+    if (typeof parsed === "string") return parsed;
+    const { instant, ownKey } = parsed;
     const index = ceilIndex(this.grid, instant);
-    const canonical = this.keyOfExtended(index);
-    if (canonical !== key) {
-      if (this.grid.startOf(index) === instant) return `did you mean "${canonical}"?`;
-      return `no window starts at it; the nearest partitions are "${this.keyOfExtended(index - 1)}" and "${canonical}"`;
+    // A key that is the only spelling of its instant, at a window start, is that window's key: formatting it again
+    // (most of the cost of looking up many keys) is needed only otherwise.
+    if (!(ownKey && this.grid.startOf(index) === instant)) {
+      const canonical = this.keyOfExtended(index);
+      if (canonical !== key) {
+        if (this.grid.startOf(index) === instant) return `did you mean "${canonical}"?`;
+        return `no window starts at it; the nearest partitions are "${this.keyOfExtended(index - 1)}" and "${canonical}"`;
+      }
     }
     if (index < 0) return `it is before the first partition "${this.keyOfExtended(0)}"`;
     if (index >= this.size) return `it is after the last partition "${this.keyOfExtended(this.size - 1)}" (end ${this.spec.end})`;
@@ -94,16 +99,21 @@ export class TimePartitionSpace extends BasePartitionSpace {
     }
   }
 
-  /** The instant a key names, or why it names none. */
-  private parseKey(key: string): number | string {
+  /**
+   * The instant a key names, or why it names none; `ownKey` when the key is the one the instant formats to (a
+   * round-tripping format, without offset suffix, of a wall time the clock shows once).
+   */
+  private parseKey(key: string): { instant: number; ownKey: boolean } | string {
     const wall = this.codec.parseWall(key);
     if (wall !== undefined) {
-      const readings = this.codec.hasTimeOfDay ? this.clock.instantsOf(wall) : [];
-      if (this.codec.hasTimeOfDay && readings.length === 0) {
-        return `that wall time does not exist in ${this.spec.timezone} (the clocks skip it for DST)`;
+      if (!this.codec.hasTimeOfDay) {
+        const instant = this.clock.instantOf(wall);
+        return { instant, ownKey: this.codec.roundTrips && this.clock.toWall(instant) === wall };
       }
-      if (readings.length > 1 && !this.startsWindow(readings[0]!)) return readings[1]!;
-      return this.clock.instantOf(wall);
+      const readings = this.clock.instantsOf(wall);
+      if (readings.length === 0) return `that wall time does not exist in ${this.spec.timezone} (the clocks skip it for DST)`;
+      if (readings.length > 1) return { instant: this.startsWindow(readings[0]!) ? readings[0]! : readings[1]!, ownKey: false };
+      return { instant: readings[0]!, ownKey: this.codec.roundTrips };
     }
     const suffixed = this.codec.hasTimeOfDay ? OFFSET_SUFFIX.exec(key) : null;
     if (suffixed) {
@@ -111,7 +121,7 @@ export class TimePartitionSpace extends BasePartitionSpace {
       const offset = parseOffset(suffixed[2]!);
       if (base !== undefined && offset !== undefined) {
         const instant = base - offset;
-        if (this.clock.offsetAt(instant) === offset) return instant;
+        if (this.clock.offsetAt(instant) === offset) return { instant, ownKey: false };
         return `${this.spec.timezone} is not at UTC offset ${suffixed[2]} at ${suffixed[1]}`;
       }
     }

@@ -39,6 +39,21 @@ describe("daily", () => {
     expect(days.has("2099-12-31")).toBe(true);
   });
 
+  it("reads only ASCII digits in the fixed positions of the built-in formats", () => {
+    const hours = partitionSpace(hourly({ start: "2025-01-01" }));
+    for (const key of ["2025-0\u0661-01", "+025-01-01", "2025+01-01", "2025-01-1 ", " 2025-01-01", "2025-01-01 ", "2025-01-0x"]) {
+      expect(days.has(key), key).toBe(false);
+    }
+    expect(partitionError(() => days.indexOf("2025-01-0x")).message).toMatch(/expected yyyy-MM-dd$/);
+    for (const key of ["2025-01-01-07:3x", "2025-01-01T07:00", "2025-01-01-07-00", "2025-01-01-7:00", "2025-01-01-07:000"]) {
+      expect(hours.has(key), key).toBe(false);
+    }
+    expect(partitionError(() => hours.indexOf("2025-01-01-07:30")).message).toMatch(
+      /no window starts at it; the nearest partitions are "2025-01-01-07:00" and "2025-01-01-08:00"$/,
+    );
+    expect(hours.indexOf("2025-01-01-07:00")).toBe(7);
+  });
+
   it("says why a well-formed key is not a day on the calendar", () => {
     expect(partitionError(() => days.indexOf("2025-02-30")).message).toMatch(/: 2025-02-30 is not a day: February 2025 has 28 days$/);
     expect(partitionError(() => days.indexOf("2024-02-30")).message).toMatch(/: 2024-02-30 is not a day: February 2024 has 29 days$/);
