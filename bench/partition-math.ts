@@ -37,6 +37,23 @@ const enumerate100kHourlyKeys = median(() => {
   for (const key of hours.keys(hundredThousandHours)) lastKey = key;
 });
 
+// The reverse: 100 000 hourly keys (shuffled, as a status read gets them) looked up one by one and made a subset,
+// in UTC and in the DST zone.
+const utcHours = partitionSpace(hourly({ start: "2014-01-01" }));
+const shuffled = (space: typeof hours) => {
+  const keys = [...space.keys(hundredThousandHours)];
+  for (let i = keys.length - 1; i > 0; i--) {
+    const j = (i * 7_919) % (i + 1);
+    [keys[i], keys[j]] = [keys[j]!, keys[i]!];
+  }
+  return keys;
+};
+const utcKeys = shuffled(utcHours);
+const zonedKeys = shuffled(hours);
+let lookedUp = 0;
+const lookUp100kHourlyKeysUtc = median(() => (lookedUp = utcHours.subset(utcKeys).count()));
+const lookUp100kHourlyKeysNewYork = median(() => (lookedUp = hours.subset(zonedKeys).count()));
+
 // A year of dailies ↔ weeklies.
 const days = daily({ start: "2025-01-01", timezone: "Europe/Berlin" });
 const weeks = weekly({ start: "2024-12-30", timezone: "Europe/Berlin" });
@@ -69,6 +86,8 @@ const countAllNow100kHourly = median(() => recentHours.all(nowFor100k).count());
 printResult({
   runs: RUNS,
   enumerate100kHourlyKeysMs: enumerate100kHourlyKeys,
+  lookUp100kHourlyKeysUtcMs: lookUp100kHourlyKeysUtc,
+  lookUp100kHourlyKeysNewYorkMs: lookUp100kHourlyKeysNewYork,
   mapYearDailiesToWeekliesMs: mapYearDailiesToWeeklies,
   mapYearWeekliesToDailiesMs: mapYearWeekliesToDailies,
   mapEveryOtherDayToWeekliesMs: mapEveryOtherDayToWeeklies,
@@ -79,6 +98,7 @@ printResult({
   countAllNow100kHourlyMs: countAllNow100kHourly,
   checks: {
     lastOf100kHourlyKeys: lastKey,
+    lookedUp,
     existingHourly: recentHours.count(nowFor100k),
     unionCount: a.union(b).count(),
   },
