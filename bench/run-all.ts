@@ -15,6 +15,7 @@ const scripts: [string, ...string[]][] = [
   ["execution.ts", "--reconcilers", "1"],
   ["execution.ts", "--reconcilers", "2"],
   ["claim-scale.ts"],
+  ["code-version-changed.ts"],
   ["backfill.ts"],
   ["automation-tick.ts"],
   ["automation-loop.ts"],

@@ -494,6 +494,7 @@ COMMENT ON TABLE public.partition_status IS 'Current status per (asset, partitio
 COMMENT ON COLUMN public.partition_status.failed_check IS 'Name of a blocking check that failed on the latest materialisation; null when none did.';
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_pkey PRIMARY KEY (asset_key, partition_key);
 ALTER TABLE public.partition_status ADD CONSTRAINT partition_status_status_check CHECK ((status = ANY (ARRAY['missing'::text, 'materializing'::text, 'materialized'::text, 'failed'::text, 'stale'::text, 'timed_out'::text, 'erased'::text])));
+CREATE INDEX partition_status_code_version_idx ON public.partition_status USING btree (asset_key, code_version) WHERE (code_version IS NOT NULL);
 CREATE INDEX partition_status_latest_event_idx ON public.partition_status USING btree (last_materialization_event_id) WHERE (last_materialization_event_id IS NOT NULL);
 CREATE INDEX partition_status_status_idx ON public.partition_status USING btree (asset_key, status, partition_key);
 CREATE TRIGGER partition_status_deleted AFTER DELETE ON public.partition_status REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION partition_status_changed();

@@ -17,6 +17,7 @@ import { releaseCursorLease, takeCursorLease } from "./cursor-lease.js";
 import type { Database } from "./database.js";
 import { parseEventCursor, readEventStream, STREAM_START, type PendingTransaction } from "./event-stream.js";
 import { toJson } from "./json.js";
+import { withPlannerSettings } from "./planner-settings.js";
 
 const CURSOR = "automation";
 /** Partition summaries written per statement (see commitTick). */
@@ -163,12 +164,20 @@ export class PgAutomationStore implements AutomationStore {
     const out = new Map<string, string[]>();
     if (assets.length === 0) return out;
     const input = assets.map((a) => ({ asset_key: a.assetKey, code_version: a.codeVersion }));
-    const { rows } = await sql<{ asset_key: string; partition_key: string }>`
-      with x as (select * from jsonb_to_recordset(${toJson(input)}::jsonb) as x(asset_key text, code_version text))
-      select ps.asset_key, ps.partition_key
-      from x join partition_status ps on ps.asset_key = x.asset_key
-      where ps.last_materialization_event_id is not null and ps.code_version is not null and ps.code_version <> x.code_version`.execute(
-      this.#db,
+    // Per asset, two ranges of partition_status_code_version_idx: what is read is what differs, not every recorded
+    // partition. The planner cannot know that few differ (it takes a third for an inequality), and would read the
+    // table whole: the subquery is kept apart (offset 0) so that each asset is looked up by index, and JIT is off
+    // since the estimate it would be compiled for is that of the whole table.
+    const { rows } = await withPlannerSettings(this.#db, { jit: "off" }, (trx) =>
+      sql<{ asset_key: string; partition_key: string }>`
+        with x as (select * from jsonb_to_recordset(${toJson(input)}::jsonb) as x(asset_key text, code_version text))
+        select x.asset_key, ps.partition_key
+        from x cross join lateral (
+          select ps.partition_key from partition_status ps
+          where ps.asset_key = x.asset_key and (ps.code_version < x.code_version or ps.code_version > x.code_version)
+            and ps.last_materialization_event_id is not null
+          offset 0
+        ) ps`.execute(trx),
     );
     for (const r of rows) push(out, r.asset_key, r.partition_key);
     return out;

@@ -11,6 +11,7 @@ import type {
   RunLineageQuery,
 } from "./lineage-store.js";
 import { LINEAGE_EVENT_KINDS } from "./lineage-store.js";
+import { withPlannerSettings } from "./planner-settings.js";
 
 type Id = string | number;
 
@@ -112,13 +113,11 @@ export class PgLineageStore implements LineageStore {
     // The planner cannot estimate a recursive step (it takes each level for one row) and would hash the whole of
     // events, partition_status and event_inputs at every level; the closure is a walk from the previous level's
     // partitions through indexes, so joins by index are forced, for this statement only (settings local to its transaction).
-    const rows = await this.#db.transaction().execute(async (trx) => {
-      // JIT off too: the statement's cost estimate is that of a walk over every level at once, and compiling it took
-      // longer than running it.
-      await sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-                       set_config('jit', 'off', true)`.execute(trx);
-      return impactRows(trx, query, keys);
-    });
+    // JIT off too: the statement's cost estimate is that of a walk over every level at once, and compiling it took
+    // longer than running it.
+    const rows = await withPlannerSettings(this.#db, { enable_hashjoin: "off", enable_mergejoin: "off", jit: "off" }, (trx) =>
+      impactRows(trx, query, keys),
+    );
     const sources = new Map<string, ImpactedPartition>();
     const impacted: ImpactedPartition[] = [];
     for (const r of rows) {

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { Database, PartitionState } from "./database.js";
 import { toJson } from "./json.js";
+import { withPlannerSettings } from "./planner-settings.js";
 import {
   MAX_STALE_REASONS,
   type AssetCodeVersion,
@@ -71,10 +72,7 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
     // Without JIT: over thousands of assets the planner's estimates of the unnested arrays run high enough to compile
     // the statements, which cost 0.4 s on statements that run in a few milliseconds. With more memory for hashes and
     // CTEs than the default 4 MB: an asset of 100 000 partitions otherwise spills its inputs to disk (about 10 % slower).
-    return this.#db.transaction().execute(async (trx) => {
-      await sql`select set_config('jit', 'off', true), set_config('work_mem', '32MB', true)`.execute(trx);
-      return recordedStatusIn(trx, assets);
-    });
+    return withPlannerSettings(this.#db, { jit: "off", work_mem: "32MB" }, (trx) => recordedStatusIn(trx, assets));
   }
 
   /** In the order of `partitionKeys`. */
