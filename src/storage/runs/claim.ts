@@ -15,6 +15,8 @@ export interface ClaimScope {
   readonly defaultPoolSlots: number;
   /** Claim only among these steps (the follow-up claim of a completion). */
   readonly onlyIds?: readonly number[];
+  /** Free slots of pools whose rows the caller already locked in this transaction (the follow-up claim of a completion). */
+  readonly lockedPools?: ReadonlyMap<string, number>;
   readonly holder?: ClaimHolder;
 }
 
@@ -35,7 +37,8 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
     .map((c) => ({ ...c, id: Number(c.id) }))
     .sort((x, y) => Number(y.aged) - Number(x.aged) || y.priority - x.priority || y.depth - x.depth || x.id - y.id);
 
-  const poolFree = await lockPools(trx, [...new Set(order.map((d) => d.pool))], o.defaultPoolSlots);
+  const pools = [...new Set(order.map((d) => d.pool))];
+  const poolFree = pools.every((p) => o.lockedPools?.has(p)) ? new Map(o.lockedPools) : await lockPools(trx, pools, o.defaultPoolSlots);
   const limitedAssets = [...new Set(order.filter((d) => d.max_concurrency !== null).map((d) => d.asset_key))];
   const assetActive = new Map<string, number>();
   if (limitedAssets.length > 0) {

@@ -10,7 +10,7 @@ import { recordCheckResults } from "./check-results.js";
 import { claimIn } from "./claim.js";
 import { recordMaterializations, uniqueInputs } from "./materializations.js";
 import { countDownExpanded, expandSteps } from "./mapped-steps.js";
-import { adjustPools, poolsCountingDeferred } from "./pools.js";
+import { addOccupied, lockPoolsOf, slotsPerPool, type LockedPool } from "./pools.js";
 import { propagate } from "./propagate.js";
 import { recordFailures } from "./record-failures.js";
 import { retryOrFail } from "./retries.js";
@@ -217,32 +217,33 @@ export async function completeIn(
     ),
   );
   // Pool and run rows are shared by every transaction that moves steps: they
-  // are touched last, so their locks are held only until the commit.
-  // A deferred step keeps its pool slot where the pool counts deferred steps, until the wait ends.
-  const holding = await poolsCountingDeferred(
-    trx,
-    applied.map((a) => a.step.pool),
-  );
-  const released = applied
-    .filter((a) =>
-      a.wasActive ? !(a.state === "deferred" && holding.has(a.step.pool)) : a.c.deferred === true && holding.has(a.step.pool),
-    )
-    .map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots }));
+  // are touched last, so their locks are held only until the commit. Every
+  // pool this transaction will touch (the finished steps' and the follow-up's)
+  // is locked at once, in name order: locking the released pools and then the
+  // follow-up's could deadlock with another completion doing the same the
+  // other way round.
   const followUpIds = followUp && followUp.limit > 0 ? [...scheduled, ...expansion.scheduled] : [];
-  if (followUpIds.length > 0) {
-    // Every pool this transaction will touch, locked at once in name order:
-    // locking the released pools and then the follow-up's could deadlock
-    // with another completion doing the same the other way round.
-    const { rows } = await sql<{ pool: string }>`
-      select distinct pool from steps where id = any(${followUpIds}::bigint[])`.execute(trx);
-    const pools = [...new Set([...released.map((r) => r.pool), ...rows.map((r) => r.pool)])].sort();
-    await sql`select name from pools where name = any(${pools}::text[]) order by name for no key update`.execute(trx);
-  }
-  await adjustPools(trx, released, -1);
+  const pools =
+    applied.length > 0 || followUpIds.length > 0
+      ? await lockPoolsOf(
+          trx,
+          applied.map((a) => a.step.pool),
+          followUpIds,
+        )
+      : new Map<string, LockedPool>();
+  // A deferred step keeps its pool slot where the pool counts deferred steps, until the wait ends.
+  const holds = (pool: string) => pools.get(pool)?.includeDeferred === true;
+  const released = slotsPerPool(
+    applied
+      .filter((a) => (a.wasActive ? !(a.state === "deferred" && holds(a.step.pool)) : a.c.deferred === true && holds(a.step.pool)))
+      .map((a) => ({ pool: a.step.pool, slots: a.step.pool_slots })),
+  );
+  await addOccupied(trx, released, -1);
   // The mini-scheduler: hand the steps these results made runnable straight
   // back to the executor that reported them, without a reconciler round trip.
   let claimed: ClaimedStep[] = [];
   if (followUp && followUpIds.length > 0) {
+    const poolFree = new Map([...pools].map(([name, p]) => [name, p.slots - Math.max(0, p.occupied - (released.get(name) ?? 0))] as const));
     ({ steps: claimed } = await claimIn(trx, {
       kindNames: [followUp.executor],
       capacity: new Map([[followUp.executor, followUp.limit]]),
@@ -251,6 +252,7 @@ export async function completeIn(
       now,
       defaultPoolSlots: followUp.defaultPoolSlots ?? 16,
       onlyIds: followUpIds,
+      lockedPools: poolFree,
       ...(followUp.holder ? { holder: { id: followUp.holder, kinds: [followUp.executor] } } : {}),
     }));
   }

@@ -2,15 +2,6 @@ import { sql } from "kysely";
 import { toJson } from "../json.js";
 import type { Trx } from "./step-rows.js";
 
-/** Of these pools, the ones whose slots deferred steps keep holding (include_deferred). */
-export async function poolsCountingDeferred(trx: Trx, pools: readonly string[]): Promise<Set<string>> {
-  const names = [...new Set(pools)];
-  if (names.length === 0) return new Set();
-  const { rows } = await sql<{ name: string }>`
-    select name from pools where name = any(${names}::text[]) and include_deferred`.execute(trx);
-  return new Set(rows.map((r) => r.name));
-}
-
 /**
  * Deferred steps leaving their wait (their trigger fired): gives back the
  * pool slots they held in pools that count deferred steps. Call before the
@@ -46,13 +37,46 @@ export async function lockPools(trx: Trx, names: readonly string[], defaultSlots
 }
 
 export async function adjustPools(trx: Trx, taken: readonly { pool: string; slots: number }[], sign: 1 | -1): Promise<void> {
-  if (taken.length === 0) return;
+  const perPool = slotsPerPool(taken);
+  if (perPool.size === 0) return;
+  await sql`select name from pools where name = any(${[...perPool.keys()]}::text[]) order by name for no key update`.execute(trx);
+  await addOccupied(trx, perPool, sign);
+}
+
+/** Slots per pool of these steps. */
+export function slotsPerPool(taken: readonly { pool: string; slots: number }[]): Map<string, number> {
   const perPool = new Map<string, number>();
   for (const t of taken) perPool.set(t.pool, (perPool.get(t.pool) ?? 0) + t.slots);
-  await sql`select name from pools where name = any(${[...perPool.keys()]}::text[]) order by name for no key update`.execute(trx);
+  return perPool;
+}
+
+/** Adds (or with -1 takes) slots to the pools' occupied slots, never below 0; the caller holds their rows' locks. */
+export async function addOccupied(trx: Trx, perPool: ReadonlyMap<string, number>, sign: 1 | -1): Promise<void> {
+  if (perPool.size === 0) return;
   const input = toJson([...perPool].map(([name, n]) => ({ name, n: n * sign })));
   await sql`
     update pools set occupied_slots = greatest(0, occupied_slots + x.n), updated_at = now()
     from jsonb_to_recordset(${input}::jsonb) as x(name text, n int)
     where pools.name = x.name`.execute(trx);
+}
+
+/** A pool row as a completion locks it. */
+export interface LockedPool {
+  readonly slots: number;
+  readonly occupied: number;
+  /** Whether deferred steps keep holding their slots. */
+  readonly includeDeferred: boolean;
+}
+
+/**
+ * Locks, in name order, the existing rows of the named pools and of the pools of the given steps, in one statement;
+ * returns them by name (a pool without a row is left out).
+ */
+export async function lockPoolsOf(trx: Trx, names: readonly string[], stepIds: readonly number[]): Promise<Map<string, LockedPool>> {
+  const { rows } = await sql<{ name: string; slots: number; occupied_slots: number; include_deferred: boolean }>`
+    select name, slots, occupied_slots, include_deferred from pools
+    where name = any(${[...new Set(names)]}::text[])
+       or name = any(array(select distinct pool from steps where id = any(${[...stepIds]}::bigint[])))
+    order by name for no key update`.execute(trx);
+  return new Map(rows.map((r) => [r.name, { slots: r.slots, occupied: r.occupied_slots, includeDeferred: r.include_deferred }]));
 }
