@@ -45,7 +45,7 @@ export class BenchScope {
     const { createDatabase, databaseUrlWithName, dropDatabase } = await storage();
     const dbName = `tributary_bench_${name}_${process.pid}`;
     await createDatabase(ADMIN_URL, dbName);
-    this.onClose(() => dropDatabase(ADMIN_URL, dbName));
+    if (!process.env.BENCH_KEEP) this.onClose(() => dropDatabase(ADMIN_URL, dbName));
     return databaseUrlWithName(ADMIN_URL, dbName);
   }
 
