@@ -40,7 +40,10 @@ export class BenchScope {
     return dir;
   }
 
-  /** A new empty database on ADMIN_URL's server, dropped (its sessions disconnected); returns its URL. */
+  /**
+   * A new empty database on ADMIN_URL's server, dropped (its sessions disconnected) unless BENCH_KEEP is set (to look
+   * at its plans afterwards); returns its URL.
+   */
   async scratchDatabase(name: string): Promise<string> {
     const { createDatabase, databaseUrlWithName, dropDatabase } = await storage();
     const dbName = `tributary_bench_${name}_${process.pid}`;
