@@ -231,14 +231,21 @@ function patched(
   changed: ReadonlyMap<string, StoredPartitionState | null>,
   space: PartitionSpace | undefined,
 ): Map<StoredPartitionState, PartitionSubset> {
-  const moved = toSubset([...changed.keys()], space);
-  const byStatus = new Map<StoredPartitionState, string[]>(STORED.map((status) => [status, []]));
-  for (const [key, status] of changed) if (status !== null) byStatus.get(status)!.push(key);
+  // Each key looked up once: its index leaves every subset, and joins its new status's.
+  const moved: number[] = [];
+  const byStatus = new Map<StoredPartitionState, number[]>(STORED.map((status) => [status, []]));
+  for (const [key, status] of changed) {
+    const i = indexIn(space, key);
+    if (i === undefined) continue;
+    moved.push(i);
+    if (status !== null) byStatus.get(status)!.push(i);
+  }
+  const movedSubset = PartitionSubset.fromIndices(moved);
   const out = new Map<StoredPartitionState, PartitionSubset>();
   for (const status of STORED) {
-    const kept = (subsets.get(status) ?? PartitionSubset.empty()).difference(moved);
+    const kept = (subsets.get(status) ?? PartitionSubset.empty()).difference(movedSubset);
     const added = byStatus.get(status)!;
-    out.set(status, added.length > 0 ? kept.union(toSubset(added, space)) : kept);
+    out.set(status, added.length > 0 ? kept.union(PartitionSubset.fromIndices(added)) : kept);
   }
   return out;
 }
@@ -305,16 +312,20 @@ function summaryOf(
  * outside the space (a changed definition) are left out. One lookup per key.
  */
 function toSubset(keys: readonly string[], space: PartitionSpace | undefined): PartitionSubset {
-  if (!space) return keys.includes("") ? PartitionSubset.range(0, 1) : PartitionSubset.empty();
   const indices: number[] = [];
   for (const key of keys) {
-    let i: number;
-    try {
-      i = space.indexOf(key);
-    } catch {
-      continue;
-    }
-    indices.push(i);
+    const i = indexIn(space, key);
+    if (i !== undefined) indices.push(i);
   }
   return PartitionSubset.fromIndices(indices);
+}
+
+/** A key's index in the space (an unpartitioned asset's one key is ""), or undefined when the space has no such key. */
+function indexIn(space: PartitionSpace | undefined, key: string): number | undefined {
+  if (!space) return key === "" ? 0 : undefined;
+  try {
+    return space.indexOf(key);
+  } catch {
+    return undefined;
+  }
 }

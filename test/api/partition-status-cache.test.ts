@@ -2,16 +2,16 @@
 // recorded status (of the asset, or of an upstream it read) is seen by the next answer, the unfinished
 // steps are always read fresh, and a time space growing with `now` shows its new partitions.
 import { sql, type Kysely, type KyselyPlugin } from "kysely";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { Catalog, createApiApp } from "../../src/api/index.js";
 import type { SnapshotAsset } from "../../src/graph/index.js";
 import { asset, dep, hourly, type AssetDefinition } from "../../src/index.js";
 import { PartitionStatusCache, partitionStatusSummary, type PartitionStatusSummary } from "../../src/api/partition-status-summary.js";
-import { GraphCache, PgDefinitionStore, PgPartitionStatusStore, type Database, type PgliteHandle } from "../../src/storage/index.js";
+import { GraphCache, PgDefinitionStore, PgPartitionStatusStore, type Database } from "../../src/storage/index.js";
 import { PartitionSubset } from "../../src/partitions/index.js";
 import { CHANGES_KEPT_PER_ASSET, prunePartitionStatusChanges } from "../../src/storage/runs/partition-status.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
-import { openTestPglite } from "../support/pglite.js";
+import { useTestPglite } from "../support/pglite.js";
 import { apiServicesOn } from "../support/api-services.js";
 import { chainSource, storeDefinitions } from "./graphql-fixture.js";
 
@@ -404,21 +404,7 @@ describePostgres("partition status ranges: the cache of folded statuses (Postgre
 });
 
 describe("partition status ranges: the cache of folded statuses (PGlite)", () => {
-  let handle: PgliteHandle | undefined;
-  beforeAll(async () => {
-    handle = await openTestPglite();
-  });
-  afterAll(async () => {
-    await handle?.close();
-  });
-  cacheSuite(
-    {
-      get db() {
-        return handle!.db;
-      },
-    },
-    false,
-  );
+  cacheSuite(useTestPglite(), false);
 });
 
 it("keeps the counts of many assets within its budget of ranges, dropping the least recently used", () => {

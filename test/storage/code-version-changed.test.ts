@@ -1,10 +1,10 @@
 // codeVersionChanged(): the partitions whose latest materialisation ran another code version than the asset's
 // current one, read through partition_status_code_version_idx in proportion to how many differ.
 import { sql, type Kysely } from "kysely";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { PgAutomationStore, type Database, type PgliteHandle } from "../../src/storage/index.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { PgAutomationStore, type Database } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
-import { openTestPglite } from "../support/pglite.js";
+import { useTestPglite } from "../support/pglite.js";
 
 interface Row {
   readonly asset: string;
@@ -105,16 +105,5 @@ describePostgres("codeVersionChanged (Postgres)", () => {
 });
 
 describe("codeVersionChanged (PGlite)", () => {
-  let handle: PgliteHandle | undefined;
-  beforeAll(async () => {
-    handle = await openTestPglite();
-  });
-  afterAll(async () => {
-    await handle?.close();
-  });
-  codeVersionSuite({
-    get db() {
-      return handle!.db;
-    },
-  });
+  codeVersionSuite(useTestPglite());
 });

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import { migrate, migrationsHash, openPglite, pgliteVersion, readMigrationFiles, type PgliteHandle } from "../../src/storage/index.js";
 
 export interface TestPgliteOptions {
@@ -33,6 +34,26 @@ export async function openTestPglite(options: TestPgliteOptions = {}): Promise<P
   });
   if (migrated) await migrate(handle.db); // a no-op that proves the template is current
   return handle;
+}
+
+/**
+ * A migrated in-memory PGlite for the enclosing suite: opened in beforeAll, closed in afterAll. The returned object's
+ * `db` is valid from beforeAll on (as with useTestDatabase).
+ */
+export function useTestPglite(): { readonly db: PgliteHandle["db"] } {
+  let handle: PgliteHandle | undefined;
+  beforeAll(async () => {
+    handle = await openTestPglite();
+  });
+  afterAll(async () => {
+    await handle?.close();
+  });
+  return {
+    get db() {
+      if (!handle) throw new Error("useTestPglite(): the database exists only from beforeAll to afterAll");
+      return handle.db;
+    },
+  };
 }
 
 /** A new empty temp directory; `remove()` deletes it. */
