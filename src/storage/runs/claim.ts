@@ -15,6 +15,8 @@ export interface ClaimScope {
   readonly defaultPoolSlots: number;
   /** Claim only among these steps (the follow-up claim of a completion). */
   readonly onlyIds?: readonly number[];
+  /** Steps of onlyIds this transaction found runnable but left pending: handed out straight from pending. */
+  readonly pendingRunnable?: readonly number[];
   /** Free slots of pools whose rows the caller already locked in this transaction (the follow-up claim of a completion). */
   readonly lockedPools?: ReadonlyMap<string, number>;
   readonly holder?: ClaimHolder;
@@ -31,7 +33,12 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
   // longest-waiting steps whatever their priority, so low-priority work
   // (backfills) never starves. One statement picks and locks them.
   const { kindNames, limit, agingLimit, now } = o;
-  const candidates = await selectCandidates(trx, { kindNames, limit, agingLimit, ...(o.onlyIds ? { onlyIds: o.onlyIds } : {}) });
+  const candidates = await selectCandidates(trx, {
+    kindNames,
+    limit,
+    agingLimit,
+    ...(o.onlyIds ? { onlyIds: o.onlyIds, pendingRunnable: o.pendingRunnable ?? [] } : {}),
+  });
   if (candidates.length === 0) return { foundWork: false, steps: [] };
   const order = candidates
     .map((c) => ({ ...c, id: Number(c.id) }))
@@ -60,7 +67,7 @@ export async function claimIn(trx: Trx, o: ClaimScope): Promise<{ foundWork: boo
   );
 
   // Hand them out: state, try row, pool slots and run counters in one statement.
-  const rows = await handOutSteps(trx, admitted, now, o.holder);
+  const rows = await handOutSteps(trx, admitted, now, o.holder, o.pendingRunnable);
   const rank = new Map(admitted.map((id, i) => [id, i]));
   const steps = rows
     .map((r): ClaimedStep => ({

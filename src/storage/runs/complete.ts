@@ -11,7 +11,7 @@ import { claimIn } from "./claim.js";
 import { recordMaterializations, uniqueInputs } from "./materializations.js";
 import { countDownExpanded, expandSteps } from "./mapped-steps.js";
 import { addOccupied, lockPoolsOf, slotsPerPool, type LockedPool } from "./pools.js";
-import { propagate } from "./propagate.js";
+import { propagate, scheduleRunnable } from "./propagate.js";
 import { recordFailures } from "./record-failures.js";
 import { retryOrFail } from "./retries.js";
 import { updateRunCounters } from "./run-counters.js";
@@ -205,6 +205,9 @@ export async function completeIn(
   // one edge at a time: it is judged once they all ended, or at once when one did not succeed.
   const ended = applied.filter((a) => isTerminalState(a.state));
   const isMapped = (a: { step: LockedStep }) => a.step.map_index >= 0 && a.step.check_name === null;
+  // With a follow-up claim, the steps these results make runnable stay pending until it has taken those it can:
+  // a step handed out at once goes from pending to queued in one write.
+  const handingOut = followUp !== undefined && followUp.limit > 0;
   const { scheduled, cascaded } = await propagate(
     trx,
     changes.filter((c, i) => isTerminalState(c.state) && !isMapped(applied[i]!)),
@@ -215,6 +218,7 @@ export async function completeIn(
       ended.filter(isMapped).map((a) => ({ step: a.step, state: a.state })),
       now,
     ),
+    { holdRunnable: handingOut },
   );
   // Pool and run rows are shared by every transaction that moves steps: they
   // are touched last, so their locks are held only until the commit. Every
@@ -222,7 +226,7 @@ export async function completeIn(
   // is locked at once, in name order: locking the released pools and then the
   // follow-up's could deadlock with another completion doing the same the
   // other way round.
-  const followUpIds = followUp && followUp.limit > 0 ? [...scheduled, ...expansion.scheduled] : [];
+  const followUpIds = handingOut ? [...scheduled, ...expansion.scheduled] : [];
   const pools =
     applied.length > 0 || followUpIds.length > 0
       ? await lockPoolsOf(
@@ -242,7 +246,7 @@ export async function completeIn(
   // The mini-scheduler: hand the steps these results made runnable straight
   // back to the executor that reported them, without a reconciler round trip.
   let claimed: ClaimedStep[] = [];
-  if (followUp && followUpIds.length > 0) {
+  if (followUp && handingOut && followUpIds.length > 0) {
     const poolFree = new Map([...pools].map(([name, p]) => [name, p.slots - Math.max(0, p.occupied - (released.get(name) ?? 0))] as const));
     ({ steps: claimed } = await claimIn(trx, {
       kindNames: [followUp.executor],
@@ -252,9 +256,18 @@ export async function completeIn(
       now,
       defaultPoolSlots: followUp.defaultPoolSlots ?? 16,
       onlyIds: followUpIds,
+      pendingRunnable: scheduled,
       lockedPools: poolFree,
       ...(followUp.holder ? { holder: { id: followUp.holder, kinds: [followUp.executor] } } : {}),
     }));
+  }
+  if (handingOut) {
+    const handedOut = new Set(claimed.map((c) => c.stepId));
+    await scheduleRunnable(
+      trx,
+      scheduled.filter((id) => !handedOut.has(id)),
+      now,
+    );
   }
   const finishedRuns = await updateRunCounters(trx, [...changes, ...cascaded], now, expansion.adjust);
   // Always: finished steps also free executor and pool slots that scheduled steps wait for.

@@ -14,6 +14,12 @@ import type { StepChange, Trx } from "./step-rows.js";
  * transaction that held the lock before, so two upstreams ending at once
  * cannot both leave a step waiting. Steps that become skipped or
  * upstream_failed end too, so this repeats until nothing changes.
+ *
+ * With `holdRunnable`, steps whose upstreams let them run are returned in
+ * `scheduled` but left pending (and locked): the caller hands out those it
+ * can in the same transaction, straight from pending to queued, and
+ * schedules the rest with {@link scheduleRunnable}, so a step handed out at
+ * once is written once instead of twice.
  */
 export async function propagate(
   trx: Trx,
@@ -22,10 +28,12 @@ export async function propagate(
   decide: Pick<RunDecisions, "triggerRule">,
   /** Pending steps to judge as well (expanded steps whose mapped steps all ended, or one failed). */
   judge: readonly number[] = [],
+  options: { readonly holdRunnable?: boolean } = {},
 ): Promise<{ scheduled: number[]; cascaded: StepChange[] }> {
   let frontier = terminal.map((t) => t.id);
   let extra = [...judge];
   const scheduled: number[] = [];
+  const held = new Set<number>();
   const cascaded: StepChange[] = [];
   while (frontier.length > 0 || extra.length > 0) {
     // The candidates as an array, looked up by primary key: as `id in (…) or id = any(…)`, the planner walked every
@@ -37,7 +45,9 @@ export async function propagate(
         and s.state = 'pending'
       order by s.id for no key update of s`.execute(trx);
     extra = [];
-    if (locked.rows.length === 0) break;
+    // A step held runnable was decided: it is no longer waiting, as if it had been written scheduled.
+    const judged = locked.rows.map((r) => Number(r.id)).filter((id) => !held.has(id));
+    if (judged.length === 0) break;
     const { rows } = await sql<{
       id: number;
       run_id: string;
@@ -79,7 +89,7 @@ export async function propagate(
                   -- Gathering, an expanded step counts its current mapped steps only; otherwise (not expanded yet, or
                   -- to expand again) its planned upstreams only.
                   and (case when s.map_count is null then u.map_index < 0 else u.map_index >= 0 and u.map_index < s.map_count end)
-      where s.id = any(${locked.rows.map((r) => Number(r.id))}::bigint[])
+      where s.id = any(${judged}::bigint[])
       group by s.id, r.cancel_requested_at`.execute(trx);
     const decisions: { id: number; state: StepState; reason: string | null }[] = [];
     for (const r of rows) {
@@ -119,12 +129,15 @@ export async function propagate(
       }
     }
     if (decisions.length === 0) break;
-    await sql`
-      update steps set state = x.state, skip_reason = x.reason, updated_at = ${now},
-                       scheduled_at = case when x.state = 'scheduled' then ${now}::timestamptz else steps.scheduled_at end,
-                       ended_at = case when x.state = 'scheduled' then null else ${now}::timestamptz end
-      from jsonb_to_recordset(${toJson(decisions)}::jsonb) as x(id bigint, state text, reason text)
-      where steps.id = x.id and steps.state = 'pending'`.execute(trx);
+    const written = options.holdRunnable ? decisions.filter((d) => d.state !== "scheduled") : decisions;
+    if (written.length > 0) {
+      await sql`
+        update steps set state = x.state, skip_reason = x.reason, updated_at = ${now},
+                         scheduled_at = case when x.state = 'scheduled' then ${now}::timestamptz else steps.scheduled_at end,
+                         ended_at = case when x.state = 'scheduled' then null else ${now}::timestamptz end
+        from jsonb_to_recordset(${toJson(written)}::jsonb) as x(id bigint, state text, reason text)
+        where steps.id = x.id and steps.state = 'pending'`.execute(trx);
+    }
     await recordGathered(
       trx,
       decisions.filter((d) => d.state === "success").map((d) => d.id),
@@ -135,6 +148,7 @@ export async function propagate(
     for (const d of decisions) {
       if (d.state === "scheduled") {
         scheduled.push(d.id);
+        if (options.holdRunnable) held.add(d.id);
         continue;
       }
       const r = rowById.get(d.id)!;
@@ -143,4 +157,12 @@ export async function propagate(
     }
   }
   return { scheduled, cascaded };
+}
+
+/** Steps that {@link propagate} left pending with `holdRunnable` and the caller did not hand out: scheduled now. */
+export async function scheduleRunnable(trx: Trx, stepIds: readonly number[], now: Date): Promise<void> {
+  if (stepIds.length === 0) return;
+  await sql`
+    update steps set state = 'scheduled', skip_reason = null, updated_at = ${now}, scheduled_at = ${now}, ended_at = null
+    where id = any(${[...stepIds]}::bigint[]) and state = 'pending'`.execute(trx);
 }

@@ -35,6 +35,8 @@ export async function selectCandidates(
     readonly limit: number;
     readonly agingLimit: number;
     readonly onlyIds?: readonly number[];
+    /** Steps of onlyIds this transaction found runnable but left pending (see propagate's holdRunnable). */
+    readonly pendingRunnable?: readonly number[];
   },
 ): Promise<Candidate[]> {
   const { kindNames, limit, agingLimit } = scope;
@@ -43,7 +45,8 @@ export async function selectCandidates(
         select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
                false as aged, r.status as run_status, r.cancel_requested_at, r.max_active_steps, r.steps_active
         from steps s join runs r on r.id = s.run_id
-        where s.state = 'scheduled' and s.id = any(${scope.onlyIds}::bigint[]) and s.executor = any(${kindNames}::text[])
+        where s.id = any(${scope.onlyIds}::bigint[]) and s.executor = any(${kindNames}::text[])
+          and (s.state = 'scheduled' or (s.state = 'pending' and s.id = any(${[...(scope.pendingRunnable ?? [])]}::bigint[])))
         for no key update of s skip locked`.execute(trx)
     : await sql<Candidate>`
         select s.id, s.run_id, s.asset_key, s.pool, s.pool_slots, s.executor, s.max_concurrency, s.priority, s.depth,
@@ -84,20 +87,24 @@ export interface HandedOut {
 
 /**
  * Hands out the admitted steps: state, try row, pool slots and run counters in one statement. Steps of the
- * holder's kinds are recorded as held by it (`worker_id`) until they start.
+ * holder's kinds are recorded as held by it (`worker_id`) until they start. Steps of `pendingRunnable` go
+ * straight from pending, becoming runnable now.
  */
 export async function handOutSteps(
   trx: Trx,
   admitted: readonly number[],
   now: Date,
   holder: ClaimHolder | undefined,
+  pendingRunnable: readonly number[] = [],
 ): Promise<HandedOut[]> {
   const { rows } = await sql<HandedOut>`
     with upd as (
       update steps set state = 'queued', queued_at = ${now}, try_number = try_number + 1, updated_at = ${now},
-                       error = null, started_at = null, ended_at = null, heartbeat_at = null,
+                       error = null, started_at = null, ended_at = null, heartbeat_at = null, skip_reason = null,
+                       scheduled_at = case when state = 'pending' then ${now}::timestamptz else scheduled_at end,
                        worker_id = case when executor = any(${[...(holder?.kinds ?? [])]}::text[]) then ${holder?.id ?? null}::text end
-      where id = any(${[...admitted]}::bigint[]) and state = 'scheduled'
+      where id = any(${[...admitted]}::bigint[])
+        and (state = 'scheduled' or (state = 'pending' and id = any(${[...pendingRunnable]}::bigint[])))
       returning id, run_id, try_number, asset_key, partition_key, map_index, executor, queue, timeout_ms, pool, pool_slots,
                 max_tries + tries_before as last_try, trigger_id, wait_started_at, check_name, map_item, map_label
     ), tries as (
