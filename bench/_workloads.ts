@@ -29,6 +29,8 @@ export interface W1Result {
 export interface W2Result {
   readonly steps: number;
   readonly wallMs: number;
+  /** When wallMs is the median of several runs (bench/peers.ts): each run's wall time. */
+  readonly samplesMs?: readonly number[];
 }
 
 export interface W3Result {
