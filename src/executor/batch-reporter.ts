@@ -7,6 +7,11 @@ export interface BatchReporterOptions {
   readonly maxBatchSize: number;
   /** Backend calls in flight at once (default 2): a new batch need not wait for a slow one. */
   readonly maxInFlight?: number;
+  /**
+   * How long a start waits for its step's finish before it is reported alone (default 0: at once). A step that
+   * ends within it is reported once, its start carried by its finish: one write of the step instead of two.
+   */
+  readonly startDelayMs?: number;
   readonly onError: (err: unknown, what: string) => void;
   /** Free executor slots now; given to the backend so it may hand back runnable downstream steps. */
   readonly freeSlots?: () => number;
@@ -29,7 +34,9 @@ const RETRY_MAX_MS = 5_000;
  * and a second batch is recorded while the first still commits.
  *
  * A step that started and finished within one batch is reported once: its
- * finish carries where and when it started. Otherwise its finish waits until
+ * finish carries where and when it started. With `startDelayMs`, a start waits
+ * that long for its finish before it is sent alone, so that a short step is
+ * written once rather than at its start and again at its end. Otherwise its finish waits until
  * the call carrying its start has returned, so the backend never sees a step
  * finish before it started, even with several calls in flight. A failed call is
  * retried with backoff (results must not be lost: the reconciler would
@@ -44,8 +51,13 @@ export class BatchReporter {
   private retryMs = 0;
   private retryUntil = 0;
   private stopped = false;
+  /** Closing: starts are no longer held back. */
+  private draining = false;
   /** Start reports being delivered, by step try: a later finish waits for them. */
   private readonly startsInFlight = new Map<string, Promise<unknown>>();
+  /** Starts held back for their finish (see startDelayMs), by step try, oldest first, with when each is due. */
+  private readonly heldStarts = new Map<string, { event: StepStarted; due: number }>();
+  private startTimer: NodeJS.Timeout | undefined;
   /** Backend calls made, for tests and the benchmark. */
   readonly calls = { started: 0, finished: 0 };
 
@@ -55,22 +67,36 @@ export class BatchReporter {
   ) {}
 
   started(event: StepStarted): void {
+    const delay = this.options.startDelayMs ?? 0;
+    if (delay > 0 && !this.stopped && !this.draining) {
+      this.heldStarts.set(key(event), { event, due: Date.now() + delay });
+      this.armStartTimer();
+      return;
+    }
     this.events.push({ kind: "started", event });
     this.schedule();
   }
 
   finished(result: StepResult): void {
+    const held = this.heldStarts.get(key(result));
+    if (held) {
+      // Side by side in one batch, the two go out as one report.
+      this.heldStarts.delete(key(result));
+      this.events.push({ kind: "started", event: held.event });
+    }
     this.events.push({ kind: "finished", result });
     this.schedule();
   }
 
   get pending(): number {
-    return this.events.length;
+    return this.events.length + this.heldStarts.size;
   }
 
   /** Sends everything pending; gives up (reporting what is lost) when `deadline` passes first. */
   async drain(deadline: number): Promise<void> {
     this.clearTimer();
+    this.draining = true;
+    this.releaseStarts(Infinity);
     while (this.events.length > 0 || this.inFlight > 0) {
       const left = deadline - Date.now();
       if (left <= 0) break;
@@ -94,6 +120,36 @@ export class BatchReporter {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+  }
+
+  /** Queues the held starts due by `now` for sending (all of them with Infinity). */
+  private releaseStarts(now: number): void {
+    if (this.startTimer) {
+      clearTimeout(this.startTimer);
+      this.startTimer = undefined;
+    }
+    let released = false;
+    for (const [k, held] of this.heldStarts) {
+      if (held.due > now) break;
+      this.heldStarts.delete(k);
+      this.events.push({ kind: "started", event: held.event });
+      released = true;
+    }
+    if (released) this.schedule();
+    this.armStartTimer();
+  }
+
+  /** A timer for the oldest held start (starts are held in the order they came, all for the same time). */
+  private armStartTimer(): void {
+    if (this.startTimer || this.heldStarts.size === 0) return;
+    const oldest = this.heldStarts.values().next().value!;
+    this.startTimer = setTimeout(
+      () => {
+        this.startTimer = undefined;
+        this.releaseStarts(Date.now());
+      },
+      Math.max(0, oldest.due - Date.now()),
+    );
   }
 
   private schedule(): void {

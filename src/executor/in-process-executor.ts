@@ -19,6 +19,8 @@ export interface InProcessExecutorOptions {
   readonly heartbeatIntervalMs?: number;
   readonly flushDelayMs?: number;
   readonly maxBatchSize?: number;
+  /** How long a step's start waits to be reported with its end (as LocalExecutorOptions.startReportDelayMs). Default 100. */
+  readonly startReportDelayMs?: number;
   /**
    * How a definitions file is imported. Default: `import()` of the file,
    * which in a test runner goes through its TypeScript transform. Tests may
@@ -58,6 +60,7 @@ export class InProcessExecutor extends ScheduledExecutor implements Executor {
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 5_000,
       flushDelayMs: options.flushDelayMs ?? 1,
       maxBatchSize: options.maxBatchSize ?? 500,
+      startReportDelayMs: options.startReportDelayMs ?? 100,
       workerId: `in-process:${process.pid}`,
       onError: options.onError ?? ((err, what) => console.error(`tributary in-process executor: ${what}:`, err)),
     });

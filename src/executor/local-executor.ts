@@ -35,6 +35,11 @@ export interface LocalExecutorOptions {
   readonly flushDelayMs?: number;
   /** Most reports per backend call. Default 500. */
   readonly maxBatchSize?: number;
+  /**
+   * How long a step's start waits to be reported with its end. A step that ends sooner is written once instead of
+   * at its start and again at its end; a longer one shows as running this much later. Default 100.
+   */
+  readonly startReportDelayMs?: number;
   /** Backend calls that failed (they are retried) and worker start-up failures. Default: console.error. */
   readonly onError?: (err: unknown, what: string) => void;
 }
@@ -93,6 +98,7 @@ export class LocalExecutor extends ScheduledExecutor implements Executor {
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 5_000,
       flushDelayMs: options.flushDelayMs ?? 1,
       maxBatchSize: options.maxBatchSize ?? 500,
+      startReportDelayMs: options.startReportDelayMs ?? 100,
       workerId: `local:${hostname()}:${process.pid}`,
       onError: this.onError,
       onLaneLost: (lane) => this.replace(lane as WorkerProcess),

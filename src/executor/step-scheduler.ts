@@ -30,6 +30,8 @@ export interface SchedulerOptions {
   readonly heartbeatIntervalMs: number;
   readonly flushDelayMs: number;
   readonly maxBatchSize: number;
+  /** How long a start report waits for the step's finish, to be sent with it (see BatchReporter). Default 0. */
+  readonly startReportDelayMs?: number;
   /** Worker id for results of steps that never reached a lane. */
   readonly workerId: string;
   readonly onError: (err: unknown, what: string) => void;
@@ -74,6 +76,7 @@ export class StepScheduler {
     });
     this.reporter = new BatchReporter(backend, {
       flushDelayMs: options.flushDelayMs,
+      startDelayMs: options.startReportDelayMs ?? 0,
       maxBatchSize: options.maxBatchSize,
       onError: options.onError,
       freeSlots: () => this.freeSlots(),

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { BatchReporter } from "../../src/executor/batch-reporter.js";
 import type { ExecutionBackend, StepResult, StepStarted } from "../../src/execution/index.js";
 
@@ -148,5 +148,65 @@ describe("BatchReporter", () => {
     expect(Date.now() - began).toBeLessThan(1_000);
     expect(errors.at(-1)).toBe("2 step reports could not be delivered before the executor closed");
     expect(reporter.pending).toBe(0);
+  });
+  describe("with startDelayMs", () => {
+    it("holds a start back and sends it with the step's finish: one report", async () => {
+      const { backend, calls } = recordingBackend();
+      const finishedSeen: StepResult[] = [];
+      const wrapped: ExecutionBackend = { ...backend, finished: async (r) => (finishedSeen.push(...r), backend.finished(r)) };
+      const reporter = new BatchReporter(wrapped, { flushDelayMs: 1, maxBatchSize: 500, startDelayMs: 60_000, onError: () => {} });
+      reporter.started(started(1));
+      reporter.started(started(2));
+      expect(reporter.pending).toBe(2);
+      // A turn of the event loop and a flush later, nothing has gone out: the starts wait for their finishes.
+      await new Promise((r) => setTimeout(r, 20));
+      expect(calls).toEqual([]);
+      reporter.finished(finished(1));
+      await vi.waitFor(() => expect(calls).toEqual([["finished", [1]]]));
+      expect(finishedSeen[0]).toMatchObject({ stepId: 1, hostname: "h", pid: 1 });
+      // Step 2 is still running: its start is held until the executor closes, which sends it.
+      expect(reporter.pending).toBe(1);
+      await reporter.drain(Date.now() + 1_000);
+      expect(calls).toEqual([
+        ["finished", [1]],
+        ["started", [2]],
+      ]);
+      expect(reporter.pending).toBe(0);
+    });
+
+    it("sends a start alone once the delay has passed, then the finish", async () => {
+      const { backend, calls } = recordingBackend();
+      const reporter = new BatchReporter(backend, { flushDelayMs: 1, maxBatchSize: 500, startDelayMs: 10, onError: () => {} });
+      reporter.started(started(1));
+      reporter.started(started(2));
+      await vi.waitFor(() => expect(calls).toEqual([["started", [1, 2]]]));
+      reporter.finished(finished(1));
+      reporter.finished(finished(2));
+      await reporter.drain(Date.now() + 1_000);
+      expect(calls).toEqual([
+        ["started", [1, 2]],
+        ["finished", [1, 2]],
+      ]);
+    });
+
+    it("does not hold starts that come while the executor closes", async () => {
+      const { backend, calls } = recordingBackend();
+      let release!: () => void;
+      const slow: ExecutionBackend = {
+        ...backend,
+        finished: async (r) => (await new Promise<void>((res) => (release = res)), backend.finished(r)),
+      };
+      const reporter = new BatchReporter(slow, { flushDelayMs: 1, maxBatchSize: 500, startDelayMs: 60_000, onError: () => {} });
+      reporter.finished(finished(1));
+      await vi.waitFor(() => expect(release).toBeDefined());
+      const drained = reporter.drain(Date.now() + 5_000);
+      reporter.started(started(2));
+      release();
+      await drained;
+      expect(calls).toEqual([
+        ["finished", [1]],
+        ["started", [2]],
+      ]);
+    });
   });
 });

@@ -140,8 +140,13 @@ export class FakeBackend implements ExecutionBackend {
     return (await this.waitFor([id], timeoutMs))[0]!;
   }
 
+  /** The step's start as reported: alone, or folded into its finish (which then carries hostname and pid). */
   startedEvent(id: number): StepStarted | undefined {
-    return this.startedEvents.find((e) => e.stepId === id);
+    const alone = this.startedEvents.find((e) => e.stepId === id);
+    if (alone) return alone;
+    const r = this.results.get(id);
+    if (!r || r.hostname === undefined || r.pid === undefined || !r.startedAt) return undefined;
+    return { stepId: r.stepId, tryNumber: r.tryNumber, workerId: r.workerId, hostname: r.hostname, pid: r.pid, startedAt: r.startedAt };
   }
 }
 
