@@ -68,8 +68,10 @@ export const waits = asset({ key: "t/waits" }, async (ctx) => {
   ctx.log.info("signal aborted", { code: (ctx.signal.reason as { code?: string }).code });
   return "too late";
 });
+// Long enough to be still running when a test closes the executor on seeing its start, which a worker reports up to
+// 100 ms late; short enough to end within that test's grace period.
 export const sleeps = asset({ key: "t/sleeps" }, async () => {
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await new Promise((resolve) => setTimeout(resolve, 400));
   return "slept";
 });
 export const ignoresSignal = asset({ key: "t/ignores_signal" }, async (ctx) => {
