@@ -10,6 +10,7 @@ import { releaseDeferredPoolSlotsIn } from "./pools.js";
 import { requeuedIn } from "./requeue.js";
 import { lockRuns } from "./run-counters.js";
 import {
+  analyzeStepTables,
   cancelingRuns,
   cancelUnneededWaits,
   choresDue,
@@ -209,6 +210,8 @@ export async function housekeeping(
       (trx) => cancelUnneededWaits(trx, now),
       () => false,
     );
+
+  if (due.staleStatistics) await analyzeStepTables(db);
 
   return { retriesDue, zombies, requeued, holderLost, runsStarted, toAbort, runsCanceled };
 }

@@ -1,0 +1,58 @@
+// Housekeeping has Postgres analyse `steps` once it has grown well past what its statistics describe (a backfill's
+// steps, say): claims are planned from them, and the embedded database has no autovacuum to refresh them.
+import { sql, type Kysely } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RUN_DECISIONS } from "../../src/planner/index.js";
+import { PgRunStore, type Database, type PgliteHandle } from "../../src/storage/index.js";
+import { describePostgres, useTestDatabase } from "../support/pg.js";
+import { openTestPglite } from "../support/pglite.js";
+import { oneStepRunInput, retries } from "./failure-classes.contract.js";
+
+const NOW = new Date("2025-06-01T10:00:00Z");
+const STEPS = 20_000;
+
+function statisticsContract(db: () => Kysely<Database>): void {
+  const housekeeping = () =>
+    new PgRunStore(db(), RUN_DECISIONS).housekeeping({ now: NOW, zombieAfterMs: 60_000, queuedTimeoutMs: 300_000 });
+  const estimate = async () =>
+    Number((await sql<{ n: number }>`select reltuples as n from pg_class where oid = 'steps'::regclass`.execute(db())).rows[0]!.n);
+
+  it("analyses steps after a large run is created, and not while the statistics still hold", async () => {
+    const { runId } = await new PgRunStore(db(), RUN_DECISIONS).createRun(oneStepRunInput(retries(0)), NOW);
+    await sql`analyze steps`.execute(db());
+    await housekeeping();
+    expect(await estimate()).toBe(1);
+
+    // A backfill's worth of steps, scheduled at once.
+    await sql`
+      insert into steps (run_id, asset_key, partition_key, state, scheduled_at)
+      select ${runId}::uuid, 'stats/a', 'p-' || i, 'scheduled', ${NOW} from generate_series(1, ${STEPS}::int) i`.execute(db());
+    expect(await estimate()).toBe(1);
+    await housekeeping();
+    expect(await estimate()).toBeGreaterThanOrEqual(STEPS * 0.9);
+
+    // A few more rows do not make the statistics wrong: no analysis (the estimate stays as it was).
+    await sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/b', 'p-' || i from generate_series(1, 50) i`.execute(
+      db(),
+    );
+    const before = await estimate();
+    await housekeeping();
+    expect(await estimate()).toBe(before);
+  });
+}
+
+describePostgres("housekeeping keeps the statistics of steps current (Postgres)", () => {
+  const database = useTestDatabase();
+  statisticsContract(() => database.db);
+});
+
+describe("housekeeping keeps the statistics of steps current (embedded)", () => {
+  let handle: PgliteHandle;
+  beforeAll(async () => {
+    handle = await openTestPglite();
+  });
+  afterAll(async () => {
+    await handle.close();
+  });
+  statisticsContract(() => handle.db);
+});
