@@ -34,11 +34,12 @@ const RETRY_MAX_MS = 5_000;
  * and a second batch is recorded while the first still commits.
  *
  * A step that started and finished within one batch is reported once: its
- * finish carries where and when it started. With `startDelayMs`, a start waits
- * that long for its finish before it is sent alone, so that a short step is
- * written once rather than at its start and again at its end. Otherwise its finish waits until
+ * finish carries where and when it started. Otherwise its finish waits until
  * the call carrying its start has returned, so the backend never sees a step
- * finish before it started, even with several calls in flight. A failed call is
+ * finish before it started, even with several calls in flight. With
+ * `startDelayMs`, a start waits that long for its finish before it is sent
+ * alone, so that a short step is written once rather than at its start and
+ * again at its end. A failed call is
  * retried with backoff (results must not be lost: the reconciler would
  * otherwise see zombies), reporting each failure through onError; `started`
  * events already delivered are not sent twice.

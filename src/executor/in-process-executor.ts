@@ -6,7 +6,7 @@ import { StepRuntime } from "./step-runtime.js";
 import type { Lane, LaneStep } from "./lane.js";
 import { ScheduledExecutor } from "./scheduled-executor.js";
 import { ABANDONED } from "./step-outcomes.js";
-import { StepScheduler } from "./step-scheduler.js";
+import { StepScheduler, START_REPORT_DELAY_MS } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor } from "../execution/index.js";
 
 export interface InProcessExecutorOptions {
@@ -60,7 +60,7 @@ export class InProcessExecutor extends ScheduledExecutor implements Executor {
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 5_000,
       flushDelayMs: options.flushDelayMs ?? 1,
       maxBatchSize: options.maxBatchSize ?? 500,
-      startReportDelayMs: options.startReportDelayMs ?? 100,
+      startReportDelayMs: options.startReportDelayMs ?? START_REPORT_DELAY_MS,
       workerId: `in-process:${process.pid}`,
       onError: options.onError ?? ((err, what) => console.error(`tributary in-process executor: ${what}:`, err)),
     });

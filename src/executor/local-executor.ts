@@ -2,7 +2,7 @@ import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
 import { describeTry, serializedStepError, STEP_ERROR_CODES } from "./step-errors.js";
 import { ScheduledExecutor } from "./scheduled-executor.js";
-import { StepScheduler } from "./step-scheduler.js";
+import { StepScheduler, START_REPORT_DELAY_MS } from "./step-scheduler.js";
 import type { ExecutionBackend, Executor } from "../execution/index.js";
 import { describeExit, WorkerProcess, type WorkerExit } from "./worker-process.js";
 import type { HostCall } from "./worker-protocol.js";
@@ -98,7 +98,7 @@ export class LocalExecutor extends ScheduledExecutor implements Executor {
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 5_000,
       flushDelayMs: options.flushDelayMs ?? 1,
       maxBatchSize: options.maxBatchSize ?? 500,
-      startReportDelayMs: options.startReportDelayMs ?? 100,
+      startReportDelayMs: options.startReportDelayMs ?? START_REPORT_DELAY_MS,
       workerId: `local:${hostname()}:${process.pid}`,
       onError: this.onError,
       onLaneLost: (lane) => this.replace(lane as WorkerProcess),

@@ -30,7 +30,10 @@ export interface SchedulerOptions {
   readonly heartbeatIntervalMs: number;
   readonly flushDelayMs: number;
   readonly maxBatchSize: number;
-  /** How long a start report waits for the step's finish, to be sent with it (see BatchReporter). Default 0. */
+  /**
+   * How long a start report waits for the step's finish, to be sent with it (see BatchReporter). Default 0; the
+   * local and in-process executors default to START_REPORT_DELAY_MS.
+   */
   readonly startReportDelayMs?: number;
   /** Worker id for results of steps that never reached a lane. */
   readonly workerId: string;
@@ -40,6 +43,9 @@ export interface SchedulerOptions {
 }
 
 const HOSTNAME = hostname();
+
+/** The local and in-process executors' default startReportDelayMs: a step that ends sooner is written once. */
+export const START_REPORT_DELAY_MS = 100;
 
 /**
  * The part of an executor that does not care where code runs: the queue,

@@ -1,11 +1,11 @@
 // Housekeeping has Postgres analyse `steps` once it has grown well past what its statistics describe (a backfill's
 // steps, say): claims are planned from them, and the embedded database has no autovacuum to refresh them.
 import { sql, type Kysely } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RUN_DECISIONS } from "../../src/planner/index.js";
-import { PgRunStore, type Database, type PgliteHandle } from "../../src/storage/index.js";
+import { PgRunStore, type Database } from "../../src/storage/index.js";
 import { describePostgres, useTestDatabase } from "../support/pg.js";
-import { openTestPglite } from "../support/pglite.js";
+import { useTestPglite } from "../support/pglite.js";
 import { oneStepRunInput, retries } from "./failure-classes.contract.js";
 
 const NOW = new Date("2025-06-01T10:00:00Z");
@@ -49,12 +49,6 @@ describePostgres("housekeeping keeps the statistics of steps current (Postgres)"
 });
 
 describe("housekeeping keeps the statistics of steps current (embedded)", () => {
-  let handle: PgliteHandle;
-  beforeAll(async () => {
-    handle = await openTestPglite();
-  });
-  afterAll(async () => {
-    await handle.close();
-  });
-  statisticsContract(() => handle.db);
+  const embedded = useTestPglite();
+  statisticsContract(() => embedded.db);
 });

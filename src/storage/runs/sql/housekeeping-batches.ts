@@ -49,14 +49,12 @@ const staleStatistics = sql`exists (select 1 from pg_class c where c.oid = 'step
   and pg_relation_size(c.oid) / current_setting('block_size')::int >= c.relpages + greatest(128, c.relpages / 10))`;
 
 /** Has Postgres analyse the tables whose statistics plan the claims and completions, unless another session does. */
-export async function analyzeStepTables(db: Kysely<Database>): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
+export async function analyzeStepTables(db: Kysely<Database>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
     // Two reconcilers need not both analyse: the second would only wait for the first and do it again.
     const { rows } = await sql<{ mine: boolean }>`
       select pg_try_advisory_xact_lock(hashtext('tributary.steps.analyze')) as mine`.execute(trx);
-    if (!rows[0]!.mine) return false;
-    await sql`analyze steps, step_deps`.execute(trx);
-    return true;
+    if (rows[0]!.mine) await sql`analyze steps, step_deps`.execute(trx);
   });
 }
 
