@@ -33,13 +33,20 @@ function statisticsContract(db: () => Kysely<Database>): void {
     await housekeeping();
     expect(await estimate()).toBeGreaterThanOrEqual(STEPS * 0.9);
 
-    // A few more rows do not make the statistics wrong: no analysis (the estimate stays as it was).
-    await sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/b', 'p-' || i from generate_series(1, 50) i`.execute(
-      db(),
-    );
+    // Half as many again does not make the statistics wrong enough: no analysis (the estimate stays as it was).
+    const more = (n: number, prefix: string) =>
+      sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/b', ${prefix} || i from generate_series(1, ${n}::int) i`.execute(
+        db(),
+      );
+    await more(STEPS / 2, "half-");
     const before = await estimate();
     await housekeeping();
     expect(await estimate()).toBe(before);
+
+    // Past twice the size it was analysed at: analysed again.
+    await more(STEPS, "double-");
+    await housekeeping();
+    expect(await estimate()).toBeGreaterThanOrEqual(STEPS * 2.5 * 0.9);
   });
 }
 

@@ -40,13 +40,16 @@ export interface ChoresDue {
 }
 
 /**
- * `steps` has grown by a tenth, and by 1 MB at least, since Postgres last analysed it (relpages is what the last
- * ANALYZE or VACUUM found). Claims and completions are planned from those statistics: taken before a backfill created
- * its steps, they have every claim sort or scan all the scheduled steps (a claim of 100 among 200 000 new ones took
- * 126 ms instead of 7.5). Autovacuum analyses a large table only after a while, and the embedded database never.
+ * `steps` has doubled, and grown by 1 MB at least, since Postgres last analysed it (relpages is what the last ANALYZE
+ * or VACUUM found). Claims and completions are planned from those statistics: taken before a backfill created its
+ * steps, they have every claim sort or scan all the scheduled steps (a claim of 100 among 200 000 new ones took 126 ms
+ * instead of 7.5). Autovacuum analyses a large table only after a while, and the embedded database never. Doubling,
+ * not a tenth: an analysis costs the database about a fifth of a second of CPU whatever the table's size, and a table
+ * of steps grows by its updates too (each step's row is rewritten two or three times), so a tenth came round every
+ * few thousand steps on a young database (4–8 % of the database's CPU per step in the execution benchmarks).
  */
 const staleStatistics = sql`exists (select 1 from pg_class c where c.oid = 'steps'::regclass
-  and pg_relation_size(c.oid) / current_setting('block_size')::int >= c.relpages + greatest(128, c.relpages / 10))`;
+  and pg_relation_size(c.oid) / current_setting('block_size')::int >= greatest(c.relpages * 2, c.relpages + 128))`;
 
 /** Has Postgres analyse the tables whose statistics plan the claims and completions, unless another session does. */
 export async function analyzeStepTables(db: Kysely<Database>): Promise<void> {
