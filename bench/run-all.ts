@@ -14,6 +14,7 @@ const scripts: [string, ...string[]][] = [
   ["peers.ts", "--repeat", "3"],
   ["execution.ts", "--reconcilers", "1"],
   ["execution.ts", "--reconcilers", "2"],
+  ["step-cpu.ts"],
   ["claim-scale.ts"],
   ["code-version-changed.ts"],
   ["backfill.ts"],
