@@ -48,6 +48,26 @@ function statisticsContract(db: () => Kysely<Database>): void {
     await housekeeping();
     expect(await estimate()).toBeGreaterThanOrEqual(STEPS * 2.5 * 0.9);
   });
+
+  it("analyses again sooner when the statistics saw less than a row a page (rows dead or not yet committed)", async () => {
+    await sql`alter table steps set (autovacuum_enabled = false)`.execute(db());
+    const { runId } = await new PgRunStore(db(), RUN_DECISIONS).createRun(oneStepRunInput(retries(0)), NOW);
+    const insert = (n: number, prefix: string) =>
+      sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/c', ${prefix} || i from generate_series(1, ${n}::int) i`.execute(
+        db(),
+      );
+    await insert(STEPS, "gone-");
+    // Analysed with nearly all its rows dead: its pages counted, its rows not (as when a run's steps were still
+    // being inserted by another transaction).
+    await sql`delete from steps`.execute(db());
+    await sql`analyze steps`.execute(db());
+    expect(await estimate()).toBeLessThan(10);
+
+    // Half as many rows again: not doubled, but the statistics describe next to nothing, so they are taken again.
+    await insert(STEPS / 2, "new-");
+    await housekeeping();
+    expect(await estimate()).toBeGreaterThanOrEqual((STEPS / 2) * 0.9);
+  });
 }
 
 describePostgres("housekeeping keeps the statistics of steps current (Postgres)", () => {

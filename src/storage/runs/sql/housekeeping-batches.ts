@@ -40,16 +40,22 @@ export interface ChoresDue {
 }
 
 /**
- * `steps` has doubled, and grown by 1 MB at least, since Postgres last analysed it (relpages is what the last ANALYZE
- * or VACUUM found). Claims and completions are planned from those statistics: taken before a backfill created its
- * steps, they have every claim sort or scan all the scheduled steps (a claim of 100 among 200 000 new ones took 126 ms
- * instead of 7.5). Autovacuum analyses a large table only after a while, and the embedded database never. Doubling,
- * not a tenth: an analysis costs the database about a fifth of a second of CPU whatever the table's size, and a table
- * of steps grows by its updates too (each step's row is rewritten two or three times), so a tenth came round every
- * few thousand steps on a young database (4–8 % of the database's CPU per step in the execution benchmarks).
+ * `steps` has grown by 1 MB at least since Postgres last analysed it (relpages is what the last ANALYZE or VACUUM
+ * found), and has doubled, or was analysed while it held less than a row a page. Claims and completions are planned
+ * from those statistics: taken before a backfill created its steps, they have every claim sort or scan all the
+ * scheduled steps (a claim of 100 among 200 000 new ones took 126 ms instead of 7.5). Autovacuum analyses a large
+ * table only after a while, and the embedded database never.
+ *
+ * Doubling, not a tenth: an analysis costs the database about a fifth of a second of CPU whatever the table's size, and
+ * a table of steps grows by its updates too (each step's row is rewritten two or three times), so a tenth came round
+ * every few thousand steps on a young database (4–8 % of the database's CPU per step in the execution benchmarks).
+ * Less than a row a page: most rows were invisible to the analysis, dead or not yet committed. An analysis that ran
+ * while a run's steps were being inserted counts their pages but not their rows, and has the completions planned as
+ * over an empty table (W1 ran at a tenth of its speed until the next analysis).
  */
-const staleStatistics = sql`exists (select 1 from pg_class c where c.oid = 'steps'::regclass
-  and pg_relation_size(c.oid) / current_setting('block_size')::int >= greatest(c.relpages * 2, c.relpages + 128))`;
+const staleStatistics = sql`exists (
+  select 1 from pg_class c, lateral (select pg_relation_size(c.oid) / current_setting('block_size')::int as pages) p
+  where c.oid = 'steps'::regclass and p.pages >= c.relpages + 128 and (p.pages >= c.relpages * 2 or c.reltuples < c.relpages))`;
 
 /** Has Postgres analyse the tables whose statistics plan the claims and completions, unless another session does. */
 export async function analyzeStepTables(db: Kysely<Database>): Promise<void> {
