@@ -52,9 +52,7 @@ function treeCpuMs(root: number): number {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     const t = procTimes(pid);
-    if (!t) continue;
-    if (pid === root) ticks += t.own + t.reaped;
-    else if (t.parent === root) ticks += t.own + t.reaped;
+    if (t && (pid === root || t.parent === root)) ticks += t.own + t.reaped;
   }
   return (ticks * 1000) / TICKS_PER_SEC;
 }

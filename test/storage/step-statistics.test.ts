@@ -16,6 +16,11 @@ function statisticsContract(db: () => Kysely<Database>): void {
     new PgRunStore(db(), RUN_DECISIONS).housekeeping({ now: NOW, zombieAfterMs: 60_000, queuedTimeoutMs: 300_000 });
   const estimate = async () =>
     Number((await sql<{ n: number }>`select reltuples as n from pg_class where oid = 'steps'::regclass`.execute(db())).rows[0]!.n);
+  /** `n` pending steps of the run, partition keys `prefix1`…`prefixN`. */
+  const insertSteps = (runId: string, n: number, prefix: string) =>
+    sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/b', ${prefix} || i from generate_series(1, ${n}::int) i`.execute(
+      db(),
+    );
 
   it("analyses steps after a large run is created, and not while the statistics still hold", async () => {
     // Only housekeeping analyses the table here: autovacuum could otherwise do it in between, on its own schedule.
@@ -34,17 +39,13 @@ function statisticsContract(db: () => Kysely<Database>): void {
     expect(await estimate()).toBeGreaterThanOrEqual(STEPS * 0.9);
 
     // Half as many again does not make the statistics wrong enough: no analysis (the estimate stays as it was).
-    const more = (n: number, prefix: string) =>
-      sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/b', ${prefix} || i from generate_series(1, ${n}::int) i`.execute(
-        db(),
-      );
-    await more(STEPS / 2, "half-");
+    await insertSteps(runId, STEPS / 2, "half-");
     const before = await estimate();
     await housekeeping();
     expect(await estimate()).toBe(before);
 
     // Past twice the size it was analysed at: analysed again.
-    await more(STEPS, "double-");
+    await insertSteps(runId, STEPS, "double-");
     await housekeeping();
     expect(await estimate()).toBeGreaterThanOrEqual(STEPS * 2.5 * 0.9);
   });
@@ -52,11 +53,7 @@ function statisticsContract(db: () => Kysely<Database>): void {
   it("analyses again sooner when the statistics saw less than a row a page (rows dead or not yet committed)", async () => {
     await sql`alter table steps set (autovacuum_enabled = false)`.execute(db());
     const { runId } = await new PgRunStore(db(), RUN_DECISIONS).createRun(oneStepRunInput(retries(0)), NOW);
-    const insert = (n: number, prefix: string) =>
-      sql`insert into steps (run_id, asset_key, partition_key) select ${runId}::uuid, 'stats/c', ${prefix} || i from generate_series(1, ${n}::int) i`.execute(
-        db(),
-      );
-    await insert(STEPS, "gone-");
+    await insertSteps(runId, STEPS, "gone-");
     // Analysed with nearly all its rows dead: its pages counted, its rows not (as when a run's steps were still
     // being inserted by another transaction).
     await sql`delete from steps`.execute(db());
@@ -64,7 +61,7 @@ function statisticsContract(db: () => Kysely<Database>): void {
     expect(await estimate()).toBeLessThan(10);
 
     // Half as many rows again: not doubled, but the statistics describe next to nothing, so they are taken again.
-    await insert(STEPS / 2, "new-");
+    await insertSteps(runId, STEPS / 2, "new-");
     await housekeeping();
     expect(await estimate()).toBeGreaterThanOrEqual((STEPS / 2) * 0.9);
   });
