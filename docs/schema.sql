@@ -522,6 +522,14 @@ ALTER TABLE public.partition_status_changes_pruned ADD CONSTRAINT partition_stat
 ALTER TABLE public.partition_status_changes_pruned ADD CONSTRAINT partition_status_changes_pruned_singleton_check CHECK (singleton);
 ALTER TABLE public.partition_status_changes_pruned ADD CONSTRAINT partition_status_changes_pruned_through_tx_check CHECK ((through_tx >= 0));
 
+CREATE TABLE public.partition_status_changes_pruned_assets (
+    asset_key text NOT NULL,
+    through_tx bigint NOT NULL
+);
+COMMENT ON TABLE public.partition_status_changes_pruned_assets IS 'Per asset, the newest transaction id (as a number) among its partition_status_changes rows that pruning deleted.';
+ALTER TABLE public.partition_status_changes_pruned_assets ADD CONSTRAINT partition_status_changes_pruned_assets_pkey PRIMARY KEY (asset_key);
+ALTER TABLE public.partition_status_changes_pruned_assets ADD CONSTRAINT partition_status_changes_pruned_assets_through_tx_check CHECK ((through_tx >= 0));
+
 CREATE TABLE public.pools (
     name text NOT NULL,
     slots integer NOT NULL,

@@ -282,6 +282,12 @@ export interface PartitionStatusChangesPrunedTable {
   through_tx: GeneratedInt8;
 }
 
+export interface PartitionStatusChangesPrunedAssetsTable {
+  asset_key: string;
+  /** The newest transaction id among the asset's change rows pruning deleted. */
+  through_tx: Int8;
+}
+
 export interface PartitionStatusTable {
   asset_key: string;
   partition_key: string;
@@ -558,6 +564,7 @@ export interface Database extends AccessTables {
   partition_status: PartitionStatusTable;
   partition_status_changes: PartitionStatusChangesTable;
   partition_status_changes_pruned: PartitionStatusChangesPrunedTable;
+  partition_status_changes_pruned_assets: PartitionStatusChangesPrunedAssetsTable;
   outputs: OutputsTable;
   output_object_deletions: OutputObjectDeletionsTable;
   erasure_requests: ErasureRequestsTable;

@@ -238,7 +238,8 @@ async function recordedStatusIn(db: Kysely<Database>, assets: readonly KnownReco
  * What changed since each asset's known version: per asset whose changes can all be found, the partitions to
  * derive again (its own partitions that change rows committed after the version's snapshot name, and those whose
  * latest event read an upstream partition they name); none for an asset that must be read in full (a change row
- * without keys, or pruning deleted rows of a transaction the snapshot may not have seen). Also the unfinished steps
+ * without keys, or pruning deleted rows of the asset or of a watched upstream from a transaction the snapshot may not
+ * have seen). Also the unfinished steps
  * and this statement's snapshot, the assets' new version.
  */
 async function changesSince(
@@ -276,9 +277,12 @@ async function changesSince(
       join partition_status_changes c on c.asset_key = w.watched
       where not pg_visible_in_snapshot(c.tx_id, k.snap)
     ), lost as (
-      -- Without the pruning row (never deleted, but if it were), nothing can be ruled out.
-      select k.asset_key from k
-      where coalesce((select through_tx from partition_status_changes_pruned), 9223372036854775807) >= pg_snapshot_xmin(k.snap)::text::bigint
+      -- Change rows of the asset or of an upstream it read pruned after the snapshot: what they named is unknown.
+      select k.asset_key
+      from unnest(${owners}::int[], ${watched}::text[]) as w(o, watched)
+      join k on k.i = w.o
+      join partition_status_changes_pruned_assets p on p.asset_key = w.watched
+      where p.through_tx >= pg_snapshot_xmin(k.snap)::text::bigint
       union
       select owner from news where partition_keys is null
     ), written as (

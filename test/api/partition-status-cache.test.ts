@@ -41,7 +41,9 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     reads = [];
     store = new PgPartitionStatusStore(database.db);
     cache = new PartitionStatusCache();
-    await sql`truncate partition_status, partition_status_changes, event_inputs, events, steps, runs cascade`.execute(database.db);
+    await sql`truncate partition_status, partition_status_changes, partition_status_changes_pruned_assets, event_inputs, events, steps, runs cascade`.execute(
+      database.db,
+    );
     // What an earlier test pruned is gone with the rows: a later test's reads must not depend on it.
     await sql`insert into partition_status_changes_pruned (singleton, through_tx) values (true, 0)
               on conflict (singleton) do update set through_tx = 0`.execute(database.db);
@@ -290,18 +292,25 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
     expect(reads).toHaveLength(2);
   });
 
-  it("without the row that records what was pruned, a reader reads in full; the next prune writes it again", async () => {
-    for (let round = 0; round < 3; round++) for (const h of [0, 1, 2, 3]) await materialize("c/up", h);
-    expect(await ranges(up)).toEqual(["materialized 00:00–03:00", "missing 04:00–05:00"]);
-    await sql`delete from partition_status_changes_pruned`.execute(database.db);
-    await fail("c/up", 2);
-    expect(await ranges(up)).toEqual(["materialized 00:00–01:00", "failed 02:00–02:00", "materialized 03:00–03:00", "missing 04:00–05:00"]);
-    expect(reads).toEqual(["keys", "keys"]);
+  it("change rows pruned since a read have the asset read in full only when they are its own or an upstream's", async () => {
+    await materialize("c/up", 0);
+    await materialize("c/down", 0, { codeVersion: "v1", reads: ["c/up"] });
+    expect(await ranges(down)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    // Another asset's rows, written and pruned since: what c/down's version watches is all still there.
+    for (let i = 0; i <= CHANGES_KEPT_PER_ASSET; i++) await materialize("c/other", 1);
+    expect(await prunePartitionStatusChanges(database.db, { minAgeMs: 0 })).toBe(1);
+    await materialize("c/up", 1);
+    expect(await ranges(down)).toEqual(["materialized 00:00–00:00", "missing 01:00–05:00"]);
+    expect(reads).toEqual(["keys", "cached"]);
+    // The upstream's rows, written and pruned since: c/down is read in full.
+    for (let i = 0; i <= CHANGES_KEPT_PER_ASSET; i++) await materialize("c/up", 0);
     expect(await prunePartitionStatusChanges(database.db, { minAgeMs: 0 })).toBeGreaterThan(0);
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from partition_status_changes_pruned where through_tx > 0`.execute(
-      database.db,
-    );
-    expect(rows[0]!.n).toBe(1);
+    expect(await ranges(down)).toEqual(["stale 00:00–00:00", "missing 01:00–05:00"]);
+    expect(reads).toEqual(["keys", "cached", "keys"]);
+    const { rows } = await sql<{
+      asset_key: string;
+    }>`select asset_key from partition_status_changes_pruned_assets order by asset_key`.execute(database.db);
+    expect(rows.map((r) => r.asset_key)).toEqual(["c/other", "c/up"]);
   });
 
   itConcurrent("a change pruned before a reader looked again has the asset read in full, even one committed late", async () => {

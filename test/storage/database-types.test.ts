@@ -336,6 +336,7 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
     created_at: "not null",
   },
   partition_status_changes_pruned: { singleton: "not null", through_tx: "not null" },
+  partition_status_changes_pruned_assets: { asset_key: "not null", through_tx: "not null" },
   pools: {
     name: "not null",
     slots: "not null",

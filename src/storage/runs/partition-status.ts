@@ -75,8 +75,10 @@ export const CHANGES_KEPT_MS = 60_000;
 /**
  * Deletes the change rows that version partition statuses (see migration partition_status_changes) beyond the newest
  * {@link CHANGES_KEPT_PER_ASSET} of each asset and older than `minAgeMs`, at most `limit` at a time; one pruner at a
- * time (others skip). It records the newest transaction whose rows it deleted (partition_status_changes_pruned): a
- * reader whose snapshot is older than that may have lost a change, and reads the asset in full.
+ * time (others skip). It records the newest transaction whose rows of each asset it deleted
+ * (partition_status_changes_pruned_assets; the newest of all in partition_status_changes_pruned): a reader whose
+ * snapshot is older than that of the asset or of an upstream it read may have lost a change, and reads the asset in
+ * full.
  */
 export async function prunePartitionStatusChanges(
   db: Kysely<Database>,
@@ -99,12 +101,17 @@ export async function prunePartitionStatusChanges(
           where ranked.newer > ${CHANGES_KEPT_PER_ASSET} and ranked.created_at < clock_timestamp() - make_interval(secs => ${minAgeMs / 1000})
           limit ${limit}
         )
-        returning c.tx_id
+        returning c.asset_key, c.tx_id
       ), horizon as (
         -- An upsert: without its row, readers could not tell what was pruned (they then read in full).
         insert into partition_status_changes_pruned as p (singleton, through_tx)
         select true, max(tx_id::text::bigint) from deleted having count(*) > 0
         on conflict (singleton) do update set through_tx = greatest(p.through_tx, excluded.through_tx)
+      ), asset_horizons as (
+        -- In key order: two statements upserting the same assets lock them alike.
+        insert into partition_status_changes_pruned_assets as p (asset_key, through_tx)
+        select asset_key, max(tx_id::text::bigint) from deleted group by asset_key order by asset_key
+        on conflict (asset_key) do update set through_tx = greatest(p.through_tx, excluded.through_tx)
       )
       select count(*)::int as n from deleted`.execute(trx);
     return pruned[0]?.n ?? 0;
