@@ -12,7 +12,9 @@
 //    before each request (partitionStatusAfterWrite: the server derives that
 //    partition again), and with a statement writing 1 001 of them
 //    (partitionStatusAfterBulkWrite: the server reads and folds every key, as
-//    without a cache).
+//    without a cache), and from a new server after a one-partition write
+//    (partitionStatusNewServer: nothing in its memory, it starts from the
+//    database's copy of the folded statuses the first server kept).
 // 2. `assets { key group upstream { key } partitionStatus { counts } }` over
 //    10 000 generated assets with 24 recent partitions each.
 // 3. `erasureImpact` over a 5-level graph (2 assets a level, each reading
@@ -23,6 +25,7 @@
 //   npx tsx bench/api.ts [--requests 30] [--assets 10000] [--only partitions,assets,erasure]
 import { parseArgs } from "node:util";
 import { sql, type Kysely } from "kysely";
+import type { Runtime } from "../src/cli/index.js";
 import type { Database } from "../src/storage/index.js";
 import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
 import { p50p95max, printResult, timed, withScope } from "./_setup.js";
@@ -51,7 +54,13 @@ async function withApi<T>(
   name: string,
   source: string,
   assets: (specs: ReadonlyMap<string, PartitionsSpec>) => SeedAsset[],
-  run: (request: Request, seeded: object, specs: ReadonlyMap<string, PartitionsSpec>, db: Kysely<Database>) => Promise<T>,
+  run: (
+    request: Request,
+    seeded: object,
+    specs: ReadonlyMap<string, PartitionsSpec>,
+    db: Kysely<Database>,
+    newServer: () => Promise<{ request: Request; close: () => Promise<void> }>,
+  ) => Promise<T>,
 ): Promise<T> {
   return withScope(async (scope) => {
     const url = await scope.scratchDatabase(`api_${name}`);
@@ -63,21 +72,32 @@ async function withApi<T>(
     const specs = new Map(graph.assets.filter((a) => a.partitions).map((a) => [a.key, a.partitions!]));
     const { value: seeded, ms: seedingMs } = await timed(() => seedHistory(runtime.database.db, assets(specs)));
     const seedMs = Math.round(seedingMs);
-    const app = createApiApp({ context: { ...runtime.apiContext(), now: () => now }, ping: async () => {}, version: "bench" });
-    const request: Request = async (query, variables) => {
-      const started = performance.now();
-      const res = await app.request("/graphql", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ query, variables }),
-      });
-      const body = (await res.json()) as { data?: Record<string, unknown>; errors?: { message: string }[] };
-      const ms = performance.now() - started;
-      if (body.errors?.length || !body.data) throw new Error(`bench query failed: ${JSON.stringify(body.errors ?? body)}`);
-      return { ms, data: body.data };
+    const request = requestOf(runtime);
+    // Another server on the database: its own runtime, so nothing cached in memory.
+    const newServer = async () => {
+      const { openRuntime, resolveSettings } = await import("../src/cli/index.js");
+      const other = await openRuntime(resolveSettings({ definitions: dir, dataDir: dir }, { DATABASE_URL: url }));
+      return { request: requestOf(other), close: () => other.close() };
     };
-    return await run(request, { ...seeded, loadDefinitionsMs, seedMs }, specs, runtime.database.db);
+    return await run(request, { ...seeded, loadDefinitionsMs, seedMs }, specs, runtime.database.db, newServer);
   });
+}
+
+/** GraphQL requests to the API app over `runtime` (the same API services `tributary dev` builds, the clock at `now`). */
+function requestOf(runtime: Runtime): Request {
+  const app = createApiApp({ context: { ...runtime.apiContext(), now: () => now }, ping: async () => {}, version: "bench" });
+  return async (query, variables) => {
+    const started = performance.now();
+    const res = await app.request("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as { data?: Record<string, unknown>; errors?: { message: string }[] };
+    const ms = performance.now() - started;
+    if (body.errors?.length || !body.data) throw new Error(`bench query failed: ${JSON.stringify(body.errors ?? body)}`);
+    return { ms, data: body.data };
+  };
 }
 
 /** One warm-up, then `times` timed requests (each after `before`, untimed): p50/p95/max in ms, and the last answer. */
@@ -140,7 +160,7 @@ async function partitionsScenario() {
         };
       }),
     ],
-    async (request, seeded, _specs, db) => {
+    async (request, seeded, _specs, db, newServer) => {
       const out: Record<string, unknown> = { seeded };
       for (const n of sizes) {
         const variables = { key: `bench/p${n}` };
@@ -162,12 +182,25 @@ async function partitionsScenario() {
             db,
           );
         const afterBulkWrite = await measure(request, STATUS_QUERY, variables, REQUESTS, touchMany);
+        // A server that has not read the asset (just started, or another behind a load balancer), after a write of one
+        // partition: it starts from the copy of the folded statuses the other server kept in the database.
+        const fresh: number[] = [];
+        for (let i = 0; i < REQUESTS; i++) {
+          await touch();
+          const server = await newServer();
+          try {
+            fresh.push((await server.request(STATUS_QUERY, variables)).ms);
+          } finally {
+            await server.close();
+          }
+        }
         const page = await measure(request, PAGE_QUERY, variables, REQUESTS);
         const summary = (status.data.asset as { partitionStatus: { counts: object; ranges: unknown[] } }).partitionStatus;
         out[`partitions${n}`] = {
           partitionStatus: status.stats,
           partitionStatusAfterWrite: afterWrite.stats,
           partitionStatusAfterBulkWrite: afterBulkWrite.stats,
+          partitionStatusNewServer: { requests: REQUESTS, ...p50p95max(fresh) },
           counts: summary.counts,
           ranges: summary.ranges.length,
           responseBytes: JSON.stringify(status.data).length,

@@ -530,6 +530,21 @@ COMMENT ON TABLE public.partition_status_changes_pruned_assets IS 'Per asset, th
 ALTER TABLE public.partition_status_changes_pruned_assets ADD CONSTRAINT partition_status_changes_pruned_assets_pkey PRIMARY KEY (asset_key);
 ALTER TABLE public.partition_status_changes_pruned_assets ADD CONSTRAINT partition_status_changes_pruned_assets_through_tx_check CHECK ((through_tx >= 0));
 
+CREATE TABLE public.partition_status_summaries (
+    asset_key text NOT NULL,
+    definition text NOT NULL,
+    system_identifier text NOT NULL,
+    snapshot text NOT NULL,
+    upstream_asset_keys text[] NOT NULL,
+    subsets jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+COMMENT ON COLUMN public.partition_status_summaries.definition IS 'A digest of what the folded indices depend on: the asset''s code version and partition space (dynamic keys included).';
+COMMENT ON COLUMN public.partition_status_summaries.system_identifier IS 'The cluster whose transaction ids the snapshot names (pg_control_system()): a copy restored into another cluster does not hold.';
+COMMENT ON COLUMN public.partition_status_summaries.snapshot IS 'pg_current_snapshot() of the statement the statuses were derived in.';
+COMMENT ON COLUMN public.partition_status_summaries.subsets IS 'Per recorded status (materializing excluded), the partition-space indices holding it, as a serialized subset.';
+ALTER TABLE public.partition_status_summaries ADD CONSTRAINT partition_status_summaries_pkey PRIMARY KEY (asset_key);
+
 CREATE TABLE public.pools (
     name text NOT NULL,
     slots integer NOT NULL,

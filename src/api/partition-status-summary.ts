@@ -8,7 +8,13 @@ import {
   PartitionSubset,
   type PartitionSpace,
 } from "../partitions/index.js";
-import type { PartitionState, PartitionStatusStore, RecordedPartitionState, RecordedStatusCounts } from "../storage/index.js";
+import type {
+  PartitionState,
+  PartitionStatusStore,
+  RecordedPartitionState,
+  RecordedStatusCounts,
+  StoredStatusSummary,
+} from "../storage/index.js";
 export type PartitionStatusCounts = Record<PartitionState, number> & { total: number };
 
 /** Consecutive partitions (in the partition space's order) with one status. */
@@ -43,7 +49,15 @@ interface CachedStatuses {
   readonly subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>;
   /** The subsets' ranges, counted against the cache's budget. */
   readonly ranges: number;
+  /** When the database's copy of these statuses was written (`Date.now()`), if this server knows of one. */
+  readonly storedAt?: number | undefined;
 }
+
+/** Assets with at least this many partitions have their folded statuses kept in the database too. */
+export const STORED_SUMMARY_MIN_PARTITIONS = 1_000;
+
+/** The database's copy of an asset's statuses is written again after a change when it is older than this. */
+export const STORED_SUMMARY_REFRESH_MS = 30_000;
 
 function rangesOf(subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): number {
   let n = 1;
@@ -68,6 +82,12 @@ function rangesOf(subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): 
  * What is never cached: `materializing` (unfinished steps, read every time) and
  * which partitions exist (a time space grows with `now`: cached subsets hold
  * indices of keys existing yet or not, and each answer clamps them).
+ *
+ * An asset of {@link STORED_SUMMARY_MIN_PARTITIONS} partitions or more also
+ * has its fold kept in the database (PartitionStatusStore.storeSummaries),
+ * written after a full read and, after changes, at most every
+ * {@link STORED_SUMMARY_REFRESH_MS}. A server that has not read the asset yet
+ * starts from that copy, validated and brought up to date like its own.
  *
  * One per server (per database): entries of one database never answer for another.
  */
@@ -102,10 +122,15 @@ export class PartitionStatusCache {
     return entry;
   }
 
-  /** Keeps what was just read for `key`. */
-  fill(key: string, version: RecordedStatusVersion, subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>): void {
+  /** Keeps what was just read for `key` (`storedAt`: when the database's copy was written, if it was). */
+  fill(key: string, version: RecordedStatusVersion, subsets: ReadonlyMap<StoredPartitionState, PartitionSubset>, storedAt?: number): void {
     const previous = this.#entries.get(key);
-    const entry = { version, subsets, ranges: previous?.subsets === subsets ? previous.ranges : rangesOf(subsets) };
+    const entry = {
+      version,
+      subsets,
+      ranges: previous?.subsets === subsets ? previous.ranges : rangesOf(subsets),
+      storedAt: storedAt ?? previous?.storedAt,
+    };
     // Replaced in place (a lookup made it the most recently used): deleting and adding every answered entry would
     // leave the map's front full of deleted slots, which each eviction scan then walks.
     this.#entries.set(key, entry);
@@ -156,7 +181,7 @@ export async function partitionStatusSummary(
           /** The recorded counts of this asset (see PartitionStatusStore.countByStatus). */
           readonly counts: () => Promise<RecordedStatusCounts>;
         }
-      | { readonly store: Pick<PartitionStatusStore, "recordedStatusOfMany">; readonly cache: PartitionStatusCache }
+      | { readonly store: CachingStore; readonly cache: PartitionStatusCache }
     ),
 ): Promise<PartitionStatusSummary> {
   if (!options.cache) {
@@ -182,10 +207,7 @@ export async function partitionStatusSummary(
  */
 export async function partitionStatusSummaries(
   assets: readonly SnapshotAsset[],
-  options: SummaryOptions & {
-    readonly store: Pick<PartitionStatusStore, "recordedStatusOfMany">;
-    readonly cache: PartitionStatusCache;
-  },
+  options: SummaryOptions & { readonly store: CachingStore; readonly cache: PartitionStatusCache },
 ): Promise<Map<SnapshotAsset, PartitionStatusSummary>> {
   const { cache } = options;
   const ctx = await loadPartitionContext(
@@ -198,8 +220,22 @@ export async function partitionStatusSummaries(
       ? dynamicNames(asset.partitions).flatMap((name) => [name, String(ctx.dynamicKeys(name).length), ...ctx.dynamicKeys(name)])
       : [];
     const cacheKey = cacheKeyOf(asset, dynamic);
-    return { asset, space, cacheKey, cached: cache.lookup(cacheKey) };
+    const large = (space ? space.count(options.now) : 1) >= STORED_SUMMARY_MIN_PARTITIONS;
+    return { asset, space, cacheKey, large, cached: cache.lookup(cacheKey) };
   });
+  // Large assets this server holds no fold of: the database's copy, when one holds for this definition.
+  const unread = prepared.filter((p) => p.large && !p.cached);
+  if (unread.length > 0) {
+    const copies = await options.store.storedSummaries(unread.map((p) => ({ assetKey: p.asset.key, definition: digest(p.cacheKey) })));
+    const readAt = Date.now();
+    for (const p of unread) {
+      const copy = copies.get(p.asset.key);
+      const subsets = copy && parsedSubsets(copy.subsets);
+      // A copy that does not parse (written by hand, say) is no copy: the asset is read in full and kept again.
+      if (!copy || !subsets) continue;
+      p.cached = { version: copy.version, subsets, ranges: rangesOf(subsets), storedAt: readAt - (copy.ageMs ?? 0) };
+    }
+  }
   const reads = await options.store.recordedStatusOfMany(
     prepared.map(({ asset, cached }) => ({
       assetKey: asset.key,
@@ -208,7 +244,9 @@ export async function partitionStatusSummaries(
     })),
   );
   const out = new Map<SnapshotAsset, PartitionStatusSummary>();
-  for (const { asset, space, cacheKey, cached } of prepared) {
+  const toStore: StoredStatusSummary[] = [];
+  const now = Date.now();
+  for (const { asset, space, cacheKey, cached, large } of prepared) {
     const read = reads.get(asset.key)!;
     let stored: ReadonlyMap<StoredPartitionState, PartitionSubset>;
     if (read.recorded) {
@@ -218,11 +256,36 @@ export async function partitionStatusSummaries(
     } else {
       stored = read.changed!.size > 0 ? patched(cached!.subsets, read.changed!, space) : cached!.subsets;
     }
-    cache.fill(cacheKey, read.version, stored);
+    // Kept in the database after a full read, and after changes once the copy there has aged.
+    const keep = large && (read.recorded || (read.changed!.size > 0 && now - (cached?.storedAt ?? 0) >= STORED_SUMMARY_REFRESH_MS));
+    if (keep) {
+      const subsets: Partial<Record<StoredPartitionState, string>> = {};
+      for (const [status, subset] of stored) if (!subset.isEmpty()) subsets[status] = subset.serialize();
+      toStore.push({ assetKey: asset.key, definition: digest(cacheKey), version: read.version, subsets });
+    }
+    cache.fill(cacheKey, read.version, stored, keep ? now : cached?.storedAt);
     const total = space ? space.count(options.now) : 1;
     out.set(asset, summaryOf(stored, toSubset(read.materializing, space), space, total, options.withRanges));
   }
+  await options.store.storeSummaries(toStore);
   return out;
+}
+
+/** The subsets of a stored copy, or undefined when one of them is not a serialized subset. */
+function parsedSubsets(serialized: StoredStatusSummary["subsets"]): Map<StoredPartitionState, PartitionSubset> | undefined {
+  try {
+    return new Map(STORED.map((status) => [status, PartitionSubset.parse(serialized[status] ?? "")]));
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a caching caller reads and keeps through the store. */
+type CachingStore = Pick<PartitionStatusStore, "recordedStatusOfMany" | "storedSummaries" | "storeSummaries">;
+
+/** The stored copy's `definition`: a digest of the cache key (asset, code version, partition space). */
+function digest(cacheKey: string): string {
+  return createHash("sha256").update(cacheKey).digest("base64url");
 }
 
 /** `subsets` with the partitions of `changed` moved to their status now (out of every subset when missing). */

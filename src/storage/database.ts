@@ -288,6 +288,20 @@ export interface PartitionStatusChangesPrunedAssetsTable {
   through_tx: Int8;
 }
 
+/** An API server's folded partition statuses of a large asset, for servers that have not read it yet. */
+export interface PartitionStatusSummariesTable {
+  asset_key: string;
+  /** A digest of the code version and partition space the folded indices belong to. */
+  definition: string;
+  /** The cluster whose transaction ids the snapshot names. */
+  system_identifier: string;
+  snapshot: string;
+  upstream_asset_keys: string[];
+  /** Per recorded status, a serialized subset of partition-space indices. */
+  subsets: Json<Record<string, string>>;
+  updated_at: GeneratedTimestamp;
+}
+
 export interface PartitionStatusTable {
   asset_key: string;
   partition_key: string;
@@ -565,6 +579,7 @@ export interface Database extends AccessTables {
   partition_status_changes: PartitionStatusChangesTable;
   partition_status_changes_pruned: PartitionStatusChangesPrunedTable;
   partition_status_changes_pruned_assets: PartitionStatusChangesPrunedAssetsTable;
+  partition_status_summaries: PartitionStatusSummariesTable;
   outputs: OutputsTable;
   output_object_deletions: OutputObjectDeletionsTable;
   erasure_requests: ErasureRequestsTable;

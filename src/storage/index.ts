@@ -123,6 +123,7 @@ export type {
   RecordedPartitionState,
   RecordedStatusCounts,
   StaleReason,
+  StoredStatusSummary,
 } from "./partition-status-store.js";
 export { PgPauseStore } from "./pg-pause-store.js";
 export type { AssetPauseState, PauseStore, PauseTarget } from "./pause-store.js";

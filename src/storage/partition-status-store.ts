@@ -95,6 +95,27 @@ export interface PartitionStatusStore {
   recordedStatusOfMany(assets: readonly KnownRecordedStatus[]): Promise<Map<string, RecordedStatusRead>>;
   /** Status and stale reasons of the given partitions of one asset (a page of a listing), in the order given. */
   partitionStates(asset: AssetCodeVersion, partitionKeys: readonly string[]): Promise<Map<string, PartitionStatusRecord>>;
+  /**
+   * The copies kept by {@link storeSummaries} of the given assets' folded statuses, where one was kept for that
+   * `definition` with a snapshot of this database's cluster. A copy is a cached read like any other: the caller
+   * passes its version as `known` to {@link recordedStatusOfMany}, which brings it up to date or reads in full.
+   */
+  storedSummaries(assets: readonly { readonly assetKey: string; readonly definition: string }[]): Promise<Map<string, StoredStatusSummary>>;
+  /** Keeps these copies (one per asset: the latest written replaces the asset's copy, whatever its definition). */
+  storeSummaries(summaries: readonly StoredStatusSummary[]): Promise<void>;
+}
+
+/** A copy of an asset's folded recorded statuses, kept for servers that have not read the asset yet. */
+export interface StoredStatusSummary {
+  readonly assetKey: string;
+  /** What the folded indices depend on besides the statuses (code version, partition space), as a digest. */
+  readonly definition: string;
+  /** What the statuses were derived from. */
+  readonly version: RecordedStatusVersion;
+  /** Per recorded status, the partition-space indices holding it (a serialized subset: `"0-100,150-151"`). */
+  readonly subsets: Readonly<Partial<Record<StoredPartitionState, string>>>;
+  /** When read back: how long ago it was written (by the database's clock). */
+  readonly ageMs?: number;
 }
 
 /** A recorded status other than `materializing` (which comes from steps, not from partition_status). */

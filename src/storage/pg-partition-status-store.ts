@@ -13,6 +13,7 @@ import {
   type RecordedPartitionState,
   type RecordedStatusCounts,
   type StaleReason,
+  type StoredStatusSummary,
 } from "./partition-status-store.js";
 
 /**
@@ -152,7 +153,69 @@ export class PgPartitionStatusStore implements PartitionStatusStore {
     }
     return out;
   }
+
+  async storedSummaries(
+    assets: readonly { readonly assetKey: string; readonly definition: string }[],
+  ): Promise<Map<string, StoredStatusSummary>> {
+    const out = new Map<string, StoredStatusSummary>();
+    if (assets.length === 0) return out;
+    const { rows } = await sql<{
+      asset_key: string;
+      definition: string;
+      snapshot: string;
+      upstream_asset_keys: string[];
+      subsets: Record<string, string>;
+      age_ms: number;
+    }>`
+      select s.asset_key, s.definition, s.snapshot, s.upstream_asset_keys, s.subsets,
+             greatest(0, extract(epoch from now() - s.updated_at) * 1000)::float8 as age_ms
+      from unnest(${assets.map((a) => a.assetKey)}::text[], ${assets.map((a) => a.definition)}::text[]) as k(asset_key, definition)
+      join partition_status_summaries s on s.asset_key = k.asset_key and s.definition = k.definition
+      -- A snapshot names transaction ids of one cluster: a copy restored into another does not hold, nor one whose
+      -- snapshot is ahead of this database's transaction ids.
+      where s.system_identifier = ${thisCluster}
+        and pg_snapshot_xmax(s.snapshot::pg_snapshot) <= pg_snapshot_xmax(pg_current_snapshot())`.execute(this.#db);
+    for (const r of rows) {
+      out.set(r.asset_key, {
+        assetKey: r.asset_key,
+        definition: r.definition,
+        version: { snapshot: r.snapshot, upstreamAssetKeys: r.upstream_asset_keys },
+        subsets: r.subsets,
+        ageMs: Number(r.age_ms),
+      });
+    }
+    return out;
+  }
+
+  async storeSummaries(summaries: readonly StoredStatusSummary[]): Promise<void> {
+    // The latest of each asset (ON CONFLICT cannot touch a row twice), in key order (two writers lock alike).
+    const latest = [...new Map(summaries.map((s) => [s.assetKey, s])).values()].sort((a, b) => compare(a.assetKey, b.assetKey));
+    if (latest.length === 0) return;
+    const rows = latest.map((s) => ({
+      asset_key: s.assetKey,
+      definition: s.definition,
+      snapshot: s.version.snapshot,
+      upstream_asset_keys: s.version.upstreamAssetKeys,
+      subsets: s.subsets,
+    }));
+    await sql`
+      insert into partition_status_summaries as s (asset_key, definition, system_identifier, snapshot, upstream_asset_keys, subsets, updated_at)
+      select x.asset_key, x.definition, ${thisCluster}, x.snapshot,
+             array(select jsonb_array_elements_text(x.upstream_asset_keys)), x.subsets, now()
+      from jsonb_to_recordset(${toJson(rows)}::jsonb)
+        as x(asset_key text, definition text, snapshot text, upstream_asset_keys jsonb, subsets jsonb)
+      on conflict (asset_key) do update set
+        definition = excluded.definition,
+        system_identifier = excluded.system_identifier,
+        snapshot = excluded.snapshot,
+        upstream_asset_keys = excluded.upstream_asset_keys,
+        subsets = excluded.subsets,
+        updated_at = excluded.updated_at`.execute(this.#db);
+  }
 }
+
+/** The cluster's identifier, which the transaction ids of its snapshots belong to. */
+const thisCluster = sql`(select system_identifier::text from pg_control_system())`;
 
 /** Partitions of an asset derived again one by one after a change; more are read with the rest of the asset. */
 const MAX_DERIVED = 10_000;

@@ -60,7 +60,12 @@ function cacheSuite(database: { readonly db: Kysely<Database> }, concurrent: boo
       }
       return out;
     };
-    return partitionStatusSummary(a, { ...base, store: { recordedStatusOfMany }, cache });
+    const caching = {
+      recordedStatusOfMany,
+      storedSummaries: store.storedSummaries.bind(store),
+      storeSummaries: store.storeSummaries.bind(store),
+    };
+    return partitionStatusSummary(a, { ...base, store: caching, cache });
   };
   /** The cached answer, checked against an answer derived from scratch. */
   const summary = async (a: SnapshotAsset, now = at(6)): Promise<PartitionStatusSummary> => {

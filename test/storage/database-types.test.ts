@@ -337,6 +337,15 @@ const columns: { [T in keyof Database]: Nullability<Database[T]> } = {
   },
   partition_status_changes_pruned: { singleton: "not null", through_tx: "not null" },
   partition_status_changes_pruned_assets: { asset_key: "not null", through_tx: "not null" },
+  partition_status_summaries: {
+    asset_key: "not null",
+    definition: "not null",
+    system_identifier: "not null",
+    snapshot: "not null",
+    upstream_asset_keys: "not null",
+    subsets: "not null",
+    updated_at: "not null",
+  },
   pools: {
     name: "not null",
     slots: "not null",
