@@ -30,7 +30,8 @@ const now = new Date(Date.UTC(2025, 2, 1));
 /** Partition `i` of the space (the `i`-th hour of 2025). */
 const key = (i: number) => new Date(Date.UTC(2025, 0, 1, i)).toISOString().slice(0, 16).replace("T", "-");
 
-function storedSummarySuite(database: { readonly db: Kysely<Database> }): void {
+/** The suite on a database: `concurrent` where two sessions can hold transactions at once (not PGlite's one). */
+function storedSummarySuite(database: { readonly db: Kysely<Database> }, concurrent: boolean): void {
   let store: PgPartitionStatusStore;
   /** Per read through a cache: whether the store read the asset in full, derived some partitions again, or neither. */
   let reads: string[];
@@ -192,6 +193,34 @@ function storedSummarySuite(database: { readonly db: Kysely<Database> }): void {
     expect(reads.at(-1)).toBe("keys");
   });
 
+  /** A test that holds a transaction open while another session reads: on a database that allows it. */
+  const itConcurrent = (name: string, fn: () => Promise<void>) => {
+    if (concurrent) it(name, fn);
+  };
+
+  itConcurrent("a write not yet committed when the copy is kept shows from the copy once it commits", async () => {
+    await materialize("s/up", 0, SIZE - 1);
+    await materialize("s/down", 0, 999, { codeVersion: "v1", reads: "s/up" });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let written!: () => void;
+    const wasWritten = new Promise<void>((r) => (written = r));
+    const writer = database.db.transaction().execute(async (trx) => {
+      await sql`update partition_status set status = 'failed' where asset_key = 's/down' and partition_key = ${key(7)}`.execute(trx);
+      written();
+      await released;
+    });
+    await wasWritten;
+    // Read in full and kept while the write is pending: the committed state only.
+    expect(ranges(await answer(down))).toEqual(["materialized 1000", `missing ${SIZE - 1000}`]);
+    expect(stored).toEqual(["s/down"]);
+    release();
+    await writer;
+    // A new server starts from the copy, whose snapshot did not see the write: it finds it among the changes since.
+    expect(ranges(await answer(down))).toEqual(["materialized 7", "failed 1", "materialized 992", `missing ${SIZE - 1000}`]);
+    expect(reads).toEqual(["keys", "changed 1"]);
+  });
+
   it("keeps no copy of a small asset", async () => {
     await materialize("s/small", 0, 5);
     await answer(snapshot(smallDef));
@@ -204,9 +233,9 @@ function storedSummarySuite(database: { readonly db: Kysely<Database> }): void {
 }
 
 describePostgres("partition status ranges: the database's copy of a large asset's statuses (Postgres)", () => {
-  storedSummarySuite(useTestDatabase());
+  storedSummarySuite(useTestDatabase(), true);
 });
 
 describe("partition status ranges: the database's copy of a large asset's statuses (PGlite)", () => {
-  storedSummarySuite(useTestPglite());
+  storedSummarySuite(useTestPglite(), false);
 });
