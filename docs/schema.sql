@@ -475,7 +475,6 @@ ALTER TABLE public.outputs ADD CONSTRAINT outputs_step_id_try_number_key UNIQUE 
 ALTER TABLE public.outputs ADD CONSTRAINT outputs_try_number_check CHECK ((try_number >= 1));
 CREATE INDEX outputs_asset_partition_idx ON public.outputs USING btree (asset_key, partition_key, id DESC);
 CREATE INDEX outputs_created_idx ON public.outputs USING btree (created_at);
-CREATE INDEX outputs_run_idx ON public.outputs USING btree (run_id);
 
 CREATE TABLE public.partition_status (
     asset_key text NOT NULL,
