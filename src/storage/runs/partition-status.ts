@@ -103,7 +103,7 @@ export async function prunePartitionStatusChanges(
         )
         returning c.asset_key, c.tx_id
       ), horizon as (
-        -- An upsert: without its row, readers could not tell what was pruned (they then read in full).
+        -- The newest over all assets, kept for a server that still versions statuses by it during a rolling upgrade.
         insert into partition_status_changes_pruned as p (singleton, through_tx)
         select true, max(tx_id::text::bigint) from deleted having count(*) > 0
         on conflict (singleton) do update set through_tx = greatest(p.through_tx, excluded.through_tx)
