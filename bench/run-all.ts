@@ -22,6 +22,7 @@ const scripts: [string, ...string[]][] = [
   ["automation-loop.ts"],
   ["deferred.ts"],
   ["api.ts"],
+  ["pg-arrays.ts"],
   ["wipe.ts"],
 ];
 let failed = false;

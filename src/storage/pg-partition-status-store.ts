@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { Database, PartitionState } from "./database.js";
 import { toJson } from "./json.js";
+import { intArray, textArray } from "./pg-arrays.js";
 import { withPlannerSettings } from "./planner-settings.js";
 import {
   MAX_STALE_REASONS,
@@ -326,23 +327,27 @@ async function changesSince(
       watched.push(w);
     }
   });
+  // Built once: the watched pairs are unnested twice.
+  const watchedOwners = intArray(owners);
+  const watchedKeys = textArray(watched);
   const { rows } = await sql<{ kind: "lost" | "touched" | "active" | "snapshot"; asset_key: string; v: string }>`
     with s as (
-      select i, snap::pg_snapshot as snap from unnest(${snapshots}::text[]) with ordinality as s(snap, i)
+      select i, snap::pg_snapshot as snap from unnest(${textArray(snapshots)}::text[]) with ordinality as s(snap, i)
     ), k as (
       select k.i, k.asset_key, s.snap
-      from unnest(${assetKeys}::text[], ${assets.map((a) => snapshotNumber.get(a.known!.snapshot)!)}::int[]) with ordinality as k(asset_key, s, i)
+      from unnest(${textArray(assetKeys)}::text[], ${intArray(assets.map((a) => snapshotNumber.get(a.known!.snapshot)!))}::int[])
+        with ordinality as k(asset_key, s, i)
       join s on s.i = k.s
     ), news as (
       select k.asset_key as owner, w.watched, c.partition_keys
-      from unnest(${owners}::int[], ${watched}::text[]) as w(o, watched)
+      from unnest(${watchedOwners}::int[], ${watchedKeys}::text[]) as w(o, watched)
       join k on k.i = w.o
       join partition_status_changes c on c.asset_key = w.watched
       where not pg_visible_in_snapshot(c.tx_id, k.snap)
     ), lost as (
       -- Change rows of the asset or of an upstream it read pruned after the snapshot: what they named is unknown.
       select k.asset_key
-      from unnest(${owners}::int[], ${watched}::text[]) as w(o, watched)
+      from unnest(${watchedOwners}::int[], ${watchedKeys}::text[]) as w(o, watched)
       join k on k.i = w.o
       join partition_status_changes_pruned_assets p on p.asset_key = w.watched
       where p.through_tx >= pg_snapshot_xmin(k.snap)::text::bigint
@@ -461,13 +466,14 @@ function recorded(
   // With `only`, those partitions of the assets, recorded or not (a partition without a row derives as missing).
   const ps = options.only
     ? sql`select o.asset_key, o.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
-      from unnest(${options.only.map((o) => o[0])}::text[], ${options.only.map((o) => o[1])}::text[]) as o(asset_key, partition_key)
+      from unnest(${textArray(options.only.map((o) => o[0]))}::text[], ${textArray(options.only.map((o) => o[1]))}::text[])
+        as o(asset_key, partition_key)
       join t on t.asset_key = o.asset_key
       left join partition_status ps on ps.asset_key = o.asset_key and ps.partition_key = o.partition_key`
     : sql`select ps.asset_key, ps.partition_key, ps.status, ps.code_version, ps.last_materialization_event_id, t.code_version as current_code
       from t join partition_status ps on ps.asset_key = t.asset_key`;
   return sql`t as (
-      select * from unnest(${keys}::text[], ${codes}::text[]) as t(asset_key, code_version)
+      select * from unnest(${textArray(keys)}::text[], ${textArray(codes)}::text[]) as t(asset_key, code_version)
     ), ps as (
       ${ps}
     ), ${newer}, rec as (
