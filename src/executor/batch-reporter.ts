@@ -59,6 +59,8 @@ export class BatchReporter {
   /** Starts held back for their finish (see startDelayMs), by step try, oldest first, with when each is due. */
   private readonly heldStarts = new Map<string, { event: StepStarted; due: number }>();
   private startTimer: NodeJS.Timeout | undefined;
+  /** Finishes handed over and not yet delivered, by step try (queued, in flight, or put back after a failed call). */
+  private readonly undelivered = new Map<string, { stepId: number; tryNumber: number }>();
   /** Backend calls made, for tests and the benchmark. */
   readonly calls = { started: 0, finished: 0 };
 
@@ -86,7 +88,17 @@ export class BatchReporter {
       this.events.push({ kind: "started", event: held.event });
     }
     this.events.push({ kind: "finished", result });
+    this.undelivered.set(key(result), { stepId: result.stepId, tryNumber: result.tryNumber });
     this.schedule();
+  }
+
+  /**
+   * The step tries whose finish this reporter holds and has not delivered yet: their code has ended, but the database
+   * still has them running. The executor keeps sending their heartbeats, so that a finish held back by a database
+   * outage is not taken for a dead worker's step (and the step run again) while it waits to be delivered.
+   */
+  undeliveredFinishes(): { stepId: number; tryNumber: number }[] {
+    return [...this.undelivered.values()];
   }
 
   get pending(): number {
@@ -108,6 +120,7 @@ export class BatchReporter {
       this.options.onError(new Error(`${this.events.length} step reports could not be delivered before the executor closed`), "closing");
       this.events = [];
     }
+    this.undelivered.clear();
     this.stopped = true;
     this.clearTimer();
   }
@@ -179,6 +192,9 @@ export class BatchReporter {
         if (this.events.length > 0 && !this.stopped) this.schedule();
       });
     }
+    // A timer may fire before the wall clock reaches the retry time: wait the rest, or the events would sit until a
+    // new one came (none does when the last steps of a run wait for a database that was away).
+    if (this.events.length > 0 && this.inFlight < this.maxInFlight && !this.stopped) this.schedule();
   }
 
   private async send(chunk: Event[]): Promise<void> {
@@ -215,13 +231,14 @@ export class BatchReporter {
         this.calls.finished++;
         const freeSlots = this.options.freeSlots?.();
         const next = await this.backend.finished(finished, freeSlots === undefined ? undefined : { freeSlots });
+        for (const r of finished) this.undelivered.delete(key(r));
         if (next && next.length > 0) this.options.onFollowUp?.(next);
       }
       this.retryMs = 0;
       this.retryUntil = 0;
     } catch (err) {
-      // Put back what was not delivered, ahead of newer events.
-      const undelivered = startedSent ? chunk.filter((e) => e.kind === "finished") : chunk;
+      // Put back what was not delivered, ahead of newer events: a start folded into its finish goes back with it.
+      const undelivered = startedSent ? chunk.filter((e) => e.kind === "finished" || finishedInChunk.has(key(e.event))) : chunk;
       this.events.unshift(...undelivered);
       this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
       this.retryUntil = Date.now() + this.retryMs;

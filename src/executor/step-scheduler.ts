@@ -421,9 +421,10 @@ export class StepScheduler {
     });
   }
 
+  /** Steps to send heartbeats for: those running, and those whose finish waits to be delivered (see BatchReporter). */
   private runningSteps(): { stepId: number; tryNumber: number }[] {
-    if (this.running === 0) return [];
-    const steps: { stepId: number; tryNumber: number }[] = [];
+    const steps = this.reporter.undeliveredFinishes();
+    if (this.running === 0) return steps;
     for (const entry of this.entries.values()) {
       if (entry.state === "running") steps.push({ stepId: entry.dispatch.stepId, tryNumber: entry.dispatch.tryNumber });
     }

@@ -133,6 +133,57 @@ describe("BatchReporter", () => {
     expect(errors).toEqual(["reporting finished steps", "reporting finished steps"]);
   });
 
+  it("lists a finish as undelivered, for its heartbeats, until a call delivers it", async () => {
+    let down = true;
+    let attempts = 0;
+    const delivered: number[] = [];
+    const { backend } = recordingBackend();
+    backend.finished = async (results) => {
+      attempts++;
+      if (down) throw new Error("database is down");
+      delivered.push(...results.map((r) => r.stepId));
+    };
+    const reporter = new BatchReporter(backend, { flushDelayMs: 1, maxBatchSize: 500, onError: () => {} });
+    reporter.finished(finished(1));
+    reporter.finished(finished(2));
+    const both = [
+      { stepId: 1, tryNumber: 1 },
+      { stepId: 2, tryNumber: 1 },
+    ];
+    expect(reporter.undeliveredFinishes()).toEqual(both);
+    // Calls failed and put back for a retry: still undelivered.
+    await vi.waitFor(() => expect(attempts).toBeGreaterThanOrEqual(2), { timeout: 10_000 });
+    expect(reporter.undeliveredFinishes()).toEqual(both);
+    down = false;
+    await vi.waitFor(() => expect(delivered).toEqual([1, 2]), { timeout: 10_000 });
+    expect(reporter.undeliveredFinishes()).toEqual([]);
+    await reporter.drain(Date.now() + 1_000);
+  });
+
+  it("retries when its timer fires before the wall clock reaches the retry time", async () => {
+    let attempts = 0;
+    const delivered: number[] = [];
+    const { backend } = recordingBackend();
+    backend.finished = async (results) => {
+      attempts++;
+      if (attempts === 1) throw new Error("database is down");
+      delivered.push(...results.map((r) => r.stepId));
+    };
+    const reporter = new BatchReporter(backend, { flushDelayMs: 1, maxBatchSize: 500, onError: () => {} });
+    reporter.finished(finished(1));
+    await vi.waitFor(() => expect(attempts).toBe(1), { timeout: 10_000, interval: 5 });
+    // The wall clock 20 ms behind the timers' from now on: the retry timer fires before Date.now() reaches the time
+    // the retry was set for. No other event comes to wake the reporter.
+    const wallClock = Date.now.bind(Date);
+    const behind = vi.spyOn(Date, "now").mockImplementation(() => wallClock() - 20);
+    try {
+      await vi.waitFor(() => expect(delivered).toEqual([1]), { timeout: 10_000 });
+    } finally {
+      behind.mockRestore();
+    }
+    await reporter.drain(Date.now() + 1_000);
+  });
+
   it("gives up at the drain deadline and says how much was lost", async () => {
     const { backend } = recordingBackend({ failures: 1_000 });
     const errors: string[] = [];
@@ -148,6 +199,7 @@ describe("BatchReporter", () => {
     expect(Date.now() - began).toBeLessThan(1_000);
     expect(errors.at(-1)).toBe("2 step reports could not be delivered before the executor closed");
     expect(reporter.pending).toBe(0);
+    expect(reporter.undeliveredFinishes()).toEqual([]);
   });
   describe("with startDelayMs", () => {
     it("holds a start back and sends it with the step's finish: one report", async () => {

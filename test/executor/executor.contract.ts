@@ -1,7 +1,7 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Executor, StepDispatch } from "../../src/execution/index.js";
 import { dispatch, errorOf, FakeBackend, readLog, removeTempDirs, SDK_PATH, tempDir, waitUntil } from "./helpers.js";
 
@@ -162,6 +162,35 @@ export function executorContract(name: string, make: MakeExecutor): void {
         executor.submit([step]);
         return backend.result(step.stepId);
       }
+
+      it("keeps sending heartbeats for a finished step while its result cannot be delivered", async () => {
+        const deliver = backend.finished.bind(backend);
+        let down = true;
+        let refused = 0;
+        backend.finished = async (results) => {
+          if (down) {
+            refused++;
+            throw new Error("database is down");
+          }
+          return deliver(results);
+        };
+        try {
+          const step = d("noop", "t/noop");
+          executor.submit([step]);
+          // Its code has ended and its result was refused: heartbeats sent after that still name it.
+          await vi.waitFor(() => expect(refused).toBeGreaterThan(0), { timeout: 10_000 });
+          const from = backend.heartbeats.length;
+          await vi.waitFor(
+            () =>
+              expect(backend.heartbeats.slice(from).filter((beat) => beat.some((s) => s.stepId === step.stepId)).length).toBeGreaterThan(1),
+            { timeout: 10_000 },
+          );
+          down = false;
+          expect((await backend.result(step.stepId)).outcome.kind).toBe("success");
+        } finally {
+          backend.finished = deliver;
+        }
+      });
 
       it("runs a step: inputs in, JSON out, context filled from the dispatch", async () => {
         const step = d("echo", "t/echo", {
