@@ -390,6 +390,8 @@ export interface RunStore {
    */
   clearMappedStep(target: MappedStepRef, now: Date, audit?: AuditEntry): Promise<ClearedMappedStep>;
   getRun(runId: string): Promise<RunDetail | undefined>;
+  /** The steps of each run (as getRun gives them), for a page of runs at once; runs without steps are absent. */
+  stepsOfRuns(runIds: readonly string[]): Promise<ReadonlyMap<string, readonly StepRecord[]>>;
   /** The run without its steps and plan: cheap enough to poll. */
   getRunSummary(runId: string): Promise<RunSummary | undefined>;
   listRuns(options?: { limit?: number; status?: RunStatus; before?: Date; backfillId?: string }): Promise<RunSummary[]>;

@@ -91,3 +91,63 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
     expect(one.statements).toBe(6);
   });
 });
+
+describePostgres("GraphQL batching: a page of runs asking for their steps", () => {
+  const database = useTestDatabase();
+  let removeDefinitions: () => Promise<void>;
+  let counted: ReturnType<typeof countingStatements>;
+  let app: ReturnType<typeof createApiApp>;
+
+  const STEP_FIELDS = "id assetKey partitionKey state tryNumber upstreamStepIds tries { tryNumber state }";
+  type StepRow = { id: string; assetKey: string; partitionKey: string; state: string; upstreamStepIds: string[]; tries: object[] };
+  type RunRow = { id: string; steps: StepRow[]; viewerCan: { operate: boolean } };
+
+  async function request<T>(query: string): Promise<{ data: T; statements: number }> {
+    counted.reset();
+    const res = await app.request("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    });
+    const body = (await res.json()) as GraphQLResult<T>;
+    expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
+    return { data: body.data!, statements: counted.statements };
+  }
+
+  beforeAll(async () => {
+    removeDefinitions = await storeDefinitions(database.db, chainSource(6));
+    counted = countingStatements(database.db);
+    const context = apiServicesOn(counted.db);
+    app = createApiApp({ context, ping: async () => {}, version: "test" });
+    // Runs of different shapes: a chain over three days, one step, a fan-in with its upstreams; then tries for some steps.
+    for (const input of [
+      `{ assetKeys: ["chain/a000", "chain/a001", "chain/a002"], from: "2025-01-01", to: "2025-01-03" }`,
+      `{ assetKeys: ["chain/a000"], partition: "2025-01-05" }`,
+      `{ assetKeys: ["chain/a005"], partition: "2025-02-01", includeUpstream: true }`,
+    ]) {
+      await request(`mutation { launchRun(input: ${input}) { id } }`);
+    }
+    const claimed = await context.runs.store.claimRunnable({ now: new Date(), capacity: { local: 4 }, limit: 4 });
+    expect(claimed.length).toBe(4);
+  }, 90_000);
+
+  afterAll(() => removeDefinitions?.());
+
+  it("reads the steps of every run on the page in the statements a page of one run takes, each run with its own", async () => {
+    const page = await request<{ runs: RunRow[] }>(`{ runs(first: 10) { id steps { ${STEP_FIELDS} } viewerCan { operate } } }`);
+    expect(page.data.runs).toHaveLength(3);
+    expect(page.data.runs.map((r) => r.steps.length).sort()).toEqual([1, 6, 9]);
+    expect(page.data.runs.flatMap((r) => r.steps).filter((s) => s.tries.length > 0)).toHaveLength(4);
+    // Each run's steps as its own page gives them.
+    for (const run of page.data.runs) {
+      const alone = await request<{ run: RunRow }>(`{ run(id: "${run.id}") { id steps { ${STEP_FIELDS} } viewerCan { operate } } }`);
+      expect(run.steps).toEqual(alone.data.run.steps);
+      expect(run.viewerCan).toEqual({ operate: true });
+      const fanIn = run.steps.find((s) => s.assetKey === "chain/a005");
+      if (fanIn) expect(fanIn.upstreamStepIds).toHaveLength(2);
+    }
+    const one = await request<{ runs: RunRow[] }>(`{ runs(first: 1) { id steps { ${STEP_FIELDS} } viewerCan { operate } } }`);
+    expect(one.data.runs).toHaveLength(1);
+    expect(page.statements).toBe(one.statements);
+  });
+});

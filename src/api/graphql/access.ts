@@ -4,6 +4,7 @@ import type { SnapshotAsset } from "../../graph/index.js";
 import type { AuditEvent, AuditOutcome, AuditToken, BackfillRecord, JsonValue, RunDetail, RunSummary } from "../../storage/index.js";
 import { builder } from "./builder.js";
 import { parseInput } from "./errors.js";
+import { stepsOfRun } from "./runs.js";
 
 // Who is asking (`me`), what they may do on an asset, a run or a backfill (viewerCan: what the UI offers), and the
 // audit trail.
@@ -68,9 +69,9 @@ const ActionPermissionsRef = builder.objectRef<{ assetKeys: readonly string[] }>
 builder.objectFields(RUN_TYPE, (t) => ({
   viewerCan: t.field({
     type: ActionPermissionsRef,
-    description: "What the caller may do on this run (reads its steps: for a run page, not a list)",
+    description: "What the caller may do on this run (reads its steps; over a list, those of all its runs at once)",
     resolve: async (r, _args, ctx) => {
-      const steps = r.steps ?? (await ctx.runs.store.getRun(r.id))?.steps ?? [];
+      const steps = await stepsOfRun(r, ctx);
       return { assetKeys: [...new Set(steps.map((s) => s.assetKey))] };
     },
   }),

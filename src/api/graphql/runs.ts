@@ -112,6 +112,17 @@ const RunAssetRef = builder.objectRef<RunAssetSummary>("RunAsset").implement({
 /** One statement for every run of a list asking for its assets. */
 const runAssetsLoader = perContext((ctx: Pick<ApiServices, "runs">) => batched((ids: string[]) => ctx.runs.reads.runAssets(ids)));
 
+/** The steps of every run of a list asking for them, read at once (a run page has them already). */
+const runStepsLoader = perContext((ctx: Pick<ApiServices, "runs">) => batched((ids: string[]) => ctx.runs.store.stepsOfRuns(ids)));
+
+/** A run's steps: those it came with (a run page), or those of its list's runs, read together. */
+export async function stepsOfRun(
+  r: Pick<RunSummary, "id"> & Partial<Pick<RunDetail, "steps">>,
+  ctx: Pick<ApiServices, "runs">,
+): Promise<readonly StepRecord[]> {
+  return r.steps ?? (await runStepsLoader(ctx)(r.id)) ?? [];
+}
+
 const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>("Run").implement({
   fields: (t) => ({
     id: t.exposeString("id"),
@@ -134,8 +145,8 @@ const RunRef = builder.objectRef<RunSummary & Partial<Pick<RunDetail, "steps">>>
     }),
     steps: t.field({
       type: [StepRef],
-      description: "Every step with its tries (a run page); a run list should ask for `assets` instead",
-      resolve: async (r, _args, ctx) => [...(r.steps ?? (await ctx.runs.store.getRun(r.id))?.steps ?? [])],
+      description: "Every step with its tries; over a list, the steps of all its runs are read at once",
+      resolve: async (r, _args, ctx) => [...(await stepsOfRun(r, ctx))],
     }),
     assets: t.field({
       type: [RunAssetRef],

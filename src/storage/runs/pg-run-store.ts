@@ -17,6 +17,7 @@ import type {
   RunStore,
   RunSummary,
   StepCompletion,
+  StepRecord,
   StepStart,
 } from "../run-store.js";
 import { requestCancel } from "./cancel-run.js";
@@ -28,7 +29,7 @@ import { housekeeping } from "./housekeeping.js";
 import { handedOutBefore, holderAlive, holderStopped, requeueLost, type HandedOutTry } from "./requeue.js";
 import { materializedKeys, partitionKeysWithStatus, prunePartitionStatusChanges } from "./partition-status.js";
 import { latestOutputs } from "./read-outputs.js";
-import { getRun, getRunSummary, listRuns } from "./read-runs.js";
+import { getRun, getRunSummary, listRuns, stepsOfRuns } from "./read-runs.js";
 import { heartbeat, markStarted } from "./step-liveness.js";
 
 /** How often housekeeping prunes the change rows that version partition statuses. */
@@ -96,6 +97,10 @@ export class PgRunStore implements RunStore {
 
   getRun(runId: string): Promise<RunDetail | undefined> {
     return getRun(this.#db, runId);
+  }
+
+  stepsOfRuns(runIds: readonly string[]): Promise<ReadonlyMap<string, readonly StepRecord[]>> {
+    return stepsOfRuns(this.#db, runIds);
   }
 
   getRunSummary(runId: string): Promise<RunSummary | undefined> {

@@ -5,24 +5,41 @@ import { isUuid, SUMMARY_COLUMNS, toRunSummary } from "./run-summary.js";
 
 export async function getRun(db: Kysely<Database>, runId: string): Promise<RunDetail | undefined> {
   if (!isUuid(runId)) return undefined;
-  const run = await db.selectFrom("runs").selectAll().where("id", "=", runId).executeTakeFirst();
+  const [run, steps] = await Promise.all([
+    db.selectFrom("runs").selectAll().where("id", "=", runId).executeTakeFirst(),
+    stepsOfRuns(db, [runId]),
+  ]);
   if (!run) return undefined;
+  return { ...toRunSummary(run), plan: run.plan, steps: steps.get(runId) ?? [] };
+}
+
+/**
+ * The steps of each run, with their upstream step ids and their tries, in id order: three statements whatever the
+ * number of runs (a page of runs asking for its steps). A run without steps, or no such run, is absent.
+ */
+export async function stepsOfRuns(db: Kysely<Database>, runIds: readonly string[]): Promise<Map<string, StepRecord[]>> {
+  const ids = [...new Set(runIds.filter(isUuid))];
+  const out = new Map<string, StepRecord[]>();
+  if (ids.length === 0) return out;
   const [steps, deps, tries] = await Promise.all([
-    db.selectFrom("steps").selectAll().where("run_id", "=", runId).orderBy("id").execute(),
+    db.selectFrom("steps").selectAll().where("run_id", "in", ids).orderBy("id").execute(),
     db
       .selectFrom("step_deps")
       .innerJoin("steps", "steps.id", "step_deps.step_id")
       .select(["step_deps.step_id", "step_deps.upstream_step_id"])
-      .where("steps.run_id", "=", runId)
+      .where("steps.run_id", "in", ids)
       .execute(),
-    db.selectFrom("step_tries").selectAll().where("run_id", "=", runId).orderBy("try_number").execute(),
+    db.selectFrom("step_tries").selectAll().where("run_id", "in", ids).orderBy("step_id").orderBy("try_number").execute(),
   ]);
   const upstream = new Map<number, number[]>();
-  for (const d of deps) upstream.set(d.step_id, [...(upstream.get(d.step_id) ?? []), d.upstream_step_id]);
+  for (const d of deps) {
+    const list = upstream.get(d.step_id);
+    if (list) list.push(d.upstream_step_id);
+    else upstream.set(d.step_id, [d.upstream_step_id]);
+  }
   const triesByStep = new Map<number, StepTryRecord[]>();
   for (const t of tries) {
-    const list = triesByStep.get(t.step_id) ?? [];
-    list.push({
+    const record: StepTryRecord = {
       tryNumber: t.try_number,
       state: t.state,
       workerId: t.worker_id,
@@ -35,35 +52,42 @@ export async function getRun(db: Kysely<Database>, runId: string): Promise<RunDe
       error: t.error,
       failureClass: t.failure_class,
       logRef: t.log_ref,
-    });
-    triesByStep.set(t.step_id, list);
+    };
+    const list = triesByStep.get(t.step_id);
+    if (list) list.push(record);
+    else triesByStep.set(t.step_id, [record]);
   }
-  const stepRecords: StepRecord[] = steps.map((s) => ({
-    id: s.id,
-    runId: s.run_id,
-    assetKey: s.asset_key,
-    partitionKey: s.partition_key,
-    mapIndex: s.map_index,
-    checkName: s.check_name,
-    mapLabel: s.map_label,
-    mapCount: s.map_count,
-    state: s.state,
-    tryNumber: s.try_number,
-    maxTries: s.max_tries + s.tries_before,
-    pool: s.pool,
-    priority: s.priority,
-    scheduledAt: s.scheduled_at,
-    queuedAt: s.queued_at,
-    startedAt: s.started_at,
-    endedAt: s.ended_at,
-    nextRetryAt: s.next_retry_at,
-    workerId: s.worker_id,
-    skipReason: s.skip_reason,
-    error: s.error,
-    upstream: (upstream.get(s.id) ?? []).sort((a, b) => a - b),
-    tries: triesByStep.get(s.id) ?? [],
-  }));
-  return { ...toRunSummary(run), plan: run.plan, steps: stepRecords };
+  for (const s of steps) {
+    const record: StepRecord = {
+      id: s.id,
+      runId: s.run_id,
+      assetKey: s.asset_key,
+      partitionKey: s.partition_key,
+      mapIndex: s.map_index,
+      checkName: s.check_name,
+      mapLabel: s.map_label,
+      mapCount: s.map_count,
+      state: s.state,
+      tryNumber: s.try_number,
+      maxTries: s.max_tries + s.tries_before,
+      pool: s.pool,
+      priority: s.priority,
+      scheduledAt: s.scheduled_at,
+      queuedAt: s.queued_at,
+      startedAt: s.started_at,
+      endedAt: s.ended_at,
+      nextRetryAt: s.next_retry_at,
+      workerId: s.worker_id,
+      skipReason: s.skip_reason,
+      error: s.error,
+      upstream: (upstream.get(s.id) ?? []).sort((a, b) => a - b),
+      tries: triesByStep.get(s.id) ?? [],
+    };
+    const list = out.get(s.run_id);
+    if (list) list.push(record);
+    else out.set(s.run_id, [record]);
+  }
+  return out;
 }
 
 export async function getRunSummary(db: Kysely<Database>, runId: string): Promise<RunSummary | undefined> {
