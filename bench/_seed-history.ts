@@ -120,7 +120,8 @@ export async function seedHistory(
         select x.id, 'materialization', x.asset_key, x.partition_key, x.code_version, ${now}
         from jsonb_to_recordset(${toJson(rows)}::jsonb) as x(id bigint, asset_key text, partition_key text, code_version text)`.execute(db),
   );
-  await sql`select setval('events_id_seq', ${id})`.execute(db);
+  // The ids written are taken: the next event's is the one after (nothing written: the sequence is left as it is).
+  if (id > 0) await sql`select setval('events_id_seq', ${id})`.execute(db);
   await inChunks(inputs, (rows) =>
     sql`insert into event_inputs (event_id, upstream_asset_key, upstream_partition_key, upstream_event_id)
         select * from jsonb_to_recordset(${toJson(rows)}::jsonb)

@@ -19,17 +19,21 @@
 //    10 000 generated assets with 24 recent partitions each.
 // 3. `erasureImpact` over a 5-level graph (2 assets a level, each reading
 //    both of the level above) with 10 000 derived partitions.
+// 4. `runs(first: 500)` with each run's steps, their upstream steps and tries:
+//    500 runs of a 3-step chain, launched as the API launches them, as many
+//    first steps handed out as the default pool takes (a try each).
 // Prints one JSON object: p50/p95/max per query, over --requests requests
 // after one warm-up.
 //
-//   npx tsx bench/api.ts [--requests 30] [--assets 10000] [--only partitions,assets,erasure]
+//   npx tsx bench/api.ts [--requests 30] [--assets 10000] [--only partitions,assets,erasure,runs]
 import { parseArgs } from "node:util";
 import { sql, type Kysely } from "kysely";
 import type { Runtime } from "../src/cli/index.js";
-import type { Database } from "../src/storage/index.js";
+import { GraphCache, PgDefinitionStore, PgRunStore, type Database } from "../src/storage/index.js";
+import { RUN_DECISIONS } from "../src/planner/index.js";
 import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
 import { p50p95max, printResult, timed, withScope } from "./_setup.js";
-import { createApiApp } from "../src/api/index.js";
+import { createApiApp, launchRun } from "../src/api/index.js";
 import { partitionSpace, type PartitionsSpec } from "../src/partitions/index.js";
 import { hourlyStart, mixedStatuses, now, random, resetRandom, seedHistory, type SeedAsset } from "./_seed-history.js";
 
@@ -37,7 +41,7 @@ const { values } = parseArgs({
   options: {
     requests: { type: "string", default: "30" },
     assets: { type: "string", default: "10000" },
-    only: { type: "string", default: "partitions,assets,erasure" },
+    only: { type: "string", default: "partitions,assets,erasure,runs" },
   },
 });
 const ONLY = new Set(values.only.split(","));
@@ -305,11 +309,48 @@ async function erasureScenario() {
   );
 }
 
+/** 500 runs of a daily 3-step chain (one partition each), launched as the API launches them; as many first steps handed out as the default pool takes. */
+async function runsScenario() {
+  const runs = 500;
+  const source = [
+    `import { asset, daily, dep } from "tributary";`,
+    `const days = daily({ start: "2024-01-01" });`,
+    `const noop = async () => null;`,
+    `export const a = asset({ key: "bench/a", partitions: days }, noop);`,
+    `export const b = asset({ key: "bench/b", partitions: days, deps: { a: dep(a) } }, noop);`,
+    `export const c = asset({ key: "bench/c", partitions: days, deps: { b: dep(b) } }, noop);`,
+  ].join("\n");
+  return withApi(
+    "runs",
+    source,
+    () => [],
+    async (request, seeded, specs, db) => {
+      const space = partitionSpace(specs.get("bench/a")!);
+      const definitions = new PgDefinitionStore(db);
+      const stores = { definitions, runs: new PgRunStore(db, RUN_DECISIONS), graphs: new GraphCache(definitions) };
+      for (let i = 0; i < runs; i++)
+        await launchRun(stores, { assetKeys: ["bench/a", "bench/b", "bench/c"], partition: space.keyAt(i) }, now);
+      const claimed = await stores.runs.claimRunnable({ now, capacity: { local: runs }, limit: runs });
+      const query = `{ runs(first: ${runs}) { id status steps { assetKey partitionKey state upstreamStepIds tries { tryNumber state queuedAt } } } }`;
+      const { stats, data } = await measure(request, query, {}, Math.min(REQUESTS, 10));
+      const page = data.runs as { steps: unknown[] }[];
+      return {
+        seeded: { ...seeded, runs, tries: claimed.length },
+        runs: page.length,
+        steps: page.reduce((n, r) => n + r.steps.length, 0),
+        responseBytes: JSON.stringify(data).length,
+        query: stats,
+      };
+    },
+  );
+}
+
 async function main(): Promise<void> {
   const partitions = ONLY.has("partitions") ? await partitionsScenario() : undefined;
   const assets = ONLY.has("assets") ? await assetsScenario() : undefined;
   const erasure = ONLY.has("erasure") ? await erasureScenario() : undefined;
-  printResult({ bench: "api", database: "postgres (local)", requests: REQUESTS, partitions, assets, erasure });
+  const runs = ONLY.has("runs") ? await runsScenario() : undefined;
+  printResult({ bench: "api", database: "postgres (local)", requests: REQUESTS, partitions, assets, erasure, runs });
 }
 
 await main();
