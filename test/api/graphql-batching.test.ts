@@ -150,4 +150,23 @@ describePostgres("GraphQL batching: a page of runs asking for their steps", () =
     expect(one.data.runs).toHaveLength(1);
     expect(page.statements).toBe(one.statements);
   });
+
+  it("reads the backfill of a page's runs once, however many of them it created", async () => {
+    const { data } = await request<{ launchBackfill: { id: string } }>(
+      `mutation { launchBackfill(input: { assetKeys: ["chain/a000"], from: "2025-03-01", to: "2025-03-02" }) { id } }`,
+    );
+    const backfillId = data.launchBackfill.id;
+    // Two of the three runs as if the backfill had created them.
+    const runs = (await request<{ runs: { id: string }[] }>(`{ runs(first: 10) { id } }`)).data.runs;
+    expect(runs).toHaveLength(3);
+    await sql`update runs set backfill_id = ${backfillId}::uuid where id = any(${runs.slice(1).map((r) => r.id)}::uuid[])`.execute(
+      database.db,
+    );
+    type Row = { id: string; backfillId: string | null; backfill: { id: string; status: string } | null };
+    const withBackfill = await request<{ runs: Row[] }>(`{ runs(first: 10) { id backfillId backfill { id status } } }`);
+    const without = await request<{ runs: Row[] }>(`{ runs(first: 10) { id backfillId } }`);
+    expect(withBackfill.data.runs.map((r) => r.backfill?.id ?? null)).toEqual([null, backfillId, backfillId]);
+    expect(withBackfill.data.runs.map((r) => r.backfillId)).toEqual([null, backfillId, backfillId]);
+    expect(withBackfill.statements).toBe(without.statements + 1);
+  });
 });

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { loadPartitionContext } from "../../partitions/index.js";
 import type { BackfillRecord, BackfillStatus, RunDetail, RunSummary } from "../../storage/index.js";
 import { failedPartitionRanges, previewBackfill, type BackfillPreview } from "../commands/launch-backfill.js";
+import { batched, perContext } from "./batch.js";
 import { builder } from "./builder.js";
 import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
@@ -238,13 +239,18 @@ builder.queryFields((t) => ({
   }),
 }));
 
+/** The backfills of a list's runs, each read once however many of the runs it created. */
+const backfillLoader = perContext((ctx: Pick<ApiServices, "backfills">) =>
+  batched(async (ids: string[]) => new Map(await Promise.all(ids.map(async (id) => [id, await ctx.backfills.store.get(id)] as const)))),
+);
+
 builder.objectFields(RUN_TYPE, (t) => ({
   backfillId: t.string({ nullable: true, description: "The backfill that created this run, if any", resolve: (r) => r.backfillId }),
   backfill: t.field({
     type: BackfillRef,
     nullable: true,
     description: "The backfill that created this run, if any",
-    resolve: async (r, _args, ctx) => (r.backfillId ? ((await ctx.backfills.store.get(r.backfillId)) ?? null) : null),
+    resolve: async (r, _args, ctx) => (r.backfillId ? ((await backfillLoader(ctx)(r.backfillId)) ?? null) : null),
   }),
 }));
 
