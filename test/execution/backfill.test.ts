@@ -214,20 +214,12 @@ describePostgres("execution: backfills", () => {
     const done = await waitForBackfill(b.id);
     expect(done).toMatchObject({ status: "completed", done: 40, failed: 0 });
     expect(most).toBeLessThanOrEqual(3);
-    // (How many were seen at once at the most depends on the machine's load: only the bound is asserted.)
-    // The same from the recorded times: at no instant were more than three runs between creation and end.
+    // (How many were seen at once at the most depends on the machine's load: only the bound is asserted.) The runs'
+    // recorded times cannot show the bound: a run's created_at is the start of the backfill pass that created it, and
+    // the pass reads which runs have ended after that, so a run that ended in between seems to overlap the run that
+    // replaced it (on a loaded machine, up to 6 "at once" from three passes' worth).
     const runs = await runsOf(b.id);
     expect(runs).toHaveLength(20);
-    const events = runs
-      .flatMap((r) => [
-        [r.created.getTime(), 1],
-        [r.ended!.getTime(), -1],
-      ])
-      .sort((x, y) => x[0]! - y[0]! || x[1]! - y[1]!);
-    let open = 0;
-    let peak = 0;
-    for (const [, delta] of events) peak = Math.max(peak, (open += delta!));
-    expect(peak).toBeLessThanOrEqual(3);
     // Two reconcilers advanced it, and no chunk got two runs.
     expect(new Set(runs.map((r) => r.key)).size).toBe(20);
   });
