@@ -46,7 +46,13 @@ export async function storeBenchDefinitions(
 
 /** storeBenchDefinitions, then the run store and graph cache over the stored definitions. */
 export async function storeBenchGraph(db: Kysely<Database>, dir: string, source: string, timeoutMs = 60_000): Promise<BenchStores> {
-  const definitions = await storeBenchDefinitions(db, dir, source, timeoutMs);
+  await storeBenchDefinitions(db, dir, source, timeoutMs);
+  return benchStores(db);
+}
+
+/** The stores over definitions already stored in `db`. */
+export function benchStores(db: Kysely<Database>): BenchStores {
+  const definitions = new PgDefinitionStore(db);
   return { definitions, runs: new PgRunStore(db, RUN_DECISIONS), graphs: new GraphCache(definitions) };
 }
 

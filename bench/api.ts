@@ -29,9 +29,8 @@
 import { parseArgs } from "node:util";
 import { sql, type Kysely } from "kysely";
 import type { Runtime } from "../src/cli/index.js";
-import { GraphCache, PgDefinitionStore, PgRunStore, type Database } from "../src/storage/index.js";
-import { RUN_DECISIONS } from "../src/planner/index.js";
-import { openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
+import type { Database } from "../src/storage/index.js";
+import { benchStores, openBenchRuntime, storeBenchDefinitions } from "./_definitions.js";
 import { p50p95max, printResult, timed, withScope } from "./_setup.js";
 import { createApiApp, launchRun } from "../src/api/index.js";
 import { partitionSpace, type PartitionsSpec } from "../src/partitions/index.js";
@@ -326,8 +325,7 @@ async function runsScenario() {
     () => [],
     async (request, seeded, specs, db) => {
       const space = partitionSpace(specs.get("bench/a")!);
-      const definitions = new PgDefinitionStore(db);
-      const stores = { definitions, runs: new PgRunStore(db, RUN_DECISIONS), graphs: new GraphCache(definitions) };
+      const stores = benchStores(db);
       for (let i = 0; i < runs; i++)
         await launchRun(stores, { assetKeys: ["bench/a", "bench/b", "bench/c"], partition: space.keyAt(i) }, now);
       const claimed = await stores.runs.claimRunnable({ now, capacity: { local: runs }, limit: runs });

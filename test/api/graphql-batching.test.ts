@@ -12,6 +12,23 @@ type AssetRow = { key: string; paused: boolean; upstream: { key: string; paused:
 const COUNTS = "partitionStatus { counts { materialized failed missing total } }";
 const RANGES = "partitionStatus { counts { total } ranges { status from to count } }";
 
+/** Asks `query` of `app`, expecting no errors: its data and how many statements it ran. */
+async function answered<T>(
+  app: ReturnType<typeof createApiApp>,
+  counted: ReturnType<typeof countingStatements>,
+  query: string,
+): Promise<{ data: T; statements: number }> {
+  counted.reset();
+  const res = await app.request("/graphql", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ query }),
+  });
+  const body = (await res.json()) as GraphQLResult<T>;
+  expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
+  return { data: body.data!, statements: counted.statements };
+}
+
 describePostgres("GraphQL batching: statements per query do not grow with the assets asked for", () => {
   const database = useTestDatabase();
   let removeDefinitions: () => Promise<void>;
@@ -38,17 +55,7 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
 
   afterAll(() => removeDefinitions?.());
 
-  async function count<T>(query: string): Promise<{ data: T; statements: number }> {
-    counted.reset();
-    const res = await app.request("/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query }),
-    });
-    const body = (await res.json()) as GraphQLResult<T>;
-    expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
-    return { data: body.data!, statements: counted.statements };
-  }
+  const count = <T>(query: string) => answered<T>(app, counted, query);
 
   const assetsQuery = (search: string, status: string) =>
     `{ assets(search: "${search}") { key paused upstream { key paused } downstream { key } ${status} } }`;
@@ -102,17 +109,7 @@ describePostgres("GraphQL batching: a page of runs asking for their steps", () =
   type StepRow = { id: string; assetKey: string; partitionKey: string; state: string; upstreamStepIds: string[]; tries: object[] };
   type RunRow = { id: string; steps: StepRow[]; viewerCan: { operate: boolean } };
 
-  async function request<T>(query: string): Promise<{ data: T; statements: number }> {
-    counted.reset();
-    const res = await app.request("/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query }),
-    });
-    const body = (await res.json()) as GraphQLResult<T>;
-    expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
-    return { data: body.data!, statements: counted.statements };
-  }
+  const request = <T>(query: string) => answered<T>(app, counted, query);
 
   beforeAll(async () => {
     removeDefinitions = await storeDefinitions(database.db, chainSource(6));

@@ -32,11 +32,7 @@ export async function stepsOfRuns(db: Kysely<Database>, runIds: readonly string[
     db.selectFrom("step_tries").selectAll().where("run_id", "in", ids).orderBy("step_id").orderBy("try_number").execute(),
   ]);
   const upstream = new Map<number, number[]>();
-  for (const d of deps) {
-    const list = upstream.get(d.step_id);
-    if (list) list.push(d.upstream_step_id);
-    else upstream.set(d.step_id, [d.upstream_step_id]);
-  }
+  for (const d of deps) listIn(upstream, d.step_id).push(d.upstream_step_id);
   const triesByStep = new Map<number, StepTryRecord[]>();
   for (const t of tries) {
     const record: StepTryRecord = {
@@ -53,9 +49,7 @@ export async function stepsOfRuns(db: Kysely<Database>, runIds: readonly string[
       failureClass: t.failure_class,
       logRef: t.log_ref,
     };
-    const list = triesByStep.get(t.step_id);
-    if (list) list.push(record);
-    else triesByStep.set(t.step_id, [record]);
+    listIn(triesByStep, t.step_id).push(record);
   }
   for (const s of steps) {
     const record: StepRecord = {
@@ -83,11 +77,16 @@ export async function stepsOfRuns(db: Kysely<Database>, runIds: readonly string[
       upstream: (upstream.get(s.id) ?? []).sort((a, b) => a - b),
       tries: triesByStep.get(s.id) ?? [],
     };
-    const list = out.get(s.run_id);
-    if (list) list.push(record);
-    else out.set(s.run_id, [record]);
+    listIn(out, s.run_id).push(record);
   }
   return out;
+}
+
+/** The list under `key`, added empty when there is none. */
+function listIn<K, V>(map: Map<K, V[]>, key: K): V[] {
+  let list = map.get(key);
+  if (!list) map.set(key, (list = []));
+  return list;
 }
 
 export async function getRunSummary(db: Kysely<Database>, runId: string): Promise<RunSummary | undefined> {
