@@ -101,11 +101,13 @@ describePostgres("a source asset's timeout under tributary dev", () => {
       const defs = path.join(root, "defs");
       await mkdir(landing, { recursive: true });
       await mkdir(defs, { recursive: true });
-      const day = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+      // The days are read once and the partitions end today: a run across midnight sees the same three.
+      const now = Date.now();
+      const day = (n: number) => new Date(now - n * 86_400_000).toISOString().slice(0, 10);
       await writeFile(
         path.join(defs, "feed.ts"),
         `import { daily, fileExists, sourceAsset } from "tributary";
-export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "${day(3)}" }), owner: "team:late",
+export const feed = sourceAsset({ key: "late/feed", partitions: daily({ start: "${day(3)}", end: "${day(0)}" }), owner: "team:late",
   observe: fileExists(${JSON.stringify(path.join(landing, "{partition}.json"))}), pollInterval: "1s", timeout: "20s" });
 `,
       );
