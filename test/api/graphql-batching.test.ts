@@ -72,11 +72,11 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
     expect(a050.downstream.map((d) => d.key)).toEqual(["chain/a051"]);
     expect(a050.partitionStatus.counts).toMatchObject({ materialized: 25, failed: 5 });
     const one = await count(assetsQuery("chain/a050", COUNTS));
-    // The snapshot version (checked again by upstream/downstream: this graph cache has no max age), then one statement per
-    // loader and GraphQL level: pauses of the assets, their status counts (after turning JIT off for its transaction),
-    // pauses of their upstreams.
-    expect(all.statements).toBe(6);
-    expect(one.statements).toBe(6);
+    // The snapshot version, once (a request reads one version of the definitions); the status counts, read with the
+    // list (after turning JIT off for its transaction); the pauses of the assets and of their upstreams together (the
+    // upstream lists resolve in the same tick as the assets' own fields).
+    expect(all.statements).toBe(4);
+    expect(one.statements).toBe(4);
   });
 
   it("also batches status ranges", async () => {
@@ -94,8 +94,29 @@ describePostgres("GraphQL batching: statements per query do not grow with the as
     );
     const one = await count(assetsQuery("chain/a050", RANGES));
     // The keys by status of all 100 assets (which give the counts too) in one statement, not one per asset.
-    expect(all.statements).toBe(6);
-    expect(one.statements).toBe(6);
+    expect(all.statements).toBe(4);
+    expect(one.statements).toBe(4);
+  });
+
+  it("reads the status with the list however the query asks for it: fragments, aliases, with and without ranges", async () => {
+    type Status = { counts: Record<string, number>; ranges?: { status: string; count: number }[] };
+    const all = await count<{ assets: { key: string; partitionStatus: Status; inline: Status; withRanges: Status }[] }>(`
+      { assets(search: "chain/a05") {
+          key ...Counts ... on Asset { inline: partitionStatus { counts { total } } }
+          withRanges: partitionStatus { counts { missing } ranges { status count } } } }
+      fragment Counts on Asset { partitionStatus { counts { materialized failed total } } }`);
+    expect(all.data.assets.map((a) => a.key)).toHaveLength(10);
+    // The version, the status read once with ranges for every alias, the JIT setting: no read per asset or per alias.
+    expect(all.statements).toBe(3);
+    for (const asset of all.data.assets) {
+      const alone = await count<{ asset: { partitionStatus: Required<Status> } }>(
+        `{ asset(key: "${asset.key}") { partitionStatus { counts { materialized failed total missing } ranges { status count } } } }`,
+      );
+      const { counts, ranges } = alone.data.asset.partitionStatus;
+      expect(asset.partitionStatus.counts).toEqual({ materialized: counts.materialized, failed: counts.failed, total: counts.total });
+      expect(asset.inline.counts).toEqual({ total: counts.total });
+      expect(asset.withRanges).toEqual({ counts: { missing: counts.missing }, ranges });
+    }
   });
 });
 

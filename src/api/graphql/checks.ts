@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { SnapshotAsset, SnapshotCheck } from "../../graph/index.js";
 import { InputError } from "../../errors/index.js";
 import type { CheckResultQuery, CheckResultView, ReadPage, RunDetail, RunSummary } from "../../storage/index.js";
-import { batched, perContext } from "./batch.js";
+import { batched, perContext, requestCatalog, withCatalog } from "./batch.js";
 import { builder } from "./builder.js";
 import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
@@ -126,7 +126,7 @@ builder.objectFields(ASSET_TYPE, (t) => ({
     type: [AssetCheckRef],
     nullable: false,
     description: "The asset's checks, by name",
-    resolve: async (a, _args, ctx) => (await ctx.assets.catalog.current()).graph.checksFor(a.key).map((check) => ({ asset: a, check })),
+    resolve: (a, _args, ctx) => withCatalog(ctx, ({ graph }) => graph.checksFor(a.key).map((check) => ({ asset: a, check }))),
   }),
   checkResults: t.field({
     type: CheckResultConnectionRef,
@@ -142,7 +142,7 @@ builder.objectFields(ASSET_TYPE, (t) => ({
       const args = parseInput(checkResultsArgs, rawArgs, field, "");
       checkFirst(field, args.first);
       try {
-        if (args.check !== undefined) requireCheck(a, (await ctx.assets.catalog.current()).graph.checksFor(a.key), args.check);
+        if (args.check !== undefined) requireCheck(a, (await requestCatalog(ctx)()).graph.checksFor(a.key), args.check);
         const partitionKey = await checkedPartition(a, args.partition, ctx);
         return await pageLoader(ctx)({ assetKey: a.key, checkName: args.check, partitionKey, first: args.first, after: args.after });
       } catch (err) {

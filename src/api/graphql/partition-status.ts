@@ -1,6 +1,6 @@
 // Partition status of assets: Asset.partitionStatus (counts and ranges by
 // status) and the status and stale reasons of each listed partition.
-import type { GraphQLResolveInfo, SelectionSetNode } from "graphql";
+import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import type { PartitionStatusRecord, StaleReason } from "../../storage/index.js";
 import { staleReasonMessage, type PartitionStatusRow } from "../partition-listing.js";
@@ -110,24 +110,64 @@ function cacheOf(ctx: Pick<ApiServices, "assets">): PartitionStatusCache {
   return cache;
 }
 
+function summariesOf(ctx: Pick<ApiServices, "assets" | "now">, assets: readonly SnapshotAsset[], withRanges: boolean) {
+  return partitionStatusSummaries(assets, {
+    cache: cacheOf(ctx),
+    store: ctx.assets.partitionStatus,
+    withRanges,
+    now: ctx.now(),
+    dynamicKeys: (name) => ctx.assets.catalog.dynamicKeys(name),
+  });
+}
+
 /**
- * Summaries of every asset resolved at one GraphQL level, computed together (`assets { partitionStatus { counts } }`):
+ * Summaries of every asset resolved at one GraphQL level, computed together (`asset { upstream { partitionStatus } }`):
  * one statement validating the cached ones and reading the others, then a loop (see partitionStatusSummaries). One
  * loader with ranges and one without, since a level asks for the same fields of each asset.
  */
-const summaryLoaders = perContext((ctx: Pick<ApiServices, "assets" | "now">) => {
-  const loaderOf = (withRanges: boolean) =>
-    batched((assets: SnapshotAsset[]) =>
-      partitionStatusSummaries(assets, {
-        cache: cacheOf(ctx),
-        store: ctx.assets.partitionStatus,
-        withRanges,
-        now: ctx.now(),
-        dynamicKeys: (name) => ctx.assets.catalog.dynamicKeys(name),
-      }),
-    );
-  return { counts: loaderOf(false), ranges: loaderOf(true) };
-});
+const summaryLoaders = perContext((ctx: Pick<ApiServices, "assets" | "now">) => ({
+  counts: batched((assets: SnapshotAsset[]) => summariesOf(ctx, assets, false)),
+  ranges: batched((assets: SnapshotAsset[]) => summariesOf(ctx, assets, true)),
+}));
+
+/** Summaries read ahead for a list of assets, by asset (see preloadPartitionStatus). */
+const preloaded = perContext(
+  (_ctx: Pick<ApiServices, "assets">) => new Map<SnapshotAsset, { summary: PartitionStatusSummary; withRanges: boolean }>(),
+);
+
+/**
+ * Reads ahead the partition status of a list of assets when the query asks for it on them (`assets { partitionStatus
+ * { counts } }`): each asset's field then has its value at once, and 10 000 assets resolve without a promise each.
+ * When the read fails, nothing is kept and each field reads (and reports) for itself.
+ */
+export async function preloadPartitionStatus(
+  assets: readonly SnapshotAsset[],
+  ctx: Pick<ApiServices, "assets" | "now">,
+  info: GraphQLResolveInfo,
+): Promise<void> {
+  const fields = info.fieldNodes.flatMap((n) => fieldsNamed(n.selectionSet, "partitionStatus", info.fragments));
+  if (fields.length === 0 || assets.length === 0) return;
+  const withRanges = asksForRanges(fields, info);
+  let summaries: Map<SnapshotAsset, PartitionStatusSummary>;
+  try {
+    summaries = await summariesOf(ctx, assets, withRanges);
+  } catch {
+    return;
+  }
+  const kept = preloaded(ctx);
+  for (const [asset, summary] of summaries) kept.set(asset, { summary, withRanges });
+}
+
+/** The summary read ahead for this asset, when it answers this field (ranges when the field asks for them). */
+export function preloadedPartitionStatus(
+  asset: SnapshotAsset,
+  ctx: Pick<ApiServices, "assets">,
+  info: GraphQLResolveInfo,
+): PartitionStatusSummary | undefined {
+  const kept = preloaded(ctx).get(asset);
+  if (!kept) return undefined;
+  return kept.withRanges || !asksForRanges(info.fieldNodes, info) ? kept.summary : undefined;
+}
 
 /** Resolver of Asset.partitionStatus. */
 export async function resolvePartitionStatus(
@@ -137,7 +177,7 @@ export async function resolvePartitionStatus(
 ): Promise<PartitionStatusSummary> {
   try {
     const loaders = summaryLoaders(ctx);
-    const withRanges = info.fieldNodes.some((n) => asksFor(n.selectionSet, "ranges"));
+    const withRanges = asksForRanges(info.fieldNodes, info);
     const summary = await (withRanges ? loaders.ranges : loaders.counts)(asset);
     if (!summary) throw new Error(`no partition status for asset "${asset.key}"`);
     return summary;
@@ -155,7 +195,28 @@ export async function staleReasonsOf(row: PartitionStatusRow): Promise<readonly 
   return (await row.state())?.staleReasons ?? [];
 }
 
-/** Whether a selection asks for `field` (fragments count as asking: they are not expanded here). */
-function asksFor(selection: SelectionSetNode | undefined, field: string): boolean {
-  return (selection?.selections ?? []).some((s) => s.kind !== "Field" || s.name.value === field);
+/** The fields named `name` of a selection, through its inline fragments and fragment spreads. */
+function fieldsNamed(
+  selection: SelectionSetNode | undefined,
+  name: string,
+  fragments: GraphQLResolveInfo["fragments"],
+  seen = new Set<string>(),
+): FieldNode[] {
+  const out: FieldNode[] = [];
+  for (const s of selection?.selections ?? []) {
+    if (s.kind === Kind.FIELD) {
+      if (s.name.value === name) out.push(s);
+    } else if (s.kind === Kind.INLINE_FRAGMENT) {
+      out.push(...fieldsNamed(s.selectionSet, name, fragments, seen));
+    } else if (!seen.has(s.name.value)) {
+      seen.add(s.name.value);
+      out.push(...fieldsNamed(fragments[s.name.value]?.selectionSet, name, fragments, seen));
+    }
+  }
+  return out;
+}
+
+/** Whether these `partitionStatus` selections ask for `ranges`. */
+function asksForRanges(fields: readonly FieldNode[], info: GraphQLResolveInfo): boolean {
+  return fields.some((n) => fieldsNamed(n.selectionSet, "ranges", info.fragments).length > 0);
 }

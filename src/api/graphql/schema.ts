@@ -2,6 +2,7 @@ import type { GraphQLResolveInfo } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import { describePartitions } from "../../partitions/index.js";
 import { listPartitions, releasedInChunks, withStates, type PartitionStatusRow } from "../partition-listing.js";
+import { requestCatalog, withCatalog } from "./batch.js";
 import { builder } from "./builder.js";
 import { MAX_PARTITION_PAGE as MAX_PAGE } from "./partition-cost.js";
 import type { DefinitionFileView } from "../services.js";
@@ -11,6 +12,8 @@ import {
   AssetPartitionStatusRef,
   PartitionStatusEnum,
   partitionStateOf,
+  preloadedPartitionStatus,
+  preloadPartitionStatus,
   resolvePartitionStatus,
   staleReasonsOf,
   StaleReasonRef,
@@ -113,7 +116,7 @@ AssetRef.implement({
     partitionStatus: t.field({
       type: AssetPartitionStatusRef,
       description: "Existing partitions by status: counts, and ranges of consecutive partitions with one status",
-      resolve: (a, _args, ctx, info) => resolvePartitionStatus(a, ctx, info),
+      resolve: (a, _args, ctx, info) => preloadedPartitionStatus(a, ctx, info) ?? resolvePartitionStatus(a, ctx, info),
     }),
     // Materialisation history.
     materializations: t.field({
@@ -136,11 +139,11 @@ AssetRef.implement({
     deps: t.field({ type: [DepRef], resolve: (a) => [...a.deps] }),
     upstream: t.field({
       type: [AssetRef],
-      resolve: async (a, _args, ctx) => (await ctx.assets.catalog.current()).graph.upstreamOf(a.key),
+      resolve: (a, _args, ctx) => withCatalog(ctx, ({ graph }) => graph.upstreamOf(a.key)),
     }),
     downstream: t.field({
       type: [AssetRef],
-      resolve: async (a, _args, ctx) => (await ctx.assets.catalog.current()).graph.downstreamOf(a.key),
+      resolve: (a, _args, ctx) => withCatalog(ctx, ({ graph }) => graph.downstreamOf(a.key)),
     }),
     partitions: t.field({
       type: PartitionPage,
@@ -245,17 +248,21 @@ builder.queryType({
         group: t.arg.string(),
         search: t.arg.string({ description: "Case-insensitive substring of the key" }),
       },
-      resolve: async (_root, args, ctx) => {
-        const { graph } = await ctx.assets.catalog.current();
+      resolve: async (_root, args, ctx, info) => {
+        const { graph } = await requestCatalog(ctx)();
         const needle = args.search?.toLowerCase();
-        return graph.assets.filter((a) => (!args.group || a.group === args.group) && (!needle || a.key.toLowerCase().includes(needle)));
+        const assets = graph.assets.filter(
+          (a) => (!args.group || a.group === args.group) && (!needle || a.key.toLowerCase().includes(needle)),
+        );
+        await preloadPartitionStatus(assets, ctx, info);
+        return assets;
       },
     }),
     asset: t.field({
       type: AssetRef,
       nullable: true,
       args: { key: t.arg.string({ required: true }) },
-      resolve: async (_root, args, ctx) => (await ctx.assets.catalog.current()).graph.get(args.key) ?? null,
+      resolve: async (_root, args, ctx) => (await requestCatalog(ctx)()).graph.get(args.key) ?? null,
     }),
     definitionErrors: t.field({
       type: [DefinitionFileRef],
@@ -270,7 +277,7 @@ builder.queryType({
       type: DefinitionsVersionRef,
       nullable: true,
       resolve: async (_root, _args, ctx) => {
-        const view = await ctx.assets.catalog.current();
+        const view = await requestCatalog(ctx)();
         return view.version === 0 ? null : view;
       },
     }),
