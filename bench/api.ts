@@ -257,7 +257,7 @@ async function assetsScenario() {
       }),
     async (request, seeded) => {
       const query = `{ assets { key group upstream { key } partitionStatus { counts { missing materialized failed stale total } } } }`;
-      const { stats, data } = await measure(request, query, {}, Math.min(REQUESTS, 10));
+      const { stats, data } = await measure(request, query, {}, REQUESTS);
       return { seeded, assets: (data.assets as unknown[]).length, responseBytes: JSON.stringify(data).length, query: stats };
     },
   );
