@@ -1,6 +1,7 @@
 // Asset.materializations and Asset.latestMaterialization: an asset's
 // materialisation history, newest first, read for every asset of a GraphQL
 // level in one statement.
+import type { GraphQLResolveInfo } from "graphql";
 import { z } from "zod";
 import type { SnapshotAsset } from "../../graph/index.js";
 import { loadPartitionContext, partitionSpace } from "../../partitions/index.js";
@@ -10,6 +11,7 @@ import { batched, perContext } from "./batch.js";
 import { builder } from "./builder.js";
 import type { ApiServices } from "../services.js";
 import { asGraphQLError, codeError, parseInput } from "./errors.js";
+import { readAhead, readAheadOf, selectedOnItems } from "./read-ahead.js";
 import { checkFirst } from "./runs.js";
 
 const MaterializationKindEnum = builder.enumType("MaterializationKind", {
@@ -81,8 +83,33 @@ export async function resolveMaterializations(
   }
 }
 
+/**
+ * Reads the latest materialisation of each asset of a list with the list when the query asks for
+ * `latestMaterialization` (of any partition) on them.
+ */
+export async function readLatestAhead(
+  assets: readonly SnapshotAsset[],
+  ctx: Pick<ApiServices, "runs">,
+  info: GraphQLResolveInfo,
+): Promise<void> {
+  if (!selectedOnItems(info, "latestMaterialization").some((f) => (f.arguments?.length ?? 0) === 0)) return;
+  await readAhead(ctx, "latestMaterialization", assets, async () => {
+    const pages = await ctx.runs.reads.materializations(assets.map((a) => ({ assetKey: a.key, first: 1 })));
+    return new Map(assets.map((a, i) => [a, pages[i]?.nodes[0] ?? null]));
+  });
+}
+
 /** Resolver of Asset.latestMaterialization(partition). */
-export async function resolveLatestMaterialization(
+export function resolveLatestMaterialization(
+  asset: SnapshotAsset,
+  partition: string | null | undefined,
+  ctx: Pick<ApiServices, "assets" | "runs">,
+): MaterializationView | null | Promise<MaterializationView | null> {
+  const ahead = partition == null ? readAheadOf<MaterializationView | null>(ctx, "latestMaterialization", asset) : undefined;
+  return ahead ? ahead.value : latestOf(asset, partition, ctx);
+}
+
+async function latestOf(
   asset: SnapshotAsset,
   partition: string | null | undefined,
   ctx: Pick<ApiServices, "assets" | "runs">,

@@ -1,6 +1,6 @@
 // Partition status of assets: Asset.partitionStatus (counts and ranges by
 // status) and the status and stale reasons of each listed partition.
-import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from "graphql";
+import type { FieldNode, GraphQLResolveInfo } from "graphql";
 import type { SnapshotAsset } from "../../graph/index.js";
 import type { PartitionStatusRecord, StaleReason } from "../../storage/index.js";
 import { staleReasonMessage, type PartitionStatusRow } from "../partition-listing.js";
@@ -13,6 +13,7 @@ import {
 } from "../partition-status-summary.js";
 import { batched, perContext } from "./batch.js";
 import { builder } from "./builder.js";
+import { fieldsNamed, readAhead, readAheadOf, selectedOnItems } from "./read-ahead.js";
 import type { ApiServices, AssetsApi } from "../services.js";
 import { asGraphQLError } from "./errors.js";
 
@@ -130,41 +131,27 @@ const summaryLoaders = perContext((ctx: Pick<ApiServices, "assets" | "now">) => 
   ranges: batched((assets: SnapshotAsset[]) => summariesOf(ctx, assets, true)),
 }));
 
-/** Summaries read ahead for a list of assets, by asset (see preloadPartitionStatus). */
-const preloaded = perContext(
-  (_ctx: Pick<ApiServices, "assets">) => new Map<SnapshotAsset, { summary: PartitionStatusSummary; withRanges: boolean }>(),
-);
-
 /**
- * Reads ahead the partition status of a list of assets when the query asks for it on them (`assets { partitionStatus
- * { counts } }`): each asset's field then has its value at once, and 10 000 assets resolve without a promise each.
- * When the read fails, nothing is kept and each field reads (and reports) for itself.
+ * Reads the partition status of a list of assets with the list when the query asks for it on them
+ * (`assets { partitionStatus { counts } }`): with ranges when any of those fields asks for them.
  */
-export async function preloadPartitionStatus(
+export async function readStatusAhead(
   assets: readonly SnapshotAsset[],
   ctx: Pick<ApiServices, "assets" | "now">,
   info: GraphQLResolveInfo,
 ): Promise<void> {
-  const fields = info.fieldNodes.flatMap((n) => fieldsNamed(n.selectionSet, "partitionStatus", info.fragments));
-  if (fields.length === 0 || assets.length === 0) return;
+  const fields = selectedOnItems(info, "partitionStatus");
+  if (fields.length === 0) return;
   const withRanges = asksForRanges(fields, info);
-  let summaries: Map<SnapshotAsset, PartitionStatusSummary>;
-  try {
-    summaries = await summariesOf(ctx, assets, withRanges);
-  } catch {
-    return;
-  }
-  const kept = preloaded(ctx);
-  for (const [asset, summary] of summaries) kept.set(asset, { summary, withRanges });
+  await readAhead(ctx, "partitionStatus", assets, async () => {
+    const summaries = await summariesOf(ctx, assets, withRanges);
+    return new Map([...summaries].map(([asset, summary]) => [asset, { summary, withRanges }]));
+  });
 }
 
-/** The summary read ahead for this asset, when it answers this field (ranges when the field asks for them). */
-export function preloadedPartitionStatus(
-  asset: SnapshotAsset,
-  ctx: Pick<ApiServices, "assets">,
-  info: GraphQLResolveInfo,
-): PartitionStatusSummary | undefined {
-  const kept = preloaded(ctx).get(asset);
+/** The summary read with the list for this asset, when it answers this field (ranges when the field asks for them). */
+export function statusReadAhead(asset: SnapshotAsset, ctx: object, info: GraphQLResolveInfo): PartitionStatusSummary | undefined {
+  const kept = readAheadOf<{ summary: PartitionStatusSummary; withRanges: boolean }>(ctx, "partitionStatus", asset)?.value;
   if (!kept) return undefined;
   return kept.withRanges || !asksForRanges(info.fieldNodes, info) ? kept.summary : undefined;
 }
@@ -193,27 +180,6 @@ export async function partitionStateOf(row: PartitionStatusRow): Promise<Partiti
 
 export async function staleReasonsOf(row: PartitionStatusRow): Promise<readonly StaleReason[]> {
   return (await row.state())?.staleReasons ?? [];
-}
-
-/** The fields named `name` of a selection, through its inline fragments and fragment spreads. */
-function fieldsNamed(
-  selection: SelectionSetNode | undefined,
-  name: string,
-  fragments: GraphQLResolveInfo["fragments"],
-  seen = new Set<string>(),
-): FieldNode[] {
-  const out: FieldNode[] = [];
-  for (const s of selection?.selections ?? []) {
-    if (s.kind === Kind.FIELD) {
-      if (s.name.value === name) out.push(s);
-    } else if (s.kind === Kind.INLINE_FRAGMENT) {
-      out.push(...fieldsNamed(s.selectionSet, name, fragments, seen));
-    } else if (!seen.has(s.name.value)) {
-      seen.add(s.name.value);
-      out.push(...fieldsNamed(fragments[s.name.value]?.selectionSet, name, fragments, seen));
-    }
-  }
-  return out;
 }
 
 /** Whether these `partitionStatus` selections ask for `ranges`. */

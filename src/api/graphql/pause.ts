@@ -1,10 +1,13 @@
 // pauseAutomation / resumeAutomation, and the pause state behind Asset.paused.
 import { z } from "zod";
+import type { GraphQLResolveInfo } from "graphql";
 import type { AssetPauseState, PauseTarget } from "../../storage/index.js";
+import type { SnapshotAsset } from "../../graph/index.js";
 import { batched, perContext } from "./batch.js";
 import { builder } from "./builder.js";
 import type { ApiServices } from "../services.js";
 import { parseInput } from "./errors.js";
+import { readAhead, readAheadOf, selectedOnItems } from "./read-ahead.js";
 
 const AutomationPauseRef = builder.objectRef<AssetPauseState>("AutomationPauseState").implement({
   description: "An asset a pauseAutomation or resumeAutomation call targeted, and its state afterwards",
@@ -52,6 +55,27 @@ builder.mutationFields((t) => ({
 }));
 
 /** Pause state of an asset; sibling assets of one query share one lookup. */
-export const pauseStateOf = perContext((ctx: Pick<ApiServices, "automation">) =>
+const pauseStateOf = perContext((ctx: Pick<ApiServices, "automation">) =>
   batched((keys: string[]) => ctx.automation.pauses.pauseStates(keys)),
 );
+
+type PauseState = { paused: boolean; pausedAt: Date | null } | undefined;
+
+/** Reads the pause state of a list of assets with the list when the query asks for `paused` or `pausedAt` on them. */
+export async function readPausesAhead(
+  assets: readonly SnapshotAsset[],
+  ctx: Pick<ApiServices, "automation">,
+  info: GraphQLResolveInfo,
+): Promise<void> {
+  if (selectedOnItems(info, "paused").length === 0 && selectedOnItems(info, "pausedAt").length === 0) return;
+  await readAhead(ctx, "pause", assets, async () => {
+    const states = await ctx.automation.pauses.pauseStates(assets.map((a) => a.key));
+    return new Map(assets.map((a) => [a, states.get(a.key)]));
+  });
+}
+
+/** `f` of an asset's pause state (undefined: never paused): at once when it was read with its list. */
+export function withPauseState<T>(asset: SnapshotAsset, ctx: Pick<ApiServices, "automation">, f: (state: PauseState) => T): T | Promise<T> {
+  const ahead = readAheadOf<PauseState>(ctx, "pause", asset);
+  return ahead ? f(ahead.value) : pauseStateOf(ctx)(asset.key).then(f);
+}

@@ -12,16 +12,17 @@ import {
   AssetPartitionStatusRef,
   PartitionStatusEnum,
   partitionStateOf,
-  preloadedPartitionStatus,
-  preloadPartitionStatus,
+  readStatusAhead,
   resolvePartitionStatus,
   staleReasonsOf,
   StaleReasonRef,
+  statusReadAhead,
 } from "./partition-status.js";
-import { pauseStateOf } from "./pause.js";
+import { readPausesAhead, withPauseState } from "./pause.js";
 import {
   MaterializationConnectionRef,
   MaterializationRef,
+  readLatestAhead,
   resolveLatestMaterialization,
   resolveMaterializations,
 } from "./materializations.js";
@@ -106,17 +107,17 @@ AssetRef.implement({
     codeVersion: t.exposeString("codeVersion", { nullable: true }),
     paused: t.boolean({
       description: "Automation and schedules start no runs for it (manual and backfill runs still do)",
-      resolve: async (a, _args, ctx) => (await pauseStateOf(ctx)(a.key))?.paused ?? false,
+      resolve: (a, _args, ctx) => withPauseState(a, ctx, (s) => s?.paused ?? false),
     }),
     pausedAt: t.field({
       type: "DateTime",
       nullable: true,
-      resolve: async (a, _args, ctx) => (await pauseStateOf(ctx)(a.key))?.pausedAt ?? null,
+      resolve: (a, _args, ctx) => withPauseState(a, ctx, (s) => s?.pausedAt ?? null),
     }),
     partitionStatus: t.field({
       type: AssetPartitionStatusRef,
       description: "Existing partitions by status: counts, and ranges of consecutive partitions with one status",
-      resolve: (a, _args, ctx, info) => preloadedPartitionStatus(a, ctx, info) ?? resolvePartitionStatus(a, ctx, info),
+      resolve: (a, _args, ctx, info) => statusReadAhead(a, ctx, info) ?? resolvePartitionStatus(a, ctx, info),
     }),
     // Materialisation history.
     materializations: t.field({
@@ -254,7 +255,7 @@ builder.queryType({
         const assets = graph.assets.filter(
           (a) => (!args.group || a.group === args.group) && (!needle || a.key.toLowerCase().includes(needle)),
         );
-        await preloadPartitionStatus(assets, ctx, info);
+        await Promise.all([readStatusAhead(assets, ctx, info), readPausesAhead(assets, ctx, info), readLatestAhead(assets, ctx, info)]);
         return assets;
       },
     }),
