@@ -15,8 +15,10 @@
 //    without a cache), and from a new server after a one-partition write
 //    (partitionStatusNewServer: nothing in its memory, it starts from the
 //    database's copy of the folded statuses the first server kept).
-// 2. `assets { key group upstream { key } partitionStatus { counts } }` over
-//    10 000 generated assets with 24 recent partitions each.
+// 2. `assets { key group upstream { key } partitionStatus { counts } }` (the
+//    asset graph page) and the asset catalog page's query (status counts,
+//    pause, latest materialisation) over 10 000 generated assets with 24
+//    recent partitions each.
 // 3. `erasureImpact` over a 5-level graph (2 assets a level, each reading
 //    both of the level above) with 10 000 derived partitions.
 // 4. `runs(first: 500)` with each run's steps, their upstream steps and tries:
@@ -120,6 +122,11 @@ async function measure(
   }
   return { stats: { requests: times, ...p50p95max(ms) }, data };
 }
+
+/** What the UI's asset catalog asks for every asset. */
+const CATALOG_QUERY = `{ assets { key group owner kind tags partitionsDescription paused
+  partitionStatus { counts { total materialized stale failed materializing missing timedOut erased } }
+  latestMaterialization { createdAt runId kind } } }`;
 
 const STATUS_QUERY = `query($key: String!) { asset(key: $key) { partitionStatus {
   counts { missing materialized failed stale total } ranges { status from to count } } } }`;
@@ -258,7 +265,15 @@ async function assetsScenario() {
     async (request, seeded) => {
       const query = `{ assets { key group upstream { key } partitionStatus { counts { missing materialized failed stale total } } } }`;
       const { stats, data } = await measure(request, query, {}, REQUESTS);
-      return { seeded, assets: (data.assets as unknown[]).length, responseBytes: JSON.stringify(data).length, query: stats };
+      const catalog = await measure(request, CATALOG_QUERY, {}, REQUESTS);
+      return {
+        seeded,
+        assets: (data.assets as unknown[]).length,
+        responseBytes: JSON.stringify(data).length,
+        query: stats,
+        catalogResponseBytes: JSON.stringify(catalog.data).length,
+        catalog: catalog.stats,
+      };
     },
   );
 }
