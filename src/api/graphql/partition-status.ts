@@ -143,18 +143,19 @@ export async function readStatusAhead(
   const fields = selectedOnItems(info, "partitionStatus");
   if (fields.length === 0) return;
   const withRanges = asksForRanges(fields, info);
-  await readAhead(ctx, "partitionStatus", assets, async () => {
-    const summaries = await summariesOf(ctx, assets, withRanges);
-    return new Map([...summaries].map(([asset, summary]) => [asset, { summary, withRanges }]));
-  });
+  await readAhead(ctx, withRanges ? RANGES_AHEAD : COUNTS_AHEAD, assets, () => summariesOf(ctx, assets, withRanges));
 }
 
 /** The summary read with the list for this asset, when it answers this field (ranges when the field asks for them). */
 export function statusReadAhead(asset: SnapshotAsset, ctx: object, info: GraphQLResolveInfo): PartitionStatusSummary | undefined {
-  const kept = readAheadOf<{ summary: PartitionStatusSummary; withRanges: boolean }>(ctx, "partitionStatus", asset)?.value;
-  if (!kept) return undefined;
-  return kept.withRanges || !asksForRanges(info.fieldNodes, info) ? kept.summary : undefined;
+  const withRanges = readAheadOf<PartitionStatusSummary>(ctx, RANGES_AHEAD, asset);
+  if (withRanges) return withRanges.value;
+  return asksForRanges(info.fieldNodes, info) ? undefined : readAheadOf<PartitionStatusSummary>(ctx, COUNTS_AHEAD, asset)?.value;
 }
+
+/** What readStatusAhead keeps: summaries with their ranges (which answer counts too), or counts alone. */
+const RANGES_AHEAD = "partitionStatus with ranges";
+const COUNTS_AHEAD = "partitionStatus counts";
 
 /** Resolver of Asset.partitionStatus. */
 export async function resolvePartitionStatus(

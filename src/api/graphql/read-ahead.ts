@@ -7,7 +7,7 @@ import type { SnapshotAsset } from "../../graph/index.js";
 import { perContext } from "./batch.js";
 
 /** Per request: for each kind of value read ahead, its value by asset. */
-const kept = perContext((_ctx: object) => new Map<string, Map<SnapshotAsset, unknown>>());
+const kept = perContext((_ctx: object) => new Map<string, ReadonlyMap<SnapshotAsset, unknown>>());
 
 /** The value of `kind` read ahead for this asset in this request; undefined when none was. */
 export function readAheadOf<T>(ctx: object, kind: string, asset: SnapshotAsset): { readonly value: T } | undefined {
@@ -32,7 +32,7 @@ export async function readAhead<T>(
   } catch {
     return;
   }
-  kept(ctx).set(kind, new Map(values));
+  kept(ctx).set(kind, values);
 }
 
 /** The fields named `name` that the list's field (info) selects on its items, through inline fragments and fragment spreads. */
